@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// examplesArgs runs plan on the repository's examples at a fixed time.
+func examplesArgs(extra ...string) []string {
+	root := "../.."
+	args := []string{"plan",
+		"--fleet", filepath.Join(root, "examples/fleet.yaml"),
+		"--tenants", filepath.Join(root, "examples/tenants.yaml"),
+		"--running", filepath.Join(root, "examples/running/batch.yaml") + "@2h",
+		"--running", filepath.Join(root, "examples/running/resumed.yaml") + "@5m",
+		"--jobs", filepath.Join(root, "examples/jobs"),
+		"--now", "2026-12-01T12:00:00Z"}
+	return append(args, extra...)
+}
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), code
+}
+
+func TestPlanExamplesShowEveryReason(t *testing.T) {
+	out, errOut, code := run(t, examplesArgs("-o", "json")...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var plan struct {
+		Binds []struct {
+			Job   string `json:"job"`
+			Nodes []struct {
+				Node     string `json:"node"`
+				GPUs     []int  `json:"gpus"`
+				GPUMilli int64  `json:"gpu_milli"`
+			} `json:"nodes"`
+		} `json:"binds"`
+		Preemptions []struct{ Job, For, Reason string } `json:"preemptions"`
+		Pending     []struct{ Job, Reason, Detail string } `json:"pending"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatalf("plan is not JSON of the documented shape: %v\n%s", err, out)
+	}
+	if len(plan.Binds) == 0 || len(plan.Preemptions) == 0 {
+		t.Fatalf("want binds and a preemption, got %d binds, %d preemptions", len(plan.Binds), len(plan.Preemptions))
+	}
+	seen := map[string]bool{}
+	for _, p := range plan.Pending {
+		seen[p.Reason] = true
+		if p.Detail == "" {
+			t.Errorf("%s pending %s without detail", p.Job, p.Reason)
+		}
+	}
+	for _, r := range []string{"QuotaExceeded", "SkuNotAvailable", "InsufficientCapacity", "TopologyUnsatisfiable",
+		"AwaitingPreemption", "ReservationNotActive", "PowerCapped", "ResidencyForbidden", "BorrowLimitReached"} {
+		if !seen[r] {
+			t.Errorf("no example job is pending with %s", r)
+		}
+	}
+}
+
+func TestPlanTable(t *testing.T) {
+	out, errOut, code := run(t, examplesArgs()...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"BINDS", "PREEMPTIONS", "PENDING", "train-llama", "@250m"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestPlanBadSpecExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"invalid field value", []string{"--jobs", write("neg.yaml", "name: x\ntenant: copilot\nresources: {gpus_per_instance: -1}\n")},
+			"neg.yaml:3:32: resources.gpus_per_instance"},
+		{"unknown field", []string{"--jobs", write("unk.yaml", "name: x\ntenant: copilot\nresourcez: {}\n")}, "unk.yaml:3:1: resourcez"},
+		{"bad --set", []string{"--jobs", "../../examples/jobs/train-llama.yaml", "--set", "retry.max_retries=lots"}, "retry.max_retries"},
+		{"bad fleet", []string{"--jobs", "../../examples/jobs", "--fleet", write("fleet.yaml", "regions: [{name: r, residency: us, clusters: [{name: c, fabric: copper}]}]\n")},
+			"fabric"},
+		{"missing file", []string{"--jobs", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
+		{"bad output", []string{"--jobs", "../../examples/jobs", "-o", "xml"}, "--output"},
+		{"missing --jobs", nil, "jobs"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"plan", "--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml"}, tc.args...)
+			_, errOut, code := run(t, args...)
+			if code != ExitUsage {
+				t.Fatalf("exit %d, want %d: %s", code, ExitUsage, errOut)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Fatalf("stderr %q lacks %q", errOut, tc.want)
+			}
+		})
+	}
+}

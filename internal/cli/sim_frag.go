@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/score"
+	"github.com/allot-dev/allot/internal/sim/frag"
+	"github.com/allot-dev/allot/internal/trace/openb"
+)
+
+type simFragFlags struct {
+	nodes, pods, policy, seeds, output string
+	inflate                            float64
+}
+
+func newSimFragCmd() *cobra.Command {
+	f := simFragFlags{}
+	cmd := &cobra.Command{
+		Use:   "frag",
+		Short: "Run the FGD paper's fragmentation experiment on an openb trace",
+		Long: `frag replays an openb pod list onto an openb node list, one pod at a time and
+inflated to a multiple of GPU capacity, placing each with one policy, and
+reports the share of GPU capacity allocated against the share arrived
+(median, min and max over seeds). Policies: ` + strings.Join(score.Names(), ", ") + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSimFrag(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.nodes, "nodes", "../shared/traces/openb/openb_node_list_gpu_node.csv", "openb node list CSV")
+	fl.StringVar(&f.pods, "pods", "../shared/traces/openb/openb_pod_list_default.csv", "openb pod list CSV")
+	fl.StringVar(&f.policy, "policy", "allot", "placement policy: "+strings.Join(score.Names(), ", "))
+	fl.StringVar(&f.seeds, "seeds", "42-51", "seeds: a range A-B or a comma-separated list")
+	fl.Float64Var(&f.inflate, "inflate", 1.3, "pods arrive up to this multiple of GPU capacity")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
+	return cmd
+}
+
+// parseSeeds reads "42-51" or "1,5,9".
+func parseSeeds(s string) ([]int64, error) {
+	if a, b, ok := strings.Cut(s, "-"); ok && !strings.Contains(s, ",") {
+		lo, err1 := strconv.ParseInt(strings.TrimSpace(a), 10, 64)
+		hi, err2 := strconv.ParseInt(strings.TrimSpace(b), 10, 64)
+		if err1 != nil || err2 != nil || hi < lo || hi-lo >= 10000 {
+			return nil, fmt.Errorf("--seeds %q: want A-B with A <= B and at most 10000 seeds", s)
+		}
+		var out []int64
+		for v := lo; v <= hi; v++ {
+			out = append(out, v)
+		}
+		return out, nil
+	}
+	var out []int64
+	for _, p := range strings.Split(s, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--seeds %q: %q is not an integer", s, p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+type simFragPoint struct {
+	ArrivedPct int     `json:"arrived_pct"`
+	Median     float64 `json:"alloc_pct_median"`
+	Min        float64 `json:"alloc_pct_min"`
+	Max        float64 `json:"alloc_pct_max"`
+}
+
+type simFragReport struct {
+	Policy      string         `json:"policy"`
+	Workload    string         `json:"workload"`
+	Seeds       []int64        `json:"seeds"`
+	WallSeconds float64        `json:"wall_seconds"`
+	Points      []simFragPoint `json:"points"`
+}
+
+func runSimFrag(cmd *cobra.Command, f simFragFlags) error {
+	start := time.Now()
+	seeds, err := parseSeeds(f.seeds)
+	if err != nil {
+		return Usage(err)
+	}
+	if f.output != "json" && f.output != "table" {
+		return Usage(fmt.Errorf("-o %q: want json or table", f.output))
+	}
+	if f.inflate < 1 || f.inflate > 10 {
+		return Usage(fmt.Errorf("--inflate %g: want 1 to 10", f.inflate))
+	}
+	if _, err := score.New(f.policy, score.WithWorkload(score.Workload{{P: 1}})); err != nil {
+		return Usage(err)
+	}
+	nodes, err := openb.ReadNodesFile(f.nodes)
+	if err != nil {
+		return Usage(fmt.Errorf("load nodes: %w", err))
+	}
+	pods, err := openb.ReadPodsFile(f.pods)
+	if err != nil {
+		return Usage(fmt.Errorf("load pods: %w", err))
+	}
+	res, err := frag.Run(cmd.Context(), frag.Config{
+		Nodes: nodes, Pods: pods, Policy: f.policy, Inflate: f.inflate, Seeds: seeds,
+		Workers: runtime.GOMAXPROCS(0),
+	})
+	if errors.Is(err, frag.ErrNoEvents) {
+		return Usage(err)
+	}
+	if err != nil {
+		return err
+	}
+	rep := simFragReport{Policy: f.policy, Workload: workloadName(f.pods), Seeds: seeds,
+		WallSeconds: time.Since(start).Seconds()}
+	for _, p := range res.Points {
+		rep.Points = append(rep.Points, simFragPoint{ArrivedPct: p.ArrivedPct, Median: p.Median, Min: p.Min, Max: p.Max})
+	}
+	if f.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	return writeSimFragTable(cmd.OutOrStdout(), rep)
+}
+
+// workloadName is the pod list's file name without directory, "openb_pod_list_"
+// and ".csv": "default" for openb_pod_list_default.csv.
+func workloadName(path string) string {
+	base := path[strings.LastIndexAny(path, `/\`)+1:]
+	return strings.TrimSuffix(strings.TrimPrefix(base, "openb_pod_list_"), ".csv")
+}
+
+func writeSimFragTable(w io.Writer, rep simFragReport) error {
+	fmt.Fprintf(w, "policy %s, workload %s, %d seeds, %.1fs\n", rep.Policy, rep.Workload, len(rep.Seeds), rep.WallSeconds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "arrived %\talloc % median\tmin\tmax\t")
+	for _, p := range rep.Points {
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t\n", p.ArrivedPct, p.Median, p.Min, p.Max)
+	}
+	return tw.Flush()
+}

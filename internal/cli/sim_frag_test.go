@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+const openbDir = "../../../shared/traces/openb/"
+
+func TestSimFragJSON(t *testing.T) {
+	if _, err := os.Stat(openbDir); err != nil {
+		t.Skipf("traces not available: %v", err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), []string{"sim", "frag",
+		"--nodes", openbDir + "openb_node_list_gpu_node.csv", "--pods", openbDir + "openb_pod_list_default.csv",
+		"--policy", "bestfit", "--seeds", "42", "-o", "json"}, &stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
+	}
+	var rep simFragReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout.String())
+	}
+	if rep.Policy != "bestfit" || rep.Workload != "default" || len(rep.Seeds) != 1 {
+		t.Errorf("report header = %+v", rep)
+	}
+	want := []int{80, 90, 95, 100, 110, 120, 130}
+	if len(rep.Points) != len(want) {
+		t.Fatalf("points = %+v, want arrived %v", rep.Points, want)
+	}
+	for i, p := range rep.Points {
+		if p.ArrivedPct != want[i] || p.Median < 50 || p.Median > 100 || p.Min > p.Median || p.Max < p.Median {
+			t.Errorf("point %d = %+v", i, p)
+		}
+	}
+}
+
+func TestSimFragTable(t *testing.T) {
+	if _, err := os.Stat(openbDir); err != nil {
+		t.Skipf("traces not available: %v", err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), []string{"sim", "frag",
+		"--nodes", openbDir + "openb_node_list_gpu_node.csv", "--pods", openbDir + "openb_pod_list_cpu050.csv",
+		"--policy", "packing", "--seeds", "7,8"}, &stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
+	}
+	if out := stdout.String(); !strings.Contains(out, "policy packing, workload cpu050, 2 seeds") || !strings.Contains(out, "130") {
+		t.Errorf("table output:\n%s", out)
+	}
+}
+
+func TestSimFragUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown policy", []string{"--policy", "nope"}, "unknown policy"},
+		{"bad seeds", []string{"--seeds", "9-1"}, "--seeds"},
+		{"bad seed list", []string{"--seeds", "1,x"}, "--seeds"},
+		{"bad output", []string{"-o", "yaml"}, "-o"},
+		{"bad inflate", []string{"--inflate", "0.5"}, "--inflate"},
+		{"unknown flag", []string{"--bogus"}, "bogus"},
+		{"missing nodes file", []string{"--nodes", "/nonexistent/nodes.csv"}, "load nodes"},
+		{"missing pods file", []string{"--nodes", openbDir + "openb_node_list_gpu_node.csv", "--pods", "/nonexistent/pods.csv"}, "load pods"},
+		{"pods file is a node list", []string{"--nodes", openbDir + "openb_node_list_gpu_node.csv", "--pods", openbDir + "openb_node_list_gpu_node.csv"}, "missing column"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := Run(context.Background(), append([]string{"sim", "frag"}, tt.args...), &stdout, &stderr)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d (stderr: %s)", code, ExitUsage, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("stderr %q does not mention %q", stderr.String(), tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,229 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// TenantKind tells internal product teams from external customers.
+type TenantKind string
+
+const (
+	TenantInternal TenantKind = "internal"
+	TenantCustomer TenantKind = "customer"
+)
+
+// Tenant is a team or customer that submits work.
+type Tenant struct {
+	Name      string
+	Kind      TenantKind
+	Partition string  // the partition whose guarantees the tenant draws on
+	Weight    float64 // fair-share weight inside its partition (default 1)
+}
+
+// Partition is a slice of the fleet promised to a group of tenants.
+type Partition struct {
+	Name       string
+	Tier       string // free text for people, e.g. "internal-ai", "customer-critical", "elastic"
+	Guarantees []Guarantee
+}
+
+// Guarantee promises a partition GPUs of one model in one region. Either GPUs
+// or Percent (of the fleet's GPUs of that model in that region) is set;
+// Resolve turns Percent into GPUs.
+type Guarantee struct {
+	Region   string
+	GPUModel string
+	GPUs     int
+	Percent  float64
+	// BorrowLimit caps how many GPUs beyond the guarantee the partition may
+	// borrow from idle capacity; nil means no cap, 0 forbids borrowing.
+	BorrowLimit *int
+	// LendLimit caps how many of the guaranteed GPUs others may borrow while
+	// they are idle; nil means all of them.
+	LendLimit *int
+}
+
+// Quota is a tenant's hard ceiling of GPUs of one series in one region.
+type Quota struct {
+	Tenant string
+	Region string
+	Series string
+	GPUs   int
+}
+
+// Reservation is capacity bought ahead: Count nodes of SKU in Region held for
+// Owner between Start and End (zero times mean open-ended).
+type Reservation struct {
+	Name   string
+	Owner  string
+	SKU    string
+	Region string
+	Count  int
+	Start  time.Time
+	End    time.Time
+}
+
+// ActiveAt reports whether the reservation holds capacity at t.
+func (r Reservation) ActiveAt(t time.Time) bool {
+	return (r.Start.IsZero() || !t.Before(r.Start)) && (r.End.IsZero() || t.Before(r.End))
+}
+
+// Tenancy is everything about who may use what.
+type Tenancy struct {
+	Tenants      []Tenant
+	Partitions   []Partition
+	Quotas       []Quota
+	Reservations []Reservation
+}
+
+// Tenant returns the tenant named name.
+func (t *Tenancy) Tenant(name string) (Tenant, bool) {
+	for _, x := range t.Tenants {
+		if x.Name == name {
+			return x, true
+		}
+	}
+	return Tenant{}, false
+}
+
+// Validate checks the tenancy against the fleet and resolves percentage
+// guarantees into GPU counts.
+func (t *Tenancy) Validate(f *Fleet) error {
+	parts := map[string]bool{}
+	for i := range t.Partitions {
+		p := &t.Partitions[i]
+		fp := fmt.Sprintf("partitions[%d]", i)
+		if p.Name == "" {
+			return fieldErr(fp+".name", "must not be empty")
+		}
+		if parts[p.Name] {
+			return fieldErr(fp+".name", "partition %q is defined twice", p.Name)
+		}
+		parts[p.Name] = true
+		for j := range p.Guarantees {
+			if err := p.Guarantees[j].resolve(f); err != nil {
+				return Prefix(fmt.Sprintf("%s.guarantees[%d]", fp, j), err)
+			}
+		}
+	}
+	// The guarantees on one pool must not promise more than the pool has.
+	promised := map[[2]string]int{}
+	for i, p := range t.Partitions {
+		for j, g := range p.Guarantees {
+			k := [2]string{g.Region, g.GPUModel}
+			promised[k] += g.GPUs
+			if have := f.GPUCount(g.Region, g.GPUModel); promised[k] > have {
+				return fieldErr(fmt.Sprintf("partitions[%d].guarantees[%d].gpus", i, j),
+					"partitions promise %d %s GPUs in %s, the fleet has %d", promised[k], g.GPUModel, g.Region, have)
+			}
+		}
+	}
+	tenants := map[string]bool{}
+	for i, x := range t.Tenants {
+		fp := fmt.Sprintf("tenants[%d]", i)
+		switch {
+		case x.Name == "":
+			return fieldErr(fp+".name", "must not be empty")
+		case tenants[x.Name]:
+			return fieldErr(fp+".name", "tenant %q is defined twice", x.Name)
+		case x.Kind != TenantInternal && x.Kind != TenantCustomer:
+			return fieldErr(fp+".kind", "must be internal or customer, got %q", x.Kind)
+		case x.Partition != "" && !parts[x.Partition]:
+			return fieldErr(fp+".partition", "unknown partition %q", x.Partition)
+		case x.Weight < 0 || math.IsNaN(x.Weight) || math.IsInf(x.Weight, 0):
+			return fieldErr(fp+".weight", "must be a positive number")
+		}
+		if x.Weight == 0 {
+			t.Tenants[i].Weight = 1
+		}
+		tenants[x.Name] = true
+	}
+	for i, q := range t.Quotas {
+		fp := fmt.Sprintf("quotas[%d]", i)
+		switch {
+		case !tenants[q.Tenant]:
+			return fieldErr(fp+".tenant", "unknown tenant %q", q.Tenant)
+		case !hasRegion(f, q.Region):
+			return fieldErr(fp+".region", "unknown region %q", q.Region)
+		case q.Series == "":
+			return fieldErr(fp+".series", "must not be empty (e.g. ND, NC)")
+		case q.GPUs < 0:
+			return fieldErr(fp+".gpus", "must not be negative")
+		}
+	}
+	names := map[string]bool{}
+	for i, r := range t.Reservations {
+		if err := r.Validate(f, tenants); err != nil {
+			return Prefix(fmt.Sprintf("reservations[%d]", i), err)
+		}
+		if names[r.Name] {
+			return fieldErr(fmt.Sprintf("reservations[%d].name", i), "reservation %q is defined twice", r.Name)
+		}
+		names[r.Name] = true
+	}
+	return nil
+}
+
+// Validate checks a reservation against the fleet and the known tenants.
+func (r Reservation) Validate(f *Fleet, tenants map[string]bool) error {
+	switch {
+	case r.Name == "":
+		return fieldErr("name", "must not be empty")
+	case tenants != nil && !tenants[r.Owner]:
+		return fieldErr("owner", "unknown tenant %q", r.Owner)
+	case r.Count <= 0:
+		return fieldErr("count", "must be positive, got %d", r.Count)
+	case !r.End.IsZero() && !r.End.After(r.Start):
+		return fieldErr("end", "must be after start")
+	}
+	if _, ok := f.Catalog[r.SKU]; !ok {
+		return fieldErr("sku", "unknown SKU %q", r.SKU)
+	}
+	if !hasRegion(f, r.Region) {
+		return fieldErr("region", "unknown region %q", r.Region)
+	}
+	have := 0
+	for _, n := range f.Nodes {
+		if n.Region == r.Region && n.SKU == r.SKU {
+			have++
+		}
+	}
+	if r.Count > have {
+		return fieldErr("count", "region %s has %d nodes of %s, %d asked", r.Region, have, r.SKU, r.Count)
+	}
+	return nil
+}
+
+func (g *Guarantee) resolve(f *Fleet) error {
+	if !hasRegion(f, g.Region) {
+		return fieldErr("region", "unknown region %q", g.Region)
+	}
+	if g.GPUModel == "" {
+		return fieldErr("gpu_model", "must not be empty")
+	}
+	have := f.GPUCount(g.Region, g.GPUModel)
+	switch {
+	case g.Percent < 0 || g.Percent > 100 || math.IsNaN(g.Percent):
+		return fieldErr("percent", "must be between 0 and 100")
+	case g.Percent > 0 && g.GPUs > 0:
+		return fieldErr("percent", "set gpus or percent, not both")
+	case g.Percent > 0:
+		g.GPUs = int(math.Floor(float64(have) * g.Percent / 100))
+	case g.GPUs < 0:
+		return fieldErr("gpus", "must not be negative")
+	}
+	if g.BorrowLimit != nil && *g.BorrowLimit < 0 {
+		return fieldErr("borrow_limit", "must not be negative")
+	}
+	if g.LendLimit != nil && (*g.LendLimit < 0 || *g.LendLimit > g.GPUs) {
+		return fieldErr("lend_limit", "must be between 0 and the guarantee (%d)", g.GPUs)
+	}
+	return nil
+}
+
+func hasRegion(f *Fleet, name string) bool {
+	_, ok := f.Region(name)
+	return ok
+}

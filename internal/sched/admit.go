@@ -1,0 +1,311 @@
+package sched
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// attempt is one queued job being scheduled in this cycle.
+type attempt struct {
+	job    *model.Job
+	tenant *tenantState
+	req    Request
+	count  int   // instances
+	total  int64 // milli-GPU of the whole job
+	class  model.Class
+	res    int // index of the reservation the job asks for, -1 for none
+}
+
+func (st *state) newAttempt(j *model.Job, t *tenantState) *attempt {
+	a := &attempt{job: j, tenant: t, req: RequestOf(j.Spec.Resources), count: j.Spec.Resources.InstanceCount,
+		class: j.Spec.Priority.Class, res: -1}
+	if a.count < 1 {
+		a.count = 1
+	}
+	a.total = int64(a.count) * a.req.TotalMilli()
+	if name := j.Spec.Placement.Reservation; name != "" {
+		if i, ok := st.resByName[name]; ok {
+			a.res = i
+		}
+	}
+	return a
+}
+
+// stage is how far a candidate got through the filters. A pending job's
+// reason is the filter that stopped its furthest candidate.
+type stage int
+
+const (
+	stageNone         stage = iota
+	stageCapable            // region, GPU model and node size allow the job
+	stageResidency          // the region's residency zone allows it
+	stageInterconnect       // the cluster's fabric is the one asked for
+	stageReady              // the node accepts work
+	stageQuota              // the tenant's hard quota has room
+	stageBorrow             // the partition may use this much of the pool
+	stageReservation        // no other tenant's reservation holds the node
+	stageFit                // free GPU, CPU and memory suffice
+	stagePower              // rack and region power caps allow the draw
+	stagePlaced             // everything holds (for a gang: per node)
+)
+
+// verdict collects what the filters saw, to explain a pending job.
+type verdict struct {
+	furthest     stage
+	capableNodes int
+	readyNodes   int
+	reservedOut  int
+	maxFree      int64 // most free milli-GPU for one instance on an allowed node
+	quota        quotaKey
+	quotaBlocked bool
+	borrowPool   poolKey
+	regionsOut   []string
+	powerNodes   int    // nodes with room that a power cap excluded
+	powerWhy     string // the cap that excluded the last of them
+}
+
+func (v *verdict) reach(s stage) {
+	if s > v.furthest {
+		v.furthest = s
+	}
+}
+
+// groupStage applies the filters that are the same for every node of g.
+func (st *state) groupStage(a *attempt, g *group, v *verdict) stage {
+	spec := &a.job.Spec
+	if !allowsRegion(spec.Placement.Regions, g.region.name) || !st.capable(a, g) {
+		return stageNone
+	}
+	if r := spec.Placement.Residency; r != "" && r != g.residency {
+		v.regionsOut = appendUnique(v.regionsOut, g.region.name)
+		return stageCapable
+	}
+	if f := spec.Placement.Interconnect; f != "" && f != g.fabric {
+		return stageResidency
+	}
+	if a.req.GPUs == 0 {
+		return stageBorrow // CPU-only work is outside quotas and partitions
+	}
+	k := quotaKey{a.tenant.name, g.region.name, g.sku.Series}
+	if limit, ok := st.quota[k]; ok && st.quotaUsed[k]+a.total > limit {
+		v.quota, v.quotaBlocked = k, true
+		return stageReady
+	}
+	if !st.partitionAllows(a.tenant.partition, g.pool, a.total) {
+		v.borrowPool = g.pool
+		return stageQuota
+	}
+	return stageBorrow
+}
+
+// capable reports whether one instance could ever run on g's SKU.
+func (st *state) capable(a *attempt, g *group) bool {
+	r := &a.req
+	if r.GPUs > g.sku.GPUs || r.CPU > g.sku.CPUMilli() || r.Memory > g.sku.MemoryMiB() {
+		return false
+	}
+	return r.GPUs == 0 || r.AcceptsModel(g.sku.GPUModel)
+}
+
+// partitionAllows reports whether partition p may take milli more of pool k:
+// within its guarantee always (reclaiming by preemption if need be), beyond
+// it only up to its borrowing limit and only from capacity that others
+// lend.
+func (st *state) partitionAllows(p *partitionState, k poolKey, milli int64) bool {
+	var used, guar int64
+	if p != nil {
+		used, guar = p.used[k], p.guar[k]
+	}
+	if used+milli <= guar {
+		return true
+	}
+	if p != nil {
+		if limit, ok := p.borrow[k]; ok && used+milli-guar > limit {
+			return false
+		}
+	}
+	// Capacity others keep for themselves is not lendable; whether the rest
+	// has room is for placement (or preemption) to find out.
+	prot := st.protected(k, p)
+	return prot == 0 || st.poolFree[k]-prot >= milli
+}
+
+// protected is the idle guaranteed capacity of pool k that partitions other
+// than p do not lend.
+func (st *state) protected(k poolKey, p *partitionState) int64 {
+	var sum int64
+	for _, q := range st.partitions {
+		if q == p {
+			continue
+		}
+		lend, ok := q.lend[k]
+		if !ok {
+			continue
+		}
+		if idle := q.guar[k] - lend - q.used[k]; idle > 0 {
+			sum += idle
+		}
+	}
+	return sum
+}
+
+// nodeStage applies the per-node filters after the group ones passed.
+func (st *state) nodeStage(a *attempt, n *NodeInfo, v *verdict) stage {
+	if !n.Ready {
+		return stageInterconnect
+	}
+	v.readyNodes++
+	if !st.reservationAllows(a, n.Index) {
+		v.reservedOut++
+		return stageBorrow
+	}
+	if !n.FitsResources(&a.req) {
+		if f := freeFor(n, &a.req); f > v.maxFree {
+			v.maxFree = f
+		}
+		return stageReservation
+	}
+	if why := st.powerDenies(n, a.req.TotalMilli()); why != "" {
+		v.powerNodes++
+		v.powerWhy = why
+		return stageFit
+	}
+	return stagePlaced
+}
+
+// reservationAllows reports whether a's job may use node i: a node of an
+// active reservation is for its owner, and for spot work that the owner
+// can evict; a job that names a reservation runs only on its nodes.
+func (st *state) reservationAllows(a *attempt, i int) bool {
+	r := st.resOf[i]
+	if a.job.Spec.Placement.Reservation != "" {
+		return r >= 0 && r == a.res
+	}
+	return r < 0 || st.res[r].Owner == a.tenant.name || a.class == model.ClassSpot
+}
+
+func (st *state) powerAllows(n *NodeInfo, milli int64) bool { return st.powerDenies(n, milli) == "" }
+
+// powerDenies names the rack or region cap that drawing milli more on n
+// would break, or returns "".
+func (st *state) powerDenies(n *NodeInfo, milli int64) string {
+	w := st.powerOf(n, milli)
+	if w == 0 {
+		return ""
+	}
+	if r := st.rackOf[n.Index]; r >= 0 {
+		if rk := st.racks[r]; rk.capW > 0 && rk.drawW+w > rk.capW {
+			return fmt.Sprintf("rack %s draws %.1f of its %.1f kW cap, the job needs %.1f kW more", n.Rack, kw(rk.drawW), kw(rk.capW), kw(w))
+		}
+	}
+	if reg := st.regions[n.Region]; reg.capW > 0 && reg.drawW+w > reg.capW {
+		return fmt.Sprintf("region %s draws %.1f of its %.1f kW headroom, the job needs %.1f kW more", n.Region, kw(reg.drawW), kw(reg.capW), kw(w))
+	}
+	return ""
+}
+
+func kw(w int64) float64 { return float64(w) / 1000 }
+
+// freeFor is the capacity relevant to r that n has free: whole GPUs for
+// whole-GPU work, the largest free fraction for a fraction.
+func freeFor(n *NodeInfo, r *Request) int64 {
+	if r.Fractional() {
+		var best int64
+		for _, f := range n.FreeMilli {
+			best = max(best, f)
+		}
+		return best
+	}
+	return int64(n.FreeWhole) * model.MilliPerGPU
+}
+
+func allowsRegion(allowed []string, region string) bool {
+	if len(allowed) == 0 {
+		return true
+	}
+	for _, r := range allowed {
+		if r == region {
+			return true
+		}
+	}
+	return false
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+// explain turns what the filters saw into a reason and a detail.
+func (st *state) explain(a *attempt, v *verdict) (Reason, string) {
+	spec := &a.job.Spec
+	switch v.furthest {
+	case stageNone:
+		return SkuNotAvailable, fmt.Sprintf("no SKU in %s has %s", regionsText(spec.Placement.Regions), shapeText(a))
+	case stageCapable:
+		return ResidencyForbidden, fmt.Sprintf("capable nodes are only in %s, outside residency %q",
+			strings.Join(v.regionsOut, ", "), spec.Placement.Residency)
+	case stageResidency:
+		return TopologyUnsatisfiable, fmt.Sprintf("no %s cluster in %s has %s",
+			spec.Placement.Interconnect, regionsText(spec.Placement.Regions), shapeText(a))
+	case stageInterconnect:
+		return NoReadyNodes, fmt.Sprintf("all %d capable nodes are NotReady or Draining", v.capableNodes)
+	case stageReady:
+		k := v.quota
+		return QuotaExceeded, fmt.Sprintf("tenant %s: %s GPUs in %s: %s of %s used, job needs %s",
+			k.tenant, k.series, k.region, gpusText(st.quotaUsed[k]), gpusText(st.quota[k]), gpusText(a.total))
+	case stageQuota:
+		k, p := v.borrowPool, a.tenant.partition
+		name, used, guar := "(none)", int64(0), int64(0)
+		if p != nil {
+			name, used, guar = p.name, p.used[k], p.guar[k]
+		}
+		return BorrowLimitReached, fmt.Sprintf("partition %s: %s in %s: %s used of %s guaranteed; lendable idle %s; job needs %s",
+			name, k.gpuModel, k.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-st.protected(k, p))), gpusText(a.total))
+	case stageBorrow:
+		return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants", v.reservedOut)
+	case stageReservation:
+		d := fmt.Sprintf("%d ready capable nodes, most free on one node: %s, job needs %s per instance",
+			v.readyNodes, gpusText(v.maxFree), gpusText(a.req.TotalMilli()))
+		if v.reservedOut > 0 {
+			d += fmt.Sprintf("; %d more are reserved for others", v.reservedOut)
+		}
+		return InsufficientCapacity, d
+	case stageFit:
+		return PowerCapped, fmt.Sprintf("%d nodes have room but not the power: %s", v.powerNodes, v.powerWhy)
+	}
+	return InsufficientCapacity, "no placement found"
+}
+
+func regionsText(regions []string) string {
+	if len(regions) == 0 {
+		return "any region"
+	}
+	return "regions " + strings.Join(regions, ", ")
+}
+
+func shapeText(a *attempt) string {
+	r := a.job.Spec.Resources
+	models := "any GPU"
+	if len(r.GPUModels) > 0 {
+		models = strings.Join(r.GPUModels, "|")
+	}
+	gpu := fmt.Sprintf("%d×%s", r.GPUsPerInstance, models)
+	if r.Fractional() {
+		gpu = fmt.Sprintf("%d milli-GPU of %s", r.GPUMilli, models)
+	}
+	return fmt.Sprintf("%s, %d mCPU, %d MiB per instance", gpu, r.CPUMilli, r.MemoryMiB)
+}
+
+func gpusText(milli int64) string {
+	if milli%model.MilliPerGPU == 0 {
+		return fmt.Sprintf("%d GPUs", milli/model.MilliPerGPU)
+	}
+	return fmt.Sprintf("%.2f GPUs", float64(milli)/model.MilliPerGPU)
+}

@@ -1,0 +1,120 @@
+package sched_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	. "github.com/allot-dev/allot/internal/sched/schedtest"
+)
+
+func TestAdmit(t *testing.T) {
+	tests := []struct {
+		name       string
+		world      func() *World
+		want       map[string]sched.Reason
+		detailHas  map[string]string
+		onlyNodes  map[string]string // job -> node prefix it must land on
+		notOnNodes map[string]string // job -> node prefix it must avoid
+	}{{
+		name: "hard quota",
+		world: func() *World {
+			w := twoLeaves().Quota("alice", "eastus", "ND", 8)
+			w.Job("fits", "alice").GPUs(1, 8)
+			w.Job("over", "alice").GPUs(1, 1).Models("H100").Submitted(Epoch.Add(1))
+			w.Job("other", "bob").GPUs(1, 8)
+			return w
+		},
+		want:      map[string]sched.Reason{"fits": sched.ReasonNone, "over": sched.QuotaExceeded, "other": sched.ReasonNone},
+		detailHas: map[string]string{"over": "8 GPUs of 8 GPUs used"},
+	}, {
+		name: "quota of one series leaves the other",
+		world: func() *World {
+			w := twoLeaves().Quota("alice", "westeurope", "NC", 0)
+			w.Job("j", "alice").GPUs(1, 1)
+			return w
+		},
+		want:      map[string]sched.Reason{"j": sched.ReasonNone},
+		onlyNodes: map[string]string{"j": "h-"},
+	}, {
+		name: "borrowing capped",
+		world: func() *World {
+			w := twoLeaves().Partition("p", "eastus", "H100", 8).BorrowLimit(4).Tenant("carol", "p")
+			w.Job("in", "carol").GPUs(1, 8).Models("H100")
+			w.Job("borrow", "carol").GPUs(1, 4).Models("H100").Submitted(Epoch.Add(1))
+			w.Job("toomuch", "carol").GPUs(1, 1).Models("H100").Submitted(Epoch.Add(2))
+			return w
+		},
+		want: map[string]sched.Reason{"in": sched.ReasonNone, "borrow": sched.ReasonNone, "toomuch": sched.BorrowLimitReached},
+	}, {
+		name: "lend limit keeps idle guarantee",
+		world: func() *World {
+			w := twoLeaves().Partition("owner", "eastus", "H100", 24).Tenant("carol", "owner")
+			zero := 0
+			w.Tenancy.Partitions[0].Guarantees[0].LendLimit = &zero
+			w.Job("fits", "alice").GPUs(1, 8).Models("H100")
+			w.Job("blocked", "alice").GPUs(1, 1).Models("H100").Submitted(Epoch.Add(1))
+			return w
+		},
+		want: map[string]sched.Reason{"fits": sched.ReasonNone, "blocked": sched.BorrowLimitReached},
+	}, {
+		name: "reserved nodes are the owner's",
+		world: func() *World {
+			w := twoLeaves().Reserve("r", "bob", h100, "eastus", 4, time.Time{}, time.Time{})
+			w.Job("alice", "alice").GPUs(1, 1).Models("H100")
+			w.Job("bob", "bob").GPUs(1, 8).Reservation("r")
+			w.Job("spot", "alice").GPUs(1, 1).Models("H100").Class(model.ClassSpot)
+			return w
+		},
+		want:      map[string]sched.Reason{"alice": sched.InsufficientCapacity, "bob": sched.ReasonNone, "spot": sched.ReasonNone},
+		detailHas: map[string]string{"alice": "reservations of other tenants"},
+	}, {
+		name: "reservation not active yet",
+		world: func() *World {
+			w := twoLeaves().Reserve("later", "bob", h100, "eastus", 1, now.Add(time.Hour), time.Time{})
+			w.Job("j", "bob").GPUs(1, 8).Reservation("later")
+			w.Job("other", "alice").GPUs(1, 8).Reservation("later")
+			w.Job("missing", "alice").GPUs(1, 8).Reservation("nope")
+			return w
+		},
+		want: map[string]sched.Reason{"j": sched.ReservationNotActive, "other": sched.ReservationNotActive,
+			"missing": sched.ReservationNotActive},
+		detailHas: map[string]string{"other": "belongs to bob", "missing": "does not exist"},
+	}, {
+		name: "a job naming a reservation stays inside it",
+		world: func() *World {
+			w := twoLeaves().Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("in", "bob").GPUs(1, 8).Reservation("r")
+			w.Job("more", "bob").GPUs(1, 1).Reservation("r").Submitted(Epoch.Add(1))
+			return w
+		},
+		want: map[string]sched.Reason{"in": sched.ReasonNone, "more": sched.InsufficientCapacity},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := schedule(t, tc.world())
+			for job, want := range tc.want {
+				expect(t, p, job, want)
+			}
+			for job, sub := range tc.detailHas {
+				if pd, _ := pendingOf(p, job); !strings.Contains(pd.Detail, sub) {
+					t.Errorf("%s: detail %q lacks %q", job, pd.Detail, sub)
+				}
+			}
+			for job, prefix := range tc.onlyNodes {
+				b, _ := bindOf(p, job)
+				if !strings.HasPrefix(b.Nodes[0].Node, prefix) {
+					t.Errorf("%s on %s, want %s*", job, b.Nodes[0].Node, prefix)
+				}
+			}
+			for job, prefix := range tc.notOnNodes {
+				b, _ := bindOf(p, job)
+				if strings.HasPrefix(b.Nodes[0].Node, prefix) {
+					t.Errorf("%s on %s, want not %s*", job, b.Nodes[0].Node, prefix)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,34 @@
+package sched_test
+
+import (
+	"testing"
+
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/sched/schedtest"
+)
+
+// BenchmarkCycle runs one cycle on 12,500 nodes (100,000 GPUs) with 10,000
+// queued jobs and reports placements (jobs bound) per second.
+func BenchmarkCycle(b *testing.B) {
+	w := schedtest.Synthetic(12_500, 10_000, 1)
+	if err := w.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
+	snap := w.Snapshot()
+	var binds, instances, pending int
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := s.Schedule(snap, schedtest.Epoch)
+		binds, pending, instances = len(p.Binds), len(p.Pending), 0
+		for _, bd := range p.Binds {
+			instances += len(bd.Nodes)
+		}
+	}
+	sec := b.Elapsed().Seconds() / float64(b.N)
+	b.ReportMetric(float64(binds)/sec, "placements/s")
+	b.ReportMetric(float64(instances)/sec, "instances/s")
+	b.ReportMetric(float64(binds), "binds/cycle")
+	b.ReportMetric(float64(pending), "pending/cycle")
+}

@@ -1,0 +1,226 @@
+package sched
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// Scheduler runs scheduling cycles with one Config. It holds no state
+// between cycles.
+type Scheduler struct {
+	cfg Config
+}
+
+// New returns a Scheduler; a nil cfg.Scorer means BinPack.
+func New(cfg Config) *Scheduler {
+	if cfg.Scorer == nil {
+		cfg.Scorer = BinPack{}
+	}
+	return &Scheduler{cfg: cfg}
+}
+
+// Schedule runs one cycle over snap at now and returns its Plan. It never
+// modifies snap.
+func (s *Scheduler) Schedule(snap *Snapshot, now time.Time) Plan {
+	st := newState(snap, now, s.cfg)
+	var plan Plan
+	failed := map[string]Pending{} // shape key -> outcome, valid until capacity is freed
+
+	// 1. Order the queue: class, then fair share, then the tenant's order.
+	for _, q := range st.queues(snap.Jobs) {
+		for {
+			t := q.next()
+			if t == nil {
+				break
+			}
+			j := t.jobs[0]
+			t.jobs = t.jobs[1:]
+			st.scheduleJob(j, t.state, &plan, failed)
+		}
+	}
+	return plan
+}
+
+// scheduleJob runs steps 2–5 for one job and records the outcome in plan.
+func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed map[string]Pending) {
+	pend := func(r Reason, d string) {
+		plan.Pending = append(plan.Pending, Pending{Job: j.ID, Reason: r, Detail: d})
+	}
+	if _, known := st.tenants[j.Spec.Tenant]; !known || t == nil {
+		pend(UnknownTenant, fmt.Sprintf("tenant %q is not defined", j.Spec.Tenant))
+		return
+	}
+	a := st.newAttempt(j, t)
+	if name := j.Spec.Placement.Reservation; name != "" {
+		if a.res < 0 {
+			pend(ReservationNotActive, fmt.Sprintf("reservation %q does not exist", name))
+			return
+		}
+		r := st.res[a.res]
+		switch {
+		case r.Owner != t.name:
+			pend(ReservationNotActive, fmt.Sprintf("reservation %q belongs to %s", name, r.Owner))
+			return
+		case !r.active:
+			pend(ReservationNotActive, fmt.Sprintf("reservation %q is active %s", name, windowText(r.Reservation)))
+			return
+		}
+	}
+	key := shapeKey(a)
+	if p, seen := failed[key]; seen {
+		pend(p.Reason, p.Detail)
+		return
+	}
+	// 2–3. Admit and place.
+	p, reason, detail := st.place(a)
+	if reason != ReasonNone {
+		// 4. Preempt.
+		victims, until := st.preempt(a)
+		if len(victims) == 0 {
+			if !until.IsZero() {
+				reason, detail = AwaitingPreemption, fmt.Sprintf("%s; work it may preempt is protected until %s",
+					detail, until.UTC().Format(time.RFC3339))
+			}
+			// 5. Explain.
+			failed[key] = Pending{Reason: reason, Detail: detail}
+			pend(reason, detail)
+			return
+		}
+		for _, v := range victims {
+			if v.rj.fresh {
+				// Bound earlier in this cycle: it never starts.
+				plan.unbind(v.rj.job.ID)
+				displaced := Pending{Job: v.rj.job.ID, Reason: InsufficientCapacity,
+					Detail: fmt.Sprintf("displaced in this cycle by %s (%s)", j.ID, v.reason)}
+				plan.Pending = append(plan.Pending, displaced)
+				continue
+			}
+			plan.Preemptions = append(plan.Preemptions, Preemption{
+				Job: v.rj.job.ID, For: j.ID, Reason: v.reason, Detail: preemptionDetail(v, a), LostGPUSeconds: v.cost,
+			})
+		}
+		clear(failed) // capacity was freed: earlier verdicts may no longer hold
+		p, reason, detail = st.place(a)
+		if reason != ReasonNone {
+			// Cannot happen: preempt checked this very placement.
+			panic(fmt.Sprintf("sched: %s unplaceable after preemption: %s: %s", j.ID, reason, detail))
+		}
+	}
+	st.bind(a, p, plan)
+}
+
+// bind charges a placement and adds it to the plan.
+func (st *state) bind(a *attempt, p placement, plan *Plan) {
+	first := st.nodes[p.nodes[0]]
+	rj := &running{job: a.job, tenant: a.tenant, req: a.req, nodes: p.nodes, gpus: p.gpus,
+		pool: poolKey{first.Region, first.GPUModel}, series: first.Series, region: first.Region, fresh: true}
+	st.commit(rj)
+	b := Bind{Job: a.job.ID, Nodes: make([]Placement, len(p.nodes))}
+	for i, n := range p.nodes {
+		b.Nodes[i] = Placement{Node: st.nodes[n].Name, GPUs: p.gpus[i], GPUMilli: a.req.Milli}
+	}
+	plan.Binds = append(plan.Binds, b)
+}
+
+// shapeKey identifies jobs that every filter treats alike, so a verdict for
+// one holds for all while capacity only shrinks.
+func shapeKey(a *attempt) string {
+	s := &a.job.Spec
+	r := s.Resources
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s|%d|%d|%d|%d|%d|%d|%s|%s|%s|%s|%s|%s", s.Tenant, s.Priority.Class, r.InstanceCount,
+		r.GPUsPerInstance, r.GPUMilli, r.CPUMilli, r.MemoryMiB, strings.Join(r.GPUModels, ","),
+		strings.Join(s.Placement.Regions, ","), s.Placement.Residency, s.Placement.Interconnect,
+		s.Placement.DataRegion, s.Placement.Reservation)
+	return b.String()
+}
+
+func windowText(r model.Reservation) string {
+	from, to := "now", "open-ended"
+	if !r.Start.IsZero() {
+		from = r.Start.UTC().Format(time.RFC3339)
+	}
+	if !r.End.IsZero() {
+		to = r.End.UTC().Format(time.RFC3339)
+	}
+	return "from " + from + " to " + to
+}
+
+// classQueue holds the queued jobs of one priority class by tenant.
+type classQueue struct {
+	tenants []*tenantQueue
+}
+
+type tenantQueue struct {
+	state *tenantState
+	name  string
+	jobs  []*model.Job
+}
+
+// next returns the tenant with queued jobs and the lowest fair share, or nil.
+func (q *classQueue) next() *tenantQueue {
+	var best *tenantQueue
+	var bestShare float64
+	for _, t := range q.tenants {
+		if len(t.jobs) == 0 {
+			continue
+		}
+		sh := 0.0
+		if t.state != nil {
+			sh = t.state.share()
+		}
+		if best == nil || sh < bestShare {
+			best, bestShare = t, sh
+		}
+	}
+	return best
+}
+
+// queues groups the queued jobs by class, highest first, and tenant; each
+// tenant's jobs are ordered by priority inside the class, then age, then ID.
+func (st *state) queues(jobs []*model.Job) []*classQueue {
+	byClass := map[model.Class]map[string]*tenantQueue{}
+	for _, j := range jobs {
+		if j.Status.State != model.StateQueued {
+			continue
+		}
+		c := j.Spec.Priority.Class
+		if byClass[c] == nil {
+			byClass[c] = map[string]*tenantQueue{}
+		}
+		tq := byClass[c][j.Spec.Tenant]
+		if tq == nil {
+			tq = &tenantQueue{name: j.Spec.Tenant, state: st.tenants[j.Spec.Tenant]}
+			byClass[c][j.Spec.Tenant] = tq
+		}
+		tq.jobs = append(tq.jobs, j)
+	}
+	var out []*classQueue
+	for c := model.ClassReserved; c >= model.ClassSpot; c-- {
+		m := byClass[c]
+		if len(m) == 0 {
+			continue
+		}
+		q := &classQueue{}
+		for _, tq := range m {
+			sort.SliceStable(tq.jobs, func(x, y int) bool {
+				a, b := tq.jobs[x], tq.jobs[y]
+				if a.Spec.Priority.Value != b.Spec.Priority.Value {
+					return a.Spec.Priority.Value > b.Spec.Priority.Value
+				}
+				if !a.Status.SubmittedAt.Equal(b.Status.SubmittedAt) {
+					return a.Status.SubmittedAt.Before(b.Status.SubmittedAt)
+				}
+				return a.ID < b.ID
+			})
+			q.tenants = append(q.tenants, tq)
+		}
+		sort.Slice(q.tenants, func(x, y int) bool { return q.tenants[x].name < q.tenants[y].name })
+		out = append(out, q)
+	}
+	return out
+}

@@ -1,0 +1,34 @@
+// Package sched is allot's scheduling core: one cycle turns an immutable
+// Snapshot of the fleet, its tenancy and its jobs, taken at a moment now,
+// into a Plan of binds, preemptions and a reason for every job left pending.
+//
+// The core is a function. It performs no I/O, starts no goroutines, never
+// reads the wall clock and draws randomness only from seeds it is given, so
+// the same Snapshot, now and Config always give the same Plan. The live
+// server and the simulator are two drivers of this one core; neither has a
+// placement path of its own.
+//
+// A cycle reads as five steps (see Scheduler.Schedule):
+//
+//  1. order the queue: priority class, then weighted fair share between
+//     tenants (used GPUs over entitlement, guarantees counted), then the
+//     tenant's own order (priority inside the class, then age);
+//  2. admit: hard quotas per tenant, region and GPU series; partition
+//     guarantees with their borrowing and lending limits; reservations,
+//     whose capacity only the owner (and evictable spot work) may use;
+//  3. place: filters (GPU model, free whole GPUs or a milli-GPU fraction on
+//     one GPU, CPU, memory, rack and region power caps, residency,
+//     interconnect) and a pluggable Scorer; a gang is placed all or nothing
+//     on one fabric, on the fewest leaf groups;
+//  4. preempt: when a job of a higher class, a partition below its
+//     guarantee, or a reservation's owner cannot be placed, evict the
+//     victims that free enough capacity in one place while losing the fewest
+//     GPU-seconds since their last checkpoint; work (a resumed job
+//     included) is protected for Config.MinRunTime after it starts;
+//  5. explain: every job left pending gets a Reason and a detail a person
+//     can act on.
+//
+// "Does not fit" is a Reason in the Plan, never an error. Preemption
+// releases a victim's capacity in the same Plan that binds the preemptor; the
+// agent starts the newcomer once the victim's processes have exited.
+package sched

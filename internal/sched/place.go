@@ -1,0 +1,271 @@
+package sched
+
+import (
+	"fmt"
+	"sort"
+)
+
+// placement is where each instance of a job would go.
+type placement struct {
+	nodes []int
+	gpus  [][]int
+}
+
+// candidates fills st.cands with the nodes that pass every filter except
+// free capacity and power, and returns what the filters saw.
+func (st *state) candidates(a *attempt) verdict {
+	var v verdict
+	st.cands = st.cands[:0]
+	for _, g := range st.groups {
+		s := st.groupStage(a, g, &v)
+		if s >= stageCapable {
+			v.capableNodes += len(g.nodes)
+		}
+		if s < stageBorrow {
+			v.reach(s)
+			continue
+		}
+		for _, n := range g.nodes {
+			ns := st.nodeStage(a, n, &v)
+			v.reach(ns)
+			if ns >= stageReservation {
+				st.cands = append(st.cands, n)
+			}
+		}
+	}
+	return v
+}
+
+// place finds a placement for every instance of a, or reports why none
+// exists. It changes nothing.
+func (st *state) place(a *attempt) (placement, Reason, string) {
+	v := st.candidates(a)
+	if v.furthest < stagePlaced {
+		r, d := st.explain(a, &v)
+		return placement{}, r, d
+	}
+	if a.count == 1 {
+		if p, ok := st.placeOne(a); ok {
+			return p, ReasonNone, ""
+		}
+		return placement{}, InsufficientCapacity, "no placement found"
+	}
+	return st.placeGang(a)
+}
+
+// powerFilter is the per-node filter the Chooser applies after capacity.
+func (st *state) powerFilter(a *attempt) func(*NodeInfo) bool {
+	m := a.req.TotalMilli()
+	return func(n *NodeInfo) bool { return st.powerAllows(n, m) }
+}
+
+// placeOne places a single instance, preferring the job's data region.
+func (st *state) placeOne(a *attempt) (placement, bool) {
+	filter := st.powerFilter(a)
+	cands := st.cands
+	if dr := a.job.Spec.Placement.DataRegion; dr != "" {
+		local := st.local[:0]
+		for _, n := range cands {
+			if n.Region == dr {
+				local = append(local, n)
+			}
+		}
+		st.local = local
+		if c, ok := st.chooser.Choose(local, &a.req, filter); ok {
+			return placement{nodes: []int{c.Node.Index}, gpus: [][]int{c.GPUs}}, true
+		}
+	}
+	c, ok := st.chooser.Choose(cands, &a.req, filter)
+	if !ok {
+		return placement{}, false
+	}
+	return placement{nodes: []int{c.Node.Index}, gpus: [][]int{c.GPUs}}, true
+}
+
+// domain is a set of nodes a gang may span: one cluster when the job asks
+// for an interconnect, else one region.
+type domain struct {
+	name   string
+	leaves []*leaf
+	slots  int
+}
+
+type leaf struct {
+	name  string
+	nodes []*NodeInfo
+	slots int
+}
+
+// placeGang places all instances of a gang on one domain, using the fewest
+// leaf groups, or none of them.
+func (st *state) placeGang(a *attempt) (placement, Reason, string) {
+	domains := st.gangDomains(a)
+	best, bestLeaves, bestSpare := -1, 0, 0
+	most := 0
+	for i, d := range domains {
+		most = max(most, d.slots)
+		if d.slots < a.count {
+			continue
+		}
+		sort.SliceStable(d.leaves, func(x, y int) bool { return d.leaves[x].slots > d.leaves[y].slots })
+		k, got := 0, 0
+		for got < a.count {
+			got += d.leaves[k].slots
+			k++
+		}
+		if spare := got - a.count; best < 0 || k < bestLeaves || (k == bestLeaves && spare < bestSpare) {
+			best, bestLeaves, bestSpare = i, k, spare
+		}
+	}
+	if best < 0 {
+		total := 0
+		for _, d := range domains {
+			total += d.slots
+		}
+		if total >= a.count {
+			return placement{}, TopologyUnsatisfiable, fmt.Sprintf(
+				"%d instances fit in all, but at most %d in one %s; job needs %d together",
+				total, most, domainWord(a), a.count)
+		}
+		return placement{}, InsufficientCapacity, fmt.Sprintf(
+			"room for %d of %d instances of %s", total, a.count, shapeText(a))
+	}
+	d := domains[best]
+	var nodes []*NodeInfo
+	for _, l := range d.leaves[:bestLeaves] {
+		nodes = append(nodes, l.nodes...)
+	}
+	// Place instance by instance with the scorer, holding each on the node
+	// copy so the next sees it, then give everything back: the caller
+	// commits the whole gang at once.
+	p := placement{}
+	filter := st.powerFilter(a)
+	ok := true
+	for i := 0; i < a.count; i++ {
+		c, found := st.chooser.Choose(nodes, &a.req, filter)
+		if !found {
+			ok = false
+			break
+		}
+		st.hold(c.Node, &a.req, c.GPUs, +1)
+		p.nodes = append(p.nodes, c.Node.Index)
+		p.gpus = append(p.gpus, c.GPUs)
+	}
+	for i := len(p.nodes) - 1; i >= 0; i-- {
+		st.hold(st.nodes[p.nodes[i]], &a.req, p.gpus[i], -1)
+	}
+	if !ok {
+		return placement{}, TopologyUnsatisfiable, fmt.Sprintf("%s: the gang did not fit its %d leaf groups", d.name, bestLeaves)
+	}
+	return p, ReasonNone, ""
+}
+
+// hold binds (sign +1) or unbinds (-1) one instance on a node and its power,
+// without charging tenants; placeGang uses it to try a gang out.
+func (st *state) hold(n *NodeInfo, r *Request, gpus []int, sign int64) {
+	if sign > 0 {
+		n.Bind(r, gpus)
+	} else {
+		n.Unbind(r, gpus)
+	}
+	w := sign * st.powerOf(n, r.TotalMilli())
+	st.regions[n.Region].drawW += w
+	if rk := st.rackOf[n.Index]; rk >= 0 {
+		st.racks[rk].drawW += w
+	}
+}
+
+func domainWord(a *attempt) string {
+	if f := a.job.Spec.Placement.Interconnect; f != "" {
+		return string(f) + " cluster"
+	}
+	return "region"
+}
+
+// gangDomains groups the candidates into domains and leaf groups and counts
+// how many instances each could take, power caps included.
+func (st *state) gangDomains(a *attempt) []*domain {
+	byName := map[string]*domain{}
+	var order []*domain
+	rackLeft := map[int]int64{}
+	regionLeft := map[string]int64{}
+	need := int64(0)
+	for _, n := range st.cands {
+		name := n.Region
+		if a.job.Spec.Placement.Interconnect != "" {
+			name = n.Cluster
+		}
+		d, ok := byName[name]
+		if !ok {
+			d = &domain{name: name}
+			byName[name] = d
+			order = append(order, d)
+		}
+		s := slots(n, &a.req, a.count)
+		if need = st.powerOf(n, a.req.TotalMilli()); need > 0 && s > 0 {
+			if r := st.rackOf[n.Index]; r >= 0 && st.racks[r].capW > 0 {
+				left, seen := rackLeft[r]
+				if !seen {
+					left = st.racks[r].capW - st.racks[r].drawW
+				}
+				s = min(s, int(max(0, left)/need))
+				rackLeft[r] = left - int64(s)*need
+			}
+			if reg := st.regions[n.Region]; reg.capW > 0 {
+				left, seen := regionLeft[n.Region]
+				if !seen {
+					left = reg.capW - reg.drawW
+				}
+				s = min(s, int(max(0, left)/need))
+				regionLeft[n.Region] = left - int64(s)*need
+			}
+		}
+		if s == 0 {
+			continue
+		}
+		var l *leaf
+		if k := len(d.leaves); k > 0 && d.leaves[k-1].name == n.Leaf {
+			l = d.leaves[k-1]
+		} else {
+			for _, x := range d.leaves {
+				if x.name == n.Leaf {
+					l = x
+				}
+			}
+			if l == nil {
+				l = &leaf{name: n.Leaf}
+				d.leaves = append(d.leaves, l)
+			}
+		}
+		l.nodes = append(l.nodes, n)
+		l.slots += s
+		d.slots += s
+	}
+	return order
+}
+
+// slots is how many instances of r fit on n now, at most limit.
+func slots(n *NodeInfo, r *Request, limit int) int {
+	if !n.FitsResources(r) {
+		return 0
+	}
+	s := limit
+	if r.CPU > 0 {
+		s = min(s, int(n.CPUFree/r.CPU))
+	}
+	if r.Memory > 0 {
+		s = min(s, int(n.MemFree/r.Memory))
+	}
+	switch {
+	case r.GPUs == 0:
+	case r.Fractional():
+		g := 0
+		for _, f := range n.FreeMilli {
+			g += int(f / r.Milli)
+		}
+		s = min(s, g)
+	default:
+		s = min(s, n.FreeWhole/r.GPUs)
+	}
+	return s
+}

@@ -1,0 +1,161 @@
+package sched_test
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	. "github.com/allot-dev/allot/internal/sched/schedtest"
+)
+
+// oneNode is a single 8×H100 node with tenants alice and bob.
+func oneNode() *World {
+	return NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("h", 1, h100, "l1").
+		Tenant("alice", "").Tenant("bob", "")
+}
+
+func TestPreempt(t *testing.T) {
+	spot := model.ClassSpot
+	tests := []struct {
+		name    string
+		world   func() *World
+		victims map[string]sched.Reason // victim -> reason
+		want    map[string]sched.Reason // job -> outcome
+	}{{
+		name: "higher class evicts the victim that loses least",
+		world: func() *World {
+			w := oneNode()
+			w.Job("old-ckpt", "bob").GPUs(1, 4).Class(spot).Running(Epoch, On("h-1", 0, 1, 2, 3)).Checkpointed(now.Add(-time.Hour))
+			w.Job("new-ckpt", "bob").GPUs(1, 4).Class(spot).Running(Epoch, On("h-1", 4, 5, 6, 7)).Checkpointed(now.Add(-time.Minute))
+			w.Job("j", "alice").GPUs(1, 4)
+			return w
+		},
+		victims: map[string]sched.Reason{"new-ckpt": sched.HigherClass},
+		want:    map[string]sched.Reason{"j": sched.ReasonNone},
+	}, {
+		name: "as many victims as the job needs",
+		world: func() *World {
+			w := oneNode()
+			w.Job("s1", "bob").GPUs(1, 4).Class(spot).Running(Epoch, On("h-1", 0, 1, 2, 3))
+			w.Job("s2", "bob").GPUs(1, 4).Class(spot).Running(Epoch, On("h-1", 4, 5, 6, 7))
+			w.Job("j", "alice").GPUs(1, 8)
+			return w
+		},
+		victims: map[string]sched.Reason{"s1": sched.HigherClass, "s2": sched.HigherClass},
+		want:    map[string]sched.Reason{"j": sched.ReasonNone},
+	}, {
+		name: "freshly started work is protected",
+		world: func() *World {
+			w := oneNode()
+			w.Job("s1", "bob").GPUs(1, 8).Class(spot).Running(now.Add(-time.Minute), On("h-1", 0, 1, 2, 3, 4, 5, 6, 7)).Preempted(1)
+			w.Job("j", "alice").GPUs(1, 8)
+			return w
+		},
+		want: map[string]sched.Reason{"j": sched.AwaitingPreemption},
+	}, {
+		name: "same class does not preempt",
+		world: func() *World {
+			w := oneNode()
+			w.Job("s1", "bob").GPUs(1, 8).Running(Epoch, On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("j", "alice").GPUs(1, 8)
+			return w
+		},
+		want: map[string]sched.Reason{"j": sched.InsufficientCapacity},
+	}, {
+		name: "spot never preempts",
+		world: func() *World {
+			w := oneNode()
+			w.Job("s1", "bob").GPUs(1, 8).Class(spot).Running(Epoch, On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("j", "alice").GPUs(1, 8).Class(spot)
+			return w
+		},
+		want: map[string]sched.Reason{"j": sched.InsufficientCapacity},
+	}, {
+		name: "a partition reclaims its guarantee from a borrower",
+		world: func() *World {
+			w := twoLeaves().Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
+			for i, n := range []string{"h-l1-1", "h-l1-2", "h-l2-1", "h-l2-2"} {
+				w.Job("b"+string(rune('0'+i)), "alice").GPUs(1, 8).Running(Epoch, On(n, 0, 1, 2, 3, 4, 5, 6, 7)).
+					Checkpointed(now.Add(-time.Duration(i+1) * time.Minute))
+			}
+			w.Job("mine", "carol").GPUs(1, 8).Models("H100")
+			w.Job("beyond", "carol").GPUs(1, 8).Models("H100").Submitted(Epoch.Add(1))
+			return w
+		},
+		victims: map[string]sched.Reason{"b0": sched.ReclaimGuarantee},
+		want:    map[string]sched.Reason{"mine": sched.ReasonNone, "beyond": sched.InsufficientCapacity},
+	}, {
+		name: "the owner takes back its reservation",
+		world: func() *World {
+			w := oneNode().Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("squatter", "alice").GPUs(1, 8).Running(Epoch, On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("j", "bob").GPUs(1, 8).Reservation("r")
+			return w
+		},
+		victims: map[string]sched.Reason{"squatter": sched.ReservationOwner},
+		want:    map[string]sched.Reason{"j": sched.ReasonNone},
+	}, {
+		name: "an owner inside its reservation is never preempted",
+		world: func() *World {
+			w := oneNode().Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("owner", "bob").GPUs(1, 8).Class(spot).Running(Epoch, On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("j", "alice").GPUs(1, 8).Class(model.ClassReserved)
+			return w
+		},
+		want: map[string]sched.Reason{"j": sched.InsufficientCapacity},
+	}, {
+		name: "a gang evicts what it needs on one fabric",
+		world: func() *World {
+			w := twoLeaves()
+			w.Job("s1", "bob").GPUs(1, 8).Class(spot).Running(Epoch, On("h-l1-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("s2", "bob").GPUs(1, 8).Class(spot).Running(Epoch, On("h-l2-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("s3", "bob").GPUs(1, 8).Class(spot).Running(Epoch, On("h-l2-2", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("g", "alice").GPUs(2, 8).Models("H100").Interconnect(model.FabricInfiniBand)
+			return w
+		},
+		victims: map[string]sched.Reason{"s1": sched.HigherClass},
+		want:    map[string]sched.Reason{"g": sched.ReasonNone},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.world()
+			p := schedule(t, w)
+			got := map[string]sched.Reason{}
+			for _, pr := range p.Preemptions {
+				got[pr.Job] = pr.Reason
+				if pr.Detail == "" || pr.For == "" {
+					t.Errorf("preemption %+v lacks detail or preemptor", pr)
+				}
+			}
+			if len(got) != len(tc.victims) {
+				t.Errorf("victims = %v, want %v", keys(got), keys(tc.victims))
+			}
+			for v, r := range tc.victims {
+				if got[v] != r {
+					t.Errorf("victim %s: reason %s, want %s (all: %v)", v, got[v], r, got)
+				}
+			}
+			for job, want := range tc.want {
+				expect(t, p, job, want)
+			}
+			if err := p.Apply(w.Jobs, now); err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckInvariants(w); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func keys(m map[string]sched.Reason) string {
+	var k []string
+	for x := range m {
+		k = append(k, x)
+	}
+	sort.Strings(k)
+	return strings.Join(k, ",")
+}

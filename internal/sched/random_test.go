@@ -1,0 +1,282 @@
+package sched_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	. "github.com/allot-dev/allot/internal/sched/schedtest"
+)
+
+// randomWorld is a small fleet with guarantees, borrowing, a quota, a
+// reservation and a power cap, so that every rule of the core is exercised.
+func randomWorld() *World {
+	return NewWorld().
+		Region("r1", "us", model.FabricInfiniBand).Rack("r1-a", 0).
+		Nodes("h-a", 3, h100, "la").Nodes("h-b", 3, h100, "lb").
+		Cluster("r1-eth", model.FabricEthernet).Rack("r1-e", 0).Nodes("t4", 2, t4x4, "").
+		Region("r2", "eu", model.FabricInfiniBand).Rack("r2-a", 14).Nodes("a", 3, a100, "l1").
+		Partition("p1", "r1", "H100", 16).Tenant("t1", "p1").Tenant("t2", "p1").
+		Partition("p2", "r1", "H100", 8).Tenant("t3", "p2").
+		Tenant("t4", "").Tenant("t5", "").
+		Quota("t4", "r1", "ND", 24).
+		Reserve("res", "t3", a100, "r2", 1, time.Time{}, time.Time{})
+}
+
+// TestRandomCycles runs many cycles over random arrivals, completions, node
+// failures and cancellations, and checks after every cycle that nothing is
+// over-committed, quotas hold, gangs are whole, and a partition below its
+// guarantee got back what borrowers held.
+func TestRandomCycles(t *testing.T) {
+	const cycles = 100_000
+	w := randomWorld()
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := sched.New(sched.Config{MinRunTime: 5 * time.Minute})
+	clock := Epoch
+	next := 0
+	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
+	var stats struct{ binds, preemptions, pending, failures int }
+	for c := 0; c < cycles; c++ {
+		clock = clock.Add(time.Minute)
+		w.Jobs = churn(w, rng, clock, &stats.failures)
+		for queued(w.Jobs) < 24 && rng.IntN(3) > 0 {
+			next++
+			randomJob(w, rng, fmt.Sprintf("j%d", next), tenants[rng.IntN(len(tenants))], clock)
+		}
+		before := stateSet(w.Jobs)
+		usedBefore := snapshotUsage(w)
+		p := s.Schedule(w.Snapshot(), clock)
+		stats.binds += len(p.Binds)
+		stats.preemptions += len(p.Preemptions)
+		stats.pending += len(p.Pending)
+		if got, want := len(p.Binds)+len(p.Pending), queued(w.Jobs); got != want {
+			t.Fatalf("cycle %d: %d binds + pending for %d queued jobs", c, got, want)
+		}
+		if err := p.Apply(w.Jobs, clock); err != nil {
+			t.Fatalf("cycle %d: %v", c, err)
+		}
+		if err := CheckInvariants(w); err != nil {
+			t.Fatalf("cycle %d: %v\nplan: %+v", c, err, p)
+		}
+		if err := checkGuarantees(w, clock, before, usedBefore); err != nil {
+			t.Fatalf("cycle %d: %v\nplan: %+v", c, err, p)
+		}
+	}
+	t.Logf("%d cycles: %d binds, %d preemptions, %d pending verdicts, %d node failures",
+		cycles, stats.binds, stats.preemptions, stats.pending, stats.failures)
+	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 {
+		t.Fatalf("the random world did not exercise the core: %+v", stats)
+	}
+}
+
+// stateSet maps each job to its state before a cycle.
+func stateSet(jobs []*model.Job) map[string]model.State {
+	m := map[string]model.State{}
+	for _, j := range jobs {
+		m[j.ID] = j.Status.State
+	}
+	return m
+}
+
+func queued(jobs []*model.Job) int {
+	n := 0
+	for _, j := range jobs {
+		if j.Status.State == model.StateQueued {
+			n++
+		}
+	}
+	return n
+}
+
+// churn completes and cancels jobs, checkpoints running ones, and fails and
+// repairs nodes, requeueing the jobs of a failed node as a whole.
+func churn(w *World, rng *rand.Rand, now time.Time, failures *int) []*model.Job {
+	for i := range w.Fleet.Nodes {
+		n := &w.Fleet.Nodes[i]
+		switch {
+		case n.Health == model.NodeReady && rng.IntN(500) == 0:
+			n.Health = model.NodeNotReady
+			*failures++
+			for _, j := range w.Jobs {
+				for _, a := range j.Status.Allocations {
+					if a.Node == n.Name {
+						j.Status.State, j.Status.Allocations = model.StateQueued, nil
+						break
+					}
+				}
+			}
+		case n.Health == model.NodeNotReady && rng.IntN(20) == 0:
+			n.Health = model.NodeReady
+		}
+	}
+	kept := w.Jobs[:0]
+	for _, j := range w.Jobs {
+		switch j.Status.State {
+		case model.StateRunning:
+			if rng.IntN(12) == 0 {
+				continue // completed
+			}
+			if rng.IntN(4) == 0 {
+				j.Status.LastCheckpoint = now
+			}
+		case model.StateQueued:
+			if rng.IntN(60) == 0 {
+				continue // canceled
+			}
+		}
+		kept = append(kept, j)
+	}
+	return kept
+}
+
+func randomJob(w *World, rng *rand.Rand, id, tenant string, now time.Time) {
+	b := w.Job(id, tenant).Submitted(now)
+	switch k := rng.IntN(10); {
+	case k < 3:
+		b.Milli(int64(100 * (1 + rng.IntN(9))))
+	case k < 8:
+		b.GPUs(1, []int{1, 2, 4, 8}[rng.IntN(4)])
+	default:
+		b.GPUs(2+rng.IntN(3), 8).Interconnect(model.FabricInfiniBand)
+	}
+	if rng.IntN(3) == 0 {
+		b.CPU(int64(1000*(1+rng.IntN(16))), int64(1024*(1+rng.IntN(64))))
+	}
+	switch rng.IntN(4) {
+	case 0:
+		b.Models("H100")
+	case 1:
+		b.Models("A100")
+	}
+	switch rng.IntN(10) {
+	case 0, 1, 2:
+		b.Class(model.ClassSpot)
+	case 3:
+		b.Class(model.ClassReserved)
+	}
+}
+
+// usage is a partition's use of one pool before a cycle.
+type usage map[string]int64
+
+func snapshotUsage(w *World) usage {
+	u := usage{}
+	part := partitionOf(w)
+	for _, j := range w.Jobs {
+		for _, a := range j.Status.Allocations {
+			if pool, ok := h100Pool(w, a.Node); ok && pool {
+				u[part[j.Spec.Tenant]] += a.GPUMilli * int64(len(a.GPUs))
+			}
+		}
+	}
+	return u
+}
+
+func partitionOf(w *World) map[string]string {
+	m := map[string]string{}
+	for _, t := range w.Tenancy.Tenants {
+		m[t.Name] = t.Partition
+	}
+	return m
+}
+
+// h100Pool reports whether a node is in r1's H100 pool, the pool the
+// partitions are guaranteed.
+func h100Pool(w *World, node string) (bool, bool) {
+	for _, n := range w.Fleet.Nodes {
+		if n.Name == node {
+			return n.Region == "r1" && w.Fleet.Catalog[n.SKU].GPUModel == "H100", true
+		}
+	}
+	return false, false
+}
+
+// checkGuarantees: if a partition was and still is below its guarantee by
+// at least the size of a job queued since before the cycle, then no Ready
+// H100 node may hold enough free capacity plus what borrowers (partitions
+// over their guarantee before and after the cycle) held when the cycle began
+// and may lose (unprotected) for that job.
+func checkGuarantees(w *World, now time.Time, before map[string]model.State, usedBefore usage) error {
+	part := partitionOf(w)
+	guar := map[string]int64{}
+	for _, p := range w.Tenancy.Partitions {
+		guar[p.Name] = int64(p.Guarantees[0].GPUs) * model.MilliPerGPU
+	}
+	used := snapshotUsage(w)
+	free := map[string]int64{}    // node -> free whole-GPU milli
+	borrow := map[string]int64{}  // node -> milli held by unprotected borrowers
+	cpuFree := map[string]int64{} // node -> CPU with borrowers gone
+	memFree := map[string]int64{}
+	for _, n := range w.Fleet.Nodes {
+		if ok, _ := h100Pool(w, n.Name); ok && n.Health == model.NodeReady {
+			free[n.Name] = 8 * model.MilliPerGPU
+			sku := w.Fleet.Catalog[n.SKU]
+			cpuFree[n.Name], memFree[n.Name] = sku.CPUMilli(), sku.MemoryMiB()
+		}
+	}
+	for _, j := range w.Jobs {
+		p := part[j.Spec.Tenant]
+		borrower := (p == "" || min(used[p], usedBefore[p]) > guar[p]) && before[j.ID] == model.StateRunning
+		protected := now.Sub(j.Status.StartedAt) < 5*time.Minute
+		for _, a := range j.Status.Allocations {
+			if _, ok := free[a.Node]; !ok {
+				continue
+			}
+			m := a.GPUMilli * int64(len(a.GPUs))
+			free[a.Node] -= m
+			if borrower && !protected {
+				borrow[a.Node] += m
+			} else {
+				cpuFree[a.Node] -= j.Spec.Resources.CPUMilli
+				memFree[a.Node] -= j.Spec.Resources.MemoryMiB
+			}
+		}
+	}
+	for _, j := range w.Jobs {
+		p := part[j.Spec.Tenant]
+		r := j.Spec.Resources
+		if j.Status.State != model.StateQueued || before[j.ID] != model.StateQueued || p == "" || j.Spec.Priority.Class == model.ClassSpot ||
+			r.InstanceCount != 1 || r.Fractional() || !r.AcceptsModel("H100") {
+			continue
+		}
+		need := r.TotalMilli()
+		if used[p]+need > guar[p] || usedBefore[p]+need > guar[p] {
+			continue
+		}
+		for node, f := range free {
+			// Whole GPUs only count when no fraction shares them: a
+			// conservative bound, since fractions of guaranteed tenants
+			// may pin a GPU.
+			if f+borrow[node] >= need+fractionSlack(w, node) && cpuFree[node] >= r.CPUMilli && memFree[node] >= r.MemoryMiB {
+				return fmt.Errorf("partition %s uses %d of %d milli with %s (%d milli) queued, but %s has %d free and %d borrowed",
+					p, used[p], guar[p], j.ID, need, node, f, borrow[node])
+			}
+		}
+	}
+	return nil
+}
+
+// fractionSlack is the milli that partly used GPUs on a node waste for
+// whole-GPU work: the free part of every GPU that holds a fraction of a
+// non-evictable job.
+func fractionSlack(w *World, node string) int64 {
+	used := map[int]int64{}
+	for _, j := range w.Jobs {
+		for _, a := range j.Status.Allocations {
+			if a.Node == node && a.GPUMilli < model.MilliPerGPU {
+				used[a.GPUs[0]] += a.GPUMilli
+			}
+		}
+	}
+	var slack int64
+	for _, u := range used {
+		slack += model.MilliPerGPU - u
+	}
+	return slack
+}

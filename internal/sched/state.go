@@ -1,0 +1,361 @@
+package sched
+
+import (
+	"sort"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// poolKey names the capacity a partition guarantee covers.
+type poolKey struct{ region, gpuModel string }
+
+// quotaKey names the capacity a hard quota covers.
+type quotaKey struct{ tenant, region, series string }
+
+// group is a set of nodes with the same region, cluster and SKU: every
+// static filter gives the same answer for all of them.
+type group struct {
+	nodes     []*NodeInfo
+	sku       model.SKU
+	pool      poolKey
+	region    *regionState
+	cluster   string
+	fabric    model.Fabric
+	residency string
+}
+
+type regionState struct {
+	name      string
+	residency string
+	capW      int64 // 0: no cap
+	drawW     int64
+}
+
+type rackState struct {
+	capW  int64 // 0: no cap
+	drawW int64
+}
+
+type reservationState struct {
+	model.Reservation
+	active bool
+	nodes  []int
+}
+
+type partitionState struct {
+	name   string
+	guar   map[poolKey]int64 // milli-GPU
+	used   map[poolKey]int64
+	borrow map[poolKey]int64 // borrowing cap beyond guar; absent: none
+	lend   map[poolKey]int64 // lending cap; absent: all idle guarantee
+	weight float64           // sum of member weights
+	total  int64             // guaranteed milli over all pools
+}
+
+type tenantState struct {
+	name      string
+	partition *partitionState
+	weight    float64
+	used      int64   // milli-GPU held now
+	entitled  float64 // milli-GPU this tenant may count as its own
+}
+
+// share is the tenant's used capacity over what it is entitled to; the
+// queue serves the lowest share first.
+func (t *tenantState) share() float64 { return float64(t.used) / t.entitled }
+
+// running is a job holding capacity at the start of the cycle or bound in it.
+type running struct {
+	job    *model.Job
+	tenant *tenantState
+	req    Request
+	nodes  []int   // node index per instance
+	gpus   [][]int // GPUs per instance
+	pool   poolKey
+	series string
+	region string
+	// evicted is set once a preemption in this cycle released the job.
+	evicted bool
+	// fresh marks a job bound in this cycle; it is not a victim in the same one.
+	fresh bool
+}
+
+// state is the core's private, mutable copy of the world for one cycle.
+type state struct {
+	now        time.Time
+	cfg        Config
+	nodes      []*NodeInfo
+	nodeByName map[string]int
+	groups     []*group
+	groupOf    []int // node index -> group index
+	rackOf     []int // node index -> rack index, -1 for none
+	racks      []rackState
+	regions    map[string]*regionState
+	resOf      []int // node index -> reservation index, -1 for none
+	res        []reservationState
+	resByName  map[string]int
+	partitions map[string]*partitionState
+	tenants    map[string]*tenantState
+	quota      map[quotaKey]int64 // limit in milli-GPU
+	quotaUsed  map[quotaKey]int64
+	poolFree   map[poolKey]int64 // free milli-GPU on Ready nodes of the pool
+	running    []*running
+	byNode     [][]*running // node index -> jobs with an instance there
+
+	chooser Chooser
+	cands   []*NodeInfo // scratch: the nodes that passed the filters
+	local   []*NodeInfo // scratch: candidates in the job's data region
+}
+
+func newState(s *Snapshot, now time.Time, cfg Config) *state {
+	st := &state{
+		now:        now,
+		cfg:        cfg,
+		nodeByName: make(map[string]int, len(s.Fleet.Nodes)),
+		regions:    map[string]*regionState{},
+		resByName:  map[string]int{},
+		partitions: map[string]*partitionState{},
+		tenants:    map[string]*tenantState{},
+		quota:      map[quotaKey]int64{},
+		quotaUsed:  map[quotaKey]int64{},
+		poolFree:   map[poolKey]int64{},
+	}
+	st.chooser.Scorer = cfg.Scorer
+	st.buildFleet(s.Fleet)
+	st.buildTenancy(s.Tenancy)
+	st.buildRunning(s.Jobs)
+	return st
+}
+
+func (st *state) buildFleet(f *model.Fleet) {
+	rackIdx := map[string]int{}
+	clusterFabric := map[string]model.Fabric{}
+	for _, r := range f.Regions {
+		st.regions[r.Name] = &regionState{name: r.Name, residency: r.Residency, capW: r.PowerHeadroomW}
+		for _, c := range r.Clusters {
+			clusterFabric[c.Name] = c.Fabric
+			for _, rk := range c.Racks {
+				rackIdx[rk.Name] = len(st.racks)
+				st.racks = append(st.racks, rackState{capW: rk.PowerCapW})
+			}
+		}
+	}
+	total := 0
+	for _, n := range f.Nodes {
+		total += f.Catalog[n.SKU].GPUs
+	}
+	milli := make([]int64, total) // one backing array for every node's GPUs
+	st.nodes = make([]*NodeInfo, len(f.Nodes))
+	st.groupOf = make([]int, len(f.Nodes))
+	st.rackOf = make([]int, len(f.Nodes))
+	st.byNode = make([][]*running, len(f.Nodes))
+	groupIdx := map[[3]string]int{}
+	for i, n := range f.Nodes {
+		sku := f.Catalog[n.SKU]
+		free := milli[:sku.GPUs:sku.GPUs]
+		milli = milli[sku.GPUs:]
+		for g := range free {
+			free[g] = model.MilliPerGPU
+		}
+		reg := st.regions[n.Region]
+		ni := &NodeInfo{
+			Index: i, Rank: i, Name: n.Name, SKU: n.SKU, Series: sku.Series, GPUModel: sku.GPUModel,
+			Region: n.Region, Residency: reg.residency, Cluster: n.Cluster, Fabric: clusterFabric[n.Cluster],
+			Leaf: n.Leaf, Rack: n.Rack, Ready: n.Health == model.NodeReady, PowerW: sku.PowerW,
+			FreeMilli: free, FreeWhole: sku.GPUs,
+			CPUCap: sku.CPUMilli(), CPUFree: sku.CPUMilli(), MemCap: sku.MemoryMiB(), MemFree: sku.MemoryMiB(),
+		}
+		st.nodes[i] = ni
+		st.nodeByName[n.Name] = i
+		st.rackOf[i] = -1
+		if r, ok := rackIdx[n.Rack]; ok {
+			st.rackOf[i] = r
+		}
+		key := [3]string{n.Region, n.Cluster, n.SKU}
+		gi, ok := groupIdx[key]
+		if !ok {
+			gi = len(st.groups)
+			groupIdx[key] = gi
+			st.groups = append(st.groups, &group{
+				sku: sku, pool: poolKey{n.Region, sku.GPUModel}, region: reg,
+				cluster: n.Cluster, fabric: ni.Fabric, residency: reg.residency,
+			})
+		}
+		st.groups[gi].nodes = append(st.groups[gi].nodes, ni)
+		st.groupOf[i] = gi
+		if ni.Ready {
+			st.poolFree[poolKey{n.Region, sku.GPUModel}] += int64(sku.GPUs) * model.MilliPerGPU
+		}
+	}
+	st.resOf = make([]int, len(f.Nodes))
+	for i := range st.resOf {
+		st.resOf[i] = -1
+	}
+}
+
+func (st *state) buildTenancy(t *model.Tenancy) {
+	for _, p := range t.Partitions {
+		ps := &partitionState{
+			name: p.Name, guar: map[poolKey]int64{}, used: map[poolKey]int64{},
+			borrow: map[poolKey]int64{}, lend: map[poolKey]int64{},
+		}
+		for _, g := range p.Guarantees {
+			k := poolKey{g.Region, g.GPUModel}
+			ps.guar[k] += int64(g.GPUs) * model.MilliPerGPU
+			ps.total += int64(g.GPUs) * model.MilliPerGPU
+			if g.BorrowLimit != nil {
+				ps.borrow[k] = int64(*g.BorrowLimit) * model.MilliPerGPU
+			}
+			if g.LendLimit != nil {
+				ps.lend[k] = int64(*g.LendLimit) * model.MilliPerGPU
+			}
+		}
+		st.partitions[p.Name] = ps
+	}
+	for _, x := range t.Tenants {
+		ts := &tenantState{name: x.Name, weight: x.Weight, partition: st.partitions[x.Partition]}
+		if ts.weight <= 0 {
+			ts.weight = 1
+		}
+		if ts.partition != nil {
+			ts.partition.weight += ts.weight
+		}
+		st.tenants[x.Name] = ts
+	}
+	for _, ts := range st.tenants {
+		// Entitlement: the tenant's weighted part of its partition's
+		// guarantee, plus one GPU per unit of weight so that tenants
+		// without guarantees still share by weight.
+		ts.entitled = ts.weight * model.MilliPerGPU
+		if p := ts.partition; p != nil && p.weight > 0 {
+			ts.entitled += float64(p.total) * ts.weight / p.weight
+		}
+	}
+	for _, q := range t.Quotas {
+		st.quota[quotaKey{q.Tenant, q.Region, q.Series}] = int64(q.GPUs) * model.MilliPerGPU
+	}
+	// Reservations take their nodes in name order among the free nodes of
+	// their SKU and region, earlier reservations first, so the choice is
+	// stable from cycle to cycle.
+	byName := make([]int, len(st.nodes))
+	for i := range byName {
+		byName[i] = i
+	}
+	sort.Slice(byName, func(a, b int) bool { return st.nodes[byName[a]].Name < st.nodes[byName[b]].Name })
+	for _, r := range t.Reservations {
+		rs := reservationState{Reservation: r, active: r.ActiveAt(st.now)}
+		idx := len(st.res)
+		st.resByName[r.Name] = idx
+		if rs.active {
+			for _, i := range byName {
+				if len(rs.nodes) == r.Count {
+					break
+				}
+				n := st.nodes[i]
+				if st.resOf[i] < 0 && n.SKU == r.SKU && n.Region == r.Region {
+					st.resOf[i] = idx
+					rs.nodes = append(rs.nodes, i)
+				}
+			}
+		}
+		st.res = append(st.res, rs)
+	}
+}
+
+// tenant returns the state of the named tenant, making an unlimited,
+// partition-less one for names the tenancy does not know (the caller
+// reports UnknownTenant for queued jobs; running jobs still count).
+func (st *state) tenant(name string) (*tenantState, bool) {
+	if t, ok := st.tenants[name]; ok {
+		return t, true
+	}
+	t := &tenantState{name: name, weight: 1, entitled: model.MilliPerGPU}
+	st.tenants[name] = t
+	return t, false
+}
+
+func (st *state) buildRunning(jobs []*model.Job) {
+	for _, j := range jobs {
+		if !j.Status.State.Holds() || len(j.Status.Allocations) == 0 {
+			continue
+		}
+		t, _ := st.tenant(j.Spec.Tenant)
+		rj := &running{job: j, tenant: t, req: RequestOf(j.Spec.Resources)}
+		ok := true
+		for _, a := range j.Status.Allocations {
+			i, found := st.nodeByName[a.Node]
+			if !found {
+				ok = false // the node left the fleet; the server requeues such jobs
+				break
+			}
+			rj.nodes = append(rj.nodes, i)
+			rj.gpus = append(rj.gpus, a.GPUs)
+		}
+		if !ok {
+			continue
+		}
+		first := st.nodes[rj.nodes[0]]
+		rj.pool, rj.series, rj.region = poolKey{first.Region, first.GPUModel}, first.Series, first.Region
+		st.commit(rj)
+	}
+}
+
+// commit charges a job's capacity everywhere it is counted.
+func (st *state) commit(rj *running) {
+	st.account(rj, +1)
+	st.running = append(st.running, rj)
+}
+
+// release returns an evicted job's capacity.
+func (st *state) release(rj *running) {
+	st.account(rj, -1)
+	rj.evicted = true
+}
+
+func (st *state) account(rj *running, sign int64) {
+	m := rj.req.TotalMilli()
+	for k, i := range rj.nodes {
+		n := st.nodes[i]
+		if sign > 0 {
+			n.Bind(&rj.req, rj.gpus[k])
+			st.byNode[i] = append(st.byNode[i], rj)
+		} else {
+			n.Unbind(&rj.req, rj.gpus[k])
+			st.byNode[i] = removeRunning(st.byNode[i], rj)
+		}
+		w := st.powerOf(n, m)
+		st.regions[n.Region].drawW += sign * w
+		if r := st.rackOf[i]; r >= 0 {
+			st.racks[r].drawW += sign * w
+		}
+		if n.Ready {
+			st.poolFree[poolKey{n.Region, n.GPUModel}] -= sign * m
+		}
+		pk := poolKey{n.Region, n.GPUModel}
+		if p := rj.tenant.partition; p != nil {
+			p.used[pk] += sign * m
+		}
+		st.quotaUsed[quotaKey{rj.tenant.name, n.Region, n.Series}] += sign * m
+		rj.tenant.used += sign * m
+	}
+}
+
+func removeRunning(list []*running, rj *running) []*running {
+	for i, x := range list {
+		if x == rj {
+			return append(list[:i], list[i+1:]...)
+		}
+	}
+	return list
+}
+
+// powerOf is the draw of milli-GPU on node n: its SKU's full-load power
+// spread evenly over its GPUs.
+func (st *state) powerOf(n *NodeInfo, milli int64) int64 {
+	g := int64(n.GPUs())
+	if g == 0 || milli == 0 {
+		return 0
+	}
+	return n.PowerW * milli / (g * model.MilliPerGPU)
+}

@@ -1,0 +1,179 @@
+package score
+
+import (
+	"math"
+	"slices"
+
+	"github.com/allot-dev/allot/internal/sched"
+)
+
+// fragModel measures a node's GPU fragmentation against a target workload
+// and caches it by node generation, for fgd and allot. It serves one
+// goroutine.
+type fragModel struct {
+	w     Workload
+	nodes []nodeCache // by NodeInfo.Index
+
+	// Request shapes are interned to small ints so that per-node caches are
+	// slices; last* remember the previous request to skip the map lookup.
+	shapes    map[shapeKey]int
+	lastReq   sched.Request
+	lastShape int
+	scratch   []int64
+}
+
+type shapeKey struct {
+	gpus       int
+	milli, cpu int64
+	models     string
+}
+
+type nodeCache struct {
+	stamp  uint64 // NodeInfo.Gen+1 when frag is valid; 0 never is
+	frag   float64
+	accept []bool // per target: may run on this node's GPUs at all
+	byReq  []reqCache
+}
+
+// reqCache is a request shape's outcome on a node at one generation.
+type reqCache struct {
+	stamp uint64
+	delta float64 // F(n) − F(n′) for the best GPU choice
+	gpu   int     // for a fraction, the GPU chosen; -1 otherwise
+}
+
+func newFragModel(w Workload) *fragModel {
+	return &fragModel{w: w, shapes: map[shapeKey]int{}, lastShape: -1}
+}
+
+func sameRequest(a, b *sched.Request) bool {
+	if a.GPUs != b.GPUs || a.Milli != b.Milli || a.CPU != b.CPU || len(a.Models) != len(b.Models) {
+		return false
+	}
+	return len(a.Models) == 0 || &a.Models[0] == &b.Models[0] || slices.Equal(a.Models, b.Models)
+}
+
+func (m *fragModel) shape(r *sched.Request) int {
+	if m.lastShape >= 0 && sameRequest(&m.lastReq, r) {
+		return m.lastShape
+	}
+	k := shapeKey{gpus: r.GPUs, milli: r.Milli, cpu: r.CPU}
+	for i, s := range r.Models {
+		if i > 0 {
+			k.models += "|"
+		}
+		k.models += s
+	}
+	id, ok := m.shapes[k]
+	if !ok {
+		id = len(m.shapes)
+		m.shapes[k] = id
+	}
+	m.lastReq, m.lastShape = *r, id
+	return id
+}
+
+func (m *fragModel) node(n *sched.NodeInfo) *nodeCache {
+	if n.Index >= len(m.nodes) {
+		m.nodes = append(m.nodes, make([]nodeCache, n.Index+1-len(m.nodes))...)
+	}
+	c := &m.nodes[n.Index]
+	if c.accept == nil {
+		c.accept = make([]bool, len(m.w))
+		for i, t := range m.w {
+			c.accept[i] = n.GPUs() > 0 && (len(t.Models) == 0 || acceptsModel(t.Models, n.GPUModel))
+		}
+	}
+	if c.stamp != n.Gen+1 {
+		c.stamp, c.frag = n.Gen+1, m.fragOf(c.accept, n.CPUFree, n.FreeMilli)
+	}
+	return c
+}
+
+func acceptsModel(models []string, model string) bool {
+	return slices.Contains(models, model)
+}
+
+// fragOf is F(n) = Σ_t p_t · f(n, t): for a target that asks for no GPU,
+// may not use this model, or cannot fit (GPU or CPU), all idle GPU milli is
+// fragment; for one that fits, the free milli of GPUs too small for it.
+func (m *fragModel) fragOf(accept []bool, cpu int64, free []int64) float64 {
+	var total int64
+	for _, f := range free {
+		total += f
+	}
+	if total == 0 {
+		return 0
+	}
+	var out float64
+	for i := range m.w {
+		t := &m.w[i]
+		if t.GPUs == 0 || !accept[i] || cpu < t.CPU {
+			out += t.P * float64(total)
+			continue
+		}
+		fit, small := 0, int64(0)
+		for _, f := range free {
+			if f >= t.Milli {
+				fit++
+			} else {
+				small += f
+			}
+		}
+		if fit >= t.GPUs {
+			out += t.P * float64(small)
+		} else {
+			out += t.P * float64(total)
+		}
+	}
+	return out
+}
+
+// evaluate returns F(n) − F(n′) for placing r on n and, for a fraction, the
+// GPU that achieves the best value under better (nil for other requests).
+// better(a, b, i, j) reports whether GPU i with delta a beats GPU j with
+// delta b.
+func (m *fragModel) evaluate(n *sched.NodeInfo, r *sched.Request, better func(n *sched.NodeInfo, a, b float64, i, j int) bool) reqCache {
+	c := m.node(n)
+	id := m.shape(r)
+	if id >= len(c.byReq) {
+		c.byReq = append(c.byReq, make([]reqCache, id+1-len(c.byReq))...)
+	}
+	rc := &c.byReq[id]
+	if rc.stamp == n.Gen+1 {
+		return *rc
+	}
+	free := append(m.scratch[:0], n.FreeMilli...)
+	m.scratch = free
+	cpu := n.CPUFree - r.CPU
+	out := reqCache{stamp: n.Gen + 1, gpu: -1}
+	switch {
+	case r.GPUs == 0:
+		out.delta = c.frag - m.fragOf(c.accept, cpu, free)
+	case r.Fractional():
+		out.delta = math.Inf(-1)
+		for i, f := range n.FreeMilli {
+			if f < r.Milli {
+				continue
+			}
+			free[i] -= r.Milli
+			d := c.frag - m.fragOf(c.accept, cpu, free)
+			free[i] += r.Milli
+			if out.gpu < 0 || better(n, d, out.delta, i, out.gpu) {
+				out.delta, out.gpu = d, i
+			}
+		}
+	default:
+		left := r.GPUs
+		for i, f := range free {
+			if left > 0 && f == milliPerGPU {
+				free[i], left = 0, left-1
+			}
+		}
+		out.delta = c.frag - m.fragOf(c.accept, cpu, free)
+	}
+	*rc = out
+	return out
+}
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }

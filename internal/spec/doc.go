@@ -1,0 +1,37 @@
+// Package spec reads the YAML files a person writes — the fleet, the
+// tenants, jobs — into the types of package model, and checks them with
+// model's Validate methods.
+//
+// Every problem is an *Error that names the file, the line and column, and
+// the field as written in the file ("regions[1].clusters[0].fabric"):
+// syntax errors, unknown fields, values of the wrong type, and the semantic
+// errors of model validation, whose field paths are mapped back onto the
+// YAML node tree. A value that came from a --set override is named by the
+// override ("--set retry.max_retries") instead of a line. No input makes the
+// readers panic; fuzz tests hold them to that.
+//
+// Field names are snake_case. Units as a person writes them are converted
+// to model's units: kW to watts (power_kw, power_cap_kw, power_headroom_kw),
+// cores or "500m" to milli-cores (cpu), "512Mi", "64Gi", "1Ti" or an
+// integer of MiB to MiB (memory), Go durations ("90s", "2h30m"; no days) to
+// time.Duration, RFC 3339 times or dates to time.Time.
+//
+// A fleet file lists extra SKUs (skus, added to model.BuiltinCatalog) and
+// regions → clusters → racks → nodes; a node's region, cluster and rack are
+// where it is nested. A node entry is one node (name) or a run of alike
+// nodes (prefix, count and optionally start, default 1), named prefix plus
+// the index zero-padded to two digits or more ("eastus-h100-01"). health
+// defaults to Ready.
+//
+// A tenants file lists partitions (with guarantees of GPUs, or percent of a
+// region's GPUs of one model), tenants, quotas and reservations.
+//
+// A jobs file holds one or more YAML documents separated by "---", each a
+// job or a list of jobs; JSON is read the same way, so the API accepts the
+// same documents. Absent fields take defaults: instance_count 1,
+// gpus_per_instance 1 (an explicit 0 asks for no GPU), priority standard. A
+// command given as a string runs as /bin/sh -c string. Overrides (--set
+// key=value, the key a dotted path such as retry.max_retries or env.NAME,
+// the value parsed as YAML) are applied to the node tree of each job before
+// it is read; an empty value resets the field to its default.
+package spec

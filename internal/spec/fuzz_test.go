@@ -1,0 +1,108 @@
+package spec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// checkFuzzError holds a reader to its contract for input it rejects: an
+// *Error with a message.
+func checkFuzzError(t *testing.T, err error) {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is a %T, want *spec.Error", err, err)
+	}
+	if e.Msg == "" || e.Error() == "" {
+		t.Fatalf("error %#v has no message", e)
+	}
+}
+
+// addFile adds the file at path to the seed corpus when it exists.
+func addFile(f *testing.F, path string, args ...any) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return
+	}
+	f.Add(append([]any{data}, args...)...)
+}
+
+func FuzzParseFleet(f *testing.F) {
+	addFile(f, "../../examples/fleet.yaml")
+	f.Add(doc(smallFleet))
+	f.Add(doc(tenancyFleet))
+	f.Add([]byte("regions:\n  - &r {name: a, residency: us, clusters: [{name: c, fabric: roce, racks: [{name: k, nodes: [{prefix: n, count: 3, sku: NC4-T4x1}]}]}]}\n"))
+	f.Add([]byte(`{"regions": [{"name": "r", "residency": "eu"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := ParseFleet("fleet.yaml", data)
+		if err != nil {
+			checkFuzzError(t, err)
+			return
+		}
+		if err := fl.Validate(); err != nil {
+			t.Fatalf("ParseFleet returned a fleet that fails Validate: %v", err)
+		}
+	})
+}
+
+func FuzzParseTenancy(f *testing.F) {
+	fleet, err := ReadFleet("../../examples/fleet.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	addFile(f, "../../examples/tenants.yaml")
+	f.Add(doc(goodTenancy))
+	f.Add([]byte("partitions:\n  - {name: p, guarantees: [{region: eastus, gpu_model: H100, percent: 50, lend_limit: 8}]}\ntenants:\n  - {name: x, kind: internal, partition: p}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ten, err := ParseTenancy("tenants.yaml", data, fleet)
+		if err != nil {
+			checkFuzzError(t, err)
+			return
+		}
+		// Validate resolved percentages into GPU counts; undo that so the
+		// tenancy reads as written and can be validated again.
+		for i := range ten.Partitions {
+			for j := range ten.Partitions[i].Guarantees {
+				if g := &ten.Partitions[i].Guarantees[j]; g.Percent > 0 {
+					g.GPUs = 0
+				}
+			}
+		}
+		if err := ten.Validate(fleet); err != nil {
+			t.Fatalf("ParseTenancy returned a tenancy that fails Validate: %v", err)
+		}
+	})
+}
+
+func FuzzParseJobs(f *testing.F) {
+	jobs, _ := filepath.Glob("../../examples/jobs/*")
+	for _, p := range jobs {
+		addFile(f, p, "")
+	}
+	f.Add(doc(pretrain), "")
+	f.Add(doc(pretrain), "resources.gpu_models=[H100,A100]")
+	f.Add([]byte("- &b {name: a, tenant: t, resources: {cpu: 500m, gpus_per_instance: 0}}\n- {<<: *b, name: b}\n"), "retry.max_retries=5")
+	f.Add([]byte("name: j\ntenant: t\n---\nname: k\ntenant: t\npriority: {class: spot, value: 3}\n"), "env.A=b")
+	f.Add([]byte(`{"name": "j", "tenant": "t", "resources": {"memory": "8Gi", "gpu_milli": 500}}`), "priority=spot")
+	f.Fuzz(func(t *testing.T, data []byte, set string) {
+		var sets []string
+		if set != "" {
+			sets = []string{set}
+		}
+		specs, err := ParseJobs("job.yaml", data, sets)
+		if err != nil {
+			checkFuzzError(t, err)
+			return
+		}
+		if len(specs) == 0 {
+			t.Fatal("ParseJobs returned no jobs and no error")
+		}
+		for i := range specs {
+			if err := specs[i].Validate(); err != nil {
+				t.Fatalf("ParseJobs returned job %d that fails Validate: %v", i, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,226 @@
+package spec
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// jobFile is the layout of one job.
+type jobFile struct {
+	Name       string            `yaml:"name"`
+	Tenant     string            `yaml:"tenant"`
+	Command    command           `yaml:"command"`
+	Env        map[string]string `yaml:"env"`
+	Resources  resourcesEntry    `yaml:"resources"`
+	Priority   priority          `yaml:"priority"`
+	Placement  placementEntry    `yaml:"placement"`
+	Retry      retryEntry        `yaml:"retry"`
+	Checkpoint checkpointEntry   `yaml:"checkpoint"`
+	Duration   duration          `yaml:"duration"`
+}
+
+type resourcesEntry struct {
+	InstanceCount   int      `yaml:"instance_count"`
+	GPUsPerInstance int      `yaml:"gpus_per_instance"`
+	GPUMilli        int64    `yaml:"gpu_milli"`
+	GPUModels       []string `yaml:"gpu_models"`
+	CPU             cpu      `yaml:"cpu"`
+	Memory          memory   `yaml:"memory"`
+}
+
+type placementEntry struct {
+	Regions      []string `yaml:"regions"`
+	Residency    string   `yaml:"residency"`
+	Interconnect string   `yaml:"interconnect"`
+	DataRegion   string   `yaml:"data_region"`
+	Reservation  string   `yaml:"reservation"`
+}
+
+type retryEntry struct {
+	MaxRetries int      `yaml:"max_retries"`
+	Timeout    duration `yaml:"timeout"`
+}
+
+type checkpointEntry struct {
+	Interval duration `yaml:"interval"`
+	Grace    duration `yaml:"grace"`
+}
+
+// newJobFile returns a job with the defaults of fields left out: one
+// instance of one GPU, standard priority.
+func newJobFile() jobFile {
+	return jobFile{
+		Resources: resourcesEntry{InstanceCount: 1, GPUsPerInstance: 1},
+		Priority:  priority{Class: model.ClassStandard},
+	}
+}
+
+// priority is a class name with an optional value, "standard:10", or a
+// mapping {class: standard, value: 10}.
+type priority model.Priority
+
+func (p *priority) decodeNode(d *decoder, n *yaml.Node, path string) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		v, err := model.ParsePriority(n.Value)
+		if err != nil {
+			return err
+		}
+		*p = priority(v)
+		return nil
+	case yaml.MappingNode:
+		var m struct {
+			Class string `yaml:"class"`
+			Value int    `yaml:"value"`
+		}
+		if err := d.decode(n, path, reflect.ValueOf(&m).Elem()); err != nil {
+			return err
+		}
+		v, err := model.ParsePriority(m.Class)
+		if err != nil {
+			return d.errorAt(lookup(n, "class"), path+".class", "%s", err)
+		}
+		v.Value = m.Value
+		*p = priority(v)
+		return nil
+	}
+	return fmt.Errorf("want a class like standard or standard:10, or {class: standard, value: 10}, got %s", describe(n))
+}
+
+// ReadJobs reads the jobs in the file at pathOrDir or, when it is a
+// directory, in its *.yaml, *.yml and *.json files in name order. See
+// ParseJobs.
+func ReadJobs(pathOrDir string, sets []string) ([]model.JobSpec, error) {
+	info, err := os.Stat(pathOrDir)
+	if err != nil {
+		return nil, fmt.Errorf("read jobs: %w", err)
+	}
+	files := []string{pathOrDir}
+	if info.IsDir() {
+		entries, err := os.ReadDir(pathOrDir)
+		if err != nil {
+			return nil, fmt.Errorf("read jobs: %w", err)
+		}
+		files = files[:0]
+		for _, e := range entries { // sorted by name
+			switch filepath.Ext(e.Name()) {
+			case ".yaml", ".yml", ".json":
+				if !e.IsDir() {
+					files = append(files, filepath.Join(pathOrDir, e.Name()))
+				}
+			}
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("read jobs: no *.yaml, *.yml or *.json files in %s", pathOrDir)
+		}
+	}
+	var specs []model.JobSpec
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read jobs: %w", err)
+		}
+		s, err := ParseJobs(f, data, sets)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, s...)
+	}
+	return specs, nil
+}
+
+// ParseJobs reads the jobs in the file named name. The file holds one or
+// more YAML documents separated by "---", or JSON; each document is a job
+// or a list of jobs. Each --set override in sets ("retry.max_retries=5") is
+// applied to every job before it is read. Every returned spec has passed
+// model.JobSpec.Validate; any error is an *Error.
+func ParseJobs(name string, data []byte, sets []string) ([]model.JobSpec, error) {
+	overrides, err := parseSets(sets, reflect.TypeFor[jobFile]())
+	if err != nil {
+		return nil, err
+	}
+	docs, err := parseDocuments(name, data)
+	if err != nil {
+		return nil, err
+	}
+	d := newDecoder(name)
+	var specs []model.JobSpec
+	for _, doc := range docs {
+		if doc.Kind != yaml.SequenceNode {
+			root, err := d.applySets(doc, overrides)
+			if err != nil {
+				return nil, err
+			}
+			s, err := d.job(root, root, "")
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, s)
+			continue
+		}
+		// A list of jobs: work on a copy, so that aliases to items stay intact.
+		list := *doc
+		list.Content = append([]*yaml.Node(nil), doc.Content...)
+		for i := range list.Content {
+			item, err := d.applySets(resolve(list.Content[i]), overrides)
+			if err != nil {
+				return nil, err
+			}
+			list.Content[i] = item
+			s, err := d.job(&list, item, fmt.Sprintf("[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, s)
+		}
+	}
+	if len(specs) == 0 {
+		return nil, &Error{File: name, Msg: "file is empty: want a job (name: …, tenant: …, resources: …)"}
+	}
+	return specs, nil
+}
+
+// job reads and validates the job at n, whose path from root is path.
+func (d *decoder) job(root, n *yaml.Node, path string) (model.JobSpec, error) {
+	j := newJobFile()
+	if err := d.decode(n, path, reflect.ValueOf(&j).Elem()); err != nil {
+		return model.JobSpec{}, err
+	}
+	r := j.Resources
+	s := model.JobSpec{
+		Name:    j.Name,
+		Tenant:  j.Tenant,
+		Command: []string(j.Command),
+		Env:     j.Env,
+		Resources: model.Resources{
+			InstanceCount: r.InstanceCount, GPUsPerInstance: r.GPUsPerInstance, GPUMilli: r.GPUMilli,
+			GPUModels: r.GPUModels, CPUMilli: int64(r.CPU), MemoryMiB: int64(r.Memory),
+		},
+		Priority: model.Priority(j.Priority),
+		Placement: model.Placement{
+			Regions: j.Placement.Regions, Residency: j.Placement.Residency,
+			Interconnect: model.Fabric(j.Placement.Interconnect),
+			DataRegion:   j.Placement.DataRegion, Reservation: j.Placement.Reservation,
+		},
+		Retry:      model.Retry{MaxRetries: j.Retry.MaxRetries, Timeout: time.Duration(j.Retry.Timeout)},
+		Checkpoint: model.Checkpoint{Interval: time.Duration(j.Checkpoint.Interval), Grace: time.Duration(j.Checkpoint.Grace)},
+		Duration:   time.Duration(j.Duration),
+	}
+	if err := s.Validate(); err != nil {
+		return model.JobSpec{}, d.fromModel(root, err, func(f string) string {
+			if path == "" {
+				return f
+			}
+			return path + "." + strings.TrimPrefix(f, ".")
+		})
+	}
+	return s, nil
+}
