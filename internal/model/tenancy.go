@@ -207,10 +207,14 @@ func (g *Guarantee) resolve(f *Fleet) error {
 	switch {
 	case g.Percent < 0 || g.Percent > 100 || math.IsNaN(g.Percent):
 		return fieldErr("percent", "must be between 0 and 100")
-	case g.Percent > 0 && g.GPUs > 0:
-		return fieldErr("percent", "set gpus or percent, not both")
 	case g.Percent > 0:
-		g.GPUs = int(math.Floor(float64(have) * g.Percent / 100))
+		// Resolving twice is harmless; a different count set beside the
+		// percentage is a contradiction.
+		n := int(math.Floor(float64(have) * g.Percent / 100))
+		if g.GPUs > 0 && g.GPUs != n {
+			return fieldErr("percent", "set gpus or percent, not both")
+		}
+		g.GPUs = n
 	case g.GPUs < 0:
 		return fieldErr("gpus", "must not be negative")
 	}

@@ -200,7 +200,7 @@ func (st *state) powerDenies(n *NodeInfo, milli int64) string {
 			return fmt.Sprintf("rack %s draws %.1f of its %.1f kW cap, the job needs %.1f kW more", n.Rack, kw(rk.drawW), kw(rk.capW), kw(w))
 		}
 	}
-	if reg := st.regions[n.Region]; reg.capW > 0 && reg.drawW+w > reg.capW {
+	if reg := st.regionOf[n.Index]; reg.capW > 0 && reg.drawW+w > reg.capW {
 		return fmt.Sprintf("region %s draws %.1f of its %.1f kW headroom, the job needs %.1f kW more", n.Region, kw(reg.drawW), kw(reg.capW), kw(w))
 	}
 	return ""

@@ -30,10 +30,11 @@ func (s *Scheduler) Schedule(snap *Snapshot, now time.Time) Plan {
 	var plan Plan
 	failed := map[string]Pending{} // shape key -> outcome, valid until capacity is freed
 
-	// 1. Order the queue: class, then fair share, then the tenant's order.
+	// 1. Order the queue: class; then tenants whose next job fits their
+	// guarantee; then fair share; then the tenant's own order.
 	for _, q := range st.queues(snap.Jobs) {
 		for {
-			t := q.next()
+			t := q.next(st)
 			if t == nil {
 				break
 			}
@@ -161,23 +162,42 @@ type tenantQueue struct {
 	jobs  []*model.Job
 }
 
-// next returns the tenant with queued jobs and the lowest fair share, or nil.
-func (q *classQueue) next() *tenantQueue {
+// next returns the tenant to serve: first those whose next job fits inside
+// their partition's guarantee (so reclaiming comes before borrowing), then
+// the lowest fair share, then the name.
+func (q *classQueue) next(st *state) *tenantQueue {
 	var best *tenantQueue
 	var bestShare float64
+	bestIn := false
 	for _, t := range q.tenants {
 		if len(t.jobs) == 0 {
 			continue
 		}
-		sh := 0.0
+		sh, in := 0.0, false
 		if t.state != nil {
-			sh = t.state.share()
+			sh, in = t.state.share(), st.withinGuarantee(t.state, t.jobs[0])
 		}
-		if best == nil || sh < bestShare {
-			best, bestShare = t, sh
+		if best == nil || (in && !bestIn) || (in == bestIn && sh < bestShare) {
+			best, bestShare, bestIn = t, sh, in
 		}
 	}
 	return best
+}
+
+// withinGuarantee reports whether j fits inside what t's partition is
+// guaranteed and not yet using in some pool j may run in.
+func (st *state) withinGuarantee(t *tenantState, j *model.Job) bool {
+	p := t.partition
+	if p == nil {
+		return false
+	}
+	total := j.Spec.Resources.TotalMilli()
+	for k, g := range p.guar {
+		if p.used[k]+total <= g && j.Spec.Resources.AcceptsModel(k.gpuModel) && allowsRegion(j.Spec.Placement.Regions, k.region) {
+			return true
+		}
+	}
+	return false
 }
 
 // queues groups the queued jobs by class, highest first, and tenant; each

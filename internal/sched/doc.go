@@ -10,9 +10,11 @@
 //
 // A cycle reads as five steps (see Scheduler.Schedule):
 //
-//  1. order the queue: priority class, then weighted fair share between
-//     tenants (used GPUs over entitlement, guarantees counted), then the
-//     tenant's own order (priority inside the class, then age);
+//  1. order the queue: priority class; then tenants whose next job fits
+//     inside their partition's unused guarantee (reclaiming goes before
+//     borrowing); then weighted fair share between tenants (used GPUs over
+//     entitlement, guarantees counted); then the tenant's own order
+//     (priority inside the class, then age);
 //  2. admit: hard quotas per tenant, region and GPU series; partition
 //     guarantees with their borrowing and lending limits; reservations,
 //     whose capacity only the owner (and evictable spot work) may use;

@@ -12,8 +12,13 @@ type placement struct {
 }
 
 // candidates fills st.cands with the nodes that pass every filter except
-// free capacity and power, and returns what the filters saw.
-func (st *state) candidates(a *attempt) verdict {
+// free capacity and power, and returns what the filters saw. With quick
+// set, for a single instance, it looks at the nodes holding work and at
+// most one idle node per group: idle nodes of one group have the same
+// capacity, so every scorer rates them alike and the lowest rank wins the
+// tie. The verdict is then incomplete; callers explain a failure from a
+// full pass.
+func (st *state) candidates(a *attempt, quick bool) verdict {
 	var v verdict
 	st.cands = st.cands[:0]
 	for _, g := range st.groups {
@@ -25,22 +30,50 @@ func (st *state) candidates(a *attempt) verdict {
 			v.reach(s)
 			continue
 		}
-		for _, n := range g.nodes {
-			ns := st.nodeStage(a, n, &v)
-			v.reach(ns)
-			if ns >= stageReservation {
-				st.cands = append(st.cands, n)
+		if !quick {
+			for _, n := range g.nodes {
+				st.consider(a, n, &v)
+			}
+			continue
+		}
+		for _, n := range g.busy {
+			st.consider(a, n, &v)
+		}
+		for p := g.idleFrom; p < len(g.nodes); p++ {
+			n := g.nodes[p]
+			if n.Pods > 0 {
+				if p == g.idleFrom {
+					g.idleFrom++
+				}
+				continue
+			}
+			if st.consider(a, n, &v) == stagePlaced {
+				break
 			}
 		}
 	}
 	return v
 }
 
+// consider runs the node filters and keeps n as a candidate if only free
+// capacity or power may stand in its way.
+func (st *state) consider(a *attempt, n *NodeInfo, v *verdict) stage {
+	ns := st.nodeStage(a, n, v)
+	v.reach(ns)
+	if ns >= stageReservation {
+		st.cands = append(st.cands, n)
+	}
+	return ns
+}
+
 // place finds a placement for every instance of a, or reports why none
 // exists. It changes nothing.
 func (st *state) place(a *attempt) (placement, Reason, string) {
-	v := st.candidates(a)
+	v := st.candidates(a, a.count == 1)
 	if v.furthest < stagePlaced {
+		if a.count == 1 {
+			v = st.candidates(a, false)
+		}
 		r, d := st.explain(a, &v)
 		return placement{}, r, d
 	}
@@ -160,21 +193,6 @@ func (st *state) placeGang(a *attempt) (placement, Reason, string) {
 	return p, ReasonNone, ""
 }
 
-// hold binds (sign +1) or unbinds (-1) one instance on a node and its power,
-// without charging tenants; placeGang uses it to try a gang out.
-func (st *state) hold(n *NodeInfo, r *Request, gpus []int, sign int64) {
-	if sign > 0 {
-		n.Bind(r, gpus)
-	} else {
-		n.Unbind(r, gpus)
-	}
-	w := sign * st.powerOf(n, r.TotalMilli())
-	st.regions[n.Region].drawW += w
-	if rk := st.rackOf[n.Index]; rk >= 0 {
-		st.racks[rk].drawW += w
-	}
-}
-
 func domainWord(a *attempt) string {
 	if f := a.job.Spec.Placement.Interconnect; f != "" {
 		return string(f) + " cluster"
@@ -211,7 +229,7 @@ func (st *state) gangDomains(a *attempt) []*domain {
 				s = min(s, int(max(0, left)/need))
 				rackLeft[r] = left - int64(s)*need
 			}
-			if reg := st.regions[n.Region]; reg.capW > 0 {
+			if reg := st.regionOf[n.Index]; reg.capW > 0 {
 				left, seen := regionLeft[n.Region]
 				if !seen {
 					left = reg.capW - reg.drawW

@@ -209,13 +209,15 @@ func checkGuarantees(w *World, now time.Time, before map[string]model.State, use
 		guar[p.Name] = int64(p.Guarantees[0].GPUs) * model.MilliPerGPU
 	}
 	used := snapshotUsage(w)
-	free := map[string]int64{}    // node -> free whole-GPU milli
-	borrow := map[string]int64{}  // node -> milli held by unprotected borrowers
+	type gpu struct {
+		node string
+		i    int
+	}
+	pinned := map[gpu]bool{}       // GPUs holding work that may not be evicted
 	cpuFree := map[string]int64{} // node -> CPU with borrowers gone
 	memFree := map[string]int64{}
 	for _, n := range w.Fleet.Nodes {
 		if ok, _ := h100Pool(w, n.Name); ok && n.Health == model.NodeReady {
-			free[n.Name] = 8 * model.MilliPerGPU
 			sku := w.Fleet.Catalog[n.SKU]
 			cpuFree[n.Name], memFree[n.Name] = sku.CPUMilli(), sku.MemoryMiB()
 		}
@@ -224,18 +226,18 @@ func checkGuarantees(w *World, now time.Time, before map[string]model.State, use
 		p := part[j.Spec.Tenant]
 		borrower := (p == "" || min(used[p], usedBefore[p]) > guar[p]) && before[j.ID] == model.StateRunning
 		protected := now.Sub(j.Status.StartedAt) < 5*time.Minute
+		if borrower && !protected {
+			continue
+		}
 		for _, a := range j.Status.Allocations {
-			if _, ok := free[a.Node]; !ok {
+			if _, ok := cpuFree[a.Node]; !ok {
 				continue
 			}
-			m := a.GPUMilli * int64(len(a.GPUs))
-			free[a.Node] -= m
-			if borrower && !protected {
-				borrow[a.Node] += m
-			} else {
-				cpuFree[a.Node] -= j.Spec.Resources.CPUMilli
-				memFree[a.Node] -= j.Spec.Resources.MemoryMiB
+			for _, g := range a.GPUs {
+				pinned[gpu{a.Node, g}] = true
 			}
+			cpuFree[a.Node] -= j.Spec.Resources.CPUMilli
+			memFree[a.Node] -= j.Spec.Resources.MemoryMiB
 		}
 	}
 	for _, j := range w.Jobs {
@@ -245,38 +247,21 @@ func checkGuarantees(w *World, now time.Time, before map[string]model.State, use
 			r.InstanceCount != 1 || r.Fractional() || !r.AcceptsModel("H100") {
 			continue
 		}
-		need := r.TotalMilli()
-		if used[p]+need > guar[p] || usedBefore[p]+need > guar[p] {
+		if need := r.TotalMilli(); used[p]+need > guar[p] || usedBefore[p]+need > guar[p] {
 			continue
 		}
-		for node, f := range free {
-			// Whole GPUs only count when no fraction shares them: a
-			// conservative bound, since fractions of guaranteed tenants
-			// may pin a GPU.
-			if f+borrow[node] >= need+fractionSlack(w, node) && cpuFree[node] >= r.CPUMilli && memFree[node] >= r.MemoryMiB {
-				return fmt.Errorf("partition %s uses %d of %d milli with %s (%d milli) queued, but %s has %d free and %d borrowed",
-					p, used[p], guar[p], j.ID, need, node, f, borrow[node])
+		for node := range cpuFree {
+			usable := 0
+			for i := 0; i < 8; i++ {
+				if !pinned[gpu{node, i}] {
+					usable++
+				}
+			}
+			if usable >= r.GPUsPerInstance && cpuFree[node] >= r.CPUMilli && memFree[node] >= r.MemoryMiB {
+				return fmt.Errorf("partition %s uses %d of %d milli with %s (%d GPUs) queued, but %s has %d GPUs free or held by borrowers",
+					p, used[p], guar[p], j.ID, r.GPUsPerInstance, node, usable)
 			}
 		}
 	}
 	return nil
-}
-
-// fractionSlack is the milli that partly used GPUs on a node waste for
-// whole-GPU work: the free part of every GPU that holds a fraction of a
-// non-evictable job.
-func fractionSlack(w *World, node string) int64 {
-	used := map[int]int64{}
-	for _, j := range w.Jobs {
-		for _, a := range j.Status.Allocations {
-			if a.Node == node && a.GPUMilli < model.MilliPerGPU {
-				used[a.GPUs[0]] += a.GPUMilli
-			}
-		}
-	}
-	var slack int64
-	for _, u := range used {
-		slack += model.MilliPerGPU - u
-	}
-	return slack
 }

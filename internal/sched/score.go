@@ -2,7 +2,10 @@ package sched
 
 // Scorer rates placing one instance on one node; higher is better. It is
 // called only for nodes where the instance fits. Scores are compared across
-// nodes of one decision; ties go to the node of lower Rank.
+// nodes of one decision; ties go to the node of lower Rank. A scheduling
+// cycle treats idle nodes of one SKU in one cluster as interchangeable, so a
+// Scorer used there must rate them alike (a function of the node's SKU,
+// place and free capacity, not of its name or rank).
 type Scorer interface {
 	Name() string
 	Score(n *NodeInfo, r *Request) float64

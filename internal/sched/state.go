@@ -16,7 +16,9 @@ type quotaKey struct{ tenant, region, series string }
 // group is a set of nodes with the same region, cluster and SKU: every
 // static filter gives the same answer for all of them.
 type group struct {
-	nodes     []*NodeInfo
+	nodes     []*NodeInfo // in rank order
+	busy      []*NodeInfo // nodes holding work, in no order
+	idleFrom  int         // no idle node sits before this position in nodes
 	sku       model.SKU
 	pool      poolKey
 	region    *regionState
@@ -89,7 +91,10 @@ type state struct {
 	nodeByName map[string]int
 	groups     []*group
 	groupOf    []int // node index -> group index
+	groupPos   []int // node index -> position in its group's nodes
+	busyPos    []int // node index -> position in its group's busy, -1 when idle
 	rackOf     []int // node index -> rack index, -1 for none
+	regionOf   []*regionState
 	racks      []rackState
 	regions    map[string]*regionState
 	resOf      []int // node index -> reservation index, -1 for none
@@ -148,7 +153,10 @@ func (st *state) buildFleet(f *model.Fleet) {
 	milli := make([]int64, total) // one backing array for every node's GPUs
 	st.nodes = make([]*NodeInfo, len(f.Nodes))
 	st.groupOf = make([]int, len(f.Nodes))
+	st.groupPos = make([]int, len(f.Nodes))
+	st.busyPos = make([]int, len(f.Nodes))
 	st.rackOf = make([]int, len(f.Nodes))
+	st.regionOf = make([]*regionState, len(f.Nodes))
 	st.byNode = make([][]*running, len(f.Nodes))
 	groupIdx := map[[3]string]int{}
 	for i, n := range f.Nodes {
@@ -167,6 +175,7 @@ func (st *state) buildFleet(f *model.Fleet) {
 			CPUCap: sku.CPUMilli(), CPUFree: sku.CPUMilli(), MemCap: sku.MemoryMiB(), MemFree: sku.MemoryMiB(),
 		}
 		st.nodes[i] = ni
+		st.regionOf[i] = reg
 		st.nodeByName[n.Name] = i
 		st.rackOf[i] = -1
 		if r, ok := rackIdx[n.Rack]; ok {
@@ -182,8 +191,10 @@ func (st *state) buildFleet(f *model.Fleet) {
 				cluster: n.Cluster, fabric: ni.Fabric, residency: reg.residency,
 			})
 		}
+		st.groupPos[i] = len(st.groups[gi].nodes)
 		st.groups[gi].nodes = append(st.groups[gi].nodes, ni)
 		st.groupOf[i] = gi
+		st.busyPos[i] = -1
 		if ni.Ready {
 			st.poolFree[poolKey{n.Region, sku.GPUModel}] += int64(sku.GPUs) * model.MilliPerGPU
 		}
@@ -317,17 +328,11 @@ func (st *state) account(rj *running, sign int64) {
 	m := rj.req.TotalMilli()
 	for k, i := range rj.nodes {
 		n := st.nodes[i]
+		st.hold(n, &rj.req, rj.gpus[k], sign)
 		if sign > 0 {
-			n.Bind(&rj.req, rj.gpus[k])
 			st.byNode[i] = append(st.byNode[i], rj)
 		} else {
-			n.Unbind(&rj.req, rj.gpus[k])
 			st.byNode[i] = removeRunning(st.byNode[i], rj)
-		}
-		w := st.powerOf(n, m)
-		st.regions[n.Region].drawW += sign * w
-		if r := st.rackOf[i]; r >= 0 {
-			st.racks[r].drawW += sign * w
 		}
 		if n.Ready {
 			st.poolFree[poolKey{n.Region, n.GPUModel}] -= sign * m
@@ -338,6 +343,36 @@ func (st *state) account(rj *running, sign int64) {
 		}
 		st.quotaUsed[quotaKey{rj.tenant.name, n.Region, n.Series}] += sign * m
 		rj.tenant.used += sign * m
+	}
+}
+
+// hold binds (sign +1) or unbinds (-1) one instance on a node and charges
+// or refunds its power, keeping the group's busy list in step. Tenants are
+// charged by account; placeGang holds instances alone to try a gang out.
+func (st *state) hold(n *NodeInfo, r *Request, gpus []int, sign int64) {
+	i := n.Index
+	g := st.groups[st.groupOf[i]]
+	if sign > 0 {
+		if n.Pods == 0 {
+			st.busyPos[i] = len(g.busy)
+			g.busy = append(g.busy, n)
+		}
+		n.Bind(r, gpus)
+	} else {
+		n.Unbind(r, gpus)
+		if n.Pods == 0 {
+			last := g.busy[len(g.busy)-1]
+			g.busy[st.busyPos[i]] = last
+			st.busyPos[last.Index] = st.busyPos[i]
+			g.busy = g.busy[:len(g.busy)-1]
+			st.busyPos[i] = -1
+			g.idleFrom = min(g.idleFrom, st.groupPos[i])
+		}
+	}
+	w := sign * st.powerOf(n, r.TotalMilli())
+	st.regionOf[i].drawW += w
+	if rk := st.rackOf[i]; rk >= 0 {
+		st.racks[rk].drawW += w
 	}
 }
 

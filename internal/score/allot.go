@@ -22,7 +22,17 @@ func allotBetter(n *sched.NodeInfo, a, b float64, i, j int) bool {
 // Score implements sched.Scorer: the integer FGD score plus, below one
 // point, the share of the node's GPU capacity in use after the placement.
 func (s *Allot) Score(n *sched.NodeInfo, r *sched.Request) float64 {
-	d := s.m.evaluate(n, r, allotBetter).delta
+	ev := s.m.evaluate(n, r, allotBetter)
+	d := ev.delta
+	idleAfter := n.FreeWhole
+	if r.Fractional() {
+		if n.FreeMilli[ev.gpu] == milliPerGPU {
+			idleAfter--
+		}
+	} else {
+		idleAfter -= r.GPUs
+	}
+	g := float64(max(n.GPUs(), 1))
 	capMilli := float64(max(n.GPUs(), 1) * milliPerGPU)
 	used := 1 - float64(n.FreeMilliTotal()-r.TotalMilli())/capMilli
 	cpuUsed := 1 - float64(n.CPUFree-r.CPU)/float64(max(n.CPUCap, 1))
@@ -42,6 +52,16 @@ func (s *Allot) Score(n *sched.NodeInfo, r *sched.Request) float64 {
 		sec = 1 - float64(n.FreeWhole)/float64(max(n.GPUs(), 1))
 	case 6:
 		sec = (used + (1 - cpuUsed)) / 2
+	case 8:
+		sec = 1 - float64(idleAfter)/g
+	case 9:
+		sec = 1 - float64(n.FreeWhole)/8
+	case 10:
+		sec = 1 - float64(n.FreeWhole)/g + 0.01*used
+	case 11:
+		sec = 1 - float64(idleAfter)/8
+	case 12:
+		sec = 1 - float64(idleAfter)/g + 0.01*used
 	case 7:
 		sec = 0.5 + d/20000
 	}

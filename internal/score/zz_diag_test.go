@@ -51,6 +51,7 @@ func TestZZDiag(t *testing.T) {
 			var arrived, alloc int64
 			failed := map[string]int64{}
 			failedN := map[string]int{}
+			fs := map[string]int{}
 			for _, pi := range arr.Pods {
 				r := &reqs[pi]
 				arrived += r.TotalMilli()
@@ -64,6 +65,9 @@ func TestZZDiag(t *testing.T) {
 					k := fmt.Sprintf("g%d", r.GPUs)
 					if r.Fractional() {
 						k = "frac"
+					}
+					if seed == 42 {
+						fs[fmt.Sprintf("%d/%d/%d", r.GPUs, r.Milli, r.CPU/1000)]++
 					}
 					failed[k] += r.TotalMilli()
 					failedN[k]++
@@ -86,6 +90,21 @@ func TestZZDiag(t *testing.T) {
 				}
 			}
 			_ = math.Abs
+			if seed == 42 {
+				fmt.Println("failed shapes", fs)
+				rem := map[int64]int{}
+				remCPU := map[string]int64{}
+				for _, n := range nodes {
+					for _, f := range n.FreeMilli {
+						if f < 1000 && f > 0 {
+							rem[f/50*50]++
+							remCPU[fmt.Sprintf("%s/cpu%d", n.GPUModel, n.CPUFree/4000*4)] += f
+						}
+					}
+				}
+				fmt.Println("remnants by 50", rem)
+				fmt.Println("remnant milli by model/cpufree", remCPU)
+			}
 			fmt.Printf("%s seed %d alloc %.2f failed %v n %v freeWhole %d freePartial %d strandedCPU<4c %d wholeByModel %v\n", p, seed, 100*float64(alloc)/float64(capMilli), failed, failedN, freeWhole/1000, freePartial, strandCPU, freeWholeByModel)
 		}
 	}

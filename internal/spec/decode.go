@@ -94,8 +94,8 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) error {
 			return d.errorAt(n, path, "alias refers to nothing")
 		}
 	}
-	if d.visits++; d.visits > maxVisits {
-		return d.errorAt(n, path, "document is too large (more than %d values once aliases are expanded)", maxVisits)
+	if err := d.visit(n, path); err != nil {
+		return err
 	}
 	if isNull(n) {
 		return nil // absent: keep the default
@@ -158,6 +158,14 @@ func (d *decoder) decode(n *yaml.Node, path string, v reflect.Value) error {
 	return d.errorAt(n, path, "cannot read a value of type %s", v.Type()) // a bug in this package
 }
 
+// visit counts one more value read, failing when there are too many.
+func (d *decoder) visit(n *yaml.Node, path string) error {
+	if d.visits++; d.visits > maxVisits {
+		return d.errorAt(n, path, "document is too large (more than %d values once aliases are expanded)", maxVisits)
+	}
+	return nil
+}
+
 // decodeStruct reads mapping n into struct v. seen holds the keys already
 // set: a key written twice is an error, except that in a merged mapping
 // (merged is true) a key already set directly is skipped, as it wins.
@@ -194,8 +202,8 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value, seen 
 	}
 	for _, m := range merges {
 		for _, src := range mergeSources(m) {
-			if d.visits++; d.visits > maxVisits {
-				return d.errorAt(m, path, "document is too large (more than %d values once aliases are expanded)", maxVisits)
+			if err := d.visit(m, path); err != nil {
+				return err
 			}
 			if src == nil || src.Kind != yaml.MappingNode {
 				return d.errorAt(m, path, "a merge key (<<) needs a mapping or a list of mappings")
@@ -239,6 +247,9 @@ func (d *decoder) decodeMap(n *yaml.Node, path string, v reflect.Value) error {
 	lines := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], resolve(n.Content[i+1])
+		if err := d.visit(k, path); err != nil {
+			return err
+		}
 		if k.Kind != yaml.ScalarNode || isMerge(k) {
 			return d.errorAt(k, path, "want a name, got %s", describe(k))
 		}

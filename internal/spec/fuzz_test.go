@@ -2,8 +2,10 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -105,4 +107,33 @@ func FuzzParseJobs(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Aliases let a small file describe an enormous one; reading stops early.
+func TestAliasBomb(t *testing.T) {
+	// 60 regions of 60 clusters of 60 racks, from a few lines.
+	more := func(indent, name string) string {
+		return strings.Repeat(indent+"- *"+name+"\n", 59)
+	}
+	fleet := "regions:\n" +
+		"  - &r\n    name: r\n    residency: us\n    clusters:\n" +
+		"      - &c\n        name: c\n        fabric: roce\n        racks:\n" +
+		"          - &k {name: k, nodes: [{name: n, sku: NC4-T4x1}]}\n" +
+		more("          ", "k") + more("      ", "c") + more("  ", "r")
+	jobs := fmt.Sprintf("- &j {name: a, tenant: t, command: [%s]}\n", strings.Repeat("x, ", 1000)+"x")
+	jobs += strings.Repeat("- *j\n", 2000)
+	for _, tc := range []struct {
+		name  string
+		parse func() error
+	}{
+		{"fleet", func() error { _, err := ParseFleet("fleet.yaml", []byte(fleet)); return err }},
+		{"jobs", func() error { _, err := ParseJobs("jobs.yaml", []byte(jobs), nil); return err }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.parse()
+			if err == nil || !strings.Contains(err.Error(), "too large") {
+				t.Errorf("error = %v, want one saying the document is too large", err)
+			}
+		})
+	}
 }

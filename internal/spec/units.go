@@ -152,6 +152,9 @@ func (c *command) decodeNode(d *decoder, n *yaml.Node, path string) error {
 	case yaml.SequenceNode:
 		out := make(command, 0, len(n.Content))
 		for i, a := range n.Content {
+			if err := d.visit(a, path); err != nil {
+				return err
+			}
 			a = resolve(a)
 			if a == nil || a.Kind != yaml.ScalarNode {
 				return d.errorAt(a, fmt.Sprintf("%s[%d]", path, i), "want a string, got %s", describe(a))
