@@ -44,7 +44,7 @@ func TestPlanExamplesShowEveryReason(t *testing.T) {
 				GPUMilli int64  `json:"gpu_milli"`
 			} `json:"nodes"`
 		} `json:"binds"`
-		Preemptions []struct{ Job, For, Reason string } `json:"preemptions"`
+		Preemptions []struct{ Job, For, Reason string }    `json:"preemptions"`
 		Pending     []struct{ Job, Reason, Detail string } `json:"pending"`
 	}
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {

@@ -213,7 +213,7 @@ func checkGuarantees(w *World, now time.Time, before map[string]model.State, use
 		node string
 		i    int
 	}
-	pinned := map[gpu]bool{}       // GPUs holding work that may not be evicted
+	pinned := map[gpu]bool{}      // GPUs holding work that may not be evicted
 	cpuFree := map[string]int64{} // node -> CPU with borrowers gone
 	memFree := map[string]int64{}
 	for _, n := range w.Fleet.Nodes {
