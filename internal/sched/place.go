@@ -13,8 +13,8 @@ type placement struct {
 
 // candidates fills st.cands with the nodes that pass every filter except
 // free capacity and power, and returns what the filters saw. With quick
-// set, for a single instance, it looks at the nodes holding work and at
-// most one idle node per group: idle nodes of one group have the same
+// set, for a single instance, it looks at the nodes holding work with GPU
+// capacity left and at most one idle node per group: idle nodes of one group have the same
 // capacity, so every scorer rates them alike and the lowest rank wins the
 // tie. The verdict is then incomplete; callers explain a failure from a
 // full pass.
@@ -36,8 +36,13 @@ func (st *state) candidates(a *attempt, quick bool) verdict {
 			}
 			continue
 		}
-		for _, n := range g.busy {
+		for _, n := range g.open {
 			st.consider(a, n, &v)
+		}
+		if a.req.GPUs == 0 {
+			for _, n := range g.full {
+				st.consider(a, n, &v)
+			}
 		}
 		for p := g.idleFrom; p < len(g.nodes); p++ {
 			n := g.nodes[p]

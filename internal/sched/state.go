@@ -17,7 +17,8 @@ type quotaKey struct{ tenant, region, series string }
 // static filter gives the same answer for all of them.
 type group struct {
 	nodes     []*NodeInfo // in rank order
-	busy      []*NodeInfo // nodes holding work, in no order
+	open      []*NodeInfo // nodes holding work with GPU capacity left, in no order
+	full      []*NodeInfo // nodes holding work with no GPU capacity left, in no order
 	idleFrom  int         // no idle node sits before this position in nodes
 	sku       model.SKU
 	pool      poolKey
@@ -90,10 +91,11 @@ type state struct {
 	nodes      []*NodeInfo
 	nodeByName map[string]int
 	groups     []*group
-	groupOf    []int // node index -> group index
-	groupPos   []int // node index -> position in its group's nodes
-	busyPos    []int // node index -> position in its group's busy, -1 when idle
-	rackOf     []int // node index -> rack index, -1 for none
+	groupOf    []int      // node index -> group index
+	groupPos   []int      // node index -> position in its group's nodes
+	fileOf     []fileKind // node index -> the group list holding it
+	filePos    []int      // node index -> position in that list
+	rackOf     []int      // node index -> rack index, -1 for none
 	regionOf   []*regionState
 	racks      []rackState
 	regions    map[string]*regionState
@@ -154,7 +156,8 @@ func (st *state) buildFleet(f *model.Fleet) {
 	st.nodes = make([]*NodeInfo, len(f.Nodes))
 	st.groupOf = make([]int, len(f.Nodes))
 	st.groupPos = make([]int, len(f.Nodes))
-	st.busyPos = make([]int, len(f.Nodes))
+	st.fileOf = make([]fileKind, len(f.Nodes))
+	st.filePos = make([]int, len(f.Nodes))
 	st.rackOf = make([]int, len(f.Nodes))
 	st.regionOf = make([]*regionState, len(f.Nodes))
 	st.byNode = make([][]*running, len(f.Nodes))
@@ -194,7 +197,6 @@ func (st *state) buildFleet(f *model.Fleet) {
 		st.groupPos[i] = len(st.groups[gi].nodes)
 		st.groups[gi].nodes = append(st.groups[gi].nodes, ni)
 		st.groupOf[i] = gi
-		st.busyPos[i] = -1
 		if ni.Ready {
 			st.poolFree[poolKey{n.Region, sku.GPUModel}] += int64(sku.GPUs) * model.MilliPerGPU
 		}
@@ -347,33 +349,71 @@ func (st *state) account(rj *running, sign int64) {
 }
 
 // hold binds (sign +1) or unbinds (-1) one instance on a node and charges
-// or refunds its power, keeping the group's busy list in step. Tenants are
+// or refunds its power, keeping the group's lists in step. Tenants are
 // charged by account; placeGang holds instances alone to try a gang out.
 func (st *state) hold(n *NodeInfo, r *Request, gpus []int, sign int64) {
-	i := n.Index
-	g := st.groups[st.groupOf[i]]
 	if sign > 0 {
-		if n.Pods == 0 {
-			st.busyPos[i] = len(g.busy)
-			g.busy = append(g.busy, n)
-		}
 		n.Bind(r, gpus)
 	} else {
 		n.Unbind(r, gpus)
-		if n.Pods == 0 {
-			last := g.busy[len(g.busy)-1]
-			g.busy[st.busyPos[i]] = last
-			st.busyPos[last.Index] = st.busyPos[i]
-			g.busy = g.busy[:len(g.busy)-1]
-			st.busyPos[i] = -1
-			g.idleFrom = min(g.idleFrom, st.groupPos[i])
-		}
 	}
+	st.refile(n)
 	w := sign * st.powerOf(n, r.TotalMilli())
-	st.regionOf[i].drawW += w
-	if rk := st.rackOf[i]; rk >= 0 {
+	st.regionOf[n.Index].drawW += w
+	if rk := st.rackOf[n.Index]; rk >= 0 {
 		st.racks[rk].drawW += w
 	}
+}
+
+// fileKind says which list of its group a node is on.
+type fileKind uint8
+
+const (
+	fileIdle fileKind = iota // nothing bound: found through group.nodes
+	fileOpen                 // work bound, GPU capacity left
+	fileFull                 // work bound, no GPU capacity left
+)
+
+// refile moves n to the group list that matches its state.
+func (st *state) refile(n *NodeInfo) {
+	i := n.Index
+	want := fileIdle
+	switch {
+	case n.Pods == 0:
+	case n.FreeWhole > 0 || n.FreeMilliTotal() > 0 || n.GPUs() == 0:
+		want = fileOpen
+	default:
+		want = fileFull
+	}
+	have := st.fileOf[i]
+	if want == have {
+		return
+	}
+	g := st.groups[st.groupOf[i]]
+	if list := g.list(have); list != nil {
+		pos := st.filePos[i]
+		last := (*list)[len(*list)-1]
+		(*list)[pos] = last
+		st.filePos[last.Index] = pos
+		*list = (*list)[:len(*list)-1]
+	}
+	if list := g.list(want); list != nil {
+		st.filePos[i] = len(*list)
+		*list = append(*list, n)
+	} else {
+		g.idleFrom = min(g.idleFrom, st.groupPos[i])
+	}
+	st.fileOf[i] = want
+}
+
+func (g *group) list(k fileKind) *[]*NodeInfo {
+	switch k {
+	case fileOpen:
+		return &g.open
+	case fileFull:
+		return &g.full
+	}
+	return nil
 }
 
 func removeRunning(list []*running, rj *running) []*running {
