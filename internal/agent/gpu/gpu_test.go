@@ -1,0 +1,162 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseSMIRecorded(t *testing.T) {
+	tests := []struct {
+		file   string
+		count  int
+		model  string
+		memMiB int64
+	}{
+		{"testdata/h100x8.csv", 8, "H100", 81559},
+		{"testdata/a100-noheader.csv", 2, "A100", 81920},
+		{"testdata/t4.csv", 1, "T4", 15360},
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			f, err := os.Open(tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			devs, err := ParseSMI(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(devs) != tc.count {
+				t.Fatalf("%d devices, want %d", len(devs), tc.count)
+			}
+			for i, d := range devs {
+				if d.Index != i || d.Model != tc.model || d.MemoryMiB != tc.memMiB || !strings.HasPrefix(d.UUID, "GPU-") {
+					t.Errorf("device %d = %+v", i, d)
+				}
+			}
+		})
+	}
+}
+
+func TestParseSMIMalformed(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"empty", "", "lists no GPUs"},
+		{"header only", "index, uuid, name, memory.total [MiB]\n", "lists no GPUs"},
+		{"missing column", "0, GPU-x, Tesla T4\n", "line 1: want 4 columns"},
+		{"bad index", "zero, GPU-x, Tesla T4, 15360 MiB\n", "line 1: column 1 (index)"},
+		{"bad uuid", "0, 1234, Tesla T4, 15360 MiB\n", "column 2 (uuid)"},
+		{"empty name", "0, GPU-x, , 15360 MiB\n", "column 3 (name)"},
+		{"bad memory", "0, GPU-x, Tesla T4, [N/A]\n", "column 4 (memory.total)"},
+		{"gap in indices", "0, GPU-a, Tesla T4, 15360 MiB\n2, GPU-b, Tesla T4, 15360 MiB\n", "line 2: column 1 (index): want 1, got 2"},
+		{"driver error text", "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n", "line 1"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSMI(strings.NewReader(tc.in))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestModelOf(t *testing.T) {
+	for name, want := range map[string]string{
+		"NVIDIA H100 80GB HBM3":    "H100",
+		"NVIDIA H100 NVL":          "H100",
+		"NVIDIA A100-SXM4-80GB":    "A100",
+		"NVIDIA A100 80GB PCIe":    "A100",
+		"Tesla T4":                 "T4",
+		"NVIDIA L4":                "L4",
+		"NVIDIA GeForce RTX 4090":  "RTX4090",
+		"NVIDIA H200":              "H200",
+		"  something unknown here": "something unknown here",
+	} {
+		if got := ModelOf(name); got != want {
+			t.Errorf("ModelOf(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestParseVirtual(t *testing.T) {
+	v, err := ParseVirtual("virtual:8xH100-80GB", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Devices) != 8 || v.Devices[7].Model != "H100" || v.Devices[7].MemoryMiB != 80*1024 || v.Devices[7].UUID != "GPU-virtual-n1-7" {
+		t.Fatalf("devices = %+v", v.Devices)
+	}
+	for _, bad := range []string{"8xH100", "virtual:", "virtual:0xH100", "virtual:8x", "virtual:8xH100-lots", "virtual:axH100", "virtual:99xT4"} {
+		if _, err := ParseVirtual(bad, "n1"); err == nil || !strings.Contains(err.Error(), "--gpus") {
+			t.Errorf("ParseVirtual(%q) = %v, want an error naming --gpus", bad, err)
+		}
+	}
+}
+
+type fake struct {
+	devs []Device
+	err  error
+}
+
+func (f fake) Discover(context.Context) ([]Device, error) { return f.devs, f.err }
+
+func TestAutoFallsBack(t *testing.T) {
+	t4 := []Device{{Index: 0, UUID: "GPU-a", Name: "Tesla T4", Model: "T4", MemoryMiB: 15360}}
+	got, err := Auto{NVML: fake{err: errors.New("nvml init: library not found")}, SMI: fake{devs: t4}}.Discover(context.Background())
+	if err != nil || len(got) != 1 {
+		t.Fatalf("fallback to nvidia-smi: %v %v", got, err)
+	}
+	_, err = Auto{NVML: fake{err: errors.New("nvml: no lib")}, SMI: fake{err: errors.New("exec: nvidia-smi: not found")}}.Discover(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no lib") || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("both failing: %v", err)
+	}
+}
+
+// On a host without the NVIDIA driver, NVML reports an error instead of
+// crashing; on a GPU host it lists devices.
+func TestNVMLOnThisHost(t *testing.T) {
+	devs, err := NVML{}.Discover(context.Background())
+	if err != nil {
+		t.Logf("no NVML here: %v", err)
+		return
+	}
+	for _, d := range devs {
+		if d.UUID == "" || d.MemoryMiB <= 0 {
+			t.Errorf("device %+v", d)
+		}
+	}
+}
+
+func FuzzParseSMI(f *testing.F) {
+	for _, p := range []string{"testdata/h100x8.csv", "testdata/a100-noheader.csv", "testdata/t4.csv"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		devs, err := ParseSMI(strings.NewReader(in))
+		if err == nil && len(devs) == 0 {
+			t.Fatal("no error and no devices")
+		}
+		if err != nil && err.Error() == "" {
+			t.Fatal("empty error")
+		}
+	})
+}
+
+func FuzzParseVirtual(f *testing.F) {
+	f.Add("virtual:8xH100-80GB")
+	f.Add("virtual:1xT4")
+	f.Fuzz(func(t *testing.T, in string) {
+		v, err := ParseVirtual(in, "n")
+		if err == nil && len(v.Devices) == 0 {
+			t.Fatal("no error and no devices")
+		}
+	})
+}
