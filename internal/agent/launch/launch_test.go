@@ -1,0 +1,145 @@
+package launch
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func spec(t *testing.T, script string) Spec {
+	dir := t.TempDir()
+	return Spec{JobID: "j1", Attempt: 2, Command: []string{"/bin/sh", "-c", script}, GPUs: []string{"3", "5"},
+		GPUMilli: 1000, CheckpointDir: filepath.Join(dir, "ckpt"), LogPath: filepath.Join(dir, "logs", "attempt-2.log"),
+		Grace: time.Second}
+}
+
+func wait(t *testing.T, p *Process, d time.Duration) Exit {
+	t.Helper()
+	select {
+	case <-p.Done():
+		return p.Exit()
+	case <-time.After(d):
+		t.Fatalf("attempt still running after %s", d)
+	}
+	return Exit{}
+}
+
+func TestEnviron(t *testing.T) {
+	s := Spec{JobID: "j", Attempt: 1, GPUs: []string{"GPU-a", "GPU-b"}, GPUMilli: 250, CheckpointDir: "/ck",
+		ResumeFrom: "/ck/step-100", Rank: 1, WorldSize: 2, MasterAddr: "10.0.0.1", MasterPort: 29500,
+		Env: map[string]string{"FOO": "bar", "ALLOT_JOB_ID": "spoofed"}}
+	env := Environ(s, []string{"PATH=/bin", "ALLOT_RESUME_FROM=stale"})
+	for _, want := range []string{"PATH=/bin", "FOO=bar", "ALLOT_JOB_ID=j", "ALLOT_ATTEMPT=1", "CUDA_VISIBLE_DEVICES=GPU-a,GPU-b",
+		"ALLOT_CHECKPOINT_DIR=/ck", "ALLOT_RESUME_FROM=/ck/step-100", "ALLOT_RANK=1", "ALLOT_WORLD_SIZE=2",
+		"ALLOT_MASTER_ADDR=10.0.0.1", "ALLOT_MASTER_PORT=29500", "ALLOT_GPU_MILLI=250", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("environment lacks %s: %v", want, env)
+		}
+	}
+	s.ResumeFrom, s.WorldSize = "", 1
+	env = Environ(s, []string{"ALLOT_RESUME_FROM=stale"})
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "ALLOT_RESUME_FROM=") || strings.HasPrefix(kv, "ALLOT_RANK=") {
+			t.Errorf("unexpected %s", kv)
+		}
+	}
+}
+
+func TestExitCodeAndLog(t *testing.T) {
+	s := spec(t, `echo "job=$ALLOT_JOB_ID gpus=$CUDA_VISIBLE_DEVICES pwd=$(pwd)"; exit 3`)
+	p, err := Start(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := wait(t, p, 10*time.Second)
+	if e.Outcome != Exited || e.ExitCode != 3 {
+		t.Fatalf("exit = %+v", e)
+	}
+	log, err := os.ReadFile(s.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "job=j1 gpus=3,5 pwd=" + s.CheckpointDir; !strings.Contains(string(log), want) {
+		t.Fatalf("log %q lacks %q", log, want)
+	}
+}
+
+func TestStopWithinGrace(t *testing.T) {
+	p, err := Start(spec(t, `trap 'echo saving; exit 0' TERM; while :; do sleep 0.05; done`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	p.Stop(5 * time.Second)
+	e := wait(t, p, 10*time.Second)
+	if e.Outcome != Stopped || e.Killed {
+		t.Fatalf("exit = %+v, want stopped by SIGTERM without SIGKILL", e)
+	}
+}
+
+func TestStopKillsAfterGrace(t *testing.T) {
+	p, err := Start(spec(t, `trap '' TERM; while :; do sleep 0.05; done`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	p.Stop(300 * time.Millisecond)
+	e := wait(t, p, 10*time.Second)
+	if e.Outcome != Stopped || !e.Killed || e.Signal != "killed" {
+		t.Fatalf("exit = %+v, want SIGKILL after the grace", e)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond {
+		t.Fatalf("killed after %s, before the grace", took)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	s := spec(t, `sleep 30`)
+	s.Timeout, s.Grace = 300*time.Millisecond, time.Second
+	p, err := Start(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := wait(t, p, 10*time.Second); e.Outcome != TimedOut {
+		t.Fatalf("exit = %+v, want TimedOut", e)
+	}
+}
+
+func TestProcessGroupIsKilled(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child")
+	p, err := Start(spec(t, `sleep 30 & echo $! > `+pidFile+`; wait`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid string
+	for i := 0; i < 100 && pid == ""; i++ {
+		b, _ := os.ReadFile(pidFile)
+		pid = strings.TrimSpace(string(b))
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.Stop(time.Second)
+	wait(t, p, 10*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat("/proc/" + pid); err == nil {
+		if b, _ := os.ReadFile("/proc/" + pid + "/stat"); !strings.Contains(string(b), ") Z") {
+			t.Fatalf("child %s of the attempt outlived it", pid)
+		}
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	s := spec(t, "true")
+	s.Command = nil
+	if _, err := Start(s); err == nil {
+		t.Fatal("empty command started")
+	}
+	s.Command = []string{"/nonexistent/binary"}
+	if _, err := Start(s); err == nil || !strings.Contains(err.Error(), "/nonexistent/binary") {
+		t.Fatalf("missing binary: %v", err)
+	}
+}
