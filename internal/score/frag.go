@@ -20,6 +20,10 @@ type fragModel struct {
 	lastReq   sched.Request
 	lastShape int
 	scratch   []int64
+	// repeat weighs the free milli that fits the next pod of a target but
+	// that further pods of the same target could not use (see fragOf): 0
+	// for FGD, allotRepeat for allot.
+	repeat float64
 }
 
 type shapeKey struct {
@@ -96,7 +100,11 @@ func acceptsModel(models []string, model string) bool {
 
 // fragOf is F(n) = Σ_t p_t · f(n, t): for a target that asks for no GPU,
 // may not use this model, or cannot fit (GPU or CPU), all idle GPU milli is
-// fragment; for one that fits, the free milli of GPUs too small for it.
+// fragment; for one that fits, the free milli of GPUs too small for it
+// (FGD's measure) plus, weighted by m.repeat, the rest of the free milli
+// that copies of the target could not fill: packing remainders (60 of an
+// idle GPU for 470-milli shares), idle GPUs beyond a multiple of t.GPUs, and
+// GPUs left over once the node's free CPU is spent on copies of t.
 func (m *fragModel) fragOf(accept []bool, cpu int64, free []int64) float64 {
 	var total int64
 	for _, f := range free {
@@ -112,19 +120,34 @@ func (m *fragModel) fragOf(accept []bool, cpu int64, free []int64) float64 {
 			out += t.P * float64(total)
 			continue
 		}
-		fit, small := 0, int64(0)
+		fit, small, copies := 0, int64(0), int64(0)
 		for _, f := range free {
 			if f >= t.Milli {
 				fit++
+				copies += f / t.Milli
 			} else {
 				small += f
 			}
 		}
-		if fit >= t.GPUs {
-			out += t.P * float64(small)
-		} else {
+		if fit < t.GPUs {
 			out += t.P * float64(total)
+			continue
 		}
+		out += t.P * float64(small)
+		if m.repeat == 0 {
+			continue
+		}
+		// Copies of t the node could host side by side: whole-GPU
+		// shapes need t.GPUs idle GPUs each, fractions pack per GPU, and
+		// the node's free CPU bounds both.
+		if t.Milli >= milliPerGPU {
+			copies = int64(fit / t.GPUs)
+		}
+		if t.CPU > 0 {
+			copies = min(copies, cpu/t.CPU)
+		}
+		stuck := total - small - copies*int64(t.GPUs)*t.Milli
+		out += m.repeat * t.P * float64(stuck)
 	}
 	return out
 }

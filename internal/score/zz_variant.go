@@ -1,9 +1,0 @@
-package score
-
-import (
-	"os"
-	"strconv"
-)
-
-// temporary experiment switch
-var xv, _ = strconv.Atoi(os.Getenv("XV"))
