@@ -34,29 +34,46 @@ other job stays pending.
 With --running PATH[@AGE], the jobs in that file or directory are placed
 first, by a cycle of their own, as work that started AGE (default 1h) before
 --now; the flag repeats, oldest first. The printed plan is the cycle after,
-which may preempt them (work younger than --min-run-time is protected).`,
+which may preempt them (work younger than --min-run-time is protected).
+
+Without --jobs and --running, plan runs the example scenario of the
+repository: examples/running/*.yaml already running, examples/jobs queued.`,
 		Example: `  allot plan --fleet examples/fleet.yaml --tenants examples/tenants.yaml \
       --running examples/running/batch.yaml@2h --running examples/running/resumed.yaml@5m \
       --jobs examples/jobs
   allot plan --fleet examples/fleet.yaml --tenants examples/tenants.yaml \
       --jobs examples/jobs/train-llama.yaml --set priority=spot -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runPlan(cmd.OutOrStdout(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("jobs") && !cmd.Flags().Changed("running") {
+				f.jobs, f.running = exampleJobs, exampleRunning
+			}
+			return runPlan(cmd.OutOrStdout(), f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.fleet, "fleet", "examples/fleet.yaml", "fleet file")
 	fl.StringVar(&f.tenants, "tenants", "examples/tenants.yaml", "tenants, partitions, quotas and reservations file")
-	fl.StringVar(&f.jobs, "jobs", "", "queued jobs: a YAML file or a directory of them (required)")
+	fl.StringVar(&f.jobs, "jobs", "", "queued jobs: a YAML file or a directory of them (default: the example scenario)")
 	fl.StringArrayVar(&f.running, "running", nil, "jobs already running, as PATH[@AGE]: a YAML file or directory, started AGE ago (repeatable)")
 	fl.StringArrayVar(&f.sets, "set", nil, "override a job field for every queued job, e.g. --set priority=spot (repeatable)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	fl.StringVar(&f.now, "now", "", "the cycle's time, RFC 3339 (default: the current time)")
 	fl.DurationVar(&f.minRun, "min-run-time", sched.DefaultMinRunTime, "how long preempted work is protected from another preemption")
-	_ = cmd.MarkFlagRequired("jobs")
 	return cmd
 }
 
+// The example scenario: batch work running for two hours, work resumed
+// five minutes ago, and a queue that meets every rule of the core.
+var (
+	exampleJobs    = "examples/jobs"
+	exampleRunning = []string{"examples/running/batch.yaml@2h", "examples/running/resumed.yaml@5m"}
+)
+
 func runPlan(out io.Writer, f planFlags) error {
+	if f.jobs == "" {
+		return Usage(fmt.Errorf("--jobs is required with --running"))
+	}
 	if f.output != "table" && f.output != "json" {
 		return Usage(fmt.Errorf("--output %q: want table or json", f.output))
 	}

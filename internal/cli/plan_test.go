@@ -102,7 +102,7 @@ func TestPlanBadSpecExitsTwo(t *testing.T) {
 			"fabric"},
 		{"missing file", []string{"--jobs", filepath.Join(dir, "nope.yaml")}, "nope.yaml"},
 		{"bad output", []string{"--jobs", "../../examples/jobs", "-o", "xml"}, "--output"},
-		{"missing --jobs", nil, "jobs"},
+		{"--running without --jobs", []string{"--running", "../../examples/running/batch.yaml"}, "--jobs"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,5 +115,18 @@ func TestPlanBadSpecExitsTwo(t *testing.T) {
 				t.Fatalf("stderr %q lacks %q", errOut, tc.want)
 			}
 		})
+	}
+}
+
+func TestPlanDefaultsToTheExampleScenario(t *testing.T) {
+	t.Chdir("../..")
+	out, errOut, code := run(t, "plan")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"HigherClass", "QuotaExceeded", "PowerCapped", "AwaitingPreemption"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan without flags lacks %s:\n%s", want, out)
+		}
 	}
 }
