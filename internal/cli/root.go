@@ -74,7 +74,7 @@ Start with 'allot up' for a local control plane with the example fleet, or
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newSimCmd())
+	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newBenchCmd())
 	return root
 }
 

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/allot-dev/allot/internal/server"
+)
+
+// Error codes that are not refusals of package server.
+const (
+	codeUnauthorized = "Unauthorized"
+	codeBodyTooLarge = "BodyTooLarge"
+	codeRateLimited  = "RateLimited"
+	codeInternal     = "Internal"
+	codeNotFound     = "NotFound"
+	codeInvalidSpec  = "InvalidSpec"
+	codeForbidden    = "Forbidden"
+)
+
+// Error is the body of every error response.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+var statusOf = map[string]int{
+	string(server.CodeInvalidSpec):     http.StatusBadRequest,
+	string(server.CodeSkuNotAvailable): http.StatusBadRequest,
+	string(server.CodeQuotaExceeded):   http.StatusBadRequest,
+	string(server.CodeForbidden):       http.StatusForbidden,
+	string(server.CodeNotFound):        http.StatusNotFound,
+	string(server.CodeConflict):        http.StatusConflict,
+	codeUnauthorized:                   http.StatusUnauthorized,
+	codeBodyTooLarge:                   http.StatusRequestEntityTooLarge,
+	codeRateLimited:                    http.StatusTooManyRequests,
+	codeInternal:                       http.StatusInternalServerError,
+}
+
+func writeError(w http.ResponseWriter, code, field, msg string) {
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, Error{Code: code, Message: msg, Field: field})
+}
+
+// fail answers err: a refusal of package server with its code, anything
+// else as Internal (logged, and not shown to the client in detail).
+func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var se *server.Error
+	if errors.As(err, &se) {
+		writeError(w, string(se.Code), se.Field, se.Msg)
+		return
+	}
+	h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	writeError(w, codeInternal, "", "internal error; see the server log")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		slog.Error("encode response", "err", err)
+		status, b = http.StatusInternalServerError, []byte(`{"code":"Internal","message":"encode response"}`)
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,320 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+// parseJob reads the one job document of a submit body. A tenant token's
+// tenant is filled in when the document has none.
+func parseJob(body []byte, p server.Principal) (model.JobSpec, *Error) {
+	specs, err := spec.ParseJobs("job", body, nil)
+	var se *spec.Error
+	if errors.As(err, &se) && !p.Admin && se.Field == "tenant" && se.Msg == "must not be empty" {
+		specs, err = spec.ParseJobs("job", body, []string{"tenant=" + strconv.Quote(p.Tenant)})
+	}
+	if err != nil {
+		e := &Error{Code: codeInvalidSpec, Message: err.Error()}
+		if errors.As(err, &se) {
+			e.Field = se.Field
+		}
+		return model.JobSpec{}, e
+	}
+	if len(specs) != 1 {
+		return model.JobSpec{}, &Error{Code: codeInvalidSpec,
+			Message: fmt.Sprintf("the body holds %d jobs; submit one job per request", len(specs))}
+	}
+	return specs[0], nil
+}
+
+func (h *handler) submit(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	s, perr := parseJob(body, p)
+	if perr != nil {
+		writeError(w, perr.Code, perr.Field, perr.Message)
+		return
+	}
+	j, err := h.srv.Submit(r.Context(), p, s)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/jobs/"+j.ID)
+	writeJSON(w, http.StatusCreated, NewJob(j))
+}
+
+// parseState reads a state filter, accepting any letter case.
+func parseState(v string) (model.State, bool) {
+	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
+		model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {
+		if strings.EqualFold(v, string(s)) {
+			return s, true
+		}
+	}
+	return "", false
+}
+
+func (h *handler) listJobs(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	q := r.URL.Query()
+	var f server.JobFilter
+	if v := q.Get("state"); v != "" {
+		s, ok := parseState(v)
+		if !ok {
+			writeError(w, codeInvalidSpec, "state", fmt.Sprintf("unknown state %q (want Queued, Preparing, Running, Preempted, Succeeded, Failed, Canceled or TimedOut)", v))
+			return
+		}
+		f.State = s
+	}
+	if v := q.Get("tenant"); v != "" {
+		if !p.Admin && v != p.Tenant {
+			writeError(w, codeForbidden, "tenant", "a tenant token lists only its own jobs")
+			return
+		}
+		f.Tenant = v
+	}
+	jobs := h.srv.Jobs(p, f)
+	out := make([]Job, len(jobs))
+	for i, j := range jobs {
+		out[i] = NewJob(j)
+	}
+	writeJSON(w, http.StatusOK, map[string][]Job{"jobs": out})
+}
+
+func (h *handler) getJob(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	j, err := h.srv.Job(p, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NewJob(j))
+}
+
+func (h *handler) cancel(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	j, err := h.srv.Cancel(r.Context(), p, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NewJob(j))
+}
+
+func (h *handler) why(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	why, err := h.srv.Explain(p, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	j := why.Job
+	writeJSON(w, http.StatusOK, Why{ID: j.ID, State: string(j.Status.State), Reason: j.Status.Reason,
+		Detail: j.Status.Detail, EstimatedStart: why.EstimatedStart})
+}
+
+func (h *handler) nodes(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
+	ns := h.srv.Nodes()
+	out := make([]Node, len(ns))
+	for i, n := range ns {
+		out[i] = newNode(n)
+	}
+	writeJSON(w, http.StatusOK, map[string][]Node{"nodes": out})
+}
+
+func (h *handler) tenants(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
+	t := h.srv.Tenancy()
+	out := make([]Tenant, len(t.Tenants))
+	for i, x := range t.Tenants {
+		out[i] = Tenant{Name: x.Name, Kind: string(x.Kind), Partition: x.Partition, Weight: x.Weight}
+	}
+	writeJSON(w, http.StatusOK, map[string][]Tenant{"tenants": out})
+}
+
+func (h *handler) partitions(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
+	t := h.srv.Tenancy()
+	out := make([]Partition, len(t.Partitions))
+	for i, p := range t.Partitions {
+		out[i] = Partition{Name: p.Name, Tier: p.Tier, Guarantees: make([]Guarantee, len(p.Guarantees))}
+		for k, g := range p.Guarantees {
+			out[i].Guarantees[k] = Guarantee{Region: g.Region, GPUModel: g.GPUModel, GPUs: g.GPUs,
+				BorrowLimit: g.BorrowLimit, LendLimit: g.LendLimit}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string][]Partition{"partitions": out})
+}
+
+func (h *handler) quotas(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
+	t := h.srv.Tenancy()
+	out := make([]Quota, len(t.Quotas))
+	for i, q := range t.Quotas {
+		out[i] = Quota{Tenant: q.Tenant, Region: q.Region, Series: q.Series, GPUs: q.GPUs}
+	}
+	writeJSON(w, http.StatusOK, map[string][]Quota{"quotas": out})
+}
+
+// region reads the region query parameter, which must name a fleet region.
+func (h *handler) region(w http.ResponseWriter, r *http.Request) (string, bool) {
+	v := r.URL.Query().Get("region")
+	if v == "" {
+		return "", true
+	}
+	if _, ok := h.srv.Fleet().Region(v); !ok {
+		writeError(w, codeInvalidSpec, "region", fmt.Sprintf("unknown region %q", v))
+		return "", false
+	}
+	return v, true
+}
+
+func (h *handler) usage(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	region, ok := h.region(w, r)
+	if !ok {
+		return
+	}
+	us := h.srv.Usage(p, region)
+	out := make([]Usage, len(us))
+	for i, u := range us {
+		out[i] = Usage{Tenant: u.Tenant, Region: u.Region, Series: u.Series,
+			UsedGPUs: float64(u.UsedMilli) / model.MilliPerGPU, QuotaGPUs: u.QuotaGPUs}
+	}
+	writeJSON(w, http.StatusOK, map[string][]Usage{"usage": out})
+}
+
+func (h *handler) skus(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	region, ok := h.region(w, r)
+	if !ok {
+		return
+	}
+	offers := h.srv.SKUs(region, r.URL.Query().Get("series"))
+	out := make([]SKU, len(offers))
+	for i, o := range offers {
+		out[i] = SKU{Name: o.SKU.Name, Series: o.SKU.Series, GPUModel: o.SKU.GPUModel, GPUsPerNode: o.SKU.GPUs,
+			Region: o.Region, Nodes: o.Nodes, FreeNodes: o.FreeNodes, FreeGPUs: o.FreeGPUs,
+			PricePerHour: o.SKU.PricePerHour, SpotPricePerHour: o.SKU.SpotPrice}
+	}
+	writeJSON(w, http.StatusOK, map[string][]SKU{"skus": out})
+}
+
+// decodeStrict decodes a JSON object into v, rejecting unknown fields and
+// trailing data; the error names the field at fault when it can.
+func decodeStrict(body []byte, v any) *Error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
+		err = errors.New("unexpected data after the JSON object")
+	}
+	if err == nil {
+		return nil
+	}
+	e := &Error{Code: codeInvalidSpec, Message: "invalid JSON: " + err.Error()}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		e.Field = te.Field
+	} else if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		e.Field = strings.Trim(f, `"`)
+	}
+	return e
+}
+
+type reservationRequest struct {
+	Name   string  `json:"name"`
+	Owner  string  `json:"owner"`
+	SKU    string  `json:"sku"`
+	Region string  `json:"region"`
+	Count  int     `json:"count"`
+	Start  *string `json:"start"`
+	End    *string `json:"end"`
+}
+
+func parseTime(field string, v *string) (time.Time, *Error) {
+	if v == nil || *v == "" {
+		return time.Time{}, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if t, err := time.Parse(layout, *v); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, &Error{Code: codeInvalidSpec, Field: field,
+		Message: fmt.Sprintf("want an RFC 3339 time like 2026-01-01T00:00:00Z, got %q", *v)}
+}
+
+func (h *handler) createReservation(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var req reservationRequest
+	if e := decodeStrict(body, &req); e != nil {
+		writeError(w, e.Code, e.Field, e.Message)
+		return
+	}
+	start, e := parseTime("start", req.Start)
+	if e == nil {
+		var end time.Time
+		end, e = parseTime("end", req.End)
+		if e == nil {
+			res, err := h.srv.CreateReservation(r.Context(), p, model.Reservation{Name: req.Name, Owner: req.Owner,
+				SKU: req.SKU, Region: req.Region, Count: req.Count, Start: start, End: end})
+			if err != nil {
+				h.fail(w, r, err)
+				return
+			}
+			w.Header().Set("Location", "/v1/reservations/"+res.Name)
+			writeJSON(w, http.StatusCreated, newReservation(res))
+			return
+		}
+	}
+	writeError(w, e.Code, e.Field, e.Message)
+}
+
+func (h *handler) listReservations(w http.ResponseWriter, _ *http.Request, p server.Principal) {
+	rs := h.srv.Reservations(p)
+	out := make([]Reservation, len(rs))
+	for i, x := range rs {
+		out[i] = newReservation(x)
+	}
+	writeJSON(w, http.StatusOK, map[string][]Reservation{"reservations": out})
+}
+
+func (h *handler) deleteReservation(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	if err := h.srv.DeleteReservation(r.Context(), p, r.PathValue("name")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) createToken(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	var req struct {
+		Tenant string `json:"tenant"`
+	}
+	if e := decodeStrict(body, &req); e != nil {
+		writeError(w, e.Code, e.Field, e.Message)
+		return
+	}
+	if req.Tenant == "" {
+		writeError(w, codeInvalidSpec, "tenant", "must not be empty")
+		return
+	}
+	tok, err := h.srv.CreateToken(r.Context(), req.Tenant)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, Token{Token: tok, Tenant: req.Tenant})
+}

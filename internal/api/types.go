@@ -1,0 +1,254 @@
+package api
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server"
+)
+
+// Job is a job as the API shows it (docs/api.md).
+type Job struct {
+	ID          string       `json:"id"`
+	Name        string       `json:"name"`
+	Tenant      string       `json:"tenant"`
+	State       string       `json:"state"`
+	Reason      string       `json:"reason"`
+	Detail      string       `json:"detail"`
+	Priority    string       `json:"priority"`
+	Spec        JobDocument  `json:"spec"`
+	SubmittedAt *time.Time   `json:"submitted_at"`
+	StartedAt   *time.Time   `json:"started_at"`
+	EndedAt     *time.Time   `json:"ended_at"`
+	Allocations []Allocation `json:"allocations"`
+	Attempts    int          `json:"attempts"`
+	Preemptions int          `json:"preemptions"`
+}
+
+// Allocation is what one instance of a job holds on one node.
+type Allocation struct {
+	Node     string `json:"node"`
+	GPUs     []int  `json:"gpus"`
+	GPUMilli int64  `json:"gpu_milli"`
+}
+
+// JobDocument is a job spec in the form of a job file (package spec): the
+// same field names and units, so it can be submitted again as it is.
+type JobDocument struct {
+	Name       string             `json:"name"`
+	Tenant     string             `json:"tenant"`
+	Command    []string           `json:"command,omitempty"`
+	Env        map[string]string  `json:"env,omitempty"`
+	Resources  ResourcesDocument  `json:"resources"`
+	Priority   string             `json:"priority"`
+	Placement  *PlacementDocument `json:"placement,omitempty"`
+	Retry      *RetryDocument     `json:"retry,omitempty"`
+	Checkpoint *CheckpointDoc     `json:"checkpoint,omitempty"`
+	Duration   string             `json:"duration,omitempty"`
+}
+
+// ResourcesDocument is the resources section of a job file.
+type ResourcesDocument struct {
+	InstanceCount   int      `json:"instance_count"`
+	GPUsPerInstance int      `json:"gpus_per_instance"`
+	GPUMilli        int64    `json:"gpu_milli,omitempty"`
+	GPUModels       []string `json:"gpu_models,omitempty"`
+	CPU             string   `json:"cpu,omitempty"`    // milli-cores, "500m"
+	Memory          string   `json:"memory,omitempty"` // MiB, "8192Mi"
+}
+
+// PlacementDocument is the placement section of a job file.
+type PlacementDocument struct {
+	Regions      []string `json:"regions,omitempty"`
+	Residency    string   `json:"residency,omitempty"`
+	Interconnect string   `json:"interconnect,omitempty"`
+	DataRegion   string   `json:"data_region,omitempty"`
+	Reservation  string   `json:"reservation,omitempty"`
+}
+
+// RetryDocument is the retry section of a job file.
+type RetryDocument struct {
+	MaxRetries int    `json:"max_retries,omitempty"`
+	Timeout    string `json:"timeout,omitempty"`
+}
+
+// CheckpointDoc is the checkpoint section of a job file.
+type CheckpointDoc struct {
+	Interval string `json:"interval,omitempty"`
+	Grace    string `json:"grace,omitempty"`
+}
+
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// NewJobDocument returns s in job-file form.
+func NewJobDocument(s model.JobSpec) JobDocument {
+	r := s.Resources
+	d := JobDocument{
+		Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env,
+		Resources: ResourcesDocument{InstanceCount: r.InstanceCount, GPUsPerInstance: r.GPUsPerInstance,
+			GPUMilli: r.GPUMilli, GPUModels: r.GPUModels},
+		Priority: s.Priority.String(),
+		Duration: durationText(s.Duration),
+	}
+	if r.CPUMilli != 0 {
+		d.Resources.CPU = fmt.Sprintf("%dm", r.CPUMilli)
+	}
+	if r.MemoryMiB != 0 {
+		d.Resources.Memory = fmt.Sprintf("%dMi", r.MemoryMiB)
+	}
+	if p := s.Placement; len(p.Regions) > 0 || p.Residency != "" || p.Interconnect != "" || p.DataRegion != "" || p.Reservation != "" {
+		d.Placement = &PlacementDocument{Regions: p.Regions, Residency: p.Residency, Interconnect: string(p.Interconnect),
+			DataRegion: p.DataRegion, Reservation: p.Reservation}
+	}
+	if s.Retry != (model.Retry{}) {
+		d.Retry = &RetryDocument{MaxRetries: s.Retry.MaxRetries, Timeout: durationText(s.Retry.Timeout)}
+	}
+	if s.Checkpoint != (model.Checkpoint{}) {
+		d.Checkpoint = &CheckpointDoc{Interval: durationText(s.Checkpoint.Interval), Grace: durationText(s.Checkpoint.Grace)}
+	}
+	return d
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}
+
+// NewJob returns j as the API shows it.
+func NewJob(j *model.Job) Job {
+	st := j.Status
+	out := Job{
+		ID: j.ID, Name: j.Spec.Name, Tenant: j.Spec.Tenant, State: string(st.State), Reason: st.Reason, Detail: st.Detail,
+		Priority: j.Spec.Priority.String(), Spec: NewJobDocument(j.Spec),
+		SubmittedAt: timePtr(st.SubmittedAt), StartedAt: timePtr(st.StartedAt), EndedAt: timePtr(st.EndedAt),
+		Allocations: make([]Allocation, len(st.Allocations)), Attempts: len(st.Attempts), Preemptions: st.Preemptions,
+	}
+	for i, a := range st.Allocations {
+		out.Allocations[i] = Allocation{Node: a.Node, GPUs: a.GPUs, GPUMilli: a.GPUMilli}
+		if out.Allocations[i].GPUs == nil {
+			out.Allocations[i].GPUs = []int{}
+		}
+	}
+	return out
+}
+
+// Why is the answer of GET /v1/jobs/{id}/why.
+type Why struct {
+	ID             string     `json:"id"`
+	State          string     `json:"state"`
+	Reason         string     `json:"reason"`
+	Detail         string     `json:"detail"`
+	EstimatedStart *time.Time `json:"estimated_start"`
+}
+
+// Node is a fleet node as the API shows it.
+type Node struct {
+	Name         string   `json:"name"`
+	SKU          string   `json:"sku"`
+	Region       string   `json:"region"`
+	Cluster      string   `json:"cluster"`
+	Leaf         string   `json:"leaf"`
+	Rack         string   `json:"rack"`
+	Health       string   `json:"health"`
+	GPUs         int      `json:"gpus"`
+	GPUModel     string   `json:"gpu_model"`
+	FreeGPUMilli int64    `json:"free_gpu_milli"`
+	Jobs         []string `json:"jobs"`
+}
+
+func newNode(n server.NodeStatus) Node {
+	jobs := n.Jobs
+	if jobs == nil {
+		jobs = []string{}
+	}
+	return Node{Name: n.Node.Name, SKU: n.Node.SKU, Region: n.Node.Region, Cluster: n.Node.Cluster, Leaf: n.Node.Leaf,
+		Rack: n.Node.Rack, Health: string(n.Node.Health), GPUs: n.SKU.GPUs, GPUModel: n.SKU.GPUModel,
+		FreeGPUMilli: n.FreeMilli, Jobs: jobs}
+}
+
+// Tenant is a tenant of the tenants file.
+type Tenant struct {
+	Name      string  `json:"name"`
+	Kind      string  `json:"kind"`
+	Partition string  `json:"partition"`
+	Weight    float64 `json:"weight"`
+}
+
+// Partition is a slice of the fleet promised to a group of tenants.
+type Partition struct {
+	Name       string      `json:"name"`
+	Tier       string      `json:"tier"`
+	Guarantees []Guarantee `json:"guarantees"`
+}
+
+// Guarantee promises a partition GPUs of one model in one region.
+type Guarantee struct {
+	Region      string `json:"region"`
+	GPUModel    string `json:"gpu_model"`
+	GPUs        int    `json:"gpus"`
+	BorrowLimit *int   `json:"borrow_limit"`
+	LendLimit   *int   `json:"lend_limit"`
+}
+
+// Quota is a tenant's hard ceiling of GPUs of one series in one region.
+type Quota struct {
+	Tenant string `json:"tenant"`
+	Region string `json:"region"`
+	Series string `json:"series"`
+	GPUs   int    `json:"gpus"`
+}
+
+// Usage is a tenant's GPUs in use against its quota.
+type Usage struct {
+	Tenant    string  `json:"tenant"`
+	Region    string  `json:"region"`
+	Series    string  `json:"series"`
+	UsedGPUs  float64 `json:"used_gpus"`
+	QuotaGPUs *int    `json:"quota_gpus"`
+}
+
+// SKU is a SKU offered in one region with its capacity now.
+type SKU struct {
+	Name             string  `json:"name"`
+	Series           string  `json:"series"`
+	GPUModel         string  `json:"gpu_model"`
+	GPUsPerNode      int     `json:"gpus_per_node"`
+	Region           string  `json:"region"`
+	Nodes            int     `json:"nodes"`
+	FreeNodes        int     `json:"free_nodes"`
+	FreeGPUs         float64 `json:"free_gpus"`
+	PricePerHour     float64 `json:"price_per_hour"`
+	SpotPricePerHour float64 `json:"spot_price_per_hour"`
+}
+
+// Reservation is capacity held for its owner between start and end (null:
+// open-ended).
+type Reservation struct {
+	Name   string     `json:"name"`
+	Owner  string     `json:"owner"`
+	SKU    string     `json:"sku"`
+	Region string     `json:"region"`
+	Count  int        `json:"count"`
+	Start  *time.Time `json:"start"`
+	End    *time.Time `json:"end"`
+}
+
+func newReservation(r model.Reservation) Reservation {
+	return Reservation{Name: r.Name, Owner: r.Owner, SKU: r.SKU, Region: r.Region, Count: r.Count,
+		Start: timePtr(r.Start), End: timePtr(r.End)}
+}
+
+// Token is the answer of POST /v1/tokens.
+type Token struct {
+	Token  string `json:"token"`
+	Tenant string `json:"tenant"`
+}

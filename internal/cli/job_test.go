@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+const (
+	queuedJob = `{"id":"j-1","name":"train-llama","tenant":"acme","state":"Queued","reason":"InsufficientCapacity",
+"detail":"eastus: largest free IB leaf block is 5 nodes, job needs 8","priority":"standard","spec":{"name":"train-llama"},
+"submitted_at":"2026-06-01T12:00:00Z","started_at":null,"ended_at":null,"allocations":[],"attempts":0,"preemptions":0}`
+	runningJob = `{"id":"j-2","name":"t4-small","tenant":"research","state":"Running","reason":"","detail":"",
+"priority":"spot:5","submitted_at":"2026-06-01T12:00:00Z","started_at":"2026-06-01T12:00:05Z","ended_at":null,
+"allocations":[{"node":"eastus-t4x1-01","gpus":[0],"gpu_milli":250}],"attempts":1,"preemptions":0}`
+	canceledJob = `{"id":"j-1","name":"train-llama","tenant":"acme","state":"Canceled","reason":"Canceled"}`
+)
+
+func TestJobCommands(t *testing.T) {
+	runCases(t, []commandCase{
+		{name: "list", args: []string{"job", "list"},
+			ex:      exchange{method: "GET", path: "/v1/jobs", status: 200, body: `{"jobs":[` + queuedJob + `,` + runningJob + `]}`},
+			wantOut: []string{"ID", "STATE", "REASON", "j-1", "train-llama", "Queued", "InsufficientCapacity", "j-2", "Running", "spot:5"}},
+		{name: "list filtered as json", args: []string{"job", "list", "--state", "Queued", "--tenant", "acme", "-o", "json"},
+			ex:      exchange{method: "GET", path: "/v1/jobs", query: "state=Queued&tenant=acme", status: 200, body: `{"jobs":[]}`},
+			wantOut: []string{`"jobs": []`}},
+		{name: "show", args: []string{"job", "show", "j-2"},
+			ex:      exchange{method: "GET", path: "/v1/jobs/j-2", status: 200, body: runningJob},
+			wantOut: []string{"State:", "Running", "eastus-t4x1-01 GPU 0 (250m each)", "2026-06-01T12:00:05Z", "Priority:", "spot:5"}},
+		{name: "show json has state and reason", args: []string{"job", "show", "j-1", "-o", "json"},
+			ex:      exchange{method: "GET", path: "/v1/jobs/j-1", status: 200, body: queuedJob},
+			wantOut: []string{`"state": "Queued"`, `"reason": "InsufficientCapacity"`, `"started_at": null`}},
+		{name: "show yaml", args: []string{"job", "show", "j-1", "-o", "yaml"},
+			ex:      exchange{method: "GET", path: "/v1/jobs/j-1", status: 200, body: queuedJob},
+			wantOut: []string{"id: j-1\n", "state: Queued\n", "reason: InsufficientCapacity\n", "spec:\n  name: train-llama\n"}},
+		{name: "show escapes the ID", args: []string{"job", "show", "a/b"},
+			ex:       exchange{method: "GET", path: "/v1/jobs/a%2Fb", status: 404, body: `{"code":"NotFound","message":"no job a/b"}`},
+			wantCode: ExitUsage, wantErr: []string{"allot: NotFound: no job a/b\n"}},
+		{name: "another tenant's job", args: []string{"job", "show", "j-9"},
+			ex:       exchange{method: "GET", path: "/v1/jobs/j-9", status: 404, body: `{"code":"NotFound","message":"no job j-9"}`},
+			wantCode: ExitUsage, wantErr: []string{"allot: NotFound: no job j-9"}},
+		{name: "why", args: []string{"job", "why", "j-1"},
+			ex: exchange{method: "GET", path: "/v1/jobs/j-1/why", status: 200,
+				body: `{"id":"j-1","state":"Queued","reason":"InsufficientCapacity","detail":"eastus: 5 free","estimated_start":"2099-01-01T00:00:00Z"}`},
+			wantOut: []string{"Reason:", "InsufficientCapacity", "Detail:", "eastus: 5 free", "Estimated start:", "2099-01-01T00:00:00Z (in "}},
+		{name: "why without estimate", args: []string{"job", "why", "j-1", "-o", "json"},
+			ex: exchange{method: "GET", path: "/v1/jobs/j-1/why", status: 200,
+				body: `{"id":"j-1","state":"Queued","reason":"QuotaExceeded","detail":"d","estimated_start":null}`},
+			wantOut: []string{`"estimated_start": null`, `"reason": "QuotaExceeded"`}},
+		{name: "cancel", args: []string{"job", "cancel", "j-1"},
+			ex:      exchange{method: "POST", path: "/v1/jobs/j-1/cancel", status: 200, body: canceledJob},
+			wantOut: []string{"j-1", "Canceled"}},
+		{name: "cancel a finished job", args: []string{"job", "cancel", "j-1"},
+			ex:       exchange{method: "POST", path: "/v1/jobs/j-1/cancel", status: 409, body: `{"code":"Conflict","message":"job j-1 has ended"}`},
+			wantCode: ExitUsage, wantErr: []string{"allot: Conflict: job j-1 has ended"}},
+		{name: "unauthorized", args: []string{"job", "list"},
+			ex:       exchange{method: "GET", path: "/v1/jobs", status: 401, body: `{"code":"Unauthorized","message":"unknown token"}`},
+			wantCode: ExitFailure, wantErr: []string{"allot: Unauthorized: unknown token"}},
+		{name: "rate limited", args: []string{"job", "list"},
+			ex: exchange{method: "GET", path: "/v1/jobs", status: 429, header: map[string]string{"Retry-After": "1"},
+				body: `{"code":"RateLimited","message":"over 10 requests/s"}`},
+			wantCode: ExitFailure, wantErr: []string{"allot: RateLimited: over 10 requests/s"}},
+		{name: "server error", args: []string{"job", "list"},
+			ex:       exchange{method: "GET", path: "/v1/jobs", status: 500, body: `{"code":"Internal","message":"store broken"}`},
+			wantCode: ExitFailure, wantErr: []string{"allot: Internal: store broken"}},
+	})
+}
+
+// writeJob writes a job file into a temporary directory.
+func writeJob(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestJobSubmit(t *testing.T) {
+	example := "../../examples/jobs/train-llama.yaml"
+	want, err := spec.ReadJobs(example, []string{"priority=spot:3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server reads the body as the same spec the file holds.
+	sameSpec := func(t *testing.T, body []byte) {
+		got, err := spec.ParseJobs("body", body, nil)
+		if err != nil {
+			t.Fatalf("body is not a job document: %v\n%s", err, body)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("server would read\n%+v\nwant\n%+v", got, want)
+		}
+	}
+	submit := exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: sameSpec}
+	runCases(t, []commandCase{
+		{name: "prints the ID", args: []string{"job", "submit", "-f", example, "--set", "priority=spot:3"},
+			ex: submit, wantOut: []string{"j-1\n"}},
+		{name: "json is {id}", args: []string{"job", "submit", "-f", example, "--set", "priority=spot:3", "-o", "json"},
+			ex: submit, wantOut: []string{"{\n  \"id\": \"j-1\"\n}\n"}},
+		{name: "yaml", args: []string{"job", "submit", "-f", example, "--set", "priority=spot:3", "-o", "yaml"},
+			ex: submit, wantOut: []string{"id: j-1\n"}},
+		{name: "another tenant's job exits 2", args: []string{"job", "submit", "-f", example, "--set", "priority=spot:3"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 403, checkBody: sameSpec,
+				body: `{"code":"Forbidden","message":"a token of tenant \"b\" may not submit jobs of tenant \"a\"","field":"tenant"}`},
+			wantCode: ExitUsage, wantErr: []string{"allot: Forbidden: ", "(field tenant)"}},
+		{name: "SkuNotAvailable exits 2", args: []string{"job", "submit", "-f", "../../examples/jobs/research-b200.yaml"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 400,
+				body: `{"code":"SkuNotAvailable","message":"no region sells B200 nodes","field":"resources.gpu_models"}`},
+			wantCode: ExitUsage, wantErr: []string{"allot: SkuNotAvailable: no region sells B200 nodes (field resources.gpu_models)\n"}},
+	})
+}
+
+func TestJobSubmitJSONContentType(t *testing.T) {
+	isolate(t)
+	url, _ := stub(t, exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: func(t *testing.T, body []byte) {
+		var m map[string]any
+		if err := json.Unmarshal(body, &m); err != nil {
+			t.Errorf("body is not JSON: %v", err)
+		}
+	}})
+	if _, errOut, code := runCLI(t, "job", "submit", "-f", "../../examples/jobs/eu-batch.yaml", "--server", url); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+}
+
+func TestJobSubmitManyDocuments(t *testing.T) {
+	isolate(t)
+	path := writeJob(t, `name: a
+tenant: acme
+resources: {gpus_per_instance: 1}
+---
+- {name: b, tenant: acme}
+- {name: c, tenant: acme}
+`)
+	url, hits := stub(t, exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob})
+	out, errOut, code := runCLI(t, "job", "submit", "-f", path, "--server", url, "-o", "json")
+	if code != 0 || hits.Load() != 3 {
+		t.Fatalf("exit %d, %d requests: %s", code, hits.Load(), errOut)
+	}
+	var ids []struct{ ID string }
+	if err := json.Unmarshal([]byte(out), &ids); err != nil || len(ids) != 3 {
+		t.Errorf("want a JSON list of three {id}, got %s (%v)", out, err)
+	}
+}
+
+// TestJobSubmitSpecErrors checks that a bad file fails locally, naming file,
+// line and field, with exit status 2 and no request.
+func TestJobSubmitSpecErrors(t *testing.T) {
+	tests := []struct {
+		name, file string
+		sets       []string
+		want       []string
+	}{
+		{"bad value", "name: x\ntenant: acme\nresources:\n  gpus_per_instance: 99\n", nil,
+			[]string{"job.yaml:4:", "resources.gpus_per_instance", "between 0 and 64"}},
+		{"unknown field", "name: x\ntenant: acme\nresources: {gpus: 2}\n", nil,
+			[]string{"job.yaml:3:", "resources.gpus", "unknown field"}},
+		{"bad --set", "name: x\ntenant: acme\n", []string{"--set", "retry.max_retries=-1"},
+			[]string{"--set retry.max_retries", "between 0 and 1000"}},
+		{"not YAML", "name: [x\n", nil, []string{"job.yaml", "invalid YAML"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			isolate(t)
+			url, hits := stub(t, exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob})
+			args := append([]string{"job", "submit", "-f", writeJob(t, tt.file), "--server", url}, tt.sets...)
+			_, errOut, code := runCLI(t, args...)
+			if code != ExitUsage {
+				t.Errorf("exit %d, want %d: %s", code, ExitUsage, errOut)
+			}
+			if hits.Load() != 0 {
+				t.Errorf("%d requests sent for an invalid file", hits.Load())
+			}
+			for _, s := range tt.want {
+				if !strings.Contains(errOut, s) {
+					t.Errorf("stderr lacks %q: %s", s, errOut)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageErrorsSendNothing(t *testing.T) {
+	for _, args := range [][]string{
+		{"job", "show"},
+		{"job", "show", "a", "b"},
+		{"job", "submit"},
+		{"job", "list", "-o", "xml"},
+		{"job", "list", "--bogus"},
+		{"job"},
+		{"job", "frobnicate"},
+		{"sku", "list"},
+		{"quota", "usage"},
+		{"token", "create"},
+		{"reservation", "create", "--sku", "S", "--region", "r"},
+		{"reservation", "create", "--sku", "S", "--region", "r", "--count", "1", "--start", "tomorrow"},
+		{"reservation", "create", "--sku", "S", "--region", "r", "--count", "1", "--start", "+2h", "--end", "+1h"},
+		{"reservation", "create", "--sku", "S", "--region", "r", "--count", "0"},
+		{"reservation", "delete"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			isolate(t)
+			url, hits := stub(t, exchange{})
+			_, errOut, code := runCLI(t, append(args, "--server", url)...)
+			if code != ExitUsage || hits.Load() != 0 {
+				t.Errorf("exit %d, %d requests; want %d and none: %s", code, hits.Load(), ExitUsage, errOut)
+			}
+			if !strings.HasPrefix(errOut, "allot: ") {
+				t.Errorf("stderr %q does not start with allot:", errOut)
+			}
+		})
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	isolate(t)
+	out, errOut, code := runCLI(t, "completion", "bash")
+	if code != 0 || !strings.Contains(out, "bash completion") {
+		t.Fatalf("completion bash: exit %d: %s", code, errOut)
+	}
+	url, _ := stub(t, exchange{method: "GET", path: "/v1/jobs", status: 200, body: `{"jobs":[` + queuedJob + `]}`})
+	out, errOut, code = runCLI(t, "__complete", "job", "why", "--server", url, "")
+	if code != 0 || !strings.Contains(out, "j-1\ttrain-llama Queued") {
+		t.Errorf("completing job IDs: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestJobSubmitGoesOnAfterARejection checks that one rejected job of many
+// is reported by name and the others are still submitted.
+func TestJobSubmitGoesOnAfterARejection(t *testing.T) {
+	isolate(t)
+	path := writeJob(t, "- {name: a, tenant: acme}\n- {name: b, tenant: acme}\n- {name: c, tenant: acme}\n")
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if n.Add(1) == 2 {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"code":"QuotaExceeded","message":"too big"}`)
+			return
+		}
+		w.WriteHeader(201)
+		io.WriteString(w, queuedJob)
+	}))
+	defer srv.Close()
+	out, errOut, code := runCLI(t, "job", "submit", "-f", path, "--server", srv.URL)
+	if code != ExitUsage || n.Load() != 3 || out != "j-1\nj-1\n" {
+		t.Errorf("exit %d, %d requests, stdout %q; want 2, 3 and two IDs", code, n.Load(), out)
+	}
+	for _, s := range []string{"allot: job b: QuotaExceeded: too big\n", "allot: 1 of 3 jobs not submitted\n"} {
+		if !strings.Contains(errOut, s) {
+			t.Errorf("stderr lacks %q:\n%s", s, errOut)
+		}
+	}
+}

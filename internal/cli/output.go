@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/allot-dev/allot/internal/client"
+)
+
+// format is how a client command prints what the API answered.
+type format string
+
+const (
+	formatTable format = "table" // for people: a table or a list of fields
+	formatJSON  format = "json"  // the API's objects, indented
+	formatYAML  format = "yaml"  // the same objects, as YAML
+)
+
+func parseFormat(s string) (format, error) {
+	switch f := format(s); f {
+	case formatTable, formatJSON, formatYAML:
+		return f, nil
+	}
+	return "", Usage(fmt.Errorf("--output %q: want table, json or yaml", s))
+}
+
+// table is rows of cells under a header, printed in aligned columns.
+type table struct {
+	header []string
+	rows   [][]string
+}
+
+func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+
+// fields is a list of "Name: value" lines, for one object.
+type fields [][2]string
+
+func (f *fields) add(name, value string) { *f = append(*f, [2]string{name, value}) }
+
+// printer is what a command prints in table format: a table or fields.
+type printer interface{ print(w io.Writer) error }
+
+func (t table) print(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if len(t.header) > 0 {
+		fmt.Fprintln(tw, strings.Join(t.header, "\t"))
+	}
+	for _, r := range t.rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func (f fields) print(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, kv := range f {
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+	}
+	return tw.Flush()
+}
+
+// show writes v in format f: as JSON or YAML of v itself, or as the table
+// or fields that human returns.
+func show(w io.Writer, f format, v any, human func() printer) error {
+	switch f {
+	case formatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case formatYAML:
+		return writeYAML(w, v)
+	}
+	return human().print(w)
+}
+
+// writeYAML writes v as YAML with the same names and field order as its
+// JSON: it goes through JSON, which YAML reads as flow style, and prints
+// the result in block style.
+func writeYAML(w io.Writer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	blockStyle(&doc)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&doc); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("encode output: %w", err)
+	}
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// blockStyle clears the flow and quoting styles that parsing JSON left,
+// except on empty collections, which block style cannot write.
+func blockStyle(n *yaml.Node) {
+	if (n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode) && len(n.Content) == 0 {
+		return
+	}
+	n.Style = 0
+	for _, c := range n.Content {
+		blockStyle(c)
+	}
+}
+
+// Cell formats for tables.
+
+// orDash returns s, or "-" when it is empty.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// timestamp writes t in RFC 3339, UTC, or "-" when not set.
+func timestamp(t client.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// age writes how long ago t was, in the largest whole unit ("5m", "3h",
+// "2d"), or "-" when not set.
+func age(t client.Time, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return span(now.Sub(t.Time))
+}
+
+func span(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
+
+// gpus writes a GPU amount: whole numbers without a point, fractions with
+// up to three decimals.
+func gpus(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}

@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/client"
+)
+
+func newQuotaCmd() *cobra.Command {
+	conn := &connection{}
+	cmd := clientGroup("quota", "See GPUs in use against quotas",
+		`quota shows how many GPUs tenants use against their hard quotas. A job
+that alone exceeds a quota is rejected at submit (QuotaExceeded); one that
+would exceed it with the tenant's other work waits.`, conn)
+	cmd.AddCommand(newQuotaUsageCmd(conn))
+	return cmd
+}
+
+func newQuotaUsageCmd(conn *connection) *cobra.Command {
+	var region string
+	cmd := &cobra.Command{
+		Use:   "usage --region R",
+		Short: "Show GPUs in use per tenant and series, against quota",
+		Long: `usage shows, for each tenant and SKU series in a region, the GPUs its
+running jobs hold and its quota there ("-" when no quota applies). A tenant
+token sees its own usage; an admin token sees every tenant's.`,
+		Example: `  allot quota usage --region eastus
+  allot quota usage --region westus -o yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, f, err := conn.client()
+			if err != nil {
+				return err
+			}
+			usage, err := cl.Usage(cmd.Context(), region)
+			if err != nil {
+				return fromAPI(err)
+			}
+			if usage == nil {
+				usage = []client.Usage{}
+			}
+			v := struct {
+				Usage []client.Usage `json:"usage"`
+			}{usage}
+			return show(cmd.OutOrStdout(), f, v, func() printer {
+				t := table{header: []string{"TENANT", "REGION", "SERIES", "USED GPUS", "QUOTA GPUS"}}
+				for _, u := range usage {
+					quota := "-"
+					if u.QuotaGPUs != nil {
+						quota = gpus(*u.QuotaGPUs)
+					}
+					t.add(u.Tenant, u.Region, u.Series, gpus(u.UsedGPUs), quota)
+				}
+				return t
+			})
+		},
+	}
+	cmd.Flags().StringVar(&region, "region", "", "region, e.g. eastus (required)")
+	_ = cmd.MarkFlagRequired("region")
+	return cmd
+}

@@ -1,0 +1,27 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+)
+
+func newUpCmd() *cobra.Command {
+	f := serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "up [--data DIR] [--listen ADDR]",
+		Short: "Start a local control plane with the example fleet",
+		Long: `up starts allot's control plane on this machine with the example fleet and
+tenants (examples/fleet.yaml and examples/tenants.yaml; run it from the
+repository root, or pass --fleet and --tenants), keeping its state in
+--data. The first start creates an admin token, prints it and writes it to
+DATA/admin-token; later starts say where it is. It prints the URL and the
+commands to try next, and stops on Ctrl-C.`,
+		Example: `  go run ./cmd/allot up
+  allot up --data /tmp/allot --listen 127.0.0.1:0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return serve(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, true)
+		},
+	}
+	f.register(cmd, "./allot-data")
+	return cmd
+}

@@ -1,0 +1,64 @@
+package client
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+// TestJobDocumentRoundTrip checks that the document of a spec reads back as
+// the same spec, for every example and for every field set.
+func TestJobDocumentRoundTrip(t *testing.T) {
+	specs := []model.JobSpec{{
+		Name: "full", Tenant: "acme", Command: []string{"sh", "-c", "echo hi"}, Env: map[string]string{"A": "1", "B": ""},
+		Resources: model.Resources{InstanceCount: 3, GPUsPerInstance: 1, GPUMilli: 250, GPUModels: []string{"T4", "A100"},
+			CPUMilli: 1500, MemoryMiB: 65536},
+		Priority: model.Priority{Class: model.ClassSpot, Value: -4},
+		Placement: model.Placement{Regions: []string{"eastus"}, Residency: "eu", Interconnect: model.Fabric("infiniband"),
+			DataRegion: "westus", Reservation: "r1"},
+		Retry:      model.Retry{MaxRetries: 5, Timeout: 90 * time.Minute},
+		Checkpoint: model.Checkpoint{Interval: time.Hour, Grace: 45 * time.Second},
+		Duration:   26 * time.Hour,
+	}, {
+		Name: "cpu-only", Tenant: "t", Resources: model.Resources{InstanceCount: 1, CPUMilli: 500},
+	}}
+	files, err := filepath.Glob("../../examples/jobs/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples: %v", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := spec.ParseJobs(f, data, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		specs = append(specs, s...)
+	}
+	for _, s := range specs {
+		t.Run(s.Name, func(t *testing.T) {
+			doc, err := JobDocument(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			back, err := spec.ParseJobs("body.json", doc, nil)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, doc)
+			}
+			if len(back) != 1 || !reflect.DeepEqual(back[0], s) {
+				t.Errorf("round trip changed the spec\n got %+v\nwant %+v\ndoc %s", back, s, doc)
+			}
+			if strings.Contains(string(doc), "null") {
+				t.Errorf("document has a null: %s", doc)
+			}
+		})
+	}
+}

@@ -1,0 +1,27 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Token is a new API token of a tenant. The server keeps only its hash, so
+// Token is shown once.
+type Token struct {
+	Token  string `json:"token"`
+	Tenant string `json:"tenant"`
+}
+
+// CreateToken creates a token for tenant (admin only).
+func (c *Client) CreateToken(ctx context.Context, tenant string) (Token, error) {
+	body, err := json.Marshal(map[string]string{"tenant": tenant})
+	if err != nil {
+		return Token{}, fmt.Errorf("encode token request: %w", err)
+	}
+	var out Token
+	err = c.do(ctx, request{method: http.MethodPost, path: "/v1/tokens", body: body,
+		contentType: "application/json", out: &out})
+	return out, err
+}

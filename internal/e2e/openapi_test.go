@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/allot-dev/allot/internal/client"
+)
+
+// TestClientMatchesOpenAPI checks package client against the contract the
+// server serves: every endpoint it calls exists with the success status it
+// expects, and its types have exactly the schema's fields.
+func TestClientMatchesOpenAPI(t *testing.T) {
+	needServer(t)
+	resp, err := http.Get(serverURL + "/v1/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Paths      map[string]map[string]struct{ Responses map[string]any }
+		Components struct {
+			Schemas map[string]struct{ Properties map[string]any }
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatalf("openapi.json: %v", err)
+	}
+	for _, ep := range []struct{ method, path, status string }{
+		{"post", "/v1/jobs", "201"}, {"get", "/v1/jobs", "200"}, {"get", "/v1/jobs/{id}", "200"},
+		{"post", "/v1/jobs/{id}/cancel", "200"}, {"get", "/v1/jobs/{id}/why", "200"}, {"get", "/v1/nodes", "200"},
+		{"get", "/v1/skus", "200"}, {"get", "/v1/usage", "200"}, {"post", "/v1/reservations", "201"},
+		{"get", "/v1/reservations", "200"}, {"delete", "/v1/reservations/{name}", "204"}, {"post", "/v1/tokens", "201"},
+	} {
+		op, ok := doc.Paths[ep.path][ep.method]
+		if !ok {
+			t.Errorf("openapi.json has no %s %s", strings.ToUpper(ep.method), ep.path)
+			continue
+		}
+		if _, ok := op.Responses[ep.status]; !ok {
+			t.Errorf("%s %s: no %s response in openapi.json", strings.ToUpper(ep.method), ep.path, ep.status)
+		}
+	}
+	for name, v := range map[string]any{"Job": client.Job{}, "Why": client.Why{}, "Node": client.Node{}, "SKU": client.SKU{},
+		"Usage": client.Usage{}, "Reservation": client.Reservation{}, "Token": client.Token{}} {
+		schema, ok := doc.Components.Schemas[name]
+		if !ok {
+			t.Errorf("openapi.json has no schema %s", name)
+			continue
+		}
+		var want, got []string
+		for p := range schema.Properties {
+			want = append(want, p)
+		}
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			got = append(got, tag)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("client.%s fields %v, schema %v", name, got, want)
+		}
+	}
+}

@@ -1,0 +1,405 @@
+package server
+
+import (
+	"encoding/json"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// cache is the server's in-memory copy of the store. It is fed by the store's
+// watch and, so that a caller reads its own write at once, by the server's
+// own acknowledged writes. Both paths go through put and del, which apply a
+// change only when it is newer (by ModRev) than what the cache holds for
+// the key, so their order does not matter.
+//
+// Cached *model.Job values are never modified: a change replaces the
+// pointer. Snapshots and readers may therefore share them without copying.
+type cache struct {
+	log *slog.Logger
+
+	mu           sync.RWMutex // guards the fields below
+	jobs         map[string]jobEntry
+	reservations map[string]reservationEntry
+	tokens       map[string]tokenEntry // by SHA-256 hex of the token
+	nodes        map[string]nodeEntry
+	tomb         map[string]int64 // deleted key -> deleting revision
+	fence        int64            // ModRev of keyFence, 0 when absent
+	rev          int64            // highest revision seen by the watch or a list
+	worldGen     uint64           // changes when reservations or node health change
+	counts       map[model.State]int
+	onCount      func(model.State, int) // reports a changed count of jobs in a state
+}
+
+type jobEntry struct {
+	job    *model.Job
+	modRev int64
+}
+
+type reservationEntry struct {
+	r      model.Reservation
+	modRev int64
+}
+
+type tokenEntry struct {
+	p      Principal
+	modRev int64
+}
+
+type nodeEntry struct {
+	health model.Health
+	modRev int64
+}
+
+func newCache(log *slog.Logger, onCount func(model.State, int)) *cache {
+	if onCount == nil {
+		onCount = func(model.State, int) {}
+	}
+	return &cache{
+		log:          log,
+		jobs:         map[string]jobEntry{},
+		reservations: map[string]reservationEntry{},
+		tokens:       map[string]tokenEntry{},
+		nodes:        map[string]nodeEntry{},
+		tomb:         map[string]int64{},
+		counts:       map[model.State]int{},
+		onCount:      onCount,
+	}
+}
+
+// load replaces nothing: it applies every key of a full listing at rev and
+// drops cached keys the listing no longer has (deleted while a watch was
+// broken).
+func (c *cache) load(kvs []store.KV, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	live := make(map[string]bool, len(kvs))
+	for _, kv := range kvs {
+		live[kv.Key] = true
+		c.putLocked(kv.Key, kv.Value, kv.ModRev)
+	}
+	for id, e := range c.jobs {
+		if !live[prefixJobs+id] && e.modRev <= rev {
+			c.delLocked(prefixJobs+id, rev)
+		}
+	}
+	for name, e := range c.reservations {
+		if !live[prefixReservations+name] && e.modRev <= rev {
+			c.delLocked(prefixReservations+name, rev)
+		}
+	}
+	for h, e := range c.tokens {
+		if !live[prefixTokens+h] && e.modRev <= rev {
+			c.delLocked(prefixTokens+h, rev)
+		}
+	}
+	for n, e := range c.nodes {
+		if !live[prefixNodes+n] && e.modRev <= rev {
+			c.delLocked(prefixNodes+n, rev)
+		}
+	}
+	c.rev = max(c.rev, rev)
+}
+
+// event applies one watch event.
+func (c *cache) event(ev store.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch ev.Type {
+	case store.Put:
+		c.putLocked(ev.KV.Key, ev.KV.Value, ev.KV.ModRev)
+	case store.Delete:
+		c.delLocked(ev.KV.Key, ev.Rev)
+	}
+	c.rev = max(c.rev, ev.Rev)
+}
+
+// putJobs records the server's own acknowledged writes of jobs at rev.
+func (c *cache) putJobs(jobs []*model.Job, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, j := range jobs {
+		c.setJobLocked(j, rev)
+	}
+}
+
+// putKV records one acknowledged put at rev.
+func (c *cache) putKV(key string, value []byte, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.putLocked(key, value, rev)
+}
+
+// delKey records one acknowledged delete at rev.
+func (c *cache) delKey(key string, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.delLocked(key, rev)
+}
+
+func (c *cache) newer(key string, modRev int64, have int64, ok bool) bool {
+	if ok && have >= modRev {
+		return false
+	}
+	if t, dead := c.tomb[key]; dead {
+		if t >= modRev {
+			return false
+		}
+		delete(c.tomb, key)
+	}
+	return true
+}
+
+func (c *cache) putLocked(key string, value []byte, modRev int64) {
+	switch {
+	case strings.HasPrefix(key, prefixJobs):
+		e, ok := c.jobs[key[len(prefixJobs):]]
+		if !c.newer(key, modRev, e.modRev, ok) {
+			return
+		}
+		j, err := decodeJob(value)
+		if err != nil {
+			c.log.Error("skipping unreadable job record", "key", key, "err", err)
+			return
+		}
+		c.setJobLocked(j, modRev)
+	case strings.HasPrefix(key, prefixReservations):
+		name := key[len(prefixReservations):]
+		e, ok := c.reservations[name]
+		if !c.newer(key, modRev, e.modRev, ok) {
+			return
+		}
+		r, err := decodeReservation(value)
+		if err != nil {
+			c.log.Error("skipping unreadable reservation record", "key", key, "err", err)
+			return
+		}
+		c.reservations[name] = reservationEntry{r: r, modRev: modRev}
+		c.worldGen++
+	case strings.HasPrefix(key, prefixTokens):
+		h := key[len(prefixTokens):]
+		e, ok := c.tokens[h]
+		if !c.newer(key, modRev, e.modRev, ok) {
+			return
+		}
+		var t tokenRecord
+		if err := json.Unmarshal(value, &t); err != nil {
+			c.log.Error("skipping unreadable token record", "key", key, "err", err)
+			return
+		}
+		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin}, modRev: modRev}
+	case strings.HasPrefix(key, prefixNodes):
+		n := key[len(prefixNodes):]
+		e, ok := c.nodes[n]
+		if !c.newer(key, modRev, e.modRev, ok) {
+			return
+		}
+		var r nodeRecord
+		if err := json.Unmarshal(value, &r); err != nil {
+			c.log.Error("skipping unreadable node record", "key", key, "err", err)
+			return
+		}
+		c.nodes[n] = nodeEntry{health: model.Health(r.Health), modRev: modRev}
+		c.worldGen++
+	case key == keyFence:
+		c.fence = max(c.fence, modRev)
+	}
+}
+
+func (c *cache) setJobLocked(j *model.Job, modRev int64) {
+	e, ok := c.jobs[j.ID]
+	if ok && e.modRev >= modRev {
+		return
+	}
+	if ok {
+		c.count(e.job.Status.State, -1)
+	}
+	c.jobs[j.ID] = jobEntry{job: j, modRev: modRev}
+	c.count(j.Status.State, +1)
+}
+
+func (c *cache) count(s model.State, d int) {
+	c.counts[s] += d
+	c.onCount(s, c.counts[s])
+}
+
+func (c *cache) delLocked(key string, rev int64) {
+	if t, ok := c.tomb[key]; ok && t >= rev {
+		return
+	}
+	switch {
+	case strings.HasPrefix(key, prefixJobs):
+		id := key[len(prefixJobs):]
+		if e, ok := c.jobs[id]; ok {
+			if e.modRev > rev {
+				return
+			}
+			c.count(e.job.Status.State, -1)
+			delete(c.jobs, id)
+		}
+	case strings.HasPrefix(key, prefixReservations):
+		name := key[len(prefixReservations):]
+		if e, ok := c.reservations[name]; ok {
+			if e.modRev > rev {
+				return
+			}
+			delete(c.reservations, name)
+			c.worldGen++
+		}
+	case strings.HasPrefix(key, prefixTokens):
+		h := key[len(prefixTokens):]
+		if e, ok := c.tokens[h]; ok {
+			if e.modRev > rev {
+				return
+			}
+			delete(c.tokens, h)
+		}
+	case strings.HasPrefix(key, prefixNodes):
+		n := key[len(prefixNodes):]
+		if e, ok := c.nodes[n]; ok {
+			if e.modRev > rev {
+				return
+			}
+			delete(c.nodes, n)
+			c.worldGen++
+		}
+	default:
+		return
+	}
+	c.tomb[key] = rev
+}
+
+// job returns the cached job and its ModRev.
+func (c *cache) job(id string) (*model.Job, int64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.jobs[id]
+	return e.job, e.modRev, ok
+}
+
+// jobList returns the jobs for which keep reports true, newest first.
+func (c *cache) jobList(keep func(*model.Job) bool) []*model.Job {
+	c.mu.RLock()
+	out := make([]*model.Job, 0, 64)
+	for _, e := range c.jobs {
+		if keep(e.job) {
+			out = append(out, e.job)
+		}
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if !x.Status.SubmittedAt.Equal(y.Status.SubmittedAt) {
+			return x.Status.SubmittedAt.After(y.Status.SubmittedAt)
+		}
+		return x.ID > y.ID
+	})
+	return out
+}
+
+// holding returns the jobs that hold capacity now.
+func (c *cache) holding() []*model.Job {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []*model.Job
+	for _, e := range c.jobs {
+		if e.job.Status.State.Holds() {
+			out = append(out, e.job)
+		}
+	}
+	return out
+}
+
+func (c *cache) token(hash string) (Principal, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.tokens[hash]
+	return e.p, ok
+}
+
+func (c *cache) hasAdminToken() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, e := range c.tokens {
+		if e.p.Admin {
+			return true
+		}
+	}
+	return false
+}
+
+// reservationList returns the reservations created through the API, by name.
+func (c *cache) reservationList() []model.Reservation {
+	c.mu.RLock()
+	out := make([]model.Reservation, 0, len(c.reservations))
+	for _, e := range c.reservations {
+		out = append(out, e.r)
+	}
+	c.mu.RUnlock()
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out
+}
+
+func (c *cache) reservation(name string) (model.Reservation, int64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.reservations[name]
+	return e.r, e.modRev, ok
+}
+
+func (c *cache) nodeHealth() (map[string]model.Health, uint64) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string]model.Health, len(c.nodes))
+	for n, e := range c.nodes {
+		out[n] = e.health
+	}
+	return out, c.worldGen
+}
+
+func (c *cache) gen() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.worldGen
+}
+
+// snapshot is one consistent read of what a cycle needs.
+type snapshot struct {
+	jobs   []*model.Job // queued and holding jobs
+	modRev map[string]int64
+	fence  int64
+	gen    uint64
+}
+
+func (c *cache) snapshot() snapshot {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n := c.counts[model.StateQueued] + c.counts[model.StatePreparing] + c.counts[model.StateRunning] + c.counts[model.StatePreempted]
+	s := snapshot{jobs: make([]*model.Job, 0, n), modRev: make(map[string]int64, n), fence: c.fence, gen: c.worldGen}
+	for id, e := range c.jobs {
+		st := e.job.Status.State
+		if st == model.StateQueued || st.Holds() {
+			s.jobs = append(s.jobs, e.job)
+			s.modRev[id] = e.modRev
+		}
+	}
+	// Map order is random; the core must see the same input for the same
+	// state, so order by ID.
+	sort.Slice(s.jobs, func(a, b int) bool { return s.jobs[a].ID < s.jobs[b].ID })
+	return s
+}
+
+// stateCounts returns how many jobs are in each state.
+func (c *cache) stateCounts() map[model.State]int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[model.State]int, len(c.counts))
+	for s, n := range c.counts {
+		out[s] = n
+	}
+	return out
+}

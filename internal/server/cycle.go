@@ -1,0 +1,297 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// maxReplans bounds how often one cycle recomputes a plan that lost a race
+// at commit before it leaves the work to the next cycle.
+const maxReplans = 5
+
+// Cycle runs one scheduling cycle now and waits for its commit. Cycles never
+// overlap; Run calls Cycle on events and ticks, tests call it directly.
+//
+// A cycle reads as:
+//
+//  1. snapshot the cache: queued and holding jobs with their ModRevs, and
+//     the world (fleet with node health, tenancy with reservations);
+//  2. collect facts: jobs whose work ended (node layer) or whose node left
+//     the fleet; they no longer hold capacity in this cycle;
+//  3. plan: the core turns the snapshot and the clock's now into a Plan;
+//  4. commit the facts and the Plan in one store transaction whose
+//     conditions are the ModRev of every job it writes and the scheduling
+//     fence; on a conflict, wait for the cache to catch up and go to 1;
+//  5. publish: record the written jobs in the cache and log each decision.
+func (s *Server) Cycle(ctx context.Context) error {
+	s.cycleMu.Lock()
+	defer s.cycleMu.Unlock()
+	start := time.Now()
+	s.cycles.Add(1)
+	defer func() { s.m.cycle.Observe(time.Since(start).Seconds()) }()
+	for attempt := 1; ; attempt++ {
+		err := s.cycleOnce(ctx)
+		var ce *store.ConflictError
+		if errors.As(err, &ce) && attempt < maxReplans {
+			s.m.conflicts.Inc()
+			s.log.Info("plan was stale at commit; planning again", "key", ce.Key, "attempt", attempt)
+			if err := s.catchUp(ctx, ce.Key); err != nil {
+				return err
+			}
+			continue
+		}
+		if err == nil {
+			s.ready.Store(true)
+		}
+		return err
+	}
+}
+
+// catchUp brings the cache up to the store after a conflict: it reads the
+// key that conflicted straight from the store, then, while the watch runs,
+// waits (briefly, so a stuck watch cannot stall the loop) until the cache
+// has applied everything the store had committed.
+func (s *Server) catchUp(ctx context.Context, key string) error {
+	kv, err := s.st.Get(ctx, key)
+	switch {
+	case err == nil:
+		s.cache.putKV(kv.Key, kv.Value, kv.ModRev)
+	case errors.Is(err, store.ErrNotFound):
+	default:
+		return fmt.Errorf("read %s: %w", key, err)
+	}
+	if !s.watching.Load() {
+		return nil
+	}
+	rev, err := s.st.Rev(ctx)
+	if err != nil {
+		return fmt.Errorf("store revision: %w", err)
+	}
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		s.cache.mu.RLock()
+		have := s.cache.rev
+		s.cache.mu.RUnlock()
+		if have >= rev {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// decision is one change a committed cycle makes, kept for the log.
+type decision struct {
+	kind string // bind, preempt, pending, ended, lost
+	job  *model.Job
+	msg  string
+	args []any
+}
+
+// beforeCommit, when set by a test, runs between planning and committing.
+var beforeCommit func()
+
+func (s *Server) cycleOnce(ctx context.Context) error {
+	// 1. Snapshot.
+	snap := s.cache.snapshot()
+	w := s.world()
+	now := s.clock.Now()
+	byID := make(map[string]*model.Job, len(snap.jobs))
+	var holding []*model.Job
+	for _, j := range snap.jobs {
+		byID[j.ID] = j
+		if j.Status.State.Holds() {
+			holding = append(holding, j)
+		}
+	}
+
+	// 2. Facts.
+	var out []*model.Job // new versions of the jobs this cycle writes
+	var log []decision
+	gone := map[string]bool{}
+	for _, e := range s.nodes.Ended(holding, now) {
+		old, ok := byID[e.Job]
+		if !ok || gone[e.Job] || !old.Status.State.Holds() || !model.CanTransition(old.Status.State, e.State) {
+			continue
+		}
+		j := endJob(old, e.State, e.Reason, e.Detail, e.ExitCode, now)
+		gone[j.ID] = true
+		out = append(out, j)
+		log = append(log, decision{kind: "ended", job: j, msg: "job ended",
+			args: []any{"state", j.Status.State, "reason", e.Reason, "detail", e.Detail}})
+	}
+	for _, old := range holding {
+		if gone[old.ID] {
+			continue
+		}
+		for _, a := range old.Status.Allocations {
+			if _, ok := w.nodes[a.Node]; !ok {
+				j := requeue(old, "NodeLost", fmt.Sprintf("node %s left the fleet", a.Node), now, "NodeLost")
+				gone[j.ID] = true
+				out = append(out, j)
+				log = append(log, decision{kind: "lost", job: j, msg: "job requeued: node left the fleet", args: []any{"node", a.Node}})
+				break
+			}
+		}
+	}
+	input := snap.jobs
+	if len(gone) > 0 {
+		input = make([]*model.Job, 0, len(snap.jobs))
+		for _, j := range snap.jobs {
+			if !gone[j.ID] {
+				input = append(input, j)
+			}
+		}
+	}
+
+	// 3. Plan.
+	plan := s.core.Schedule(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: input}, now)
+
+	// 4. Commit.
+	for _, p := range plan.Preemptions {
+		old := byID[p.Job]
+		detail := fmt.Sprintf("preempted for %s: %s", p.For, p.Detail)
+		j := requeue(old, p.Reason.String(), detail, now, "Preempted")
+		j.Status.Preemptions++
+		out = append(out, j)
+		log = append(log, decision{kind: "preempt", job: j, msg: "preempted job",
+			args: []any{"for", p.For, "reason", p.Reason, "detail", p.Detail, "lost_gpu_seconds", p.LostGPUSeconds}})
+	}
+	for _, b := range plan.Binds {
+		j := bindJob(byID[b.Job], b, now)
+		out = append(out, j)
+		log = append(log, decision{kind: "bind", job: j, msg: "bound job", args: []any{"placement", placementText(b)}})
+	}
+	more := false
+	written := 0
+	for _, p := range plan.Pending {
+		old := byID[p.Job]
+		if old == nil || old.Status.State != model.StateQueued {
+			continue
+		}
+		reason := p.Reason.String()
+		if old.Status.Reason == reason && old.Status.Detail == p.Detail {
+			continue // unchanged: no write
+		}
+		if written == s.cfg.MaxPendingWrites {
+			more = true
+			continue
+		}
+		written++
+		j := cloneJob(old)
+		j.Status.Reason, j.Status.Detail = reason, p.Detail
+		out = append(out, j)
+		log = append(log, decision{kind: "pending", job: j, msg: "job pending",
+			args: []any{"reason", reason, "detail", p.Detail}})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	txn := store.Txn{If: make([]store.Cond, 0, len(out)+1), Then: make([]store.Op, 0, len(out)+1)}
+	txn.If = append(txn.If, store.ModRevIs(keyFence, snap.fence))
+	fence, _ := json.Marshal(map[string]any{"at": now})
+	txn.Then = append(txn.Then, store.PutOp(keyFence, fence))
+	for _, j := range out {
+		key := prefixJobs + j.ID
+		txn.If = append(txn.If, store.ModRevIs(key, snap.modRev[j.ID]))
+		txn.Then = append(txn.Then, store.PutOp(key, encodeJob(j)))
+	}
+	if beforeCommit != nil {
+		beforeCommit()
+	}
+	rev, err := s.st.Txn(ctx, txn)
+	if err != nil {
+		return fmt.Errorf("commit plan: %w", err)
+	}
+
+	// 5. Publish.
+	s.cache.putJobs(out, rev)
+	s.cache.putKV(keyFence, fence, rev)
+	s.m.binds.Add(float64(len(plan.Binds)))
+	s.m.preempts.Add(float64(len(plan.Preemptions)))
+	for _, d := range log {
+		args := append([]any{"job", d.job.ID, "tenant", d.job.Spec.Tenant, "rev", rev}, d.args...)
+		s.log.Info(d.msg, args...)
+	}
+	if more {
+		s.Kick()
+	}
+	return nil
+}
+
+// cloneJob returns a copy of j that can be changed without touching j: the
+// status slices are copied, the spec is shared (it never changes).
+func cloneJob(j *model.Job) *model.Job {
+	c := *j
+	c.Status.Allocations = slices.Clone(j.Status.Allocations)
+	c.Status.Attempts = slices.Clone(j.Status.Attempts)
+	return &c
+}
+
+// closeAttempt ends j's current attempt at now.
+func closeAttempt(j *model.Job, now time.Time, reason string, exit int) {
+	if n := len(j.Status.Attempts); n > 0 && j.Status.Attempts[n-1].Ended.IsZero() {
+		a := &j.Status.Attempts[n-1]
+		a.Ended, a.Reason, a.ExitCode = now, reason, exit
+	}
+}
+
+func bindJob(old *model.Job, b sched.Bind, now time.Time) *model.Job {
+	j := cloneJob(old)
+	j.Status.State = model.StateRunning
+	j.Status.StartedAt = now
+	j.Status.Reason, j.Status.Detail = "", ""
+	j.Status.Allocations = make([]model.Allocation, len(b.Nodes))
+	nodes := make([]string, len(b.Nodes))
+	for i, n := range b.Nodes {
+		j.Status.Allocations[i] = model.Allocation{Node: n.Node, GPUs: slices.Clone(n.GPUs), GPUMilli: n.GPUMilli}
+		nodes[i] = n.Node
+	}
+	j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: nodes, Started: now})
+	return j
+}
+
+func requeue(old *model.Job, reason, detail string, now time.Time, attemptReason string) *model.Job {
+	j := cloneJob(old)
+	closeAttempt(j, now, attemptReason, -1)
+	j.Status.State = model.StateQueued
+	j.Status.Allocations = nil
+	j.Status.Reason, j.Status.Detail = reason, detail
+	return j
+}
+
+func endJob(old *model.Job, state model.State, reason, detail string, exit int, now time.Time) *model.Job {
+	j := cloneJob(old)
+	closeAttempt(j, now, reason, exit)
+	j.Status.State = state
+	j.Status.EndedAt = now
+	j.Status.Allocations = nil
+	j.Status.Reason, j.Status.Detail = reason, detail
+	return j
+}
+
+func placementText(b sched.Bind) string {
+	s := ""
+	for i, n := range b.Nodes {
+		if i > 0 {
+			s += " "
+		}
+		s += fmt.Sprintf("%s%v", n.Node, n.GPUs)
+		if n.GPUMilli > 0 && n.GPUMilli < model.MilliPerGPU {
+			s += fmt.Sprintf("@%dm", n.GPUMilli)
+		}
+	}
+	return s
+}

@@ -1,0 +1,37 @@
+// Package server is allot's control plane: it keeps an in-memory cache in
+// step with the store, runs scheduling cycles and commits their plans, and
+// offers the operations the HTTP API (package api) exposes.
+//
+// The store holds jobs under /jobs/<id>, reservations created through the
+// API under /reservations/<name>, API tokens under /tokens/<sha256 hex of
+// the token>, node health under /nodes/<name> and the scheduling fence at
+// /sched/fence, all as JSON of this package's record types. The fleet and the
+// tenancy come from files given at start; API reservations are added to the
+// tenancy the core sees. New lists the store and rebuilds the cache, so a
+// restart loses nothing that was acknowledged; Run then follows the store's
+// watch (relisting if it falls behind) and runs cycles.
+//
+// Cycles run on events (submit, cancel, reservation change, a job's end)
+// and on a tick; at most one is in flight and events arriving meanwhile
+// coalesce into one more. A cycle snapshots the cache, asks the core
+// (package sched) for a Plan at the Clock's now, and commits the Plan in one
+// store transaction conditioned on the ModRev of every job it writes and of
+// the fence: if anything it decided on changed since the snapshot (a cancel,
+// another scheduler) the commit fails with store.ErrConflict and the cycle
+// plans again from a fresh snapshot. Jobs submitted after the snapshot are
+// not touched and do not conflict. Bound jobs become Running with their
+// allocations and started_at; preempted ones go back to Queued without
+// allocations and with one more preemption; a pending job's reason and
+// detail are written only when they change (at most Config.MaxPendingWrites
+// per cycle). The core never binds a GPU twice and places gangs all or
+// nothing; the single transaction keeps it so.
+//
+// Writes acknowledged by the store are applied to the cache at once (by
+// ModRev, so the watch delivering the same change later is a no-op), and no
+// lock is held across a store commit: concurrent submits share the store's
+// group commit.
+//
+// The node layer is an interface (Nodes). Simulated, the only one so far,
+// keeps every node as healthy as the fleet file says and ends a running job
+// with a duration after that duration; agents will report real facts.
+package server

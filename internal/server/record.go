@@ -1,0 +1,199 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// Key prefixes of the objects the server keeps in the store.
+const (
+	prefixJobs         = "/jobs/"
+	prefixReservations = "/reservations/"
+	prefixTokens       = "/tokens/"
+	prefixNodes        = "/nodes/"
+	// keyFence is written by every committed plan and is a condition of the
+	// next one, so two schedulers (a future HA pair during a leader change)
+	// can never both commit plans computed from the same state.
+	keyFence = "/sched/fence"
+)
+
+// The record types below are the store's wire format: stable JSON names,
+// independent of the Go field names of package model. Durations are
+// nanoseconds, times RFC 3339 with nanoseconds.
+
+type jobRecord struct {
+	ID     string       `json:"id"`
+	Spec   specRecord   `json:"spec"`
+	Status statusRecord `json:"status"`
+}
+
+type specRecord struct {
+	Name        string            `json:"name"`
+	Tenant      string            `json:"tenant"`
+	Command     []string          `json:"command,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	Instances   int               `json:"instance_count"`
+	GPUs        int               `json:"gpus_per_instance"`
+	GPUMilli    int64             `json:"gpu_milli,omitempty"`
+	GPUModels   []string          `json:"gpu_models,omitempty"`
+	CPUMilli    int64             `json:"cpu_milli,omitempty"`
+	MemoryMiB   int64             `json:"memory_mib,omitempty"`
+	Class       int               `json:"priority_class"`
+	Value       int               `json:"priority_value,omitempty"`
+	Regions     []string          `json:"regions,omitempty"`
+	Residency   string            `json:"residency,omitempty"`
+	Fabric      string            `json:"interconnect,omitempty"`
+	DataRegion  string            `json:"data_region,omitempty"`
+	Reservation string            `json:"reservation,omitempty"`
+	MaxRetries  int               `json:"max_retries,omitempty"`
+	Timeout     time.Duration     `json:"timeout_ns,omitempty"`
+	CkptEvery   time.Duration     `json:"checkpoint_interval_ns,omitempty"`
+	CkptGrace   time.Duration     `json:"checkpoint_grace_ns,omitempty"`
+	Duration    time.Duration     `json:"duration_ns,omitempty"`
+}
+
+type statusRecord struct {
+	State          string          `json:"state"`
+	Reason         string          `json:"reason,omitempty"`
+	Detail         string          `json:"detail,omitempty"`
+	SubmittedAt    time.Time       `json:"submitted_at"`
+	StartedAt      time.Time       `json:"started_at,omitzero"`
+	EndedAt        time.Time       `json:"ended_at,omitzero"`
+	LastCheckpoint time.Time       `json:"last_checkpoint,omitzero"`
+	CheckpointPath string          `json:"checkpoint_path,omitempty"`
+	Allocations    []allocRecord   `json:"allocations,omitempty"`
+	Attempts       []attemptRecord `json:"attempts,omitempty"`
+	Preemptions    int             `json:"preemptions,omitempty"`
+	Retries        int             `json:"retries,omitempty"`
+}
+
+type allocRecord struct {
+	Node     string `json:"node"`
+	GPUs     []int  `json:"gpus"`
+	GPUMilli int64  `json:"gpu_milli"`
+}
+
+type attemptRecord struct {
+	Number   int       `json:"number"`
+	Nodes    []string  `json:"nodes,omitempty"`
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended,omitzero"`
+	ExitCode int       `json:"exit_code,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+}
+
+func encodeJob(j *model.Job) []byte {
+	s, st := &j.Spec, &j.Status
+	r := jobRecord{
+		ID: j.ID,
+		Spec: specRecord{
+			Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env,
+			Instances: s.Resources.InstanceCount, GPUs: s.Resources.GPUsPerInstance, GPUMilli: s.Resources.GPUMilli,
+			GPUModels: s.Resources.GPUModels, CPUMilli: s.Resources.CPUMilli, MemoryMiB: s.Resources.MemoryMiB,
+			Class: int(s.Priority.Class), Value: s.Priority.Value,
+			Regions: s.Placement.Regions, Residency: s.Placement.Residency, Fabric: string(s.Placement.Interconnect),
+			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation,
+			MaxRetries: s.Retry.MaxRetries, Timeout: s.Retry.Timeout,
+			CkptEvery: s.Checkpoint.Interval, CkptGrace: s.Checkpoint.Grace, Duration: s.Duration,
+		},
+		Status: statusRecord{
+			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
+			SubmittedAt: st.SubmittedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
+			LastCheckpoint: st.LastCheckpoint, CheckpointPath: st.CheckpointPath,
+			Preemptions: st.Preemptions, Retries: st.Retries,
+		},
+	}
+	for _, a := range st.Allocations {
+		r.Status.Allocations = append(r.Status.Allocations, allocRecord{Node: a.Node, GPUs: a.GPUs, GPUMilli: a.GPUMilli})
+	}
+	for _, a := range st.Attempts {
+		r.Status.Attempts = append(r.Status.Attempts, attemptRecord{Number: a.Number, Nodes: a.Nodes,
+			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason})
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("server: encode job %s: %v", j.ID, err)) // only plain data: cannot happen
+	}
+	return b
+}
+
+func decodeJob(b []byte) (*model.Job, error) {
+	var r jobRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	s := r.Spec
+	j := &model.Job{
+		ID: r.ID,
+		Spec: model.JobSpec{
+			Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env,
+			Resources: model.Resources{InstanceCount: s.Instances, GPUsPerInstance: s.GPUs, GPUMilli: s.GPUMilli,
+				GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
+			Priority: model.Priority{Class: model.Class(s.Class), Value: s.Value},
+			Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, Interconnect: model.Fabric(s.Fabric),
+				DataRegion: s.DataRegion, Reservation: s.Reservation},
+			Retry:      model.Retry{MaxRetries: s.MaxRetries, Timeout: s.Timeout},
+			Checkpoint: model.Checkpoint{Interval: s.CkptEvery, Grace: s.CkptGrace},
+			Duration:   s.Duration,
+		},
+		Status: model.JobStatus{
+			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,
+			SubmittedAt: r.Status.SubmittedAt, StartedAt: r.Status.StartedAt, EndedAt: r.Status.EndedAt,
+			LastCheckpoint: r.Status.LastCheckpoint, CheckpointPath: r.Status.CheckpointPath,
+			Preemptions: r.Status.Preemptions, Retries: r.Status.Retries,
+		},
+	}
+	if j.ID == "" {
+		return nil, fmt.Errorf("job record without id")
+	}
+	for _, a := range r.Status.Allocations {
+		j.Status.Allocations = append(j.Status.Allocations, model.Allocation{Node: a.Node, GPUs: a.GPUs, GPUMilli: a.GPUMilli})
+	}
+	for _, a := range r.Status.Attempts {
+		j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: a.Number, Nodes: a.Nodes,
+			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason})
+	}
+	return j, nil
+}
+
+type reservationRecord struct {
+	Name   string    `json:"name"`
+	Owner  string    `json:"owner"`
+	SKU    string    `json:"sku"`
+	Region string    `json:"region"`
+	Count  int       `json:"count"`
+	Start  time.Time `json:"start,omitzero"`
+	End    time.Time `json:"end,omitzero"`
+}
+
+func encodeReservation(r model.Reservation) []byte {
+	b, _ := json.Marshal(reservationRecord{Name: r.Name, Owner: r.Owner, SKU: r.SKU, Region: r.Region,
+		Count: r.Count, Start: r.Start, End: r.End})
+	return b
+}
+
+func decodeReservation(b []byte) (model.Reservation, error) {
+	var r reservationRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return model.Reservation{}, err
+	}
+	return model.Reservation{Name: r.Name, Owner: r.Owner, SKU: r.SKU, Region: r.Region, Count: r.Count,
+		Start: r.Start, End: r.End}, nil
+}
+
+// tokenRecord is what a token's hash maps to: a tenant, or admin.
+type tokenRecord struct {
+	Tenant    string    `json:"tenant,omitempty"`
+	Admin     bool      `json:"admin,omitempty"`
+	CreatedAt time.Time `json:"created_at,omitzero"`
+}
+
+// nodeRecord is a node's last known health. The simulated node layer writes
+// the fleet file's health once; agents will write heartbeats here.
+type nodeRecord struct {
+	Health    string    `json:"health"`
+	UpdatedAt time.Time `json:"updated_at,omitzero"`
+}

@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// Defaults of Config.
+const (
+	DefaultTick             = 5 * time.Second
+	DefaultMaxPendingWrites = 512
+	DefaultMinCycleGap      = 50 * time.Millisecond
+)
+
+// Config is what a Server runs on. Store, Fleet and Tenancy are required.
+type Config struct {
+	Store   store.Store
+	Fleet   *model.Fleet   // validated
+	Tenancy *model.Tenancy // validated against Fleet
+	// Clock tells the time; nil means the wall clock.
+	Clock Clock
+	// Nodes is the node layer; nil means Simulated.
+	Nodes Nodes
+	// Sched configures the scheduling core.
+	Sched sched.Config
+	// Tick is the interval of cycles that run without an event; 0 means
+	// DefaultTick.
+	Tick time.Duration
+	// MinCycleGap is the least pause between two cycles. The pause is also
+	// at least twice the last cycle's run time, so that cycles take at most
+	// a third of one CPU and cannot starve submits. 0 means
+	// DefaultMinCycleGap.
+	MinCycleGap time.Duration
+	// MaxPendingWrites caps how many pending jobs one plan commit rewrites
+	// to record a changed reason; the rest follow in the next cycles. 0
+	// means DefaultMaxPendingWrites.
+	MaxPendingWrites int
+	// Logger receives one line per decision; nil discards.
+	Logger *slog.Logger
+	// Registry receives the server's metrics; nil means a new one.
+	Registry *prometheus.Registry
+}
+
+// Server is allot's control plane: a cache of the store, the scheduling
+// loop that commits plans, and the operations the API offers.
+type Server struct {
+	cfg   Config
+	st    store.Store
+	clock Clock
+	nodes Nodes
+	core  *sched.Scheduler
+	log   *slog.Logger
+	reg   *prometheus.Registry
+	m     *metrics
+	cache *cache
+
+	kick   chan struct{} // an event asks for a cycle; buffered 1: a queued cycle
+	ready  atomic.Bool   // the first cycle has committed
+	cycles atomic.Uint64 // cycles run
+	// watching is set while the store's watch feeds the cache.
+	watching atomic.Bool
+
+	cycleMu sync.Mutex // serialises cycles: at most one in flight
+
+	worldMu sync.Mutex // guards building world; readers use w
+	w       atomic.Pointer[world]
+}
+
+// New opens a server over cfg.Store: it lists the store and rebuilds its
+// cache, and records the health of fleet nodes the store does not know yet.
+// Nothing runs until Run.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Store == nil || cfg.Fleet == nil || cfg.Tenancy == nil {
+		return nil, errors.New("server: Store, Fleet and Tenancy are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock{}
+	}
+	if cfg.Nodes == nil {
+		cfg.Nodes = Simulated{}
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = DefaultTick
+	}
+	if cfg.MinCycleGap <= 0 {
+		cfg.MinCycleGap = DefaultMinCycleGap
+	}
+	if cfg.MaxPendingWrites <= 0 {
+		cfg.MaxPendingWrites = DefaultMaxPendingWrites
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{
+		cfg: cfg, st: cfg.Store, clock: cfg.Clock, nodes: cfg.Nodes, core: sched.New(cfg.Sched),
+		log: cfg.Logger, reg: cfg.Registry, kick: make(chan struct{}, 1),
+	}
+	s.m = newMetrics(cfg.Registry)
+	s.cache = newCache(cfg.Logger, func(st model.State, n int) { s.m.jobs.WithLabelValues(string(st)).Set(float64(n)) })
+	if err := s.relist(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.recordNodes(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// relist reads the whole store into the cache and returns its revision.
+func (s *Server) relist(ctx context.Context) error {
+	kvs, rev, err := s.st.List(ctx, "/")
+	if err != nil {
+		return fmt.Errorf("server: list store: %w", err)
+	}
+	s.cache.load(kvs, rev)
+	return nil
+}
+
+// recordNodes writes a health record for every fleet node without one.
+func (s *Server) recordNodes(ctx context.Context) error {
+	have, _ := s.cache.nodeHealth()
+	var txn store.Txn
+	now := s.clock.Now()
+	for _, n := range s.cfg.Fleet.Nodes {
+		if _, ok := have[n.Name]; ok {
+			continue
+		}
+		v, _ := json.Marshal(nodeRecord{Health: string(s.nodes.InitialHealth(n)), UpdatedAt: now})
+		key := prefixNodes + n.Name
+		txn.If = append(txn.If, store.Absent(key))
+		txn.Then = append(txn.Then, store.PutOp(key, v))
+	}
+	if len(txn.Then) == 0 {
+		return nil
+	}
+	rev, err := s.st.Txn(ctx, txn)
+	if err != nil {
+		return fmt.Errorf("server: record nodes: %w", err)
+	}
+	for _, op := range txn.Then {
+		s.cache.putKV(op.Key, op.Value, rev)
+	}
+	return nil
+}
+
+// Registry returns the registry holding the server's metrics.
+func (s *Server) Registry() *prometheus.Registry { return s.reg }
+
+// Clock returns the server's clock.
+func (s *Server) Clock() Clock { return s.clock }
+
+// Cycles returns how many scheduling cycles have run.
+func (s *Server) Cycles() uint64 { return s.cycles.Load() }
+
+// Ready reports whether the first scheduling cycle has run.
+func (s *Server) Ready() bool { return s.ready.Load() }
+
+// Kick asks for a scheduling cycle soon. Events that arrive while a cycle
+// runs coalesce into one more cycle.
+func (s *Server) Kick() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run keeps the cache in step with the store and runs scheduling cycles on
+// events and on every tick until ctx ends. It returns nil when ctx ends and
+// an error only when the store fails for good.
+func (s *Server) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchErr := make(chan error, 1)
+	go func() { watchErr <- s.watch(ctx) }()
+
+	tick := time.NewTicker(s.cfg.Tick)
+	defer tick.Stop()
+	s.Kick() // the first cycle: resume what the store holds
+	var last time.Duration
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-watchErr:
+			return err
+		case <-s.kick:
+		case <-tick.C:
+		}
+		start := time.Now()
+		if err := s.Cycle(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.log.Error("scheduling cycle failed", "err", err)
+		}
+		last = time.Since(start)
+		// Leave the CPU to submits for twice as long as the cycle took.
+		gap := max(s.cfg.MinCycleGap, 2*last)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(gap):
+		}
+	}
+}
+
+// watch applies the store's changes to the cache until ctx ends. When the
+// watch falls behind the store's history it lists again.
+func (s *Server) watch(ctx context.Context) error {
+	s.watching.Store(true)
+	defer s.watching.Store(false)
+	for {
+		// Resume from what the cache has seen; a revision older than the
+		// store can replay ends the watch with ErrCompacted, and we relist.
+		s.cache.mu.RLock()
+		from := s.cache.rev
+		s.cache.mu.RUnlock()
+		var err error
+		for ev := range s.st.Watch(ctx, "/", from) {
+			if ev.Err != nil {
+				err = ev.Err
+				break
+			}
+			s.cache.event(ev)
+			if ev.KV.Key != keyFence && !isJobKey(ev.KV.Key) {
+				s.Kick() // a reservation, node or token changed
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, store.ErrCompacted):
+			s.log.Warn("cache fell behind the store; listing again")
+			if err := s.relist(ctx); err != nil {
+				return err
+			}
+		case errors.Is(err, store.ErrClosed):
+			return nil
+		case err != nil:
+			return fmt.Errorf("server: watch store: %w", err)
+		default:
+			return nil
+		}
+	}
+}
+
+func isJobKey(k string) bool { return len(k) > len(prefixJobs) && k[:len(prefixJobs)] == prefixJobs }

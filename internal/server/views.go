@@ -1,0 +1,373 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// Fleet returns the fleet as the core sees it: each node with its recorded
+// health.
+func (s *Server) Fleet() *model.Fleet { return s.world().fleet }
+
+// Tenancy returns the tenancy the core sees: the tenants file with the
+// reservations created through the API.
+func (s *Server) Tenancy() *model.Tenancy { return s.world().tenancy }
+
+// NodeStatus is a node with what runs on it.
+type NodeStatus struct {
+	Node      model.Node
+	SKU       model.SKU
+	FreeMilli int64    // free milli-GPU summed over the node's GPUs
+	Jobs      []string // IDs of jobs holding capacity here, sorted
+}
+
+// Nodes returns every fleet node with its health and use, in fleet order.
+func (s *Server) Nodes() []NodeStatus {
+	w := s.world()
+	used, jobs := s.use()
+	out := make([]NodeStatus, len(w.fleet.Nodes))
+	for i, n := range w.fleet.Nodes {
+		sku := w.fleet.Catalog[n.SKU]
+		var u int64
+		for _, m := range used[n.Name] {
+			u += m
+		}
+		js := jobs[n.Name]
+		sort.Strings(js)
+		out[i] = NodeStatus{Node: n, SKU: sku, FreeMilli: int64(sku.GPUs)*model.MilliPerGPU - u, Jobs: js}
+	}
+	return out
+}
+
+// use returns the milli-GPU held per node and GPU, and the jobs per node.
+func (s *Server) use() (map[string]map[int]int64, map[string][]string) {
+	used := map[string]map[int]int64{}
+	jobs := map[string][]string{}
+	for _, j := range s.cache.holding() {
+		for _, a := range j.Status.Allocations {
+			if used[a.Node] == nil {
+				used[a.Node] = map[int]int64{}
+			}
+			for _, g := range a.GPUs {
+				used[a.Node][g] += a.GPUMilli
+			}
+			if js := jobs[a.Node]; len(js) == 0 || js[len(js)-1] != j.ID {
+				jobs[a.Node] = append(js, j.ID)
+			}
+		}
+	}
+	return used, jobs
+}
+
+// SKUOffer is one SKU in one region with its capacity now.
+type SKUOffer struct {
+	SKU       model.SKU
+	Region    string
+	Nodes     int // nodes of the SKU in the region
+	FreeNodes int // Ready nodes with nothing running
+	FreeGPUs  float64
+}
+
+// SKUs returns the SKUs of the fleet per region, filtered by region and
+// series when they are not empty, sorted by region and name.
+func (s *Server) SKUs(region, series string) []SKUOffer {
+	w := s.world()
+	used, _ := s.use()
+	idx := map[[2]string]int{}
+	var out []SKUOffer
+	for _, n := range w.fleet.Nodes {
+		sku := w.fleet.Catalog[n.SKU]
+		if (region != "" && n.Region != region) || (series != "" && !strings.EqualFold(sku.Series, series)) {
+			continue
+		}
+		k := [2]string{n.Region, n.SKU}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, SKUOffer{SKU: sku, Region: n.Region})
+		}
+		o := &out[i]
+		o.Nodes++
+		if n.Health != model.NodeReady {
+			continue
+		}
+		var u int64
+		for _, m := range used[n.Name] {
+			u += m
+		}
+		if u == 0 {
+			o.FreeNodes++
+		}
+		o.FreeGPUs += float64(int64(sku.GPUs)*model.MilliPerGPU-u) / model.MilliPerGPU
+	}
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Region != out[b].Region {
+			return out[a].Region < out[b].Region
+		}
+		return out[a].SKU.Name < out[b].SKU.Name
+	})
+	return out
+}
+
+// Usage is a tenant's GPUs in use in one region and series, and its hard
+// quota there (nil when none).
+type Usage struct {
+	Tenant, Region, Series string
+	UsedMilli              int64
+	QuotaGPUs              *int
+}
+
+// Usage returns the usage p may see, in region when it is not empty: one
+// row per tenant, region and series with a quota or GPUs in use.
+func (s *Server) Usage(p Principal, region string) []Usage {
+	w := s.world()
+	type key struct{ tenant, region, series string }
+	rows := map[key]*Usage{}
+	get := func(k key) *Usage {
+		u := rows[k]
+		if u == nil {
+			u = &Usage{Tenant: k.tenant, Region: k.region, Series: k.series}
+			rows[k] = u
+		}
+		return u
+	}
+	for _, q := range w.tenancy.Quotas {
+		if p.sees(q.Tenant) && (region == "" || q.Region == region) {
+			g := q.GPUs
+			get(key{q.Tenant, q.Region, q.Series}).QuotaGPUs = &g
+		}
+	}
+	for _, j := range s.cache.holding() {
+		if !p.sees(j.Spec.Tenant) {
+			continue
+		}
+		for _, a := range j.Status.Allocations {
+			n, ok := w.nodes[a.Node]
+			if !ok || (region != "" && n.Region != region) {
+				continue
+			}
+			get(key{j.Spec.Tenant, n.Region, w.fleet.Catalog[n.SKU].Series}).UsedMilli += int64(len(a.GPUs)) * a.GPUMilli
+		}
+	}
+	out := make([]Usage, 0, len(rows))
+	for _, u := range rows {
+		out = append(out, *u)
+	}
+	sort.Slice(out, func(a, b int) bool {
+		x, y := out[a], out[b]
+		if x.Tenant != y.Tenant {
+			return x.Tenant < y.Tenant
+		}
+		if x.Region != y.Region {
+			return x.Region < y.Region
+		}
+		return x.Series < y.Series
+	})
+	return out
+}
+
+// Reservations returns the reservations p may see (the tenants file's and
+// those created through the API), by name.
+func (s *Server) Reservations(p Principal) []model.Reservation {
+	var out []model.Reservation
+	for _, r := range s.world().tenancy.Reservations {
+		if p.sees(r.Owner) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// CreateReservation stores r. A tenant owns what it creates; the
+// administrator must name the owner.
+func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Reservation) (model.Reservation, error) {
+	switch {
+	case !p.Admin && r.Owner == "":
+		r.Owner = p.Tenant
+	case !p.Admin && r.Owner != p.Tenant:
+		return r, refuse(CodeForbidden, "owner", "a token of tenant %q may not reserve for %q", p.Tenant, r.Owner)
+	case p.Admin && r.Owner == "":
+		return r, refuse(CodeInvalidSpec, "owner", "must not be empty")
+	}
+	if !validName.MatchString(r.Name) {
+		return r, refuse(CodeInvalidSpec, "name", "want 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	w := s.world()
+	if err := r.Validate(w.fleet, w.tenants); err != nil {
+		return r, fromField(err)
+	}
+	for _, x := range w.tenancy.Reservations {
+		if x.Name == r.Name {
+			return r, refuse(CodeConflict, "name", "reservation %q exists", r.Name)
+		}
+	}
+	key := prefixReservations + r.Name
+	v := encodeReservation(r)
+	rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)}, Then: []store.Op{store.PutOp(key, v)}})
+	if errors.Is(err, store.ErrConflict) {
+		return r, refuse(CodeConflict, "name", "reservation %q exists", r.Name)
+	}
+	if err != nil {
+		return r, fmt.Errorf("store reservation: %w", err)
+	}
+	s.cache.putKV(key, v, rev)
+	s.log.Info("reservation created", "reservation", r.Name, "owner", r.Owner, "sku", r.SKU, "region", r.Region,
+		"count", r.Count, "by", p.Name())
+	s.Kick()
+	return r, nil
+}
+
+// DeleteReservation removes a reservation created through the API.
+func (s *Server) DeleteReservation(ctx context.Context, p Principal, name string) error {
+	r, modRev, ok := s.cache.reservation(name)
+	if ok && !p.sees(r.Owner) {
+		return refuse(CodeForbidden, "", "reservation %q belongs to another tenant", name)
+	}
+	if !ok {
+		for _, x := range s.cfg.Tenancy.Reservations {
+			if x.Name == name && p.sees(x.Owner) {
+				return refuse(CodeConflict, "", "reservation %q is defined in the tenants file; change it there", name)
+			}
+		}
+		return refuse(CodeNotFound, "", "no reservation %q", name)
+	}
+	key := prefixReservations + name
+	rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.DeleteOp(key)}})
+	if errors.Is(err, store.ErrConflict) {
+		return refuse(CodeConflict, "", "reservation %q changed meanwhile; try again", name)
+	}
+	if err != nil {
+		return fmt.Errorf("delete reservation: %w", err)
+	}
+	s.cache.delKey(key, rev)
+	s.log.Info("reservation deleted", "reservation", name, "owner", r.Owner, "by", p.Name())
+	s.Kick()
+	return nil
+}
+
+// HashToken returns the SHA-256 hex digest under which a token is stored.
+func HashToken(token string) string {
+	h := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(h[:])
+}
+
+func newToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Authenticate returns whom token speaks for.
+func (s *Server) Authenticate(token string) (Principal, bool) {
+	if token == "" {
+		return Principal{}, false
+	}
+	return s.cache.token(HashToken(token))
+}
+
+// CreateToken makes a token for tenant and stores only its hash.
+func (s *Server) CreateToken(ctx context.Context, tenant string) (string, error) {
+	if !s.world().tenants[tenant] {
+		return "", refuse(CodeInvalidSpec, "tenant", "unknown tenant %q", tenant)
+	}
+	tok := newToken()
+	if err := s.storeToken(ctx, tok, tokenRecord{Tenant: tenant, CreatedAt: s.clock.Now()}); err != nil {
+		return "", err
+	}
+	s.log.Info("token created", "tenant", tenant)
+	return tok, nil
+}
+
+func (s *Server) storeToken(ctx context.Context, tok string, rec tokenRecord) error {
+	key := prefixTokens + HashToken(tok)
+	v, _ := json.Marshal(rec)
+	rev, err := s.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(key, v)}})
+	if err != nil {
+		return fmt.Errorf("store token: %w", err)
+	}
+	s.cache.putKV(key, v, rev)
+	return nil
+}
+
+// EnsureAdminToken makes sure the administrator token kept in the file at
+// path is valid. When the file does not exist it creates a token, writes it
+// there (mode 0600, synced) and only then stores its hash, so a crash can
+// never leave a stored token that nobody has. It returns the token and
+// whether it was created now.
+func (s *Server) EnsureAdminToken(ctx context.Context, path string) (string, bool, error) {
+	data, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		tok := strings.TrimSpace(string(data))
+		if tok == "" {
+			return "", false, fmt.Errorf("admin token file %s is empty; delete it to make a new token", path)
+		}
+		if p, ok := s.Authenticate(tok); ok && p.Admin {
+			return tok, false, nil
+		}
+		return tok, false, s.storeToken(ctx, tok, tokenRecord{Admin: true, CreatedAt: s.clock.Now()})
+	case !errors.Is(err, os.ErrNotExist):
+		return "", false, fmt.Errorf("read admin token: %w", err)
+	}
+	tok := newToken()
+	if err := writeFileSync(path, []byte(tok+"\n")); err != nil {
+		return "", false, fmt.Errorf("write admin token: %w", err)
+	}
+	if err := s.storeToken(ctx, tok, tokenRecord{Admin: true, CreatedAt: s.clock.Now()}); err != nil {
+		return "", false, err
+	}
+	s.log.Info("admin token created", "file", path)
+	return tok, true, nil
+}
+
+// writeFileSync writes data to path atomically (temporary file, fsync,
+// rename, fsync of the directory) with mode 0600.
+func writeFileSync(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".admin-token-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
