@@ -119,6 +119,18 @@ func New(cfg Config) http.Handler {
 	v1("GET /v1/reservations", false, h.listReservations)
 	v1("DELETE /v1/reservations/{name}", false, h.deleteReservation)
 	v1("POST /v1/tokens", true, h.createToken)
+	v1("POST /v1/jobs/{id}/checkpoint", false, h.checkpoint)
+	v1("GET /v1/jobs/{id}/logs", false, h.logs)
+	// Agents' endpoints: the admin token or a node token, and no rate
+	// limit (a fleet's agents heartbeat and poll all the time).
+	agent := func(pattern string, f func(http.ResponseWriter, *http.Request, server.Principal)) {
+		mux.Handle(pattern, h.authAgent(f))
+	}
+	agent("POST /v1/nodes/{name}/register", h.register)
+	agent("POST /v1/nodes/{name}/heartbeat", h.heartbeat)
+	agent("GET /v1/nodes/{name}/assignments", h.assignments)
+	agent("POST /v1/jobs/{id}/attempts/{n}/events", h.event)
+	agent("POST /v1/jobs/{id}/attempts/{n}/log", h.appendLog)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "", "no endpoint "+r.Method+" "+r.URL.Path+"; see /v1/openapi.json")
 	})
@@ -150,6 +162,34 @@ func (h *handler) auth(admin bool, f func(http.ResponseWriter, *http.Request, se
 		}
 		if admin && !p.Admin {
 			writeError(w, codeForbidden, "", "this endpoint needs the admin token")
+			return
+		}
+		f(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p)
+	})
+}
+
+// authAgent authenticates an agent, without a rate limit: the admin token,
+// or a node token, which may act only for its node ({name} in the path;
+// the server checks the jobs).
+func (h *handler) authAgent(f func(http.ResponseWriter, *http.Request, server.Principal)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="allot"`)
+			writeError(w, codeUnauthorized, "", "missing bearer token: send Authorization: Bearer <token>")
+			return
+		}
+		p, ok := h.srv.Authenticate(tok)
+		if !ok {
+			writeError(w, codeUnauthorized, "", "unknown token")
+			return
+		}
+		if !p.Admin && p.Node == "" {
+			writeError(w, codeForbidden, "", "agent endpoints need the admin token or a node token")
+			return
+		}
+		if name := r.PathValue("name"); name != "" && !p.Runs(name) {
+			writeError(w, codeForbidden, "", "a token of node "+p.Node+" may not act for node "+name)
 			return
 		}
 		f(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p)

@@ -302,9 +302,23 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request, _ server.P
 	}
 	var req struct {
 		Tenant string `json:"tenant"`
+		Node   string `json:"node"`
 	}
 	if e := decodeStrict(body, &req); e != nil {
 		writeError(w, e.Code, e.Field, e.Message)
+		return
+	}
+	if req.Node != "" {
+		if req.Tenant != "" {
+			writeError(w, codeInvalidSpec, "node", "give tenant or node, not both")
+			return
+		}
+		tok, err := h.srv.CreateNodeToken(r.Context(), req.Node)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusCreated, Token{Token: tok, Node: req.Node})
 		return
 	}
 	if req.Tenant == "" {

@@ -24,6 +24,24 @@ type Job struct {
 	Allocations []Allocation `json:"allocations"`
 	Attempts    int          `json:"attempts"`
 	Preemptions int          `json:"preemptions"`
+	// AttemptHistory is every attempt with how it ended.
+	AttemptHistory []Attempt `json:"attempt_history"`
+	// CheckpointPath is the last checkpoint the job reported; the next
+	// attempt resumes from it.
+	CheckpointPath string `json:"checkpoint_path"`
+}
+
+// Attempt is one run of a job: where, when, and how it ended (reason
+// Completed, Failed, Preempted, NodeLost, TimedOut, Canceled…; exit_code
+// -1 when a signal or the server ended it).
+type Attempt struct {
+	Number   int        `json:"number"`
+	Nodes    []string   `json:"nodes"`
+	Started  *time.Time `json:"started"`
+	Ended    *time.Time `json:"ended"`
+	ExitCode int        `json:"exit_code"`
+	Reason   string     `json:"reason"`
+	Detail   string     `json:"detail"`
 }
 
 // Allocation is what one instance of a job holds on one node.
@@ -131,6 +149,15 @@ func NewJob(j *model.Job) Job {
 		Priority: j.Spec.Priority.String(), Spec: NewJobDocument(j.Spec),
 		SubmittedAt: timePtr(st.SubmittedAt), StartedAt: timePtr(st.StartedAt), EndedAt: timePtr(st.EndedAt),
 		Allocations: make([]Allocation, len(st.Allocations)), Attempts: len(st.Attempts), Preemptions: st.Preemptions,
+		AttemptHistory: make([]Attempt, len(st.Attempts)), CheckpointPath: st.CheckpointPath,
+	}
+	for i, a := range st.Attempts {
+		nodes := a.Nodes
+		if nodes == nil {
+			nodes = []string{}
+		}
+		out.AttemptHistory[i] = Attempt{Number: a.Number, Nodes: nodes, Started: timePtr(a.Started), Ended: timePtr(a.Ended),
+			ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail}
 	}
 	for i, a := range st.Allocations {
 		out.Allocations[i] = Allocation{Node: a.Node, GPUs: a.GPUs, GPUMilli: a.GPUMilli}
@@ -250,5 +277,6 @@ func newReservation(r model.Reservation) Reservation {
 // Token is the answer of POST /v1/tokens.
 type Token struct {
 	Token  string `json:"token"`
-	Tenant string `json:"tenant"`
+	Tenant string `json:"tenant,omitempty"`
+	Node   string `json:"node,omitempty"`
 }

@@ -22,7 +22,7 @@ func newJobCmd() *cobra.Command {
 jobs, ask why a job waits, and cancel it. A tenant token sees only its
 tenant's jobs; an admin token sees all of them.`, conn)
 	cmd.AddCommand(newJobSubmitCmd(conn), newJobListCmd(conn), newJobShowCmd(conn),
-		newJobWhyCmd(conn), newJobCancelCmd(conn))
+		newJobWhyCmd(conn), newJobCancelCmd(conn), newJobLogsCmd(conn), newJobCheckpointCmd(conn))
 	return cmd
 }
 
@@ -245,7 +245,33 @@ func jobFields(j client.Job) fields {
 		}
 		f.add(name, allocationText(a))
 	}
+	if j.CheckpointPath != "" {
+		f.add("Checkpoint", j.CheckpointPath)
+	}
+	for i, a := range j.AttemptHistory {
+		name := ""
+		if i == 0 {
+			name = "History"
+		}
+		f.add(name, attemptText(a))
+	}
 	return f
+}
+
+// attemptText writes "#2 h100-01,h100-02 Failed exit 3: detail".
+func attemptText(a client.Attempt) string {
+	s := fmt.Sprintf("#%d %s", a.Number, strings.Join(a.Nodes, ","))
+	if a.Reason == "" {
+		return s + " running"
+	}
+	s += " " + a.Reason
+	if a.ExitCode != 0 {
+		s += fmt.Sprintf(" exit %d", a.ExitCode)
+	}
+	if a.Detail != "" {
+		s += ": " + a.Detail
+	}
+	return s
 }
 
 // allocationText writes "node GPUs 0,1" or "node GPU 3 (250m)" for a fraction.

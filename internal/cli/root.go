@@ -74,7 +74,7 @@ Start with 'allot up' for a local control plane with the example fleet, or
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newBenchCmd())
+	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newAgentCmd(), newBenchCmd())
 	return root
 }
 
@@ -86,6 +86,6 @@ func newSimCmd() *cobra.Command {
 traces, so a policy can be measured before it runs a fleet.`,
 	}
 	// Each experiment registers itself here.
-	sim.AddCommand(newSimFragCmd())
+	sim.AddCommand(newSimFragCmd(), newSimReplayCmd())
 	return sim
 }

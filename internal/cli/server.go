@@ -10,11 +10,16 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/allot-dev/allot/internal/agent"
+	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/api"
+	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
 	"github.com/allot-dev/allot/internal/store/bolt"
@@ -27,6 +32,8 @@ type serveFlags struct {
 	rate                         float64
 	burst                        int
 	logLevel                     string
+	agents                       string
+	nodeTimeout                  time.Duration
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
@@ -39,6 +46,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.Float64Var(&f.rate, "rate-limit", api.DefaultRate, "requests per second per tenant (0: no limit)")
 	fl.IntVar(&f.burst, "rate-burst", api.DefaultBurst, "requests a tenant may make at once")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
 }
 
 func newServerCmd() *cobra.Command {
@@ -49,8 +57,12 @@ func newServerCmd() *cobra.Command {
 		Long: `server runs allot's control plane on an embedded store in --data: the HTTP
 API (docs/api.md), the scheduling loop and /metrics. On its first start it
 creates an admin token, prints it once and writes it to DATA/admin-token
-(mode 0600). Nodes are simulated: every fleet node is as healthy as the
-fleet file says, and a running job with a duration succeeds after it.
+(mode 0600). With --agents external (the default) each fleet node is run
+by an 'allot agent' that registers it, heartbeats and runs its jobs' commands;
+a node is NotReady until its agent registers and after it misses heartbeats
+for --node-timeout. --agents virtual runs such agents in-process with
+virtual GPUs; --agents simulated runs no processes: every node is as healthy
+as the fleet file says and a running job with a duration succeeds after it.
 
 It prints "listening on http://HOST:PORT" once it serves, and shuts down
 cleanly on SIGINT or SIGTERM.`,
@@ -62,6 +74,7 @@ cleanly on SIGINT or SIGTERM.`,
 		},
 	}
 	f.register(cmd, "")
+	cmd.Flags().StringVar(&f.agents, "agents", "external", "node layer: external (allot agent processes report facts), virtual (in-process agents with virtual GPUs for every fleet node) or simulated (no processes; jobs end after their duration)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }
@@ -90,7 +103,16 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return err
 	}
 	defer st.Close()
-	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log})
+	var nodes server.Nodes
+	switch f.agents {
+	case "simulated":
+		nodes = server.Simulated{}
+	case "external", "virtual":
+		nodes = server.Agents{Timeout: f.nodeTimeout}
+	default:
+		return Usage(fmt.Errorf("--agents %q: want external, virtual or simulated", f.agents))
+	}
+	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes})
 	if err != nil {
 		return err
 	}
@@ -120,6 +142,10 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	go func() { serveErr <- hs.Serve(ln) }()
 
 	url := "http://" + ln.Addr().String()
+	agentsErr := make(chan error, 1)
+	if f.agents == "virtual" {
+		go func() { agentsErr <- runVirtualAgents(runCtx, url, token, fleet, filepath.Join(f.data, "agents"), log) }()
+	}
 	fmt.Fprintf(out, "listening on %s\n", url)
 	if created {
 		fmt.Fprintf(out, "admin token (shown once; also in %s): %s\n", tokenPath, token)
@@ -133,6 +159,7 @@ Try next, in another shell:
   allot job submit -f examples/jobs/copilot-chat.yaml
   allot job list
   allot job why <id>
+  allot job logs <id> -f        # with the in-process agents (the default) the command really runs
 Metrics: %s/metrics   API: %s/v1/openapi.json   Stop: Ctrl-C
 `, url, shellQuote(tokenPath), url, url)
 	}
@@ -147,6 +174,10 @@ Metrics: %s/metrics   API: %s/v1/openapi.json   Stop: Ctrl-C
 		if !errors.Is(err, http.ErrServerClosed) {
 			failed = fmt.Errorf("serve: %w", err)
 		}
+	case err := <-agentsErr:
+		if err != nil {
+			failed = fmt.Errorf("virtual agents: %w", err)
+		}
 	}
 	log.Info("shutting down")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -160,6 +191,41 @@ Metrics: %s/metrics   API: %s/v1/openapi.json   Stop: Ctrl-C
 		failed = fmt.Errorf("close store: %w", err)
 	}
 	return failed
+}
+
+// runVirtualAgents runs an in-process agent with virtual GPUs of its SKU
+// for every fleet node the fleet file does not mark down, keeping their
+// files in dir/NODE.
+func runVirtualAgents(ctx context.Context, url, token string, fleet *model.Fleet, dir string, log *slog.Logger) error {
+	cl, err := client.New(url, token)
+	if err != nil {
+		return err
+	}
+	cl.HTTP.Timeout = agent.DefaultWait + 15*time.Second
+	var wg sync.WaitGroup
+	errs := make(chan error, len(fleet.Nodes))
+	for _, n := range fleet.Nodes {
+		if n.Health != "" && n.Health != model.NodeReady {
+			continue // the fleet file says the node is down: no agent
+		}
+		sku := fleet.Catalog[n.SKU]
+		v, err := gpu.ParseVirtual(fmt.Sprintf("virtual:%dx%s-%dGB", sku.GPUs, sku.GPUModel, max(sku.GPUMemoryGiB, 1)), n.Name)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.Name, GPUs: v, Data: filepath.Join(dir, n.Name),
+				Address: "127.0.0.1", Logger: log.With("agent", "virtual")})
+			if err != nil && ctx.Err() == nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 func shellQuote(s string) string {

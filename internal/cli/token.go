@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 
+	"github.com/allot-dev/allot/internal/client"
+
 	"github.com/spf13/cobra"
 )
 
@@ -18,33 +20,48 @@ so a token is shown once.`, conn)
 }
 
 func newTokenCreateCmd(conn *connection) *cobra.Command {
-	var tenant string
+	var tenant, node string
 	cmd := &cobra.Command{
-		Use:   "create --tenant T",
-		Short: "Create a token for a tenant and print it",
+		Use:   "create --tenant T | --node N",
+		Short: "Create a token for a tenant or a node's agent and print it",
 		Long: `create asks the server for a new token of a tenant, and prints the token
 alone on standard output, so a script can capture it. It needs an admin
 token. A tenant token sees and changes only its tenant's jobs, reservations
-and usage.`,
+and usage. A node token (--node) is for that node's 'allot agent': it may
+register, heartbeat and poll that node, and report events, logs and
+checkpoints of the jobs running there, nothing else.`,
 		Example: `  allot token create --tenant acme --token "$(cat data/admin-token)"
-  export ALLOT_TOKEN=$(allot token create --tenant acme --token "$ADMIN")`,
+  export ALLOT_TOKEN=$(allot token create --tenant acme --token "$ADMIN")
+  allot token create --node eastus-h100-01 --token "$ADMIN"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (tenant == "") == (node == "") {
+				return Usage(fmt.Errorf("give --tenant or --node (one of them)"))
+			}
 			cl, f, err := conn.client()
 			if err != nil {
 				return err
 			}
-			tok, err := cl.CreateToken(cmd.Context(), tenant)
+			var tok client.Token
+			if node != "" {
+				tok, err = cl.CreateNodeToken(cmd.Context(), node)
+			} else {
+				tok, err = cl.CreateToken(cmd.Context(), tenant)
+			}
 			if err != nil {
 				return fromAPI(err)
 			}
 			return show(cmd.OutOrStdout(), f, tok, func() printer {
-				fmt.Fprintf(cmd.ErrOrStderr(), "token for tenant %s; it is shown once, keep it secret\n", tok.Tenant)
+				who := "tenant " + tok.Tenant
+				if tok.Node != "" {
+					who = "node " + tok.Node
+				}
+				fmt.Fprintf(cmd.ErrOrStderr(), "token for %s; it is shown once, keep it secret\n", who)
 				return table{rows: [][]string{{tok.Token}}}
 			})
 		},
 	}
-	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant the token acts for (required)")
-	_ = cmd.MarkFlagRequired("tenant")
+	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant the token acts for")
+	cmd.Flags().StringVar(&node, "node", "", "the fleet node whose agent the token is for")
 	return cmd
 }

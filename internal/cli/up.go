@@ -12,7 +12,9 @@ func newUpCmd() *cobra.Command {
 		Long: `up starts allot's control plane on this machine with the example fleet and
 tenants (examples/fleet.yaml and examples/tenants.yaml; run it from the
 repository root, or pass --fleet and --tenants), keeping its state in
---data. The first start creates an admin token, prints it and writes it to
+--data. Every fleet node gets an in-process agent with virtual GPUs of its
+SKU, so a submitted job really runs its command on this machine (files
+under DATA/agents/NODE; 'allot job logs ID' shows its output). The first start creates an admin token, prints it and writes it to
 DATA/admin-token; later starts say where it is. It prints the URL and the
 commands to try next, and stops on Ctrl-C.`,
 		Example: `  go run ./cmd/allot up
@@ -23,5 +25,6 @@ commands to try next, and stops on Ctrl-C.`,
 		},
 	}
 	f.register(cmd, "./allot-data")
+	cmd.Flags().StringVar(&f.agents, "agents", "virtual", "node layer: virtual (in-process agents with virtual GPUs: submitted jobs run their commands), external or simulated")
 	return cmd
 }

@@ -25,6 +25,20 @@ type Job struct {
 	Allocations []Allocation    `json:"allocations"`
 	Attempts    Count           `json:"attempts"`
 	Preemptions int             `json:"preemptions"`
+	// AttemptHistory is every attempt with how it ended.
+	AttemptHistory []Attempt `json:"attempt_history"`
+	CheckpointPath string    `json:"checkpoint_path"`
+}
+
+// Attempt is one run of a job and how it ended.
+type Attempt struct {
+	Number   int      `json:"number"`
+	Nodes    []string `json:"nodes"`
+	Started  Time     `json:"started"`
+	Ended    Time     `json:"ended"`
+	ExitCode int      `json:"exit_code"`
+	Reason   string   `json:"reason"`
+	Detail   string   `json:"detail"`
 }
 
 // Allocation is what one instance of a job holds on one node: GPU indices

@@ -77,8 +77,18 @@ var listening = regexp.MustCompile(`listening on (http://[^\s"]+)`)
 // flags, waits until it says where it listens and is ready, and reads the
 // admin token. Its output goes to log.
 func startServer(data string, log *syncBuffer, extra ...string) (url, admin string, stop func(), err error) {
-	args := append([]string{"server", "--data", data, "--listen", "127.0.0.1:0",
-		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml")}, extra...)
+	args := []string{"server", "--data", data, "--listen", "127.0.0.1:0",
+		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml")}
+	if strings.Contains(serverHelp, "--agents") {
+		// These tests need the simulated nodes: jobs end after their duration.
+		args = append(args, "--agents", "simulated")
+	}
+	return startServerArgs(data, log, append(args, extra...)...)
+}
+
+// startServerArgs runs allot with args (a server command on a free
+// loopback port, in data) and waits as startServer does.
+func startServerArgs(data string, log *syncBuffer, args ...string) (url, admin string, stop func(), err error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = root
 	pr, pw := io.Pipe()

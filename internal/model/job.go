@@ -205,6 +205,7 @@ type Attempt struct {
 	Ended    time.Time
 	ExitCode int
 	Reason   string // e.g. "Exited", "Preempted", "NodeLost", "TimedOut"
+	Detail   string // what a person needs: who preempted it, which rank failed how
 }
 
 // JobStatus is what allot knows of a job now.
@@ -223,7 +224,21 @@ type JobStatus struct {
 	Attempts       []Attempt
 	Preemptions    int
 	Retries        int // attempts that ended in failure and were retried
+	// Instances is what the agents reported of each instance (by rank) of
+	// the current attempt; empty when no agent runs the job.
+	Instances []Instance
 }
+
+// Instance is what an agent reported of one instance of an attempt.
+type Instance struct {
+	Started  bool
+	Exited   bool
+	ExitCode int
+	Outcome  string // Exited, Stopped, TimedOut or NodeLost
+}
+
+// Live reports whether the instance's process may still be running.
+func (i Instance) Live() bool { return i.Started && !i.Exited }
 
 // Job is a submitted job.
 type Job struct {

@@ -33,6 +33,8 @@ type cache struct {
 	worldGen     uint64           // changes when reservations or node health change
 	counts       map[model.State]int
 	onCount      func(model.State, int) // reports a changed count of jobs in a state
+	jobRev       int64                  // highest ModRev of a job the cache applied
+	jobChanged   chan struct{}          // closed (and replaced) when a job changes
 }
 
 type jobEntry struct {
@@ -52,6 +54,7 @@ type tokenEntry struct {
 
 type nodeEntry struct {
 	health model.Health
+	rec    nodeRecord
 	modRev int64
 }
 
@@ -68,6 +71,7 @@ func newCache(log *slog.Logger, onCount func(model.State, int)) *cache {
 		tomb:         map[string]int64{},
 		counts:       map[model.State]int{},
 		onCount:      onCount,
+		jobChanged:   make(chan struct{}),
 	}
 }
 
@@ -191,7 +195,7 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 			c.log.Error("skipping unreadable token record", "key", key, "err", err)
 			return
 		}
-		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin}, modRev: modRev}
+		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node}, modRev: modRev}
 	case strings.HasPrefix(key, prefixNodes):
 		n := key[len(prefixNodes):]
 		e, ok := c.nodes[n]
@@ -203,7 +207,7 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 			c.log.Error("skipping unreadable node record", "key", key, "err", err)
 			return
 		}
-		c.nodes[n] = nodeEntry{health: model.Health(r.Health), modRev: modRev}
+		c.nodes[n] = nodeEntry{health: model.Health(r.Health), rec: r, modRev: modRev}
 		c.worldGen++
 	case key == keyFence:
 		c.fence = max(c.fence, modRev)
@@ -220,6 +224,17 @@ func (c *cache) setJobLocked(j *model.Job, modRev int64) {
 	}
 	c.jobs[j.ID] = jobEntry{job: j, modRev: modRev}
 	c.count(j.Status.State, +1)
+	c.jobRev = max(c.jobRev, modRev)
+	close(c.jobChanged)
+	c.jobChanged = make(chan struct{})
+}
+
+// jobsChanged returns the highest job ModRev the cache holds and a channel
+// closed at the next change of a job.
+func (c *cache) jobsChanged() (int64, <-chan struct{}) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.jobRev, c.jobChanged
 }
 
 func (c *cache) count(s model.State, d int) {
@@ -359,6 +374,14 @@ func (c *cache) nodeHealth() (map[string]model.Health, uint64) {
 		out[n] = e.health
 	}
 	return out, c.worldGen
+}
+
+// node returns the node's record and its ModRev.
+func (c *cache) node(name string) (nodeRecord, int64, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.nodes[name]
+	return e.rec, e.modRev, ok
 }
 
 func (c *cache) gen() uint64 {

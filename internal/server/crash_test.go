@@ -66,7 +66,7 @@ func TestCrashRestart(t *testing.T) {
 func startServer(t *testing.T, bin, data, fleet, tenants string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(bin, "server", "--data", data, "--listen", "127.0.0.1:0", "--fleet", fleet,
-		"--tenants", tenants, "--tick", "100ms", "--rate-limit", "0", "--log-level", "warn")
+		"--tenants", tenants, "--tick", "100ms", "--rate-limit", "0", "--log-level", "warn", "--agents", "simulated")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

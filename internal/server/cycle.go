@@ -136,6 +136,21 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		if gone[old.ID] {
 			continue
 		}
+		if s.agentMode {
+			if node := lostNode(old, w); node != "" {
+				j := nodeLost(old, node, now)
+				gone[j.ID] = true
+				out = append(out, j)
+				log = append(log, decision{kind: "lost", job: j, msg: "job requeued: node not ready", args: []any{"node", node}})
+				continue
+			}
+			if j := stopOverdue(old, now, s.nodeTimeout); j != nil {
+				gone[j.ID] = true
+				out = append(out, j)
+				log = append(log, decision{kind: "lost", job: j, msg: "preempted job requeued: its exit was not reported within grace and node timeout"})
+				continue
+			}
+		}
 		for _, a := range old.Status.Allocations {
 			if _, ok := w.nodes[a.Node]; !ok {
 				j := requeue(old, "NodeLost", fmt.Sprintf("node %s left the fleet", a.Node), now, "NodeLost")
@@ -161,16 +176,16 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 
 	// 4. Commit.
 	for _, p := range plan.Preemptions {
-		old := byID[p.Job]
-		detail := fmt.Sprintf("preempted for %s: %s", p.For, p.Detail)
-		j := requeue(old, p.Reason.String(), detail, now, "Preempted")
-		j.Status.Preemptions++
+		j := preemptJob(byID[p.Job], p, now, s.agentMode)
 		out = append(out, j)
 		log = append(log, decision{kind: "preempt", job: j, msg: "preempted job",
 			args: []any{"for", p.For, "reason", p.Reason, "detail", p.Detail, "lost_gpu_seconds", p.LostGPUSeconds}})
 	}
 	for _, b := range plan.Binds {
 		j := bindJob(byID[b.Job], b, now)
+		if s.agentMode {
+			j = bindAgentJob(byID[b.Job], b, now)
+		}
 		out = append(out, j)
 		log = append(log, decision{kind: "bind", job: j, msg: "bound job", args: []any{"placement", placementText(b)}})
 	}
@@ -237,14 +252,15 @@ func cloneJob(j *model.Job) *model.Job {
 	c := *j
 	c.Status.Allocations = slices.Clone(j.Status.Allocations)
 	c.Status.Attempts = slices.Clone(j.Status.Attempts)
+	c.Status.Instances = slices.Clone(j.Status.Instances)
 	return &c
 }
 
 // closeAttempt ends j's current attempt at now.
-func closeAttempt(j *model.Job, now time.Time, reason string, exit int) {
+func closeAttempt(j *model.Job, now time.Time, reason, detail string, exit int) {
 	if n := len(j.Status.Attempts); n > 0 && j.Status.Attempts[n-1].Ended.IsZero() {
 		a := &j.Status.Attempts[n-1]
-		a.Ended, a.Reason, a.ExitCode = now, reason, exit
+		a.Ended, a.Reason, a.Detail, a.ExitCode = now, reason, detail, exit
 	}
 }
 
@@ -265,21 +281,57 @@ func bindJob(old *model.Job, b sched.Bind, now time.Time) *model.Job {
 
 func requeue(old *model.Job, reason, detail string, now time.Time, attemptReason string) *model.Job {
 	j := cloneJob(old)
-	closeAttempt(j, now, attemptReason, -1)
+	closeAttempt(j, now, attemptReason, detail, -1)
 	j.Status.State = model.StateQueued
 	j.Status.Allocations = nil
+	j.Status.Instances = nil
 	j.Status.Reason, j.Status.Detail = reason, detail
 	return j
 }
 
 func endJob(old *model.Job, state model.State, reason, detail string, exit int, now time.Time) *model.Job {
 	j := cloneJob(old)
-	closeAttempt(j, now, reason, exit)
+	closeAttempt(j, now, reason, detail, exit)
 	j.Status.State = state
 	j.Status.EndedAt = now
 	j.Status.Allocations = nil
 	j.Status.Reason, j.Status.Detail = reason, detail
 	return j
+}
+
+// stopOverdue returns j requeued when it is Preempted and its agents have
+// not reported the exit of its processes within its grace and one node
+// timeout (an agent that heartbeats but hangs), else nil.
+func stopOverdue(j *model.Job, now time.Time, timeout time.Duration) *model.Job {
+	n := len(j.Status.Attempts)
+	if j.Status.State != model.StatePreempted || n == 0 || j.Status.Attempts[n-1].Ended.IsZero() {
+		return nil
+	}
+	if now.Sub(j.Status.Attempts[n-1].Ended) <= j.Spec.Checkpoint.GraceOrDefault()+timeout {
+		return nil
+	}
+	q := cloneJob(j)
+	q.Status.State = model.StateQueued
+	q.Status.Instances = nil
+	return q
+}
+
+// lostNode returns a node of job j's current attempt that is known and not
+// Ready, or "".
+func lostNode(j *model.Job, w *world) string {
+	var nodes []string
+	if n := len(j.Status.Attempts); n > 0 {
+		nodes = j.Status.Attempts[n-1].Nodes
+	}
+	for _, a := range j.Status.Allocations {
+		nodes = append(nodes, a.Node)
+	}
+	for _, name := range nodes {
+		if n, ok := w.nodes[name]; ok && n.Health == model.NodeNotReady {
+			return name
+		}
+	}
+	return ""
 }
 
 func placementText(b sched.Bind) string {

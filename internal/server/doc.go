@@ -31,7 +31,14 @@
 // lock is held across a store commit: concurrent submits share the store's
 // group commit.
 //
-// The node layer is an interface (Nodes). Simulated, the only one so far,
-// keeps every node as healthy as the fleet file says and ends a running job
-// with a duration after that duration; agents will report real facts.
+// The node layer is an interface (Nodes). Simulated keeps every node as
+// healthy as the fleet file says and ends a running job with a duration
+// after that duration. Agents is the node layer of real hosts: a node is
+// Ready once its agent registers and until it misses heartbeats for the
+// node timeout (CheckHeartbeats; the next cycle requeues its jobs with
+// NodeLost), and job states follow the facts agents report (ReportEvent,
+// ReportCheckpoint; lifecycle.go has the transitions): a bound job is
+// Preparing until every instance started, a preempted one is Preempted
+// until its processes exited. NodeAssignments long-polls what a node should
+// run. Agents' log chunks are kept in memory (logs.go).
 package server

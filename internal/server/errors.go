@@ -48,19 +48,45 @@ func fromField(err error) error {
 	return &Error{Code: CodeInvalidSpec, Msg: err.Error()}
 }
 
-// Principal is who a token speaks for: one tenant, or the administrator.
+// Principal is who a token speaks for: one tenant, the administrator, or
+// the agent of one node.
 type Principal struct {
-	Tenant string // empty for the administrator
+	Tenant string // empty for the administrator and agents
 	Admin  bool
+	Node   string // set for a node token: the agent of this node
 }
 
-// Name is the principal's name in logs and rate limits: the tenant, or
-// "admin".
+// Name is the principal's name in logs and rate limits: the tenant,
+// "admin", or "node:NAME".
 func (p Principal) Name() string {
-	if p.Admin {
+	switch {
+	case p.Admin:
 		return "admin"
+	case p.Node != "":
+		return "node:" + p.Node
 	}
 	return p.Tenant
+}
+
+// Runs reports whether p may act as node's agent: the administrator, or
+// that node's token.
+func (p Principal) Runs(node string) bool { return p.Admin || (p.Node != "" && p.Node == node) }
+
+// mayReport reports whether p may report facts about j: its tenant, the
+// administrator, or the agent of a node of j's current attempt.
+func (p Principal) mayReport(j *model.Job) bool {
+	if p.sees(j.Spec.Tenant) {
+		return true
+	}
+	if p.Node == "" || len(j.Status.Attempts) == 0 {
+		return false
+	}
+	for _, n := range j.Status.Attempts[len(j.Status.Attempts)-1].Nodes {
+		if n == p.Node {
+			return true
+		}
+	}
+	return false
 }
 
 // sees reports whether p may see objects of tenant.

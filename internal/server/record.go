@@ -68,6 +68,14 @@ type statusRecord struct {
 	Attempts       []attemptRecord `json:"attempts,omitempty"`
 	Preemptions    int             `json:"preemptions,omitempty"`
 	Retries        int             `json:"retries,omitempty"`
+	Instances      []instRecord    `json:"instances,omitempty"`
+}
+
+type instRecord struct {
+	Started  bool   `json:"started,omitempty"`
+	Exited   bool   `json:"exited,omitempty"`
+	ExitCode int    `json:"exit_code,omitempty"`
+	Outcome  string `json:"outcome,omitempty"`
 }
 
 type allocRecord struct {
@@ -83,6 +91,7 @@ type attemptRecord struct {
 	Ended    time.Time `json:"ended,omitzero"`
 	ExitCode int       `json:"exit_code,omitempty"`
 	Reason   string    `json:"reason,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
 }
 
 func encodeJob(j *model.Job) []byte {
@@ -111,7 +120,10 @@ func encodeJob(j *model.Job) []byte {
 	}
 	for _, a := range st.Attempts {
 		r.Status.Attempts = append(r.Status.Attempts, attemptRecord{Number: a.Number, Nodes: a.Nodes,
-			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason})
+			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail})
+	}
+	for _, in := range st.Instances {
+		r.Status.Instances = append(r.Status.Instances, instRecord(in))
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -154,7 +166,10 @@ func decodeJob(b []byte) (*model.Job, error) {
 	}
 	for _, a := range r.Status.Attempts {
 		j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: a.Number, Nodes: a.Nodes,
-			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason})
+			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail})
+	}
+	for _, in := range r.Status.Instances {
+		j.Status.Instances = append(j.Status.Instances, model.Instance(in))
 	}
 	return j, nil
 }
@@ -184,16 +199,29 @@ func decodeReservation(b []byte) (model.Reservation, error) {
 		Start: r.Start, End: r.End}, nil
 }
 
-// tokenRecord is what a token's hash maps to: a tenant, or admin.
+// tokenRecord is what a token's hash maps to: a tenant, admin, or a node's
+// agent.
 type tokenRecord struct {
 	Tenant    string    `json:"tenant,omitempty"`
 	Admin     bool      `json:"admin,omitempty"`
+	Node      string    `json:"node,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 
 // nodeRecord is a node's last known health. The simulated node layer writes
-// the fleet file's health once; agents will write heartbeats here.
+// the fleet file's health once; in agent mode a registration writes Ready
+// with the GPUs and address the agent reported, and a missed heartbeat
+// NotReady. Heartbeats themselves stay in memory.
 type nodeRecord struct {
-	Health    string    `json:"health"`
-	UpdatedAt time.Time `json:"updated_at,omitzero"`
+	Health    string      `json:"health"`
+	UpdatedAt time.Time   `json:"updated_at,omitzero"`
+	Address   string      `json:"address,omitempty"`
+	GPUs      []gpuRecord `json:"gpus,omitempty"`
+}
+
+type gpuRecord struct {
+	Index     int    `json:"index"`
+	UUID      string `json:"uuid"`
+	Model     string `json:"model"`
+	MemoryMiB int64  `json:"memory_mib,omitempty"`
 }

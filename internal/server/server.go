@@ -77,6 +77,12 @@ type Server struct {
 
 	worldMu sync.Mutex // guards building world; readers use w
 	w       atomic.Pointer[world]
+
+	agentMode   bool          // nodes are Agents: job states follow reported facts
+	nodeTimeout time.Duration // of Agents
+	beatsMu     sync.Mutex    // guards beats
+	beats       map[string]time.Time
+	logs        *logBook
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -111,6 +117,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg: cfg, st: cfg.Store, clock: cfg.Clock, nodes: cfg.Nodes, core: sched.New(cfg.Sched),
 		log: cfg.Logger, reg: cfg.Registry, kick: make(chan struct{}, 1),
 	}
+	if a, ok := cfg.Nodes.(Agents); ok {
+		s.agentMode, s.nodeTimeout = true, a.Timeout
+		if s.nodeTimeout <= 0 {
+			s.nodeTimeout = DefaultNodeTimeout
+		}
+	}
+	s.beats = map[string]time.Time{}
+	s.logs = newLogBook()
 	s.m = newMetrics(cfg.Registry)
 	s.cache = newCache(cfg.Logger, func(st model.State, n int) { s.m.jobs.WithLabelValues(string(st)).Set(float64(n)) })
 	if err := s.relist(ctx); err != nil {
@@ -189,6 +203,9 @@ func (s *Server) Run(ctx context.Context) error {
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- s.watch(ctx) }()
 
+	if s.agentMode {
+		go s.checkHeartbeatsEvery(ctx, max(s.nodeTimeout/4, 10*time.Millisecond))
+	}
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	s.Kick() // the first cycle: resume what the store holds
@@ -216,6 +233,21 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-time.After(gap):
+		}
+	}
+}
+
+func (s *Server) checkHeartbeatsEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.CheckHeartbeats(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("check heartbeats", "err", err)
+			}
 		}
 	}
 }

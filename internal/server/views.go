@@ -295,6 +295,21 @@ func (s *Server) CreateToken(ctx context.Context, tenant string) (string, error)
 	return tok, nil
 }
 
+// CreateNodeToken makes a token for the agent of fleet node node: it may
+// register, heartbeat and poll that node, and report events, logs and
+// checkpoints of the jobs running on it, nothing else.
+func (s *Server) CreateNodeToken(ctx context.Context, node string) (string, error) {
+	if _, ok := s.world().nodes[node]; !ok {
+		return "", refuse(CodeInvalidSpec, "node", "no node %q in the fleet", node)
+	}
+	tok := newToken()
+	if err := s.storeToken(ctx, tok, tokenRecord{Node: node, CreatedAt: s.clock.Now()}); err != nil {
+		return "", err
+	}
+	s.log.Info("node token created", "node", node)
+	return tok, nil
+}
+
 func (s *Server) storeToken(ctx context.Context, tok string, rec tokenRecord) error {
 	key := prefixTokens + HashToken(tok)
 	v, _ := json.Marshal(rec)

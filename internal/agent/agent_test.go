@@ -1,0 +1,224 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/agent/gpu"
+	"github.com/allot-dev/allot/internal/api"
+	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/spec"
+	"github.com/allot-dev/allot/internal/store/bolt"
+)
+
+// lab is a server in agent mode on the three-node test fleet, served over
+// loopback, and a client with its admin token.
+type lab struct {
+	srv   *server.Server
+	cl    *client.Client
+	admin string
+}
+
+func newLab(t *testing.T) *lab {
+	t.Helper()
+	fleet, err := spec.ReadFleet("../e2e/testdata/agent-fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := spec.ReadTenancy("../e2e/testdata/agent-tenants.yaml", fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st, err := bolt.Open(filepath.Join(dir, "allot.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: ten, Tick: 100 * time.Millisecond,
+		Nodes: server.Agents{Timeout: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, _, err := srv.EnsureAdminToken(ctx, filepath.Join(dir, "admin-token"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(api.New(api.Config{Server: srv, Rate: -1}))
+	done := make(chan struct{})
+	go func() { _ = srv.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); hs.Close(); <-done })
+	cl, err := client.New(hs.URL, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lab{srv: srv, cl: cl, admin: tok}
+}
+
+func (l *lab) runAgent(t *testing.T, ctx context.Context, node string) string {
+	t.Helper()
+	v, err := gpu.ParseVirtual("virtual:8xH100-80GB", node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	go func() {
+		_ = Run(ctx, Config{Client: l.cl, Node: node, GPUs: v, Data: data, Heartbeat: 200 * time.Millisecond,
+			Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond})
+	}()
+	return data
+}
+
+func (l *lab) submit(t *testing.T, doc string) string {
+	t.Helper()
+	j, err := l.cl.Submit(context.Background(), []byte(doc), "application/yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+func (l *lab) waitState(t *testing.T, id, state string) client.Job {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		j, err := l.cl.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.State == state {
+			return j
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s is %s (%s: %s), want %s", id, j.State, j.Reason, j.Detail, state)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestAgentRunsJob(t *testing.T) {
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	data := l.runAgent(t, ctx, "h100-01")
+	id := l.submit(t, `name: hello
+tenant: team
+command: ["sh", "-c", 'echo "cvd=$CUDA_VISIBLE_DEVICES job=$ALLOT_JOB_ID"; echo /ckpt/1 > "$ALLOT_CHECKPOINT_DIR/CHECKPOINT"; sleep 0.3']
+resources: {gpus_per_instance: 2}
+`)
+	j := l.waitState(t, id, "Succeeded")
+	if j.CheckpointPath != "/ckpt/1" {
+		t.Errorf("checkpoint %q, want /ckpt/1 (from the CHECKPOINT marker)", j.CheckpointPath)
+	}
+	var log bytes.Buffer
+	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
+		t.Fatal(err)
+	}
+	if want := "cvd=GPU-virtual-h100-01-0,GPU-virtual-h100-01-1 job=" + id; !strings.Contains(log.String(), want) {
+		t.Errorf("log %q lacks %q", log.String(), want)
+	}
+	if _, err := os.Stat(filepath.Join(data, "logs", id, "attempt-1.log")); err != nil {
+		t.Errorf("no local log file: %v", err)
+	}
+}
+
+func TestAgentRegistrationRefused(t *testing.T) {
+	l := newLab(t)
+	v, _ := gpu.ParseVirtual("virtual:4xA100-80GB", "h100-02")
+	err := Run(context.Background(), Config{Client: l.cl, Node: "h100-02", GPUs: v, Data: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "gpus") {
+		t.Fatalf("registering 4 A100s as an 8xH100 node: %v, want a refusal naming gpus", err)
+	}
+}
+
+func TestAgentRestartReportsLostAttempt(t *testing.T) {
+	l := newLab(t)
+	ctx1, stop1 := context.WithCancel(context.Background())
+	v, _ := gpu.ParseVirtual("virtual:8xH100-80GB", "h100-01")
+	data := t.TempDir()
+	done := make(chan struct{})
+	go func() {
+		_ = Run(ctx1, Config{Client: l.cl, Node: "h100-01", GPUs: v, Data: data, Heartbeat: 200 * time.Millisecond,
+			Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond})
+		close(done)
+	}()
+	id := l.submit(t, `name: long
+tenant: team
+command: ["sh", "-c", "sleep 30"]
+resources: {gpus_per_instance: 8}
+checkpoint: {grace: 1s}
+`)
+	l.waitState(t, id, "Running")
+	stop1() // the agent stops its processes and exits without reporting
+	<-done
+	ctx2, stop2 := context.WithCancel(context.Background())
+	defer stop2()
+	go func() {
+		_ = Run(ctx2, Config{Client: l.cl, Node: "h100-01", GPUs: v, Data: data, Heartbeat: 200 * time.Millisecond,
+			Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond})
+	}()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		j, err := l.cl.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(j.AttemptHistory) >= 2 {
+			if r := j.AttemptHistory[0].Reason; r != "NodeLost" {
+				t.Fatalf("attempt 1 ended %s, want NodeLost", r)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no second attempt: %+v", j)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := l.cl.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNodeTokenActsForItsNodeOnly(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	tok, err := l.cl.CreateNodeToken(ctx, "h100-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := client.New(l.cl.Server(), tok.Token)
+	if err := cl.Register(ctx, "h100-01", []client.GPU{}, ""); err == nil || !strings.Contains(err.Error(), "gpus") {
+		t.Fatalf("register with no GPUs: %v, want a refusal naming gpus", err)
+	}
+	var ae *client.APIError
+	if err := cl.Heartbeat(ctx, "h100-02"); !errors.As(err, &ae) || ae.Status != 403 {
+		t.Fatalf("heartbeat for another node: %v, want 403", err)
+	}
+	if _, err := cl.ListJobs(ctx, client.JobFilter{Tenant: "team"}); err == nil {
+		t.Fatal("a node token listed a tenant's jobs")
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	v, _ := gpu.ParseVirtual("virtual:8xH100-80GB", "h100-01")
+	go func() {
+		_ = Run(runCtx, Config{Client: cl, Node: "h100-01", GPUs: v, Data: t.TempDir(), Heartbeat: 200 * time.Millisecond,
+			Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond})
+	}()
+	id := l.submit(t, `name: tok
+tenant: team
+command: ["sh", "-c", "echo /c > $ALLOT_CHECKPOINT_DIR/CHECKPOINT; echo ran"]
+resources: {gpus_per_instance: 1}
+`)
+	if j := l.waitState(t, id, "Succeeded"); j.CheckpointPath != "/c" {
+		t.Errorf("checkpoint %q reported with a node token, want /c", j.CheckpointPath)
+	}
+}

@@ -1,0 +1,271 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/allot-dev/allot/internal/server"
+)
+
+// MaxWait is the longest an assignments long-poll waits.
+const MaxWait = 60 * time.Second
+
+// RegisterRequest is the body of POST /v1/nodes/{name}/register.
+type RegisterRequest struct {
+	GPUs    []RegisterGPU `json:"gpus"`
+	Address string        `json:"address"`
+}
+
+// RegisterGPU is one GPU an agent found.
+type RegisterGPU struct {
+	Index     int    `json:"index"`
+	UUID      string `json:"uuid"`
+	Model     string `json:"model"`
+	MemoryMiB int64  `json:"memory_mib"`
+}
+
+// Assignments is the answer of GET /v1/nodes/{name}/assignments.
+type Assignments struct {
+	Rev  int64        `json:"rev"`
+	Run  []Assignment `json:"run"`
+	Stop []StopOrder  `json:"stop"`
+}
+
+// Assignment is one instance of an attempt a node should run. Durations
+// are Go duration text ("30s"); timeout is empty for none.
+type Assignment struct {
+	Job        string            `json:"job"`
+	Attempt    int               `json:"attempt"`
+	Rank       int               `json:"rank"`
+	WorldSize  int               `json:"world_size"`
+	Command    []string          `json:"command"`
+	Env        map[string]string `json:"env,omitempty"`
+	GPUs       []AssignedGPU     `json:"gpus"`
+	GPUMilli   int64             `json:"gpu_milli"`
+	MasterAddr string            `json:"master_addr"`
+	MasterPort int               `json:"master_port"`
+	ResumeFrom string            `json:"resume_from,omitempty"`
+	Timeout    string            `json:"timeout,omitempty"`
+	Grace      string            `json:"grace"`
+	Started    bool              `json:"started"`
+}
+
+// AssignedGPU is one GPU of an assignment.
+type AssignedGPU struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+}
+
+// StopOrder is an instance a node must stop within grace.
+type StopOrder struct {
+	Job     string `json:"job"`
+	Attempt int    `json:"attempt"`
+	Rank    int    `json:"rank"`
+	Grace   string `json:"grace"`
+	Reason  string `json:"reason"`
+}
+
+// AttemptEvent is the body of POST /v1/jobs/{id}/attempts/{n}/events.
+type AttemptEvent struct {
+	Type     string `json:"type"`
+	Rank     int    `json:"rank"`
+	Node     string `json:"node"`
+	ExitCode int    `json:"exit_code"`
+	Outcome  string `json:"outcome"`
+	Killed   bool   `json:"killed"`
+}
+
+// CheckpointRequest is the body of POST /v1/jobs/{id}/checkpoint.
+type CheckpointRequest struct {
+	Path string `json:"path"`
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := readBody(w, r)
+	if !ok {
+		return false
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		writeError(w, codeInvalidSpec, "", "decode body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+func (h *handler) register(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	var req RegisterRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	gpus := make([]server.GPU, len(req.GPUs))
+	for i, g := range req.GPUs {
+		gpus[i] = server.GPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB}
+	}
+	if err := h.srv.RegisterNode(r.Context(), r.PathValue("name"), gpus, req.Address); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"node": r.PathValue("name"), "health": "Ready"})
+}
+
+func (h *handler) heartbeat(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	if err := h.srv.Heartbeat(r.Context(), r.PathValue("name")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	q := r.URL.Query()
+	var after int64
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, codeInvalidSpec, "after", fmt.Sprintf("after=%q: want a revision (an integer ≥ 0)", v))
+			return
+		}
+		after = n
+	}
+	var wait time.Duration
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			writeError(w, codeInvalidSpec, "wait", fmt.Sprintf("wait=%q: want a duration such as 30s", v))
+			return
+		}
+		wait = min(d, MaxWait)
+	}
+	a, err := h.srv.NodeAssignments(r.Context(), r.PathValue("name"), after, wait)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the agent hung up
+		}
+		h.fail(w, r, err)
+		return
+	}
+	out := Assignments{Rev: a.Rev, Run: make([]Assignment, len(a.Run)), Stop: make([]StopOrder, len(a.Stop))}
+	for i, x := range a.Run {
+		as := Assignment{Job: x.Job, Attempt: x.Attempt, Rank: x.Rank, WorldSize: x.WorldSize, Command: x.Command,
+			Env: x.Env, GPUs: make([]AssignedGPU, len(x.GPUs)), GPUMilli: x.GPUMilli, MasterAddr: x.MasterAddr,
+			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, Timeout: durationText(x.Timeout),
+			Grace: x.Grace.String(), Started: x.Started}
+		for k, g := range x.GPUs {
+			as.GPUs[k] = AssignedGPU{Index: g.Index, UUID: g.UUID}
+		}
+		out.Run[i] = as
+	}
+	for i, x := range a.Stop {
+		out.Stop[i] = StopOrder{Job: x.Job, Attempt: x.Attempt, Rank: x.Rank, Grace: x.Grace.String(), Reason: x.Reason}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// attempt reads the {n} path segment.
+func attempt(w http.ResponseWriter, r *http.Request) (int, bool) {
+	n, err := strconv.Atoi(r.PathValue("n"))
+	if err != nil || n < 1 {
+		writeError(w, codeInvalidSpec, "attempt", fmt.Sprintf("attempt %q: want a number ≥ 1", r.PathValue("n")))
+		return 0, false
+	}
+	return n, true
+}
+
+func (h *handler) event(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	n, ok := attempt(w, r)
+	if !ok {
+		return
+	}
+	var e AttemptEvent
+	if !decodeBody(w, r, &e) {
+		return
+	}
+	j, err := h.srv.ReportEvent(r.Context(), p, r.PathValue("id"), n, server.Event{Type: e.Type, Rank: e.Rank, Node: e.Node,
+		ExitCode: e.ExitCode, Outcome: e.Outcome, Killed: e.Killed})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NewJob(j))
+}
+
+func (h *handler) checkpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	var c CheckpointRequest
+	if !decodeBody(w, r, &c) {
+		return
+	}
+	j, err := h.srv.ReportCheckpoint(r.Context(), p, r.PathValue("id"), c.Path)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, NewJob(j))
+}
+
+func (h *handler) appendLog(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	n, ok := attempt(w, r)
+	if !ok {
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	if err := h.srv.AppendLog(p, r.PathValue("id"), n, body); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// logs answers an attempt's log as text; with follow=1 it streams what
+// comes until the attempt ends or the client hangs up.
+func (h *handler) logs(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	q := r.URL.Query()
+	n := 0
+	if v := q.Get("attempt"); v != "" {
+		x, err := strconv.Atoi(v)
+		if err != nil || x < 1 {
+			writeError(w, codeInvalidSpec, "attempt", fmt.Sprintf("attempt=%q: want a number ≥ 1", v))
+			return
+		}
+		n = x
+	}
+	follow := q.Get("follow") == "1" || q.Get("follow") == "true"
+	id := r.PathValue("id")
+	c, err := h.srv.Log(p, id, n, 0)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Allot-Attempt", strconv.Itoa(c.Attempt))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(c.Data)
+	if !follow {
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	for !c.Done {
+		if flusher != nil {
+			flusher.Flush()
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-c.Changed:
+		case <-time.After(500 * time.Millisecond): // the attempt may have ended
+		}
+		next, err := h.srv.Log(p, id, c.Attempt, c.Next)
+		if err != nil {
+			return
+		}
+		c = next
+		if _, err := w.Write(c.Data); err != nil {
+			return
+		}
+	}
+}

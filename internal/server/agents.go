@@ -1,0 +1,377 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// DefaultNodeTimeout is how long a Ready node may go without a heartbeat
+// before it becomes NotReady.
+const DefaultNodeTimeout = 30 * time.Second
+
+// Agents is the node layer of real hosts: one agent per node registers the
+// node's GPUs, heartbeats, runs the attempts the server assigns and reports
+// what happens to them (see lifecycle.go). A node is NotReady until its
+// agent registers, and again when it misses heartbeats for Timeout; the
+// jobs on it are then requeued (NodeLost). Endings are reported facts, so
+// Ended never reports any.
+type Agents struct {
+	// Timeout is how long a Ready node may go without a heartbeat; 0 means
+	// DefaultNodeTimeout.
+	Timeout time.Duration
+}
+
+// InitialHealth implements Nodes: a node is NotReady until its agent
+// registers.
+func (Agents) InitialHealth(model.Node) model.Health { return model.NodeNotReady }
+
+// Ended implements Nodes: agents report endings as events.
+func (Agents) Ended([]*model.Job, time.Time) []Ending { return nil }
+
+// GPU is one GPU as an agent reports it.
+type GPU struct {
+	Index     int
+	UUID      string
+	Model     string
+	MemoryMiB int64
+}
+
+// AgentMode reports whether the server runs on agents' facts.
+func (s *Server) AgentMode() bool { return s.agentMode }
+
+func (s *Server) needAgents() error {
+	if !s.agentMode {
+		return refuse(CodeConflict, "", "the server simulates its nodes (--agents simulated); agents are not accepted")
+	}
+	return nil
+}
+
+// RegisterNode records that an agent runs node name with gpus, reachable
+// at address, and marks the node Ready. The node must be in the fleet and
+// the GPUs must match its SKU in count and model.
+func (s *Server) RegisterNode(ctx context.Context, name string, gpus []GPU, address string) error {
+	if err := s.needAgents(); err != nil {
+		return err
+	}
+	w := s.world()
+	n, ok := w.nodes[name]
+	if !ok {
+		return refuse(CodeNotFound, "", "no node %q in the fleet", name)
+	}
+	sku := w.fleet.Catalog[n.SKU]
+	if len(gpus) != sku.GPUs {
+		return refuse(CodeInvalidSpec, "gpus", "node %s is a %s with %d GPUs; the agent reported %d", name, n.SKU, sku.GPUs, len(gpus))
+	}
+	rec := nodeRecord{Health: string(model.NodeReady), UpdatedAt: s.clock.Now(), Address: address}
+	seen := map[int]bool{}
+	for i, g := range gpus {
+		if g.Model != sku.GPUModel {
+			return refuse(CodeInvalidSpec, fmt.Sprintf("gpus[%d].model", i), "node %s is a %s with %s GPUs; GPU %d is a %q",
+				name, n.SKU, sku.GPUModel, g.Index, g.Model)
+		}
+		if g.Index < 0 || g.Index >= sku.GPUs || seen[g.Index] {
+			return refuse(CodeInvalidSpec, fmt.Sprintf("gpus[%d].index", i), "index %d is out of range or repeated (want 0..%d once each)", g.Index, sku.GPUs-1)
+		}
+		seen[g.Index] = true
+		rec.GPUs = append(rec.GPUs, gpuRecord{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB})
+	}
+	if err := s.putNode(ctx, name, rec); err != nil {
+		return err
+	}
+	s.beat(name)
+	s.log.Info("node registered", "node", name, "gpus", len(gpus), "address", address, "was", n.Health)
+	s.Kick()
+	return nil
+}
+
+// Heartbeat records that node name's agent is alive. A node that missed
+// heartbeats becomes Ready again; a node never registered is refused
+// (Conflict), and the agent registers.
+func (s *Server) Heartbeat(ctx context.Context, name string) error {
+	if err := s.needAgents(); err != nil {
+		return err
+	}
+	if _, ok := s.world().nodes[name]; !ok {
+		return refuse(CodeNotFound, "", "no node %q in the fleet", name)
+	}
+	rec, _, ok := s.cache.node(name)
+	if !ok || len(rec.GPUs) == 0 {
+		return refuse(CodeConflict, "", "node %s is not registered; POST /v1/nodes/%s/register first", name, name)
+	}
+	s.beat(name)
+	if rec.Health != string(model.NodeReady) {
+		rec.Health, rec.UpdatedAt = string(model.NodeReady), s.clock.Now()
+		if err := s.putNode(ctx, name, rec); err != nil {
+			return err
+		}
+		s.log.Info("node ready again: heartbeat resumed", "node", name)
+		s.Kick()
+	}
+	return nil
+}
+
+func (s *Server) beat(name string) {
+	s.beatsMu.Lock()
+	s.beats[name] = s.clock.Now()
+	s.beatsMu.Unlock()
+}
+
+func (s *Server) putNode(ctx context.Context, name string, rec nodeRecord) error {
+	v, _ := json.Marshal(rec)
+	key := prefixNodes + name
+	rev, err := s.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(key, v)}})
+	if err != nil {
+		return fmt.Errorf("record node %s: %w", name, err)
+	}
+	s.cache.putKV(key, v, rev)
+	return nil
+}
+
+// CheckHeartbeats marks NotReady every Ready node whose agent has not
+// heartbeated for the node timeout; the next cycle requeues its jobs. Nodes
+// Ready when the server started get one timeout of grace. Run calls it
+// periodically in agent mode; tests call it directly.
+func (s *Server) CheckHeartbeats(ctx context.Context) error {
+	if !s.agentMode {
+		return nil
+	}
+	now := s.clock.Now()
+	health, _ := s.cache.nodeHealth()
+	changed := false
+	for name, h := range health {
+		if h != model.NodeReady {
+			continue
+		}
+		s.beatsMu.Lock()
+		last, ok := s.beats[name]
+		if !ok {
+			s.beats[name] = now // known Ready from before a restart: grace
+			last = now
+		}
+		s.beatsMu.Unlock()
+		if now.Sub(last) < s.nodeTimeout {
+			continue
+		}
+		rec, _, _ := s.cache.node(name)
+		rec.Health, rec.UpdatedAt = string(model.NodeNotReady), now
+		if err := s.putNode(ctx, name, rec); err != nil {
+			return err
+		}
+		s.log.Warn("node not ready: missed heartbeats", "node", name, "last_heartbeat", last, "timeout", s.nodeTimeout)
+		changed = true
+	}
+	if changed {
+		s.Kick()
+	}
+	return nil
+}
+
+// AssignedGPU is one GPU of an assignment.
+type AssignedGPU struct {
+	Index int
+	UUID  string
+}
+
+// Assignment is one instance of an attempt that a node should run.
+type Assignment struct {
+	Job        string
+	Attempt    int
+	Rank       int
+	WorldSize  int
+	Command    []string
+	Env        map[string]string
+	GPUs       []AssignedGPU
+	GPUMilli   int64
+	MasterAddr string
+	MasterPort int
+	ResumeFrom string
+	Timeout    time.Duration
+	Grace      time.Duration
+	// Started is set when the agent already reported the instance started:
+	// an agent that does not run it has lost it.
+	Started bool
+}
+
+// StopOrder is an instance a node must stop.
+type StopOrder struct {
+	Job     string
+	Attempt int
+	Rank    int
+	Grace   time.Duration
+	Reason  string
+}
+
+// Assignments is what a node should run and stop as of Rev.
+type Assignments struct {
+	Rev  int64
+	Run  []Assignment
+	Stop []StopOrder
+}
+
+// NodeAssignments returns what node should run and stop. When no job
+// changed after rev it waits up to wait for a change first.
+func (s *Server) NodeAssignments(ctx context.Context, node string, after int64, wait time.Duration) (Assignments, error) {
+	if err := s.needAgents(); err != nil {
+		return Assignments{}, err
+	}
+	if _, ok := s.world().nodes[node]; !ok {
+		return Assignments{}, refuse(CodeNotFound, "", "no node %q in the fleet", node)
+	}
+	timer := time.NewTimer(max(wait, 0))
+	defer timer.Stop()
+	for {
+		rev, changed := s.cache.jobsChanged()
+		if rev > after || wait <= 0 {
+			return s.assignments(node, rev), nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return s.assignments(node, rev), nil
+		case <-ctx.Done():
+			return Assignments{}, ctx.Err()
+		}
+	}
+}
+
+func (s *Server) assignments(node string, rev int64) Assignments {
+	out := Assignments{Rev: rev}
+	rec, _, _ := s.cache.node(node)
+	uuids := map[int]string{}
+	for _, g := range rec.GPUs {
+		uuids[g.Index] = g.UUID
+	}
+	for _, j := range s.cache.holding() {
+		st := j.Status
+		n := len(st.Attempts)
+		if n == 0 {
+			continue
+		}
+		grace := j.Spec.Checkpoint.GraceOrDefault()
+		switch st.State {
+		case model.StatePreempted:
+			nodes := st.Attempts[n-1].Nodes
+			for r, in := range st.Instances {
+				if r < len(nodes) && nodes[r] == node && in.Live() {
+					out.Stop = append(out.Stop, StopOrder{Job: j.ID, Attempt: n, Rank: r, Grace: grace, Reason: st.Reason})
+				}
+			}
+		case model.StatePreparing, model.StateRunning:
+			for r, a := range st.Allocations {
+				if a.Node != node || (r < len(st.Instances) && st.Instances[r].Exited) {
+					continue
+				}
+				as := Assignment{Job: j.ID, Attempt: n, Rank: r, WorldSize: len(st.Allocations), Command: j.Spec.Command,
+					Env: j.Spec.Env, GPUMilli: a.GPUMilli, ResumeFrom: st.CheckpointPath, Timeout: j.Spec.Retry.Timeout,
+					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n)}
+				for _, g := range a.GPUs {
+					as.GPUs = append(as.GPUs, AssignedGPU{Index: g, UUID: uuids[g]})
+				}
+				if r < len(st.Instances) {
+					as.Started = st.Instances[r].Started
+				}
+				out.Run = append(out.Run, as)
+			}
+		}
+	}
+	return out
+}
+
+// address is where a node's agent said it is reachable, else its name.
+func (s *Server) address(node string) string {
+	if rec, _, ok := s.cache.node(node); ok && rec.Address != "" {
+		return rec.Address
+	}
+	return node
+}
+
+// masterPort is the rendezvous port of an attempt: 29500 to 30499, fixed
+// per job and attempt.
+func masterPort(job string, attempt int) int {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s/%d", job, attempt)
+	return 29500 + int(h.Sum32()%1000)
+}
+
+// ReportEvent applies an agent's event about instance e.Rank of attempt n
+// of job id (lifecycle.go) and returns the job as it is afterwards.
+// A node token may report only as its own node.
+func (s *Server) ReportEvent(ctx context.Context, p Principal, id string, n int, e Event) (*model.Job, error) {
+	if err := s.needAgents(); err != nil {
+		return nil, err
+	}
+	if !p.Admin && !p.Runs(e.Node) {
+		return nil, refuse(CodeForbidden, "node", "a token of node %s may not report for node %q", p.Node, e.Node)
+	}
+	return s.updateJob(ctx, p, id, func(old *model.Job) (*model.Job, string, error) {
+		return applyEvent(old, n, e, s.clock.Now())
+	}, "attempt", n, "rank", e.Rank, "node", e.Node, "event", e.Type, "exit_code", e.ExitCode, "outcome", e.Outcome)
+}
+
+// ReportCheckpoint records that job id saved a checkpoint at path; the next
+// attempt resumes from it (ALLOT_RESUME_FROM).
+func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id, path string) (*model.Job, error) {
+	if path == "" {
+		return nil, refuse(CodeInvalidSpec, "path", "must not be empty")
+	}
+	return s.updateJob(ctx, p, id, func(old *model.Job) (*model.Job, string, error) {
+		if old.Status.State.Terminal() {
+			return nil, "", refuse(CodeConflict, "", "job %s already ended: %s", id, old.Status.State)
+		}
+		if old.Status.CheckpointPath == path && !old.Status.LastCheckpoint.IsZero() {
+			return checkpointJob(old, path, s.clock.Now()), "", nil
+		}
+		return checkpointJob(old, path, s.clock.Now()), "checkpoint recorded", nil
+	}, "path", path)
+}
+
+// updateJob changes job id by f, conditioned on the version f saw, and
+// retries when a cycle or another report wrote the job meanwhile. f returns
+// nil for no change; a non-empty message is logged with args.
+func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*model.Job) (*model.Job, string, error), args ...any) (*model.Job, error) {
+	key := prefixJobs + id
+	for try := 0; ; try++ {
+		kv, err := s.st.Get(ctx, key)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, refuse(CodeNotFound, "", "no job %q", id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read job %s: %w", id, err)
+		}
+		old, err := decodeJob(kv.Value)
+		if err != nil {
+			return nil, fmt.Errorf("read job %s: %w", id, err)
+		}
+		if !p.mayReport(old) {
+			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant and does not run on this node", id)
+		}
+		j, msg, err := f(old)
+		if err != nil || j == nil {
+			return old, err
+		}
+		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, kv.ModRev)},
+			Then: []store.Op{store.PutOp(key, encodeJob(j))}})
+		if errors.Is(err, store.ErrConflict) && try < 10 {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("update job %s: %w", id, err)
+		}
+		s.cache.putJobs([]*model.Job{j}, rev)
+		if msg != "" {
+			s.log.Info(msg, append([]any{"job", id, "tenant", j.Spec.Tenant, "state", j.Status.State,
+				"reason", j.Status.Reason, "detail", j.Status.Detail, "rev", rev}, args...)...)
+		}
+		if j.Status.State != old.Status.State {
+			s.Kick()
+		}
+		return j, nil
+	}
+}

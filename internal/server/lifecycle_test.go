@@ -1,0 +1,286 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/spec"
+	"github.com/allot-dev/allot/internal/store/bolt"
+)
+
+// running2 is a two-instance job bound on n1 and n2, both started.
+func running2(maxRetries int) *model.Job {
+	t := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return &model.Job{ID: "j", Spec: model.JobSpec{Name: "j", Tenant: "team", Retry: model.Retry{MaxRetries: maxRetries, Timeout: time.Minute}},
+		Status: model.JobStatus{State: model.StateRunning, StartedAt: t,
+			Allocations: []model.Allocation{{Node: "n1", GPUs: []int{0}, GPUMilli: 1000}, {Node: "n2", GPUs: []int{0}, GPUMilli: 1000}},
+			Attempts:    []model.Attempt{{Number: 1, Nodes: []string{"n1", "n2"}, Started: t}},
+			Instances:   []model.Instance{{Started: true}, {Started: true}}}}
+}
+
+func TestApplyEvent(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	exited := func(rank, code int, outcome string) Event {
+		return Event{Type: EventExited, Rank: rank, Node: fmt.Sprintf("n%d", rank+1), ExitCode: code, Outcome: outcome}
+	}
+	tests := []struct {
+		name       string
+		job        func() *model.Job
+		attempt    int
+		events     []Event
+		wantState  model.State
+		wantReason string
+		wantErr    Code
+		attempts   int // closed attempts expected, with the last reason below
+		lastReason string
+		retries    int
+	}{
+		{name: "all started: Preparing to Running", job: func() *model.Job {
+			j := running2(0)
+			j.Status.State, j.Status.Instances = model.StatePreparing, make([]model.Instance, 2)
+			return j
+		}, attempt: 1, events: []Event{{Type: EventStarted, Rank: 0}, {Type: EventStarted, Rank: 1}}, wantState: model.StateRunning},
+		{name: "one started stays Preparing", job: func() *model.Job {
+			j := running2(0)
+			j.Status.State, j.Status.Instances = model.StatePreparing, make([]model.Instance, 2)
+			return j
+		}, attempt: 1, events: []Event{{Type: EventStarted, Rank: 1}}, wantState: model.StatePreparing},
+		{name: "both exit 0: Succeeded", job: func() *model.Job { return running2(0) }, attempt: 1,
+			events: []Event{exited(0, 0, OutcomeExited), exited(1, 0, OutcomeExited)}, wantState: model.StateSucceeded,
+			wantReason: "Completed", attempts: 1, lastReason: "Completed"},
+		{name: "one exits 0: still Running", job: func() *model.Job { return running2(0) }, attempt: 1,
+			events: []Event{exited(0, 0, OutcomeExited)}, wantState: model.StateRunning},
+		{name: "non-zero with retries left: Queued", job: func() *model.Job { return running2(1) }, attempt: 1,
+			events: []Event{exited(1, 2, OutcomeExited)}, wantState: model.StateQueued, wantReason: "Retrying",
+			attempts: 1, lastReason: "Failed", retries: 1},
+		{name: "non-zero without retries: Failed", job: func() *model.Job {
+			j := running2(1)
+			j.Status.Retries = 1
+			return j
+		}, attempt: 1, events: []Event{exited(0, 2, OutcomeExited)}, wantState: model.StateFailed, wantReason: "Failed",
+			attempts: 1, lastReason: "Failed", retries: 1},
+		{name: "timed out", job: func() *model.Job { return running2(3) }, attempt: 1,
+			events: []Event{exited(0, -1, OutcomeTimedOut)}, wantState: model.StateTimedOut, wantReason: "TimedOut",
+			attempts: 1, lastReason: "TimedOut"},
+		{name: "lost by its agent: NodeLost, no retry counted", job: func() *model.Job { return running2(0) }, attempt: 1,
+			events: []Event{exited(1, -1, OutcomeNodeLost)}, wantState: model.StateQueued, wantReason: "NodeLost",
+			attempts: 1, lastReason: "NodeLost"},
+		{name: "preempted waits for its last live instance", job: func() *model.Job {
+			j := running2(0)
+			j.Status.State, j.Status.Allocations = model.StatePreempted, nil
+			j.Status.Instances[0] = model.Instance{Started: true, Exited: true, ExitCode: -1, Outcome: OutcomeStopped}
+			return j
+		}, attempt: 1, events: []Event{exited(1, -1, OutcomeStopped)}, wantState: model.StateQueued},
+		{name: "stale attempt refused", job: func() *model.Job { return running2(0) }, attempt: 2,
+			events: []Event{exited(0, 0, OutcomeExited)}, wantErr: CodeConflict},
+		{name: "rank out of range refused", job: func() *model.Job { return running2(0) }, attempt: 1,
+			events: []Event{exited(5, 0, OutcomeExited)}, wantErr: CodeInvalidSpec},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			j := tc.job()
+			for _, e := range tc.events {
+				next, _, err := applyEvent(j, tc.attempt, e, now)
+				if tc.wantErr != "" {
+					se, ok := err.(*Error)
+					if !ok || se.Code != tc.wantErr {
+						t.Fatalf("err %v, want %s", err, tc.wantErr)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if next != nil {
+					j = next
+				}
+			}
+			if j.Status.State != tc.wantState || (tc.wantReason != "" && j.Status.Reason != tc.wantReason) {
+				t.Fatalf("state %s reason %s (%s), want %s %s", j.Status.State, j.Status.Reason, j.Status.Detail, tc.wantState, tc.wantReason)
+			}
+			if j.Status.Retries != tc.retries {
+				t.Errorf("retries %d, want %d", j.Status.Retries, tc.retries)
+			}
+			if tc.attempts > 0 {
+				a := j.Status.Attempts[len(j.Status.Attempts)-1]
+				if a.Ended.IsZero() || a.Reason != tc.lastReason {
+					t.Errorf("last attempt %+v, want ended with %s", a, tc.lastReason)
+				}
+			}
+			if j.Status.State == model.StateQueued && (len(j.Status.Allocations) != 0 || len(j.Status.Instances) != 0) {
+				t.Errorf("queued job keeps allocations %v or instances %v", j.Status.Allocations, j.Status.Instances)
+			}
+		})
+	}
+}
+
+func TestPreemptJobAgentMode(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	p := sched.Preemption{Job: "j", For: "big", Reason: sched.HigherClass, LostGPUSeconds: 600}
+	j := preemptJob(running2(0), p, now, true)
+	if j.Status.State != model.StatePreempted || j.Status.Allocations != nil || j.Status.Preemptions != 1 {
+		t.Fatalf("got %s allocations %v preemptions %d, want Preempted, released, 1", j.Status.State, j.Status.Allocations, j.Status.Preemptions)
+	}
+	if d := j.Status.Attempts[0].Detail; !strings.Contains(d, "preempted for big at 2026-01-01T00:05:00Z, 600 GPU-seconds lost") {
+		t.Errorf("attempt detail %q lacks the eviction notice", d)
+	}
+	idle := running2(0)
+	idle.Status.Instances = make([]model.Instance, 2) // nothing started yet
+	if j := preemptJob(idle, p, now, true); j.Status.State != model.StateQueued {
+		t.Errorf("a victim with no live instance is %s, want Queued at once", j.Status.State)
+	}
+}
+
+// agentHarness is a server in agent mode on the three-node test fleet,
+// with a manual clock.
+func agentHarness(t *testing.T) (*Server, *ManualClock) {
+	t.Helper()
+	fleet, err := spec.ReadFleet("../e2e/testdata/agent-fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := spec.ReadTenancy("../e2e/testdata/agent-tenants.yaml", fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := bolt.Open(filepath.Join(t.TempDir(), "allot.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clock := NewManualClock(t0)
+	srv, err := New(context.Background(), Config{Store: st, Fleet: fleet, Tenancy: ten, Clock: clock,
+		Nodes: Agents{Timeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, clock
+}
+
+func h100s(n int) []GPU {
+	g := make([]GPU, n)
+	for i := range g {
+		g[i] = GPU{Index: i, UUID: fmt.Sprintf("GPU-%d", i), Model: "H100"}
+	}
+	return g
+}
+
+func TestAgentModeLifecycle(t *testing.T) {
+	ctx := context.Background()
+	srv, clock := agentHarness(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func(id string) model.State {
+		j, _, _ := srv.cache.job(id)
+		return j.Status.State
+	}
+
+	// Registration checks the SKU.
+	err := srv.RegisterNode(ctx, "h100-01", h100s(4), "")
+	if se, ok := err.(*Error); !ok || se.Field != "gpus" {
+		t.Fatalf("4 GPUs on an 8-GPU node: %v, want InvalidSpec on gpus", err)
+	}
+	bad := h100s(8)
+	bad[3].Model = "A100"
+	if se, ok := srv.RegisterNode(ctx, "h100-01", bad, "").(*Error); !ok || se.Field != "gpus[3].model" {
+		t.Fatalf("an A100 among H100s: want InvalidSpec on gpus[3].model")
+	}
+	if se, ok := srv.RegisterNode(ctx, "nope", h100s(8), "").(*Error); !ok || se.Code != CodeNotFound {
+		t.Fatalf("unknown node: want NotFound")
+	}
+
+	// Nothing runs before a node registers.
+	specs, err := spec.ParseJobs("test", []byte(`{name: a, tenant: team, command: [x], resources: {gpus_per_instance: 8}, retry: {max_retries: 1}}`), nil)
+	must(err)
+	j, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+	must(err)
+	must(srv.Cycle(ctx))
+	if s := state(j.ID); s != model.StateQueued {
+		t.Fatalf("with no agent the job is %s, want Queued", s)
+	}
+	for _, n := range []string{"h100-01", "h100-02"} {
+		must(srv.RegisterNode(ctx, n, h100s(8), "10.0.0.1"))
+	}
+	must(srv.Cycle(ctx))
+	if s := state(j.ID); s != model.StatePreparing {
+		t.Fatalf("bound job is %s, want Preparing", s)
+	}
+	bound, _, _ := srv.cache.job(j.ID)
+	node := bound.Status.Allocations[0].Node
+	as, err := srv.NodeAssignments(ctx, node, 0, 0)
+	must(err)
+	if len(as.Run) != 1 || as.Run[0].Job != j.ID || len(as.Run[0].GPUs) != 8 || as.Run[0].GPUs[0].UUID != "GPU-0" {
+		t.Fatalf("assignments of %s: %+v", node, as)
+	}
+	_, err = srv.ReportEvent(ctx, admin, j.ID, 1, Event{Type: EventStarted, Rank: 0, Node: node})
+	must(err)
+	if s := state(j.ID); s != model.StateRunning {
+		t.Fatalf("started job is %s, want Running", s)
+	}
+
+	// Its node misses heartbeats: NotReady, and the job is requeued with
+	// NodeLost, not counted as a retry, and bound on the other node.
+	other := "h100-01"
+	if node == other {
+		other = "h100-02"
+	}
+	clock.Advance(1500 * time.Millisecond)
+	must(srv.Heartbeat(ctx, other))
+	clock.Advance(time.Second)
+	must(srv.CheckHeartbeats(ctx))
+	if h, _ := srv.cache.nodeHealth(); h[node] != model.NodeNotReady || h[other] != model.NodeReady {
+		t.Fatalf("health %v, want %s NotReady and %s Ready", h, node, other)
+	}
+	must(srv.Cycle(ctx))
+	got, _, _ := srv.cache.job(j.ID)
+	if got.Status.Attempts[0].Reason != "NodeLost" || got.Status.Retries != 0 {
+		t.Fatalf("attempt 1 %+v retries %d, want NodeLost and no retry", got.Status.Attempts[0], got.Status.Retries)
+	}
+	must(srv.Cycle(ctx))
+	got, _, _ = srv.cache.job(j.ID)
+	if got.Status.State != model.StatePreparing || got.Status.Allocations[0].Node != other {
+		t.Fatalf("after NodeLost: %s on %v, want Preparing on %s", got.Status.State, got.Status.Allocations, other)
+	}
+
+	// The late exit of attempt 1 is refused as stale; attempt 2 fails, is
+	// retried once, then fails for good: exactly max_retries+1 counted.
+	if _, err := srv.ReportEvent(ctx, admin, j.ID, 1, Event{Type: EventExited, Rank: 0, ExitCode: 1, Outcome: OutcomeExited}); err == nil {
+		t.Fatal("an exit of a past attempt was accepted")
+	}
+	for n := 2; n <= 3; n++ {
+		_, err = srv.ReportEvent(ctx, admin, j.ID, n, Event{Type: EventStarted, Rank: 0, Node: other})
+		must(err)
+		_, err = srv.ReportEvent(ctx, admin, j.ID, n, Event{Type: EventExited, Rank: 0, Node: other, ExitCode: 7, Outcome: OutcomeExited})
+		must(err)
+		must(srv.Cycle(ctx))
+	}
+	got, _, _ = srv.cache.job(j.ID)
+	if got.Status.State != model.StateFailed || len(got.Status.Attempts) != 3 || got.Status.Attempts[2].ExitCode != 7 {
+		t.Fatalf("got %s after %d attempts (%+v), want Failed after 3 with exit code 7", got.Status.State, len(got.Status.Attempts), got.Status.Attempts)
+	}
+}
+
+func TestStopOverdue(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	p := sched.Preemption{Job: "j", For: "big", Reason: sched.HigherClass}
+	j := running2(0)
+	j.Spec.Checkpoint.Grace = 10 * time.Second
+	j = preemptJob(j, p, now, true)
+	if stopOverdue(j, now.Add(11*time.Second), 2*time.Second) != nil {
+		t.Fatal("requeued within grace + node timeout")
+	}
+	q := stopOverdue(j, now.Add(13*time.Second), 2*time.Second)
+	if q == nil || q.Status.State != model.StateQueued || q.Status.Instances != nil {
+		t.Fatalf("after grace + node timeout: %+v, want Queued without instances", q)
+	}
+}

@@ -1,0 +1,105 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/allot-dev/allot/internal/trace/philly"
+)
+
+// Sharing says whether a virtual cluster may use capacity beyond its own.
+type Sharing string
+
+const (
+	// Static: a job runs only on its own VC's nodes.
+	Static Sharing = "static"
+	// Borrow: idle GPUs anywhere may be borrowed; the core reclaims them
+	// by preemption when their owner has work.
+	Borrow Sharing = "borrow"
+)
+
+// Defaults of Config.
+const (
+	DefaultCheckpoint    = 30 * time.Minute
+	DefaultSpreadPenalty = 0.1
+	DefaultLeafNodes     = 32
+	DefaultSample        = time.Hour
+)
+
+// ErrConfig is wrapped by every error about a Config.
+var ErrConfig = errors.New("replay: bad config")
+
+// Config describes one replay.
+type Config struct {
+	Jobs    []philly.Job
+	VCs     []philly.VC
+	Policy  string  // one of Policies
+	Sharing Sharing // Static or Borrow
+	// ClusterScale keeps ⌈nodes × ClusterScale⌉ nodes of every VC; 1 when 0.
+	ClusterScale float64
+	// Checkpoint is how often every job checkpoints; a preempted job loses
+	// the work since its last checkpoint. Zero means DefaultCheckpoint;
+	// negative means never (a preempted job starts over).
+	Checkpoint time.Duration
+	// MinRunTime is sched.Config.MinRunTime: work is protected from
+	// preemption this long after it starts. Negative means 0.
+	MinRunTime time.Duration
+	// SpreadPenalty slows a job by this fraction of its run time for every
+	// node it spans beyond the fewest it needs and every leaf group beyond
+	// the fewest its node count needs. Negative means 0.
+	SpreadPenalty float64
+	// LeafNodes is the size of an InfiniBand leaf group; DefaultLeafNodes
+	// when 0.
+	LeafNodes int
+	// Limit replays only the first Limit jobs in submit order (skipped ones
+	// included); 0 replays all.
+	Limit int
+	// FullQueue shows the core every queued job in every cycle instead of
+	// the window that can start (see window); it is slow, for checking.
+	FullQueue bool
+	// Sample is the bucket of the utilisation time series; DefaultSample
+	// when 0.
+	Sample time.Duration
+	// Progress, when set, is called now and then with jobs finished and
+	// jobs to finish.
+	Progress func(done, total int)
+}
+
+func (c *Config) normalise() error {
+	if !slices.Contains(Policies, c.Policy) {
+		return fmt.Errorf("%w: unknown policy %q (want %s)", ErrConfig, c.Policy, strings.Join(Policies, ", "))
+	}
+	if c.Sharing != Static && c.Sharing != Borrow {
+		return fmt.Errorf("%w: sharing %q: want static or borrow", ErrConfig, c.Sharing)
+	}
+	if c.ClusterScale == 0 {
+		c.ClusterScale = 1
+	}
+	if c.ClusterScale < 0 || c.ClusterScale > 100 {
+		return fmt.Errorf("%w: cluster scale %g: want (0, 100]", ErrConfig, c.ClusterScale)
+	}
+	if c.Checkpoint == 0 {
+		c.Checkpoint = DefaultCheckpoint
+	}
+	c.MinRunTime = max(c.MinRunTime, 0)
+	c.SpreadPenalty = max(c.SpreadPenalty, 0)
+	if c.LeafNodes == 0 {
+		c.LeafNodes = DefaultLeafNodes
+	}
+	if c.LeafNodes < 1 {
+		return fmt.Errorf("%w: leaf group of %d nodes", ErrConfig, c.LeafNodes)
+	}
+	if c.Sample <= 0 {
+		c.Sample = DefaultSample
+	}
+	if c.Limit < 0 {
+		return fmt.Errorf("%w: limit %d is negative", ErrConfig, c.Limit)
+	}
+	if len(c.VCs) == 0 {
+		return fmt.Errorf("%w: no virtual clusters", ErrConfig)
+	}
+	return nil
+}

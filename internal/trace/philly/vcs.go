@@ -1,0 +1,63 @@
+package philly
+
+import (
+	"io"
+	"strconv"
+)
+
+// MaxNodes bounds the nodes of one virtual cluster.
+const MaxNodes = 100_000
+
+// VC is one row of philly_vc.csv: a virtual cluster and the nodes of 8 GPUs
+// it owns.
+type VC struct {
+	Name  string
+	Nodes int
+}
+
+// ReadVCs reads a virtual-cluster file; file names the input in errors.
+// A name may appear only once.
+func ReadVCs(r io.Reader, file string) ([]VC, error) {
+	t, err := openTable(r, file, []string{"vc", "node num"})
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []VC
+	for {
+		ok, err := t.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		var v VC
+		if v.Name, err = t.field("vc"); err != nil {
+			return nil, err
+		}
+		switch {
+		case v.Name == "":
+			return nil, t.errorf("vc", "empty")
+		case seen[v.Name]:
+			return nil, t.errorf("vc", "%q appears twice", v.Name)
+		}
+		seen[v.Name] = true
+		s, err := t.field("node num")
+		if err != nil {
+			return nil, err
+		}
+		n, perr := strconv.Atoi(s)
+		switch {
+		case perr != nil:
+			return nil, t.errorf("node num", "%q is not an integer", s)
+		case n < 0 || n > MaxNodes:
+			return nil, t.errorf("node num", "%d is outside 0..%d", n, MaxNodes)
+		}
+		v.Nodes = n
+		out = append(out, v)
+	}
+}
+
+// ReadVCsFile reads the virtual-cluster file at path.
+func ReadVCsFile(path string) ([]VC, error) { return readFile(path, ReadVCs) }
