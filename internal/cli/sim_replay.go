@@ -37,7 +37,9 @@ Every cycle is one call of allot's scheduling core.
 
 Sharing: static (a VC's jobs run only on its own nodes) or borrow (idle GPUs
 anywhere may be borrowed and are reclaimed by preemption; a victim loses the
-work since its last checkpoint). Policies: ` + strings.Join(replay.Policies, ", ") + ` (fifo,
+work since its last checkpoint). Policies: ` + strings.Join(replay.Policies, ", ") + ` (fifo is strict, as in
+Helios: no job starts before an earlier one of its VC; fifo-backfill lets later
+jobs use what the head leaves; fifo,
 las and allot never read durations of unfinished jobs; sjf and srtf do).
 --policy takes one policy, a comma-separated list or "all", and --sharing one
 mode or both ("static,borrow"); with more than one run, -o json writes an array

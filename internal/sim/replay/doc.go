@@ -42,8 +42,10 @@
 // core orders tenants by guarantee and fair share before that value, so in
 // borrow sharing the policy orders each VC's own queue. The core places
 // any queued job that fits (it never holds capacity back for the head of
-// the queue), so fifo here is FIFO with backfilling, not Helios's strict
-// FIFO. The core preempts only for a higher class, a guarantee or a
+// the queue), so the replay makes fifo strict by offering the core only a
+// VC's jobs in submit order up to the first that cannot start (Helios's
+// FIFO); fifo-backfill offers them all, so later jobs fill what the head
+// leaves. The core preempts only for a higher class, a guarantee or a
 // reservation, never for a better priority value, so srtf and las order the
 // queue but do not preempt: under static sharing srtf equals sjf and las
 // equals fifo (no job is ever preempted there).

@@ -47,20 +47,31 @@ func (s *sim) dropStarted() {
 // The core serves a tenant's queue by priority value, then submit time, then
 // ID, and decides jobs of one shape alike: within one cycle at most ⌊C/g⌋
 // jobs of g GPUs can start, where C bounds the capacity the VC can get in
-// the cycle (see capacity). So the window holds, for each GPU count g, the
-// first ⌊C/g⌋ jobs in the core's own order; the jobs behind it would be
+// the cycle (see capacity) — or, when only idle GPUs count, the instances
+// of its size that fit on the idle GPUs of each node (see slots), over the
+// instances a job needs. So the window holds, for each GPU count g, that
+// many first jobs in the core's own order; the jobs behind it would be
 // left pending. Under static sharing, where VCs never meet, the core's
 // decisions are exactly those it makes on the whole queue. Under borrow
-// sharing they can differ in one way: a VC whose jobs are all outside the
-// window does not pick up, in the same cycle, capacity that another VC's
-// reclaim freed beyond its need; the next cycle (one runs at once after any
-// preemption) offers it. Config.FullQueue turns the window off to check
+// sharing they can differ a little: the core picks the next tenant by its
+// head job (does it fit the guarantee?), so a head that cannot start can
+// change the order in which tenants are served; and a VC whose jobs are all
+// outside the window does not pick up, in the same cycle, capacity another
+// VC's reclaim freed beyond its need (the cycle that runs at once after any
+// preemption offers it). Config.FullQueue turns the window off to check
 // this. Without the window a cycle costs time in the length of the whole
 // queue, which for FIFO holds thousands of jobs.
 func (s *sim) window(v int, jobs []*model.Job) []*model.Job {
-	c := s.capacity(v)
+	if s.cfg.Policy == "fifo" {
+		return s.strictHead(v, jobs)
+	}
+	c, perNode := s.capacity(v)
 	for _, g := range s.queues[v] {
 		n := c / g.gpus
+		if perNode {
+			inst, per := shape(g.gpus)
+			n = s.slots(v, per) / inst
+		}
 		if s.cfg.FullQueue {
 			n = len(g.jobs)
 		}
@@ -84,6 +95,67 @@ func (s *sim) window(v int, jobs []*model.Job) []*model.Job {
 	return jobs
 }
 
+// strictHead appends VC v's queued jobs in submit order up to the first one
+// that what the VC can get this cycle cannot hold, so that no job overtakes
+// an earlier one (strict FIFO, the baseline of the Helios study). Whether a
+// job fits is judged on a copy of the free GPUs per node, best fit, or on
+// the GPU count alone while borrowed capacity may be reclaimed.
+func (s *sim) strictHead(v int, jobs []*model.Job) []*model.Job {
+	var queue []*simJob
+	for _, g := range s.queues[v] {
+		queue = append(queue, g.jobs...)
+	}
+	slices.SortFunc(queue, func(a, b *simJob) int { return cmp.Compare(a.idx, b.idx) })
+	c, perNode := s.capacity(v)
+	var free []int
+	if perNode {
+		free = s.nodeFree
+		if s.cfg.Sharing == Static {
+			free = free[s.vcFirst[v] : s.vcFirst[v]+s.vcs[v].nodes]
+		}
+		free = slices.Clone(free)
+	}
+	for _, j := range queue {
+		if !take(j.gpus, &c, free) {
+			break
+		}
+		j.job.Spec.Priority.Value = 0
+		jobs = append(jobs, j.job)
+	}
+	return jobs
+}
+
+// take reserves a job of g GPUs from c GPUs in all or, when free is not
+// nil, instance by instance on the fullest node that holds it.
+func take(g int, c *int, free []int) bool {
+	if free == nil {
+		if g > *c {
+			return false
+		}
+		*c -= g
+		return true
+	}
+	inst, per := shape(g)
+	chosen := make([]int, 0, inst)
+	for k := 0; k < inst; k++ {
+		best := -1
+		for i, f := range free {
+			if f >= per && (best < 0 || f < free[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			for _, i := range chosen {
+				free[i] += per
+			}
+			return false
+		}
+		free[best] -= per
+		chosen = append(chosen, best)
+	}
+	return true
+}
+
 // coreOrder is the order of the core's queue inside one tenant and class:
 // priority value (higher first), submit time, ID. IDs follow submit order.
 func coreOrder(a, b *simJob) int {
@@ -95,12 +167,15 @@ func coreOrder(a, b *simJob) int {
 
 // capacity bounds the GPUs VC v can get in one cycle: under static sharing
 // its own idle GPUs; under borrow sharing every idle GPU, plus what it can
-// reclaim from borrowers while below its guarantee.
-func (s *sim) capacity(v int) int {
+// reclaim from borrowers while below its guarantee. perNode reports that
+// nothing can be reclaimed, so only idle GPUs count and the tighter bound of
+// slots holds.
+func (s *sim) capacity(v int) (gpus int, perNode bool) {
 	if s.cfg.Sharing == Static {
-		return s.vcs[v].gpus - s.vcUsed[v]
+		return s.vcs[v].gpus - s.vcUsed[v], true
 	}
 	c := s.res.GPUs - s.busy
+	reclaim := 0
 	if room := s.vcs[v].gpus - s.vcUsed[v]; room > 0 {
 		borrowed := 0
 		for o, u := range s.vcUsed {
@@ -108,7 +183,21 @@ func (s *sim) capacity(v int) int {
 				borrowed += max(0, u-s.vcs[o].gpus)
 			}
 		}
-		c += min(room, borrowed)
+		reclaim = min(room, borrowed)
 	}
-	return c
+	return c + reclaim, reclaim == 0
+}
+
+// slots is how many instances of per GPUs fit on the idle GPUs of the nodes
+// VC v may use: its own under static sharing, all under borrow sharing.
+func (s *sim) slots(v, per int) int {
+	nodes := s.nodeFree
+	if s.cfg.Sharing == Static {
+		nodes = nodes[s.vcFirst[v] : s.vcFirst[v]+s.vcs[v].nodes]
+	}
+	n := 0
+	for _, f := range nodes {
+		n += f / per
+	}
+	return n
 }

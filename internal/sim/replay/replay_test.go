@@ -43,9 +43,9 @@ var floors = []struct {
 	// recorded values
 	avgJCT, p99JCT, avgQueue, util float64
 }{
-	{"fifo", Static, 45_339, 1_038_512, 28_986, 0.2087},
-	{"allot", Static, 36_272, 783_655, 19_907, 0.2102},
-	{"allot", Borrow, 19_488, 447_772, 2_705, 0.2690},
+	{"fifo-backfill", Static, 45_339, 1_038_512, 28_986, 0.2087},
+	{"allot", Static, 36_134, 783_655, 19_769, 0.2191},
+	{"allot", Borrow, 19_302, 441_356, 2_494, 0.2695},
 }
 
 const slack = 0.05
@@ -87,8 +87,16 @@ func TestReplayFloors(t *testing.T) {
 			}
 		})
 	}
-	if a, f := got["allot"+string(Static)], got["fifo"+string(Static)]; a != nil && f != nil && a.AvgJCT >= f.AvgJCT {
-		t.Errorf("allot static avg JCT %.0f is not below FIFO's %.0f", a.AvgJCT, f.AvgJCT)
+	if a, f := got["allot"+string(Static)], got["fifo-backfill"+string(Static)]; a != nil && f != nil && a.AvgJCT >= f.AvgJCT {
+		t.Errorf("allot static avg JCT %.0f is not below FIFO-with-backfilling's %.0f", a.AvgJCT, f.AvgJCT)
+	}
+	// Strict FIFO never does better than FIFO with backfilling.
+	strict, err := Run(context.Background(), sliceConfig(jobs, vcs, "fifo", Static))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := got["fifo-backfill"+string(Static)]; f != nil && strict.AvgJCT < f.AvgJCT {
+		t.Errorf("strict FIFO avg JCT %.0f below FIFO with backfilling %.0f", strict.AvgJCT, f.AvgJCT)
 	}
 }
 
@@ -121,7 +129,7 @@ func TestWindowMatchesFullQueue(t *testing.T) {
 		policy  string
 		sharing Sharing
 		tol     float64
-	}{{"fifo", Static, 0}, {"sjf", Static, 0}, {"allot", Borrow, 0.01}} {
+	}{{"fifo-backfill", Static, 0}, {"sjf", Static, 0}, {"allot", Borrow, 0.01}} {
 		t.Run(tc.policy+"-"+string(tc.sharing), func(t *testing.T) {
 			cfg := sliceConfig(jobs, vcs, tc.policy, tc.sharing)
 			cfg.Limit = 3000
@@ -195,5 +203,44 @@ func TestReclaim(t *testing.T) {
 	// b's job ends at 3100 s; a restarts then with 7200 − 1800 s to go.
 	if want := (3100.0 + 5400 + 100) / 2; r.AvgJCT != want {
 		t.Fatalf("avg JCT %.0f, want %.0f", r.AvgJCT, want)
+	}
+}
+
+func TestTakeIsBestFitAllOrNothing(t *testing.T) {
+	free := []int{8, 3, 5}
+	c := 0
+	if !take(3, &c, free) || free[1] != 0 {
+		t.Fatalf("3 GPUs should fill the node with 3 free: %v", free)
+	}
+	if take(16, &c, free) {
+		t.Fatalf("a 2×8 gang fit on %v", free)
+	}
+	if free[0] != 8 || free[2] != 5 {
+		t.Fatalf("a failed gang left GPUs taken: %v", free)
+	}
+	c = 4
+	if !take(4, &c, nil) || take(1, &c, nil) {
+		t.Fatal("counting mode")
+	}
+}
+
+// TestStrictFIFO: a small job may not overtake a large one under fifo, and
+// may under fifo-backfill.
+func TestStrictFIFO(t *testing.T) {
+	at := func(s int64) time.Time { return time.Unix(s, 0).UTC() }
+	jobs := []philly.Job{
+		{Line: 2, Submit: at(0), Duration: 100, GPUs: 4, VC: "a"},
+		{Line: 3, Submit: at(1), Duration: 100, GPUs: 8, VC: "a"},
+		{Line: 4, Submit: at(2), Duration: 10, GPUs: 1, VC: "a"},
+	}
+	vcs := []philly.VC{{Name: "a", Nodes: 1}}
+	for policy, want := range map[string]float64{"fifo": (100 + 199 + 208) / 3.0, "fifo-backfill": (100 + 199 + 10) / 3.0} {
+		r, err := Run(context.Background(), Config{Jobs: jobs, VCs: vcs, Policy: policy, Sharing: Static})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(r.AvgJCT-want) > 1e-9 {
+			t.Errorf("%s: avg JCT %.2f, want %.2f", policy, r.AvgJCT, want)
+		}
 	}
 }

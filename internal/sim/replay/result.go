@@ -37,6 +37,7 @@ type Result struct {
 	NeverFit         int        `json:"never_fit"`
 	NeverFitJobs     []NeverFit `json:"never_fit_jobs,omitempty"`
 	Cycles           int        `json:"cycles"`
+	IdleCycles       int        `json:"idle_cycles"` // cycles that bound and preempted nothing
 	Tenants          []Tenant   `json:"tenants"`
 	WallSeconds      float64    `json:"wall_seconds"`
 
@@ -69,7 +70,7 @@ type Tenant struct {
 
 func (s *sim) summarise() {
 	r := s.res
-	r.Cycles = s.cycles
+	r.Cycles, r.IdleCycles = s.cycles, s.idle
 	r.Preemptions = s.preempts
 	r.GPUHoursLost = s.lostGPUs / 3600
 	r.Makespan = float64(s.now)

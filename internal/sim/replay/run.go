@@ -39,6 +39,7 @@ type simJob struct {
 	probe     bool    // owner job counted for max_owner_wait_s
 	shape     int     // for allot's policy: index of its VC and GPU count
 	shapePos  int     // and position there in submit order
+	nodes     []int   // node index per instance while running
 }
 
 // completion is a running job's end, valid while gen matches the job's.
@@ -89,6 +90,8 @@ type sim struct {
 	busy     int   // GPUs held
 	vcUsed   []int // GPUs held per VC
 	vcQueued []int // GPUs asked by queued jobs per VC
+	nodeFree []int // free GPUs per node
+	vcFirst  []int // index of each VC's first node
 	finished int
 
 	// accumulators
@@ -100,6 +103,7 @@ type sim struct {
 	preempts  int
 	lostGPUs  float64 // GPU-seconds
 	cycles    int
+	idle      int // cycles that changed nothing
 	maxOwner  []float64
 	vcJCT     []float64 // sum per VC
 	vcJobs    []int
@@ -137,6 +141,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s.res = &Result{Policy: cfg.Policy, Sharing: string(cfg.Sharing), ClusterScale: cfg.ClusterScale,
 		Nodes: len(s.fleet.Nodes), GPUs: len(s.fleet.Nodes) * GPUsPerNode}
+	s.nodeFree, s.vcFirst = make([]int, len(s.fleet.Nodes)), make([]int, n)
+	for i := range s.nodeFree {
+		s.nodeFree[i] = GPUsPerNode
+	}
+	for v := 1; v < n; v++ {
+		s.vcFirst[v] = s.vcFirst[v-1] + s.vcs[v-1].nodes
+	}
 	s.load(cfg.Jobs)
 	s.pol = newPolicy(cfg.Policy, len(s.vcs), s.jobs)
 	if err := s.loop(ctx); err != nil {
@@ -318,6 +329,10 @@ func (s *sim) startRunning(j *simJob) {
 }
 
 func (s *sim) stopRunning(j *simJob) {
+	per := j.gpus / j.instances
+	for _, i := range j.nodes {
+		s.nodeFree[i] += per
+	}
 	last := len(s.running) - 1
 	s.running[j.pos] = s.running[last]
 	s.running[j.pos].pos = j.pos
@@ -378,6 +393,9 @@ func (s *sim) cycle() error {
 		snap.Jobs = s.snap
 		plan := s.core.Schedule(snap, now)
 		s.cycles++
+		if len(plan.Binds) == 0 && len(plan.Preemptions) == 0 {
+			s.idle++
+		}
 		if err := plan.Apply(s.snap, now); err != nil {
 			return fmt.Errorf("replay at %s: %w", now.Format(time.RFC3339), err)
 		}
@@ -429,6 +447,12 @@ func (s *sim) started(j *simJob, b sched.Bind) {
 		}
 	}
 	j.runStart = s.now
+	j.nodes = j.nodes[:0]
+	for _, p := range b.Nodes {
+		i := nodeIndex(p.Node)
+		j.nodes = append(j.nodes, i)
+		s.nodeFree[i] -= len(p.GPUs)
+	}
 	s.startRunning(j)
 	s.queued--
 	j.slow = 1 + s.cfg.SpreadPenalty*float64(s.spread(j, b))
