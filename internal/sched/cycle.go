@@ -3,7 +3,7 @@ package sched
 import (
 	"fmt"
 	"sort"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -132,12 +132,23 @@ func (st *state) bind(a *attempt, p placement, plan *Plan) {
 func shapeKey(a *attempt) string {
 	s := &a.job.Spec
 	r := s.Resources
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|%d|%d|%d|%d|%d|%s|%s|%s|%s|%s|%s", s.Tenant, s.Priority.Class, r.InstanceCount,
-		r.GPUsPerInstance, r.GPUMilli, r.CPUMilli, r.MemoryMiB, strings.Join(r.GPUModels, ","),
-		strings.Join(s.Placement.Regions, ","), s.Placement.Residency, s.Placement.Interconnect,
-		s.Placement.DataRegion, s.Placement.Reservation)
-	return b.String()
+	b := make([]byte, 0, 96)
+	field := func(v string) { b = append(append(b, v...), '|') }
+	num := func(v int64) { b = append(strconv.AppendInt(b, v, 10), '|') }
+	field(s.Tenant)
+	for _, v := range []int64{int64(s.Priority.Class), int64(r.InstanceCount), int64(r.GPUsPerInstance), r.GPUMilli, r.CPUMilli, r.MemoryMiB} {
+		num(v)
+	}
+	for _, list := range [][]string{r.GPUModels, s.Placement.Regions} {
+		for _, v := range list {
+			b = append(append(b, v...), ',')
+		}
+		b = append(b, '|')
+	}
+	for _, v := range []string{s.Placement.Residency, string(s.Placement.Interconnect), s.Placement.DataRegion, s.Placement.Reservation} {
+		field(v)
+	}
+	return string(b)
 }
 
 func windowText(r model.Reservation) string {
