@@ -60,7 +60,7 @@ type verdict struct {
 	maxFree      int64 // most free milli-GPU for one instance on an allowed node
 	quota        quotaKey
 	quotaBlocked bool
-	borrowPool   poolKey
+	borrowPool   int
 	regionsOut   []string
 	powerNodes   int    // nodes with room that a power cap excluded
 	powerWhy     string // the cap that excluded the last of them
@@ -88,7 +88,7 @@ func (st *state) groupStage(a *attempt, g *group, v *verdict) stage {
 	if a.req.GPUs == 0 {
 		return stageBorrow // CPU-only work is outside quotas and partitions
 	}
-	k := quotaKey{a.tenant.name, g.region.name, g.sku.Series}
+	k := quotaKey{a.tenant.idx, g.series}
 	if limit, ok := st.quota[k]; ok && st.quotaUsed[k]+a.total > limit {
 		v.quota, v.quotaBlocked = k, true
 		return stageReady
@@ -113,7 +113,7 @@ func (st *state) capable(a *attempt, g *group) bool {
 // within its guarantee always (reclaiming by preemption if need be), beyond
 // it only up to its borrowing limit and only from capacity that others
 // lend.
-func (st *state) partitionAllows(p *partitionState, k poolKey, milli int64) bool {
+func (st *state) partitionAllows(p *partitionState, k int, milli int64) bool {
 	var used, guar int64
 	if p != nil {
 		used, guar = p.used[k], p.guar[k]
@@ -122,7 +122,7 @@ func (st *state) partitionAllows(p *partitionState, k poolKey, milli int64) bool
 		return true
 	}
 	if p != nil {
-		if limit, ok := p.borrow[k]; ok && used+milli-guar > limit {
+		if limit := p.borrow[k]; limit >= 0 && used+milli-guar > limit {
 			return false
 		}
 	}
@@ -134,14 +134,14 @@ func (st *state) partitionAllows(p *partitionState, k poolKey, milli int64) bool
 
 // protected is the idle guaranteed capacity of pool k that partitions other
 // than p do not lend.
-func (st *state) protected(k poolKey, p *partitionState) int64 {
+func (st *state) protected(k int, p *partitionState) int64 {
 	var sum int64
 	for _, q := range st.partitions {
 		if q == p {
 			continue
 		}
-		lend, ok := q.lend[k]
-		if !ok {
+		lend := q.lend[k]
+		if lend < 0 {
 			continue
 		}
 		if idle := q.guar[k] - lend - q.used[k]; idle > 0 {
@@ -257,17 +257,17 @@ func (st *state) explain(a *attempt, v *verdict) (Reason, string) {
 	case stageInterconnect:
 		return NoReadyNodes, fmt.Sprintf("all %d capable nodes are NotReady or Draining", v.capableNodes)
 	case stageReady:
-		k := v.quota
+		k, sk := v.quota, st.series[v.quota.series]
 		return QuotaExceeded, fmt.Sprintf("tenant %s: %s GPUs in %s: %s of %s used, job needs %s",
-			k.tenant, k.series, k.region, gpusText(st.quotaUsed[k]), gpusText(st.quota[k]), gpusText(a.total))
+			a.tenant.name, sk.series, sk.region, gpusText(st.quotaUsed[k]), gpusText(st.quota[k]), gpusText(a.total))
 	case stageQuota:
-		k, p := v.borrowPool, a.tenant.partition
+		k, pk, p := v.borrowPool, st.pools[v.borrowPool], a.tenant.partition
 		name, used, guar := "(none)", int64(0), int64(0)
 		if p != nil {
 			name, used, guar = p.name, p.used[k], p.guar[k]
 		}
 		return BorrowLimitReached, fmt.Sprintf("partition %s: %s in %s: %s used of %s guaranteed; lendable idle %s; job needs %s",
-			name, k.gpuModel, k.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-st.protected(k, p))), gpusText(a.total))
+			name, pk.gpuModel, pk.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-st.protected(k, p))), gpusText(a.total))
 	case stageBorrow:
 		return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants", v.reservedOut)
 	case stageReservation:

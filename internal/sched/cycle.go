@@ -116,9 +116,8 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 
 // bind charges a placement and adds it to the plan.
 func (st *state) bind(a *attempt, p placement, plan *Plan) {
-	first := st.nodes[p.nodes[0]]
 	rj := &running{job: a.job, tenant: a.tenant, req: a.req, nodes: p.nodes, gpus: p.gpus,
-		pool: poolKey{first.Region, first.GPUModel}, series: first.Series, region: first.Region, fresh: true}
+		pool: st.groups[st.groupOf[p.nodes[0]]].pool, fresh: true}
 	st.commit(rj)
 	b := Bind{Job: a.job.ID, Nodes: make([]Placement, len(p.nodes))}
 	for i, n := range p.nodes {
@@ -204,7 +203,8 @@ func (st *state) withinGuarantee(t *tenantState, j *model.Job) bool {
 	}
 	total := j.Spec.Resources.TotalMilli()
 	for k, g := range p.guar {
-		if p.used[k]+total <= g && j.Spec.Resources.AcceptsModel(k.gpuModel) && allowsRegion(j.Spec.Placement.Regions, k.region) {
+		if g > 0 && p.used[k]+total <= g && j.Spec.Resources.AcceptsModel(st.pools[k].gpuModel) &&
+			allowsRegion(j.Spec.Placement.Regions, st.pools[k].region) {
 			return true
 		}
 	}

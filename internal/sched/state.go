@@ -7,11 +7,16 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 )
 
-// poolKey names the capacity a partition guarantee covers.
+// poolKey names the capacity a partition guarantee covers. Inside a cycle
+// pools are numbered (state.pools) and counted in slices.
 type poolKey struct{ region, gpuModel string }
 
-// quotaKey names the capacity a hard quota covers.
-type quotaKey struct{ tenant, region, series string }
+// seriesKey names the capacity a hard quota covers, for every tenant; a
+// cycle numbers them too (state.series).
+type seriesKey struct{ region, series string }
+
+// quotaKey is one tenant's share of one numbered series key.
+type quotaKey struct{ tenant, series int }
 
 // group is a set of nodes with the same region, cluster and SKU: every
 // static filter gives the same answer for all of them.
@@ -21,7 +26,8 @@ type group struct {
 	full      []*NodeInfo // nodes holding work with no GPU capacity left, in no order
 	idleFrom  int         // no idle node sits before this position in nodes
 	sku       model.SKU
-	pool      poolKey
+	pool      int // in state.pools
+	series    int // in state.series
 	region    *regionState
 	cluster   string
 	fabric    model.Fabric
@@ -48,15 +54,16 @@ type reservationState struct {
 
 type partitionState struct {
 	name   string
-	guar   map[poolKey]int64 // milli-GPU
-	used   map[poolKey]int64
-	borrow map[poolKey]int64 // borrowing cap beyond guar; absent: none
-	lend   map[poolKey]int64 // lending cap; absent: all idle guarantee
-	weight float64           // sum of member weights
-	total  int64             // guaranteed milli over all pools
+	guar   []int64 // milli-GPU by pool
+	used   []int64
+	borrow []int64 // borrowing cap beyond guar; -1: none
+	lend   []int64 // lending cap; -1: all idle guarantee
+	weight float64 // sum of member weights
+	total  int64   // guaranteed milli over all pools
 }
 
 type tenantState struct {
+	idx       int // in quota keys
 	name      string
 	partition *partitionState
 	weight    float64
@@ -75,9 +82,7 @@ type running struct {
 	req    Request
 	nodes  []int   // node index per instance
 	gpus   [][]int // GPUs per instance
-	pool   poolKey
-	series string
-	region string
+	pool   int     // of its first instance's node
 	// evicted is set once a preemption in this cycle released the job.
 	evicted bool
 	// fresh marks a job bound in this cycle; it is not a victim in the same one.
@@ -104,9 +109,13 @@ type state struct {
 	resByName  map[string]int
 	partitions map[string]*partitionState
 	tenants    map[string]*tenantState
+	pools      []poolKey
+	poolID     map[poolKey]int
+	series     []seriesKey
+	seriesID   map[seriesKey]int
 	quota      map[quotaKey]int64 // limit in milli-GPU
 	quotaUsed  map[quotaKey]int64
-	poolFree   map[poolKey]int64 // free milli-GPU on Ready nodes of the pool
+	poolFree   []int64 // free milli-GPU on Ready nodes, by pool
 	running    []*running
 	byNode     [][]*running // node index -> jobs with an instance there
 
@@ -124,9 +133,10 @@ func newState(s *Snapshot, now time.Time, cfg Config) *state {
 		resByName:  map[string]int{},
 		partitions: map[string]*partitionState{},
 		tenants:    map[string]*tenantState{},
+		poolID:     map[poolKey]int{},
+		seriesID:   map[seriesKey]int{},
 		quota:      map[quotaKey]int64{},
 		quotaUsed:  map[quotaKey]int64{},
-		poolFree:   map[poolKey]int64{},
 	}
 	st.chooser.Scorer = cfg.Scorer
 	st.buildFleet(s.Fleet)
@@ -190,7 +200,7 @@ func (st *state) buildFleet(f *model.Fleet) {
 			gi = len(st.groups)
 			groupIdx[key] = gi
 			st.groups = append(st.groups, &group{
-				sku: sku, pool: poolKey{n.Region, sku.GPUModel}, region: reg,
+				sku: sku, pool: st.poolOf(poolKey{n.Region, sku.GPUModel}), series: st.seriesOf(seriesKey{n.Region, sku.Series}), region: reg,
 				cluster: n.Cluster, fabric: ni.Fabric, residency: reg.residency,
 			})
 		}
@@ -198,7 +208,7 @@ func (st *state) buildFleet(f *model.Fleet) {
 		st.groups[gi].nodes = append(st.groups[gi].nodes, ni)
 		st.groupOf[i] = gi
 		if ni.Ready {
-			st.poolFree[poolKey{n.Region, sku.GPUModel}] += int64(sku.GPUs) * model.MilliPerGPU
+			st.poolFree[st.groups[gi].pool] += int64(sku.GPUs) * model.MilliPerGPU
 		}
 	}
 	st.resOf = make([]int, len(f.Nodes))
@@ -209,12 +219,22 @@ func (st *state) buildFleet(f *model.Fleet) {
 
 func (st *state) buildTenancy(t *model.Tenancy) {
 	for _, p := range t.Partitions {
-		ps := &partitionState{
-			name: p.Name, guar: map[poolKey]int64{}, used: map[poolKey]int64{},
-			borrow: map[poolKey]int64{}, lend: map[poolKey]int64{},
+		for _, g := range p.Guarantees {
+			st.poolOf(poolKey{g.Region, g.GPUModel}) // number every pool before sizing
+		}
+	}
+	for _, q := range t.Quotas {
+		st.seriesOf(seriesKey{q.Region, q.Series})
+	}
+	n := len(st.pools)
+	for _, p := range t.Partitions {
+		ps := &partitionState{name: p.Name, guar: make([]int64, n), used: make([]int64, n),
+			borrow: make([]int64, n), lend: make([]int64, n)}
+		for k := range ps.borrow {
+			ps.borrow[k], ps.lend[k] = -1, -1
 		}
 		for _, g := range p.Guarantees {
-			k := poolKey{g.Region, g.GPUModel}
+			k := st.poolID[poolKey{g.Region, g.GPUModel}]
 			ps.guar[k] += int64(g.GPUs) * model.MilliPerGPU
 			ps.total += int64(g.GPUs) * model.MilliPerGPU
 			if g.BorrowLimit != nil {
@@ -227,7 +247,7 @@ func (st *state) buildTenancy(t *model.Tenancy) {
 		st.partitions[p.Name] = ps
 	}
 	for _, x := range t.Tenants {
-		ts := &tenantState{name: x.Name, weight: x.Weight, partition: st.partitions[x.Partition]}
+		ts := &tenantState{idx: len(st.tenants), name: x.Name, weight: x.Weight, partition: st.partitions[x.Partition]}
 		if ts.weight <= 0 {
 			ts.weight = 1
 		}
@@ -246,7 +266,9 @@ func (st *state) buildTenancy(t *model.Tenancy) {
 		}
 	}
 	for _, q := range t.Quotas {
-		st.quota[quotaKey{q.Tenant, q.Region, q.Series}] = int64(q.GPUs) * model.MilliPerGPU
+		if ts, ok := st.tenants[q.Tenant]; ok {
+			st.quota[quotaKey{ts.idx, st.seriesID[seriesKey{q.Region, q.Series}]}] = int64(q.GPUs) * model.MilliPerGPU
+		}
 	}
 	// Reservations take their nodes in name order among the free nodes of
 	// their SKU and region, earlier reservations first, so the choice is
@@ -283,18 +305,35 @@ func (st *state) tenant(name string) (*tenantState, bool) {
 	if t, ok := st.tenants[name]; ok {
 		return t, true
 	}
-	t := &tenantState{name: name, weight: 1, entitled: model.MilliPerGPU}
+	t := &tenantState{idx: len(st.tenants), name: name, weight: 1, entitled: model.MilliPerGPU}
 	st.tenants[name] = t
 	return t, false
 }
 
 func (st *state) buildRunning(jobs []*model.Job) {
+	// One allocation for the records and one for their node lists: a
+	// cycle builds them all again, and the simulator runs many cycles.
+	holding, instances := 0, 0
+	for _, j := range jobs {
+		if j.Status.State.Holds() && len(j.Status.Allocations) > 0 {
+			holding++
+			instances += len(j.Status.Allocations)
+		}
+	}
+	records := make([]running, holding)
+	nodes := make([]int, instances)
+	gpus := make([][]int, instances)
+	st.running = make([]*running, 0, holding)
 	for _, j := range jobs {
 		if !j.Status.State.Holds() || len(j.Status.Allocations) == 0 {
 			continue
 		}
 		t, _ := st.tenant(j.Spec.Tenant)
-		rj := &running{job: j, tenant: t, req: RequestOf(j.Spec.Resources)}
+		n := len(j.Status.Allocations)
+		rj := &records[0]
+		records = records[1:]
+		*rj = running{job: j, tenant: t, req: RequestOf(j.Spec.Resources), nodes: nodes[:0:n], gpus: gpus[:0:n]}
+		nodes, gpus = nodes[n:], gpus[n:]
 		ok := true
 		for _, a := range j.Status.Allocations {
 			i, found := st.nodeByName[a.Node]
@@ -308,8 +347,7 @@ func (st *state) buildRunning(jobs []*model.Job) {
 		if !ok {
 			continue
 		}
-		first := st.nodes[rj.nodes[0]]
-		rj.pool, rj.series, rj.region = poolKey{first.Region, first.GPUModel}, first.Series, first.Region
+		rj.pool = st.groups[st.groupOf[rj.nodes[0]]].pool
 		st.commit(rj)
 	}
 }
@@ -336,14 +374,16 @@ func (st *state) account(rj *running, sign int64) {
 		} else {
 			st.byNode[i] = removeRunning(st.byNode[i], rj)
 		}
+		g := st.groups[st.groupOf[i]]
 		if n.Ready {
-			st.poolFree[poolKey{n.Region, n.GPUModel}] -= sign * m
+			st.poolFree[g.pool] -= sign * m
 		}
-		pk := poolKey{n.Region, n.GPUModel}
 		if p := rj.tenant.partition; p != nil {
-			p.used[pk] += sign * m
+			p.used[g.pool] += sign * m
 		}
-		st.quotaUsed[quotaKey{rj.tenant.name, n.Region, n.Series}] += sign * m
+		if m != 0 {
+			st.quotaUsed[quotaKey{rj.tenant.idx, g.series}] += sign * m
+		}
 		rj.tenant.used += sign * m
 	}
 }
@@ -423,6 +463,27 @@ func removeRunning(list []*running, rj *running) []*running {
 		}
 	}
 	return list
+}
+
+// poolOf numbers a pool, adding it when new.
+func (st *state) poolOf(k poolKey) int {
+	if id, ok := st.poolID[k]; ok {
+		return id
+	}
+	st.poolID[k] = len(st.pools)
+	st.pools = append(st.pools, k)
+	st.poolFree = append(st.poolFree, 0)
+	return len(st.pools) - 1
+}
+
+// seriesOf numbers a region and series, adding it when new.
+func (st *state) seriesOf(k seriesKey) int {
+	if id, ok := st.seriesID[k]; ok {
+		return id
+	}
+	st.seriesID[k] = len(st.series)
+	st.series = append(st.series, k)
+	return len(st.series) - 1
 }
 
 // powerOf is the draw of milli-GPU on node n: its SKU's full-load power
