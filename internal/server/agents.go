@@ -339,7 +339,8 @@ func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*
 	key := prefixJobs + id
 	for try := 0; ; try++ {
 		kv, err := s.st.Get(ctx, key)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+			// An ID that cannot be a key (bad UTF-8, too long) names no job.
 			return nil, refuse(CodeNotFound, "", "no job %q", id)
 		}
 		if err != nil {

@@ -129,7 +129,8 @@ func (s *Server) Cancel(ctx context.Context, p Principal, id string) (*model.Job
 	key := prefixJobs + id
 	for try := 0; ; try++ {
 		kv, err := s.st.Get(ctx, key)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+			// An ID that cannot be a key (bad UTF-8, too long) names no job.
 			return nil, refuse(CodeNotFound, "", "no job %q", id)
 		}
 		if err != nil {
