@@ -10,65 +10,19 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
-// GPU is one GPU an agent registers.
-type GPU struct {
-	Index     int    `json:"index"`
-	UUID      string `json:"uuid"`
-	Model     string `json:"model"`
-	MemoryMiB int64  `json:"memory_mib"`
-}
-
-// Assignments is what a node should run and stop as of Rev.
-type Assignments struct {
-	Rev  int64        `json:"rev"`
-	Run  []Assignment `json:"run"`
-	Stop []StopOrder  `json:"stop"`
-}
-
-// Assignment is one instance of an attempt a node should run.
-type Assignment struct {
-	Job        string            `json:"job"`
-	Attempt    int               `json:"attempt"`
-	Rank       int               `json:"rank"`
-	WorldSize  int               `json:"world_size"`
-	Command    []string          `json:"command"`
-	Env        map[string]string `json:"env,omitempty"`
-	GPUs       []AssignedGPU     `json:"gpus"`
-	GPUMilli   int64             `json:"gpu_milli"`
-	MasterAddr string            `json:"master_addr"`
-	MasterPort int               `json:"master_port"`
-	ResumeFrom string            `json:"resume_from,omitempty"`
-	Timeout    string            `json:"timeout,omitempty"`
-	Grace      string            `json:"grace"`
-	Started    bool              `json:"started"`
-}
-
-// AssignedGPU is one GPU of an assignment.
-type AssignedGPU struct {
-	Index int    `json:"index"`
-	UUID  string `json:"uuid"`
-}
-
-// StopOrder is an instance a node must stop within grace.
-type StopOrder struct {
-	Job     string `json:"job"`
-	Attempt int    `json:"attempt"`
-	Rank    int    `json:"rank"`
-	Grace   string `json:"grace"`
-	Reason  string `json:"reason"`
-}
-
-// AttemptEvent is what an agent reports of one instance of an attempt.
-type AttemptEvent struct {
-	Type     string `json:"type"` // started or exited
-	Rank     int    `json:"rank"`
-	Node     string `json:"node"`
-	ExitCode int    `json:"exit_code"`
-	Outcome  string `json:"outcome,omitempty"` // Exited, Stopped, TimedOut, NodeLost
-	Killed   bool   `json:"killed,omitempty"`
-}
+// The agent API's bodies are package wire's, shared with the server.
+type (
+	GPU          = wire.RegisterGPU
+	Assignments  = wire.Assignments
+	Assignment   = wire.Assignment
+	AssignedGPU  = wire.AssignedGPU
+	StopOrder    = wire.StopOrder
+	AttemptEvent = wire.AttemptEvent
+)
 
 func jsonBody(v any) []byte {
 	b, _ := json.Marshal(v)
@@ -79,7 +33,7 @@ func jsonBody(v any) []byte {
 // listens on.
 func (c *Client) Register(ctx context.Context, node string, gpus []GPU, address string) error {
 	return c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/register",
-		body: jsonBody(map[string]any{"gpus": gpus, "address": address}), contentType: "application/json"})
+		body: jsonBody(wire.RegisterRequest{GPUs: gpus, Address: address}), contentType: "application/json"})
 }
 
 // Heartbeat tells the server node's agent is alive.

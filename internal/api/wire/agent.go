@@ -1,0 +1,71 @@
+package wire
+
+// RegisterRequest is the body of POST /v1/nodes/{name}/register.
+type RegisterRequest struct {
+	GPUs    []RegisterGPU `json:"gpus"`
+	Address string        `json:"address"`
+}
+
+// RegisterGPU is one GPU an agent found.
+type RegisterGPU struct {
+	Index     int    `json:"index"`
+	UUID      string `json:"uuid"`
+	Model     string `json:"model"`
+	MemoryMiB int64  `json:"memory_mib"`
+}
+
+// Assignments is the answer of GET /v1/nodes/{name}/assignments.
+type Assignments struct {
+	Rev  int64        `json:"rev"`
+	Run  []Assignment `json:"run"`
+	Stop []StopOrder  `json:"stop"`
+}
+
+// Assignment is one instance of an attempt a node should run. Durations
+// are Go duration text ("30s"); timeout is empty for none.
+type Assignment struct {
+	Job        string            `json:"job"`
+	Attempt    int               `json:"attempt"`
+	Rank       int               `json:"rank"`
+	WorldSize  int               `json:"world_size"`
+	Command    []string          `json:"command"`
+	Env        map[string]string `json:"env,omitempty"`
+	GPUs       []AssignedGPU     `json:"gpus"`
+	GPUMilli   int64             `json:"gpu_milli"`
+	MasterAddr string            `json:"master_addr"`
+	MasterPort int               `json:"master_port"`
+	ResumeFrom string            `json:"resume_from,omitempty"`
+	Timeout    string            `json:"timeout,omitempty"`
+	Grace      string            `json:"grace"`
+	Started    bool              `json:"started"`
+}
+
+// AssignedGPU is one GPU of an assignment.
+type AssignedGPU struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+}
+
+// StopOrder is an instance a node must stop within grace.
+type StopOrder struct {
+	Job     string `json:"job"`
+	Attempt int    `json:"attempt"`
+	Rank    int    `json:"rank"`
+	Grace   string `json:"grace"`
+	Reason  string `json:"reason"`
+}
+
+// AttemptEvent is the body of POST /v1/jobs/{id}/attempts/{n}/events.
+type AttemptEvent struct {
+	Type     string `json:"type"`
+	Rank     int    `json:"rank"`
+	Node     string `json:"node"`
+	ExitCode int    `json:"exit_code"`
+	Outcome  string `json:"outcome"`
+	Killed   bool   `json:"killed"`
+}
+
+// CheckpointRequest is the body of POST /v1/jobs/{id}/checkpoint.
+type CheckpointRequest struct {
+	Path string `json:"path"`
+}
