@@ -1,6 +1,10 @@
 package openb
 
-import "io"
+import (
+	"io"
+
+	"github.com/allot-dev/allot/internal/trace/csvtable"
+)
 
 // Node is one row of an openb node list.
 type Node struct {
@@ -16,13 +20,13 @@ const maxGPUs = 1024
 
 // ReadNodes reads a node list; file names the input in errors.
 func ReadNodes(r io.Reader, file string) ([]Node, error) {
-	t, err := openTable(r, file, []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"})
+	t, err := csvtable.Open(r, file, []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"}, ErrFormat)
 	if err != nil {
 		return nil, err
 	}
 	var out []Node
 	for {
-		ok, err := t.next()
+		ok, err := t.Next()
 		if err != nil {
 			return nil, err
 		}
@@ -30,27 +34,27 @@ func ReadNodes(r io.Reader, file string) ([]Node, error) {
 			return out, nil
 		}
 		var n Node
-		if n.Name, err = t.need("sn"); err != nil {
+		if n.Name, err = t.Need("sn"); err != nil {
 			return nil, err
 		}
-		if n.CPUMilli, err = t.int("cpu_milli", true, 0); err != nil {
+		if n.CPUMilli, err = t.Int("cpu_milli", true, 0); err != nil {
 			return nil, err
 		}
-		if n.MemoryMiB, err = t.int("memory_mib", true, 0); err != nil {
+		if n.MemoryMiB, err = t.Int("memory_mib", true, 0); err != nil {
 			return nil, err
 		}
-		g, err := t.int("gpu", true, maxGPUs)
+		g, err := t.Int("gpu", true, maxGPUs)
 		if err != nil {
 			return nil, err
 		}
 		n.GPUs = int(g)
-		n.Model = t.str("model")
+		n.Model = t.Str("model")
 		if n.GPUs > 0 && n.Model == "" {
-			return nil, t.errorf("model", "empty for a node with %d GPUs", n.GPUs)
+			return nil, t.Errorf("model", "empty for a node with %d GPUs", n.GPUs)
 		}
 		out = append(out, n)
 	}
 }
 
 // ReadNodesFile reads the node list at path.
-func ReadNodesFile(path string) ([]Node, error) { return readFile(path, ReadNodes) }
+func ReadNodesFile(path string) ([]Node, error) { return csvtable.ReadFile(path, ReadNodes) }

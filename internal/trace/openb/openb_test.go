@@ -30,15 +30,15 @@ func TestReadPods(t *testing.T) {
 				{Name: "p2", CPUMilli: 500, MemoryMiB: 1},
 			},
 		},
-		{name: "empty file", in: "", wantErr: "pods.csv:1: openb: bad trace file: missing header"},
-		{name: "missing column", in: "name,cpu_milli\n", wantErr: `pods.csv:1: openb: bad trace file: missing column "memory_mib"`},
-		{name: "not a number", in: head + "p0,12000,16384,1,460,,,,,,\np1,x,1,1,1000,,,,,,\n", wantErr: `pods.csv:3: column cpu_milli: openb: bad trace file: "x" is not an integer`},
-		{name: "negative", in: head + "p0,-1,16384,1,460,,,,,,\n", wantErr: "pods.csv:2: column cpu_milli: openb: bad trace file: -1 is negative"},
-		{name: "milli above a GPU", in: head + "p0,1,1,1,1001,,,,,,\n", wantErr: "pods.csv:2: column gpu_milli: openb: bad trace file: 1001 is above 1000"},
+		{name: "empty file", in: "", wantErr: "pods.csv:1:1: openb: bad trace file: missing header"},
+		{name: "missing column", in: "name,cpu_milli\n", wantErr: `pods.csv:1:1: openb: bad trace file: missing column "memory_mib"`},
+		{name: "not a number", in: head + "p0,12000,16384,1,460,,,,,,\np1,x,1,1,1000,,,,,,\n", wantErr: `pods.csv:3:4: column cpu_milli: openb: bad trace file: "x" is not an integer`},
+		{name: "negative", in: head + "p0,-1,16384,1,460,,,,,,\n", wantErr: "pods.csv:2:4: column cpu_milli: openb: bad trace file: -1 is negative"},
+		{name: "milli above a GPU", in: head + "p0,1,1,1,1001,,,,,,\n", wantErr: "pods.csv:2:10: column gpu_milli: openb: bad trace file: 1001 is above 1000"},
 		{name: "shared multi-GPU", in: head + "p0,1,1,2,500,,,,,,\n", wantErr: "column gpu_milli"},
-		{name: "short row", in: head + "p0,1,1\n", wantErr: "pods.csv:2: column num_gpu: openb: bad trace file: row has 3 fields"},
-		{name: "empty name", in: head + ",1,1,0,0,,,,,,\n", wantErr: "pods.csv:2: column name"},
-		{name: "bad quote", in: head + "\"p0,1,1,0,0\n", wantErr: "pods.csv:2: openb: bad trace file"},
+		{name: "short row", in: head + "p0,1,1\n", wantErr: "pods.csv:2:7: column num_gpu: openb: bad trace file: row has 3 fields, want at least 4"},
+		{name: "empty name", in: head + ",1,1,0,0,,,,,,\n", wantErr: "pods.csv:2:1: column name: openb: bad trace file: empty"},
+		{name: "bad quote", in: head + "\"p0,1,1,0,0\n", wantErr: "pods.csv:2:13: openb: bad trace file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,8 +72,8 @@ func TestReadNodes(t *testing.T) {
 	}{
 		{name: "gpu and cpu nodes", in: head + "n0,64000,262144,2,P100\nn1,32000,1,0,\n",
 			want: []Node{{Name: "n0", CPUMilli: 64000, MemoryMiB: 262144, GPUs: 2, Model: "P100"}, {Name: "n1", CPUMilli: 32000, MemoryMiB: 1}}},
-		{name: "gpus without model", in: head + "n0,64000,1,2,\n", wantErr: "nodes.csv:2: column model"},
-		{name: "too many gpus", in: head + "n0,64000,1,99999,A\n", wantErr: "nodes.csv:2: column gpu"},
+		{name: "gpus without model", in: head + "n0,64000,1,2,\n", wantErr: "nodes.csv:2:14: column model"},
+		{name: "too many gpus", in: head + "n0,64000,1,99999,A\n", wantErr: "nodes.csv:2:12: column gpu"},
 		{name: "missing column", in: "sn,cpu_milli,memory_mib,gpu\n", wantErr: `missing column "model"`},
 		{name: "duplicate column", in: "sn,sn,cpu_milli,memory_mib,gpu,model\n", wantErr: `column "sn" appears twice`},
 	}

@@ -1,6 +1,8 @@
 package openb
 
 import (
+	"github.com/allot-dev/allot/internal/trace/csvtable"
+
 	"io"
 	"strings"
 )
@@ -31,13 +33,13 @@ func (p *Pod) TotalMilli() int64 { return int64(p.GPUs) * p.GPUMilli }
 
 // ReadPods reads a pod list; file names the input in errors.
 func ReadPods(r io.Reader, file string) ([]Pod, error) {
-	t, err := openTable(r, file, []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"})
+	t, err := csvtable.Open(r, file, []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}, ErrFormat)
 	if err != nil {
 		return nil, err
 	}
 	var out []Pod
 	for {
-		ok, err := t.next()
+		ok, err := t.Next()
 		if err != nil {
 			return nil, err
 		}
@@ -52,53 +54,53 @@ func ReadPods(r io.Reader, file string) ([]Pod, error) {
 	}
 }
 
-func readPod(t *table) (Pod, error) {
+func readPod(t *csvtable.Table) (Pod, error) {
 	var p Pod
 	var err error
-	if p.Name, err = t.need("name"); err != nil {
+	if p.Name, err = t.Need("name"); err != nil {
 		return p, err
 	}
-	if p.CPUMilli, err = t.int("cpu_milli", true, 0); err != nil {
+	if p.CPUMilli, err = t.Int("cpu_milli", true, 0); err != nil {
 		return p, err
 	}
-	if p.MemoryMiB, err = t.int("memory_mib", true, 0); err != nil {
+	if p.MemoryMiB, err = t.Int("memory_mib", true, 0); err != nil {
 		return p, err
 	}
-	g, err := t.int("num_gpu", true, maxGPUs)
+	g, err := t.Int("num_gpu", true, maxGPUs)
 	if err != nil {
 		return p, err
 	}
 	p.GPUs = int(g)
-	if p.GPUMilli, err = t.int("gpu_milli", true, MilliPerGPU); err != nil {
+	if p.GPUMilli, err = t.Int("gpu_milli", true, MilliPerGPU); err != nil {
 		return p, err
 	}
 	switch {
 	case p.GPUs == 0 && p.GPUMilli != 0:
-		return p, t.errorf("gpu_milli", "%d for a pod without GPUs", p.GPUMilli)
+		return p, t.Errorf("gpu_milli", "%d for a pod without GPUs", p.GPUMilli)
 	case p.GPUs > 0 && p.GPUMilli == 0:
-		return p, t.errorf("gpu_milli", "0 for a pod with %d GPUs", p.GPUs)
+		return p, t.Errorf("gpu_milli", "0 for a pod with %d GPUs", p.GPUs)
 	case p.GPUs > 1 && p.GPUMilli != MilliPerGPU:
-		return p, t.errorf("gpu_milli", "%d for a pod with %d GPUs (only one GPU may be shared)", p.GPUMilli, p.GPUs)
+		return p, t.Errorf("gpu_milli", "%d for a pod with %d GPUs (only one GPU may be shared)", p.GPUMilli, p.GPUs)
 	}
-	if s := t.str("gpu_spec"); s != "" {
+	if s := t.Str("gpu_spec"); s != "" {
 		for _, m := range strings.Split(s, "|") {
 			if m = strings.TrimSpace(m); m != "" {
 				p.Models = append(p.Models, m)
 			}
 		}
 	}
-	p.QoS, p.Phase = t.str("qos"), t.str("pod_phase")
-	if p.CreationTime, err = t.int("creation_time", false, 0); err != nil {
+	p.QoS, p.Phase = t.Str("qos"), t.Str("pod_phase")
+	if p.CreationTime, err = t.Int("creation_time", false, 0); err != nil {
 		return p, err
 	}
-	if p.DeletionTime, err = t.int("deletion_time", false, 0); err != nil {
+	if p.DeletionTime, err = t.Int("deletion_time", false, 0); err != nil {
 		return p, err
 	}
-	if p.ScheduledTime, err = t.int("scheduled_time", false, 0); err != nil {
+	if p.ScheduledTime, err = t.Int("scheduled_time", false, 0); err != nil {
 		return p, err
 	}
 	return p, nil
 }
 
 // ReadPodsFile reads the pod list at path.
-func ReadPodsFile(path string) ([]Pod, error) { return readFile(path, ReadPods) }
+func ReadPodsFile(path string) ([]Pod, error) { return csvtable.ReadFile(path, ReadPods) }

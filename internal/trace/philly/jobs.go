@@ -1,6 +1,8 @@
 package philly
 
 import (
+	"github.com/allot-dev/allot/internal/trace/csvtable"
+
 	"io"
 	"math"
 	"strconv"
@@ -25,75 +27,75 @@ type Job struct {
 
 // ReadJobs reads a jobs file; file names the input in errors.
 func ReadJobs(r io.Reader, file string) ([]Job, error) {
-	t, err := openTable(r, file, []string{"timestamp", "duration", "num_gpus", "cluster"})
+	t, err := csvtable.Open(r, file, []string{"timestamp", "duration", "num_gpus", "cluster"}, ErrFormat)
 	if err != nil {
 		return nil, err
 	}
-	_, hasGPUTime := t.col["gpu_time"]
+	hasGPUTime := t.Has("gpu_time")
 	var out []Job
 	for {
-		ok, err := t.next()
+		ok, err := t.Next()
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return out, nil
 		}
-		j := Job{Line: t.line()}
-		s, err := t.field("timestamp")
+		j := Job{Line: t.Line()}
+		s, err := t.Field("timestamp")
 		if err != nil {
 			return nil, err
 		}
 		if j.Submit, err = time.Parse(TimeLayout, s); err != nil {
-			return nil, t.errorf("timestamp", "%q is not a time like %q", s, TimeLayout)
+			return nil, t.Errorf("timestamp", "%q is not a time like %q", s, TimeLayout)
 		}
-		if j.Duration, err = t.float("duration"); err != nil {
+		if j.Duration, err = float(t, "duration"); err != nil {
 			return nil, err
 		}
 		if j.Duration <= 0 {
-			return nil, t.errorf("duration", "%g is not positive", j.Duration)
+			return nil, t.Errorf("duration", "%g is not positive", j.Duration)
 		}
-		if s, err = t.field("num_gpus"); err != nil {
+		if s, err = t.Field("num_gpus"); err != nil {
 			return nil, err
 		}
 		g, perr := strconv.Atoi(s)
 		switch {
 		case perr != nil:
-			return nil, t.errorf("num_gpus", "%q is not an integer", s)
+			return nil, t.Errorf("num_gpus", "%q is not an integer", s)
 		case g < 1 || g > MaxGPUs:
-			return nil, t.errorf("num_gpus", "%d is outside 1..%d", g, MaxGPUs)
+			return nil, t.Errorf("num_gpus", "%d is outside 1..%d", g, MaxGPUs)
 		}
 		j.GPUs = g
 		if hasGPUTime {
-			if j.GPUTime, err = t.float("gpu_time"); err != nil {
+			if j.GPUTime, err = float(t, "gpu_time"); err != nil {
 				return nil, err
 			}
 			if j.GPUTime < 0 {
-				return nil, t.errorf("gpu_time", "%g is negative", j.GPUTime)
+				return nil, t.Errorf("gpu_time", "%g is negative", j.GPUTime)
 			}
 		}
-		if j.VC, err = t.field("cluster"); err != nil {
+		if j.VC, err = t.Field("cluster"); err != nil {
 			return nil, err
 		}
 		if j.VC == "" {
-			return nil, t.errorf("cluster", "empty")
+			return nil, t.Errorf("cluster", "empty")
 		}
 		out = append(out, j)
 	}
 }
 
 // float reads a finite number from the named column.
-func (t *table) float(name string) (float64, error) {
-	s, err := t.field(name)
+func float(t *csvtable.Table, name string) (float64, error) {
+	s, err := t.Field(name)
 	if err != nil {
 		return 0, err
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, t.errorf(name, "%q is not a finite number", s)
+		return 0, t.Errorf(name, "%q is not a finite number", s)
 	}
 	return v, nil
 }
 
 // ReadJobsFile reads the jobs file at path.
-func ReadJobsFile(path string) ([]Job, error) { return readFile(path, ReadJobs) }
+func ReadJobsFile(path string) ([]Job, error) { return csvtable.ReadFile(path, ReadJobs) }

@@ -1,6 +1,8 @@
 package philly
 
 import (
+	"github.com/allot-dev/allot/internal/trace/csvtable"
+
 	"io"
 	"strconv"
 )
@@ -18,14 +20,14 @@ type VC struct {
 // ReadVCs reads a virtual-cluster file; file names the input in errors.
 // A name may appear only once.
 func ReadVCs(r io.Reader, file string) ([]VC, error) {
-	t, err := openTable(r, file, []string{"vc", "node num"})
+	t, err := csvtable.Open(r, file, []string{"vc", "node num"}, ErrFormat)
 	if err != nil {
 		return nil, err
 	}
 	seen := map[string]bool{}
 	var out []VC
 	for {
-		ok, err := t.next()
+		ok, err := t.Next()
 		if err != nil {
 			return nil, err
 		}
@@ -33,26 +35,26 @@ func ReadVCs(r io.Reader, file string) ([]VC, error) {
 			return out, nil
 		}
 		var v VC
-		if v.Name, err = t.field("vc"); err != nil {
+		if v.Name, err = t.Field("vc"); err != nil {
 			return nil, err
 		}
 		switch {
 		case v.Name == "":
-			return nil, t.errorf("vc", "empty")
+			return nil, t.Errorf("vc", "empty")
 		case seen[v.Name]:
-			return nil, t.errorf("vc", "%q appears twice", v.Name)
+			return nil, t.Errorf("vc", "%q appears twice", v.Name)
 		}
 		seen[v.Name] = true
-		s, err := t.field("node num")
+		s, err := t.Field("node num")
 		if err != nil {
 			return nil, err
 		}
 		n, perr := strconv.Atoi(s)
 		switch {
 		case perr != nil:
-			return nil, t.errorf("node num", "%q is not an integer", s)
+			return nil, t.Errorf("node num", "%q is not an integer", s)
 		case n < 0 || n > MaxNodes:
-			return nil, t.errorf("node num", "%d is outside 0..%d", n, MaxNodes)
+			return nil, t.Errorf("node num", "%d is outside 0..%d", n, MaxNodes)
 		}
 		v.Nodes = n
 		out = append(out, v)
@@ -60,4 +62,4 @@ func ReadVCs(r io.Reader, file string) ([]VC, error) {
 }
 
 // ReadVCsFile reads the virtual-cluster file at path.
-func ReadVCsFile(path string) ([]VC, error) { return readFile(path, ReadVCs) }
+func ReadVCsFile(path string) ([]VC, error) { return csvtable.ReadFile(path, ReadVCs) }
