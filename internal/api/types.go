@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 )
@@ -177,21 +178,6 @@ type Why struct {
 	EstimatedStart *time.Time `json:"estimated_start"`
 }
 
-// Node is a fleet node as the API shows it.
-type Node struct {
-	Name         string   `json:"name"`
-	SKU          string   `json:"sku"`
-	Region       string   `json:"region"`
-	Cluster      string   `json:"cluster"`
-	Leaf         string   `json:"leaf"`
-	Rack         string   `json:"rack"`
-	Health       string   `json:"health"`
-	GPUs         int      `json:"gpus"`
-	GPUModel     string   `json:"gpu_model"`
-	FreeGPUMilli int64    `json:"free_gpu_milli"`
-	Jobs         []string `json:"jobs"`
-}
-
 func newNode(n server.NodeStatus) Node {
 	jobs := n.Jobs
 	if jobs == nil {
@@ -243,20 +229,6 @@ type Usage struct {
 	QuotaGPUs *int    `json:"quota_gpus"`
 }
 
-// SKU is a SKU offered in one region with its capacity now.
-type SKU struct {
-	Name             string  `json:"name"`
-	Series           string  `json:"series"`
-	GPUModel         string  `json:"gpu_model"`
-	GPUsPerNode      int     `json:"gpus_per_node"`
-	Region           string  `json:"region"`
-	Nodes            int     `json:"nodes"`
-	FreeNodes        int     `json:"free_nodes"`
-	FreeGPUs         float64 `json:"free_gpus"`
-	PricePerHour     float64 `json:"price_per_hour"`
-	SpotPricePerHour float64 `json:"spot_price_per_hour"`
-}
-
 // Reservation is capacity held for its owner between start and end (null:
 // open-ended).
 type Reservation struct {
@@ -274,9 +246,9 @@ func newReservation(r model.Reservation) Reservation {
 		Start: timePtr(r.Start), End: timePtr(r.End)}
 }
 
-// Token is the answer of POST /v1/tokens.
-type Token struct {
-	Token  string `json:"token"`
-	Tenant string `json:"tenant,omitempty"`
-	Node   string `json:"node,omitempty"`
-}
+// Bodies shared with the client live in package wire.
+type (
+	Node  = wire.Node
+	SKU   = wire.SKU
+	Token = wire.Token
+)

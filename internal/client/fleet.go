@@ -4,36 +4,15 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
-// Node is one machine of the fleet and what runs on it.
-type Node struct {
-	Name         string   `json:"name"`
-	SKU          string   `json:"sku"`
-	Region       string   `json:"region"`
-	Cluster      string   `json:"cluster"`
-	Leaf         string   `json:"leaf"`
-	Rack         string   `json:"rack"`
-	Health       string   `json:"health"`
-	GPUs         int      `json:"gpus"`
-	GPUModel     string   `json:"gpu_model"`
-	FreeGPUMilli int64    `json:"free_gpu_milli"`
-	Jobs         []string `json:"jobs"`
-}
-
-// SKU is a machine type sold in one region, with its capacity now.
-type SKU struct {
-	Name             string  `json:"name"`
-	Series           string  `json:"series"`
-	GPUModel         string  `json:"gpu_model"`
-	GPUsPerNode      int     `json:"gpus_per_node"`
-	Region           string  `json:"region"`
-	Nodes            int     `json:"nodes"`
-	FreeNodes        int     `json:"free_nodes"`
-	FreeGPUs         float64 `json:"free_gpus"`
-	PricePerHour     float64 `json:"price_per_hour"`
-	SpotPricePerHour float64 `json:"spot_price_per_hour"`
-}
+// Node and SKU are the API's bodies (package wire).
+type (
+	Node = wire.Node
+	SKU  = wire.SKU
+)
 
 // Nodes lists the fleet's nodes (admin only).
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {

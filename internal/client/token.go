@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
-// Token is a new API token of a tenant. The server keeps only its hash, so
-// Token is shown once.
-type Token struct {
-	Token  string `json:"token"`
-	Tenant string `json:"tenant,omitempty"`
-	Node   string `json:"node,omitempty"` // a node token: for that node's agent
-}
+// Token is the API's answer to a token request (package wire).
+type Token = wire.Token
 
 // CreateToken creates a token for tenant (admin only).
 func (c *Client) CreateToken(ctx context.Context, tenant string) (Token, error) {

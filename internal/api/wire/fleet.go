@@ -1,0 +1,37 @@
+package wire
+
+// Node is a fleet node as the API shows it.
+type Node struct {
+	Name         string   `json:"name"`
+	SKU          string   `json:"sku"`
+	Region       string   `json:"region"`
+	Cluster      string   `json:"cluster"`
+	Leaf         string   `json:"leaf"`
+	Rack         string   `json:"rack"`
+	Health       string   `json:"health"`
+	GPUs         int      `json:"gpus"`
+	GPUModel     string   `json:"gpu_model"`
+	FreeGPUMilli int64    `json:"free_gpu_milli"`
+	Jobs         []string `json:"jobs"`
+}
+
+// SKU is a SKU offered in one region with its capacity now.
+type SKU struct {
+	Name             string  `json:"name"`
+	Series           string  `json:"series"`
+	GPUModel         string  `json:"gpu_model"`
+	GPUsPerNode      int     `json:"gpus_per_node"`
+	Region           string  `json:"region"`
+	Nodes            int     `json:"nodes"`
+	FreeNodes        int     `json:"free_nodes"`
+	FreeGPUs         float64 `json:"free_gpus"`
+	PricePerHour     float64 `json:"price_per_hour"`
+	SpotPricePerHour float64 `json:"spot_price_per_hour"`
+}
+
+// Token is the answer of POST /v1/tokens.
+type Token struct {
+	Token  string `json:"token"`
+	Tenant string `json:"tenant,omitempty"`
+	Node   string `json:"node,omitempty"`
+}
