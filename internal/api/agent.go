@@ -92,9 +92,13 @@ func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.P
 	}
 	out := Assignments{Rev: a.Rev, Run: make([]Assignment, len(a.Run)), Stop: make([]StopOrder, len(a.Stop))}
 	for i, x := range a.Run {
+		timeout := "" // none
+		if x.Timeout > 0 {
+			timeout = x.Timeout.String()
+		}
 		as := Assignment{Job: x.Job, Attempt: x.Attempt, Rank: x.Rank, WorldSize: x.WorldSize, Command: x.Command,
 			Env: x.Env, GPUs: make([]AssignedGPU, len(x.GPUs)), GPUMilli: x.GPUMilli, MasterAddr: x.MasterAddr,
-			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, Timeout: durationText(x.Timeout),
+			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, Timeout: timeout,
 			Grace: x.Grace.String(), Started: x.Started}
 		for k, g := range x.GPUs {
 			as.GPUs[k] = AssignedGPU{Index: g.Index, UUID: g.UUID}

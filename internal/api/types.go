@@ -1,12 +1,12 @@
 package api
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/spec"
 )
 
 // Job is a job as the API shows it (docs/api.md).
@@ -52,87 +52,12 @@ type Allocation struct {
 	GPUMilli int64  `json:"gpu_milli"`
 }
 
-// JobDocument is a job spec in the form of a job file (package spec): the
-// same field names and units, so it can be submitted again as it is.
-type JobDocument struct {
-	Name       string             `json:"name"`
-	Tenant     string             `json:"tenant"`
-	Command    []string           `json:"command,omitempty"`
-	Env        map[string]string  `json:"env,omitempty"`
-	Resources  ResourcesDocument  `json:"resources"`
-	Priority   string             `json:"priority"`
-	Placement  *PlacementDocument `json:"placement,omitempty"`
-	Retry      *RetryDocument     `json:"retry,omitempty"`
-	Checkpoint *CheckpointDoc     `json:"checkpoint,omitempty"`
-	Duration   string             `json:"duration,omitempty"`
-}
-
-// ResourcesDocument is the resources section of a job file.
-type ResourcesDocument struct {
-	InstanceCount   int      `json:"instance_count"`
-	GPUsPerInstance int      `json:"gpus_per_instance"`
-	GPUMilli        int64    `json:"gpu_milli,omitempty"`
-	GPUModels       []string `json:"gpu_models,omitempty"`
-	CPU             string   `json:"cpu,omitempty"`    // milli-cores, "500m"
-	Memory          string   `json:"memory,omitempty"` // MiB, "8192Mi"
-}
-
-// PlacementDocument is the placement section of a job file.
-type PlacementDocument struct {
-	Regions      []string `json:"regions,omitempty"`
-	Residency    string   `json:"residency,omitempty"`
-	Interconnect string   `json:"interconnect,omitempty"`
-	DataRegion   string   `json:"data_region,omitempty"`
-	Reservation  string   `json:"reservation,omitempty"`
-}
-
-// RetryDocument is the retry section of a job file.
-type RetryDocument struct {
-	MaxRetries int    `json:"max_retries,omitempty"`
-	Timeout    string `json:"timeout,omitempty"`
-}
-
-// CheckpointDoc is the checkpoint section of a job file.
-type CheckpointDoc struct {
-	Interval string `json:"interval,omitempty"`
-	Grace    string `json:"grace,omitempty"`
-}
-
-func durationText(d time.Duration) string {
-	if d == 0 {
-		return ""
-	}
-	return d.String()
-}
+// JobDocument is a job spec in job-file form (package spec), so a job read
+// back can be submitted again as it is.
+type JobDocument = spec.Document
 
 // NewJobDocument returns s in job-file form.
-func NewJobDocument(s model.JobSpec) JobDocument {
-	r := s.Resources
-	d := JobDocument{
-		Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env,
-		Resources: ResourcesDocument{InstanceCount: r.InstanceCount, GPUsPerInstance: r.GPUsPerInstance,
-			GPUMilli: r.GPUMilli, GPUModels: r.GPUModels},
-		Priority: s.Priority.String(),
-		Duration: durationText(s.Duration),
-	}
-	if r.CPUMilli != 0 {
-		d.Resources.CPU = fmt.Sprintf("%dm", r.CPUMilli)
-	}
-	if r.MemoryMiB != 0 {
-		d.Resources.Memory = fmt.Sprintf("%dMi", r.MemoryMiB)
-	}
-	if p := s.Placement; len(p.Regions) > 0 || p.Residency != "" || p.Interconnect != "" || p.DataRegion != "" || p.Reservation != "" {
-		d.Placement = &PlacementDocument{Regions: p.Regions, Residency: p.Residency, Interconnect: string(p.Interconnect),
-			DataRegion: p.DataRegion, Reservation: p.Reservation}
-	}
-	if s.Retry != (model.Retry{}) {
-		d.Retry = &RetryDocument{MaxRetries: s.Retry.MaxRetries, Timeout: durationText(s.Retry.Timeout)}
-	}
-	if s.Checkpoint != (model.Checkpoint{}) {
-		d.Checkpoint = &CheckpointDoc{Interval: durationText(s.Checkpoint.Interval), Grace: durationText(s.Checkpoint.Grace)}
-	}
-	return d
-}
+func NewJobDocument(s model.JobSpec) JobDocument { return spec.DocumentOf(s) }
 
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {

@@ -1,6 +1,7 @@
-package client
+package spec
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,12 +10,11 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
-	"github.com/allot-dev/allot/internal/spec"
 )
 
-// TestJobDocumentRoundTrip checks that the document of a spec reads back as
-// the same spec, for every example and for every field set.
-func TestJobDocumentRoundTrip(t *testing.T) {
+// TestDocumentRoundTrip checks that the JSON document of a spec reads back
+// as the same spec, for every example and for every field set.
+func TestDocumentRoundTrip(t *testing.T) {
 	specs := []model.JobSpec{{
 		Name: "full", Tenant: "acme", Command: []string{"sh", "-c", "echo hi"}, Env: map[string]string{"A": "1", "B": ""},
 		Resources: model.Resources{InstanceCount: 3, GPUsPerInstance: 1, GPUMilli: 250, GPUModels: []string{"T4", "A100"},
@@ -37,7 +37,7 @@ func TestJobDocumentRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := spec.ParseJobs(f, data, nil)
+		s, err := ParseJobs(f, data, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,11 +45,11 @@ func TestJobDocumentRoundTrip(t *testing.T) {
 	}
 	for _, s := range specs {
 		t.Run(s.Name, func(t *testing.T) {
-			doc, err := JobDocument(s)
+			doc, err := json.Marshal(DocumentOf(s))
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := spec.ParseJobs("body.json", doc, nil)
+			back, err := ParseJobs("body.json", doc, nil)
 			if err != nil {
 				t.Fatalf("%v\n%s", err, doc)
 			}

@@ -1,0 +1,92 @@
+package spec
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// Document is a job spec in the form of a job file: the same field names
+// and units, so that ParseJobs reads it back to the same spec. The API
+// shows jobs in this form and the CLI submits them in it (as JSON).
+type Document struct {
+	Name       string            `json:"name"`
+	Tenant     string            `json:"tenant"`
+	Command    []string          `json:"command,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	Resources  resourcesDoc      `json:"resources"`
+	Priority   string            `json:"priority"`
+	Placement  *placementDoc     `json:"placement,omitempty"`
+	Retry      *retryDoc         `json:"retry,omitempty"`
+	Checkpoint *checkpointDoc    `json:"checkpoint,omitempty"`
+	Duration   string            `json:"duration,omitempty"`
+}
+
+// resourcesDoc is the resources section of a job file.
+type resourcesDoc struct {
+	InstanceCount   int      `json:"instance_count"`
+	GPUsPerInstance int      `json:"gpus_per_instance"`
+	GPUMilli        int64    `json:"gpu_milli,omitempty"`
+	GPUModels       []string `json:"gpu_models,omitempty"`
+	CPU             string   `json:"cpu,omitempty"`    // milli-cores, "500m"
+	Memory          string   `json:"memory,omitempty"` // MiB, "8192Mi"
+}
+
+// placementDoc is the placement section of a job file.
+type placementDoc struct {
+	Regions      []string `json:"regions,omitempty"`
+	Residency    string   `json:"residency,omitempty"`
+	Interconnect string   `json:"interconnect,omitempty"`
+	DataRegion   string   `json:"data_region,omitempty"`
+	Reservation  string   `json:"reservation,omitempty"`
+}
+
+// retryDoc is the retry section of a job file.
+type retryDoc struct {
+	MaxRetries int    `json:"max_retries,omitempty"`
+	Timeout    string `json:"timeout,omitempty"`
+}
+
+// checkpointDoc is the checkpoint section of a job file.
+type checkpointDoc struct {
+	Interval string `json:"interval,omitempty"`
+	Grace    string `json:"grace,omitempty"`
+}
+
+// durationText writes a duration as a job file does; zero is left out.
+func durationText(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return d.String()
+}
+
+// DocumentOf returns s in job-file form.
+func DocumentOf(s model.JobSpec) Document {
+	r := s.Resources
+	d := Document{
+		Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env,
+		Resources: resourcesDoc{InstanceCount: r.InstanceCount, GPUsPerInstance: r.GPUsPerInstance,
+			GPUMilli: r.GPUMilli, GPUModels: r.GPUModels},
+		Priority: s.Priority.String(),
+		Duration: durationText(s.Duration),
+	}
+	if r.CPUMilli != 0 {
+		d.Resources.CPU = fmt.Sprintf("%dm", r.CPUMilli)
+	}
+	if r.MemoryMiB != 0 {
+		d.Resources.Memory = fmt.Sprintf("%dMi", r.MemoryMiB)
+	}
+	if p := s.Placement; len(p.Regions) > 0 || p.Residency != "" || p.Interconnect != "" || p.DataRegion != "" || p.Reservation != "" {
+		d.Placement = &placementDoc{Regions: p.Regions, Residency: p.Residency, Interconnect: string(p.Interconnect),
+			DataRegion: p.DataRegion, Reservation: p.Reservation}
+	}
+	if s.Retry != (model.Retry{}) {
+		d.Retry = &retryDoc{MaxRetries: s.Retry.MaxRetries, Timeout: durationText(s.Retry.Timeout)}
+	}
+	if s.Checkpoint != (model.Checkpoint{}) {
+		d.Checkpoint = &checkpointDoc{Interval: durationText(s.Checkpoint.Interval), Grace: durationText(s.Checkpoint.Grace)}
+	}
+	return d
+}
