@@ -244,6 +244,32 @@ func appendUnique(list []string, s string) []string {
 
 // explain turns what the filters saw into a reason and a detail.
 func (st *state) explain(a *attempt, v *verdict) (Reason, string) {
+	if a.res < 0 {
+		return st.explainFilters(a, v)
+	}
+	// A job that names a reservation runs only on its nodes; say first
+	// when the reservation holds fewer than it should, and why.
+	r := &st.res[a.res]
+	short := ""
+	if len(r.nodes) < r.Count {
+		short = fmt.Sprintf("reservation %q holds %d of its %d nodes: of its %s nodes in %s, %d NotReady, %d held by other reservations",
+			r.Name, len(r.nodes), r.Count, r.SKU, r.Region, r.notReady, r.heldByOthers)
+	}
+	if len(r.nodes) == 0 {
+		if r.notReady > 0 {
+			return NoReadyNodes, short
+		}
+		return InsufficientCapacity, short
+	}
+	reason, detail := st.explainFilters(a, v)
+	if short != "" {
+		detail += "; " + short
+	}
+	return reason, detail
+}
+
+// explainFilters says which filter stopped the furthest candidate.
+func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 	spec := &a.job.Spec
 	switch v.furthest {
 	case stageNone:
@@ -269,11 +295,14 @@ func (st *state) explain(a *attempt, v *verdict) (Reason, string) {
 		return BorrowLimitReached, fmt.Sprintf("partition %s: %s in %s: %s used of %s guaranteed; lendable idle %s; job needs %s",
 			name, pk.gpuModel, pk.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-st.protected(k, p))), gpusText(a.total))
 	case stageBorrow:
+		if a.res >= 0 {
+			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q", v.reservedOut, spec.Placement.Reservation)
+		}
 		return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants", v.reservedOut)
 	case stageReservation:
 		d := fmt.Sprintf("%d ready capable nodes, most free on one node: %s, job needs %s per instance",
 			v.readyNodes, gpusText(v.maxFree), gpusText(a.req.TotalMilli()))
-		if v.reservedOut > 0 {
+		if v.reservedOut > 0 && a.res < 0 {
 			d += fmt.Sprintf("; %d more are reserved for others", v.reservedOut)
 		}
 		return InsufficientCapacity, d

@@ -17,16 +17,27 @@
 //     (priority inside the class, then age);
 //  2. admit: hard quotas per tenant, region and GPU series; partition
 //     guarantees with their borrowing and lending limits; reservations,
-//     whose capacity only the owner (and evictable spot work) may use;
+//     whose nodes only the owner (and spot work it may evict) may use. At
+//     the start of a cycle each active reservation, in the tenancy's order,
+//     takes Count Ready nodes of its SKU and region: first those running
+//     work that names it, then those needing no eviction (idle, or holding
+//     only the owner's work), then those whose other work loses the fewest
+//     GPU-seconds since its last checkpoint; ties by node name. A job
+//     naming a reservation that got fewer nodes is told why (NotReady
+//     nodes, nodes other reservations hold);
 //  3. place: filters (GPU model, free whole GPUs or a milli-GPU fraction on
 //     one GPU, CPU, memory, rack and region power caps, residency,
-//     interconnect) and a pluggable Scorer; a gang is placed all or nothing
-//     on one fabric, on the fewest leaf groups;
+//     interconnect) and a pluggable Scorer; a gang of several instances is
+//     placed all or nothing on one GPU model in one cluster (so on one
+//     fabric, the cluster's; InfiniBand when it asks for infiniband), on the
+//     fewest leaf groups;
 //  4. preempt: when a job of a higher class, a partition below its
 //     guarantee, or a reservation's owner cannot be placed, evict the
 //     victims that free enough capacity in one place while losing the fewest
 //     GPU-seconds since their last checkpoint; work (a resumed job
-//     included) is protected for Config.MinRunTime after it starts;
+//     included) is protected for Config.MinRunTime after it starts, and
+//     work whose every instance runs in its own tenant's reservations is
+//     never evicted (a gang partly outside is, whole);
 //  5. explain: every job left pending gets a Reason and a detail a person
 //     can act on.
 //

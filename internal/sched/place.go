@@ -120,8 +120,9 @@ func (st *state) placeOne(a *attempt) (placement, bool) {
 	return placement{nodes: []int{c.Node.Index}, gpus: [][]int{c.GPUs}}, true
 }
 
-// domain is a set of nodes a gang may span: one cluster when the job asks
-// for an interconnect, else one region.
+// domain is a set of nodes a gang may span: the nodes of one GPU model in
+// one cluster, so every instance sees the same accelerator and one fabric
+// (the cluster's) whether or not the job names an interconnect.
 type domain struct {
 	name   string
 	leaves []*leaf
@@ -200,9 +201,9 @@ func (st *state) placeGang(a *attempt) (placement, Reason, string) {
 
 func domainWord(a *attempt) string {
 	if f := a.job.Spec.Placement.Interconnect; f != "" {
-		return string(f) + " cluster"
+		return string(f) + " cluster on one GPU model"
 	}
-	return "region"
+	return "cluster on one GPU model"
 }
 
 // gangDomains groups the candidates into domains and leaf groups and counts
@@ -214,10 +215,7 @@ func (st *state) gangDomains(a *attempt) []*domain {
 	regionLeft := map[string]int64{}
 	need := int64(0)
 	for _, n := range st.cands {
-		name := n.Region
-		if a.job.Spec.Placement.Interconnect != "" {
-			name = n.Cluster
-		}
+		name := n.Cluster + "/" + n.GPUModel
 		d, ok := byName[name]
 		if !ok {
 			d = &domain{name: name}

@@ -114,7 +114,7 @@ func (st *state) victims(a *attempt) ([]victim, time.Time) {
 // only inside its own partition or where the victim's partition borrows.
 func (st *state) evictable(a *attempt, rj *running) Reason {
 	if st.inOwnReservation(rj) {
-		return ReasonNone // an owner inside its reservation is never preempted
+		return ReasonNone // an owner wholly inside its reservations is never preempted
 	}
 	if st.onReservationOf(rj, a.tenant.name) && rj.tenant != a.tenant {
 		return ReservationOwner
@@ -144,8 +144,18 @@ func (st *state) relevant(a *attempt, rj *running) bool {
 	return false
 }
 
+// inOwnReservation reports whether every instance of rj runs on a node of
+// a reservation its own tenant holds. Only such work is never preempted:
+// it uses nothing but capacity set aside for its owner. A gang with one
+// instance outside holds shared capacity too, and being all or nothing it
+// is evicted whole when that capacity is owed to someone.
 func (st *state) inOwnReservation(rj *running) bool {
-	return st.onReservationOf(rj, rj.tenant.name)
+	for _, i := range rj.nodes {
+		if r := st.resOf[i]; r < 0 || st.res[r].Owner != rj.tenant.name {
+			return false
+		}
+	}
+	return true
 }
 
 func (st *state) onReservationOf(rj *running, tenant string) bool {

@@ -11,25 +11,30 @@ import (
 	. "github.com/allot-dev/allot/internal/sched/schedtest"
 )
 
-// randomWorld is a small fleet with guarantees, borrowing, a quota, a
-// reservation and a power cap, so that every rule of the core is exercised.
+// randomWorld is a small fleet with guarantees, borrowing and lending
+// limits, a quota, reservations and power caps that bind, so that every
+// rule of the core is exercised. The reservations' windows are redrawn as
+// the run goes (see churnReservations).
 func randomWorld() *World {
 	return NewWorld().
 		Region("r1", "us", model.FabricInfiniBand).Rack("r1-a", 0).
 		Nodes("h-a", 3, h100, "la").Nodes("h-b", 3, h100, "lb").
-		Cluster("r1-eth", model.FabricEthernet).Rack("r1-e", 0).Nodes("t4", 2, t4x4, "").
-		Region("r2", "eu", model.FabricInfiniBand).Rack("r2-a", 14).Nodes("a", 3, a100, "l1").
-		Partition("p1", "r1", "H100", 16).Tenant("t1", "p1").Tenant("t2", "p1").
-		Partition("p2", "r1", "H100", 8).Tenant("t3", "p2").
+		Cluster("r1-eth", model.FabricEthernet).Rack("r1-e", 1.2).Nodes("t4", 2, t4x4, "").
+		Region("r2", "eu", model.FabricInfiniBand).PowerHeadroom(12).Rack("r2-a", 14).Nodes("a", 3, a100, "l1").
+		Partition("p1", "r1", "H100", 16).LendLimit(8).Tenant("t1", "p1").Tenant("t2", "p1").
+		Partition("p2", "r1", "H100", 8).BorrowLimit(8).Tenant("t3", "p2").
 		Tenant("t4", "").Tenant("t5", "").
 		Quota("t4", "r1", "ND", 24).
-		Reserve("res", "t3", a100, "r2", 1, time.Time{}, time.Time{})
+		Reserve("res", "t3", a100, "r2", 1, time.Time{}, time.Time{}).
+		Reserve("rh", "t5", h100, "r1", 2, Epoch.Add(time.Hour), Epoch.Add(9*time.Hour)).
+		Reserve("rh3", "t3", h100, "r1", 1, Epoch.Add(30*time.Minute), time.Time{}).
+		Reserve("rt", "t1", t4x4, "r1", 1, Epoch, Epoch.Add(5*time.Hour))
 }
 
 // TestRandomCycles runs many cycles over random arrivals, completions, node
-// failures and cancellations, and checks after every cycle that nothing is
-// over-committed, quotas hold, gangs are whole, and a partition below its
-// guarantee got back what borrowers held.
+// failures, cancellations and reservation windows, and checks after every
+// cycle the invariants of CheckInvariants and Cycle.Check, and that a
+// partition below its guarantee got back what borrowers held.
 func TestRandomCycles(t *testing.T) {
 	const cycles = 100_000
 	w := randomWorld()
@@ -41,23 +46,35 @@ func TestRandomCycles(t *testing.T) {
 	clock := Epoch
 	next := 0
 	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
-	var stats struct{ binds, preemptions, pending, failures int }
+	var stats struct {
+		binds, preemptions, pending, failures, reserved, gangs, loose int
+		reasons                                                       map[sched.Reason]int
+	}
+	stats.reasons = map[sched.Reason]int{}
 	suspects := map[string]string{}
 	for c := 0; c < cycles; c++ {
 		clock = clock.Add(time.Minute)
 		w.Jobs = churn(w, rng, clock, &stats.failures)
+		churnReservations(w, rng, clock)
 		for queued(w.Jobs) < 24 && rng.IntN(3) > 0 {
 			next++
 			randomJob(w, rng, fmt.Sprintf("j%d", next), tenants[rng.IntN(len(tenants))], clock)
 		}
 		before := stateSet(w.Jobs)
 		usedBefore := snapshotUsage(w)
+		cyc := BeforeCycle(w, clock)
 		p := s.Schedule(w.Snapshot(), clock)
 		stats.binds += len(p.Binds)
 		stats.preemptions += len(p.Preemptions)
 		stats.pending += len(p.Pending)
+		for _, x := range p.Pending {
+			stats.reasons[x.Reason]++
+		}
 		if got, want := len(p.Binds)+len(p.Pending), queued(w.Jobs); got != want {
 			t.Fatalf("cycle %d: %d binds + pending for %d queued jobs", c, got, want)
+		}
+		if err := cyc.Check(p); err != nil {
+			t.Fatalf("cycle %d: %v\nplan: %+v", c, err, p)
 		}
 		if err := p.Apply(w.Jobs, clock); err != nil {
 			t.Fatalf("cycle %d: %v", c, err)
@@ -65,11 +82,22 @@ func TestRandomCycles(t *testing.T) {
 		if err := CheckInvariants(w); err != nil {
 			t.Fatalf("cycle %d: %v\nplan: %+v", c, err, p)
 		}
+		for _, b := range p.Binds {
+			j := jobByID(w.Jobs, b.Job)
+			switch {
+			case j.Spec.Placement.Reservation != "":
+				stats.reserved++
+			case len(b.Nodes) > 1 && j.Spec.Placement.Interconnect == "":
+				stats.loose++
+			case len(b.Nodes) > 1:
+				stats.gangs++
+			}
+		}
 		// The guarantee property is checked over two cycles: a job left
 		// waiting with borrowed capacity it could reclaim may be one whose
 		// partition was over its guarantee at its turn and dropped below
 		// later in the same cycle; it must get the capacity in the next.
-		late := starved(w, clock, before, usedBefore)
+		late := starved(w, clock, before, usedBefore, cyc)
 		for id, why := range late {
 			if suspects[id] != "" {
 				t.Fatalf("cycle %d: %s, and in the cycle before: %s\nplan: %+v", c, why, suspects[id], p)
@@ -77,11 +105,42 @@ func TestRandomCycles(t *testing.T) {
 		}
 		suspects = late
 	}
-	t.Logf("%d cycles: %d binds, %d preemptions, %d pending verdicts, %d node failures",
-		cycles, stats.binds, stats.preemptions, stats.pending, stats.failures)
-	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 {
+	t.Logf("%d cycles: %d binds (%d in reservations, %d IB gangs, %d gangs without interconnect), %d preemptions, %d pending verdicts %v, %d node failures",
+		cycles, stats.binds, stats.reserved, stats.gangs, stats.loose, stats.preemptions, stats.pending, stats.reasons, stats.failures)
+	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 || stats.reserved == 0 || stats.gangs == 0 || stats.loose == 0 {
 		t.Fatalf("the random world did not exercise the core: %+v", stats)
 	}
+	for _, r := range []sched.Reason{sched.PowerCapped, sched.BorrowLimitReached, sched.ReservationNotActive, sched.NoReadyNodes, sched.TopologyUnsatisfiable} {
+		if stats.reasons[r] == 0 {
+			t.Errorf("no job was left pending with %s: the random world does not exercise it", r)
+		}
+	}
+}
+
+// churnReservations now and then redraws a reservation's window (the
+// first, open-ended one excepted): opening soon or later, closing after a
+// while or never.
+func churnReservations(w *World, rng *rand.Rand, now time.Time) {
+	rs := w.Tenancy.Reservations
+	for i := 1; i < len(rs); i++ {
+		if rng.IntN(300) != 0 {
+			continue
+		}
+		rs[i].Start = now.Add(time.Duration(rng.IntN(120)) * time.Minute)
+		rs[i].End = time.Time{}
+		if rng.IntN(4) > 0 {
+			rs[i].End = rs[i].Start.Add(time.Duration(30+rng.IntN(600)) * time.Minute)
+		}
+	}
+}
+
+func jobByID(jobs []*model.Job, id string) *model.Job {
+	for _, j := range jobs {
+		if j.ID == id {
+			return j
+		}
+	}
+	return nil
 }
 
 // stateSet maps each job to its state before a cycle.
@@ -149,10 +208,12 @@ func randomJob(w *World, rng *rand.Rand, id, tenant string, now time.Time) {
 	switch k := rng.IntN(10); {
 	case k < 3:
 		b.Milli(int64(100 * (1 + rng.IntN(9))))
-	case k < 8:
+	case k < 7:
 		b.GPUs(1, []int{1, 2, 4, 8}[rng.IntN(4)])
-	default:
+	case k < 8:
 		b.GPUs(2+rng.IntN(3), 8).Interconnect(model.FabricInfiniBand)
+	default:
+		b.GPUs(2+rng.IntN(2), []int{1, 2, 4, 8}[rng.IntN(4)]) // any fabric, one model, one cluster
 	}
 	if rng.IntN(3) == 0 {
 		b.CPU(int64(1000*(1+rng.IntN(16))), int64(1024*(1+rng.IntN(64))))
@@ -168,6 +229,19 @@ func randomJob(w *World, rng *rand.Rand, id, tenant string, now time.Time) {
 		b.Class(model.ClassSpot)
 	case 3:
 		b.Class(model.ClassReserved)
+	}
+	// Owners run a quarter of their jobs in one of their reservations.
+	if rng.IntN(4) == 0 {
+		var own []model.Reservation
+		for _, r := range w.Tenancy.Reservations {
+			if r.Owner == tenant {
+				own = append(own, r)
+			}
+		}
+		if len(own) > 0 {
+			r := own[rng.IntN(len(own))]
+			b.Reservation(r.Name).Models(w.Fleet.Catalog[r.SKU].GPUModel)
+		}
 	}
 }
 
@@ -212,7 +286,7 @@ func h100Pool(w *World, node string) (bool, bool) {
 // before the cycle, and a Ready H100 node holds enough free capacity plus
 // what borrowers (partitions over their guarantee before and after the
 // cycle) held when the cycle began and may lose (unprotected).
-func starved(w *World, now time.Time, before map[string]model.State, usedBefore usage) map[string]string {
+func starved(w *World, now time.Time, before map[string]model.State, usedBefore usage, cyc *Cycle) map[string]string {
 	out := map[string]string{}
 	part := partitionOf(w)
 	guar := map[string]int64{}
@@ -236,7 +310,7 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 	for _, j := range w.Jobs {
 		p := part[j.Spec.Tenant]
 		borrower := (p == "" || min(used[p], usedBefore[p]) > guar[p]) && before[j.ID] == model.StateRunning
-		protected := now.Sub(j.Status.StartedAt) < 5*time.Minute
+		protected := now.Sub(j.Status.StartedAt) < 5*time.Minute || wholly(cyc, j)
 		if borrower && !protected {
 			continue
 		}
@@ -255,13 +329,16 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 		p := part[j.Spec.Tenant]
 		r := j.Spec.Resources
 		if j.Status.State != model.StateQueued || before[j.ID] != model.StateQueued || p == "" || j.Spec.Priority.Class == model.ClassSpot ||
-			r.InstanceCount != 1 || r.Fractional() || !r.AcceptsModel("H100") {
+			r.InstanceCount != 1 || r.Fractional() || !r.AcceptsModel("H100") || j.Spec.Placement.Reservation != "" {
 			continue
 		}
 		if need := r.TotalMilli(); used[p]+need > guar[p] || usedBefore[p]+need > guar[p] {
 			continue
 		}
 		for node := range cpuFree {
+			if res, ok := cyc.Reserved[node]; ok && res.Owner != j.Spec.Tenant {
+				continue
+			}
 			usable := 0
 			for i := 0; i < 8; i++ {
 				if !pinned[gpu{node, i}] {
@@ -276,4 +353,15 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 		}
 	}
 	return out
+}
+
+// wholly reports whether every instance of j runs on a node that the cycle
+// reserved for j's tenant: such work is never preempted.
+func wholly(cyc *Cycle, j *model.Job) bool {
+	for _, a := range j.Status.Allocations {
+		if r, ok := cyc.Reserved[a.Node]; !ok || r.Owner != j.Spec.Tenant {
+			return false
+		}
+	}
+	return len(j.Status.Allocations) > 0
 }

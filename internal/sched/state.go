@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"sort"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -50,6 +49,9 @@ type reservationState struct {
 	model.Reservation
 	active bool
 	nodes  []int
+	// Of the nodes of its SKU and region it did not get: NotReady ones,
+	// and Ready ones an earlier reservation took.
+	notReady, heldByOthers int
 }
 
 type partitionState struct {
@@ -142,6 +144,7 @@ func newState(s *Snapshot, now time.Time, cfg Config) *state {
 	st.buildFleet(s.Fleet)
 	st.buildTenancy(s.Tenancy)
 	st.buildRunning(s.Jobs)
+	st.reserve()
 	return st
 }
 
@@ -270,31 +273,9 @@ func (st *state) buildTenancy(t *model.Tenancy) {
 			st.quota[quotaKey{ts.idx, st.seriesID[seriesKey{q.Region, q.Series}]}] = int64(q.GPUs) * model.MilliPerGPU
 		}
 	}
-	// Reservations take their nodes in name order among the free nodes of
-	// their SKU and region, earlier reservations first, so the choice is
-	// stable from cycle to cycle.
-	byName := make([]int, len(st.nodes))
-	for i := range byName {
-		byName[i] = i
-	}
-	sort.Slice(byName, func(a, b int) bool { return st.nodes[byName[a]].Name < st.nodes[byName[b]].Name })
 	for _, r := range t.Reservations {
-		rs := reservationState{Reservation: r, active: r.ActiveAt(st.now)}
-		idx := len(st.res)
-		st.resByName[r.Name] = idx
-		if rs.active {
-			for _, i := range byName {
-				if len(rs.nodes) == r.Count {
-					break
-				}
-				n := st.nodes[i]
-				if st.resOf[i] < 0 && n.SKU == r.SKU && n.Region == r.Region {
-					st.resOf[i] = idx
-					rs.nodes = append(rs.nodes, i)
-				}
-			}
-		}
-		st.res = append(st.res, rs)
+		st.resByName[r.Name] = len(st.res)
+		st.res = append(st.res, reservationState{Reservation: r, active: r.ActiveAt(st.now)})
 	}
 }
 

@@ -66,6 +66,18 @@ func (w *World) Nodes(prefix string, count int, sku, leaf string) *World {
 	return w
 }
 
+// NotReady marks the named nodes NotReady.
+func (w *World) NotReady(names ...string) *World {
+	for _, name := range names {
+		for i := range w.Fleet.Nodes {
+			if w.Fleet.Nodes[i].Name == name {
+				w.Fleet.Nodes[i].Health = model.NodeNotReady
+			}
+		}
+	}
+	return w
+}
+
 // Partition adds a partition guaranteed gpus GPUs of gpuModel in region.
 func (w *World) Partition(name, region, gpuModel string, gpus int) *World {
 	w.Tenancy.Partitions = append(w.Tenancy.Partitions, model.Partition{
@@ -78,6 +90,19 @@ func (w *World) Partition(name, region, gpuModel string, gpus int) *World {
 func (w *World) BorrowLimit(gpus int) *World {
 	p := &w.Tenancy.Partitions[len(w.Tenancy.Partitions)-1]
 	p.Guarantees[len(p.Guarantees)-1].BorrowLimit = &gpus
+	return w
+}
+
+// LendLimit caps lending of the last partition's last guarantee.
+func (w *World) LendLimit(gpus int) *World {
+	p := &w.Tenancy.Partitions[len(w.Tenancy.Partitions)-1]
+	p.Guarantees[len(p.Guarantees)-1].LendLimit = &gpus
+	return w
+}
+
+// PowerHeadroom caps the power (kW) the last region may draw.
+func (w *World) PowerHeadroom(kW float64) *World {
+	w.Fleet.Regions[len(w.Fleet.Regions)-1].PowerHeadroomW = int64(kW * 1000)
 	return w
 }
 

@@ -65,8 +65,9 @@ func reservationName(vc string) string { return "vc-" + vc }
 // buildTenancy makes each VC a tenant in its own partition guaranteed its
 // nodes' GPUs. Static sharing adds an open-ended reservation of the VC's
 // node count owned by the tenant; its jobs name it, and the core runs a job
-// that names a reservation only on the reservation's nodes. Reservations
-// take nodes in name order, so each gets its own VC's block.
+// that names a reservation only on the reservation's nodes. A reservation
+// keeps the nodes running its jobs and takes idle ones by name, so each
+// keeps a block of its VC's size.
 func buildTenancy(vcs []vcInfo, sharing Sharing) model.Tenancy {
 	var t model.Tenancy
 	for _, v := range vcs {

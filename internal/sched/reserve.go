@@ -1,0 +1,88 @@
+package sched
+
+import "sort"
+
+// reserve gives each active reservation, in the tenancy's order, Count of
+// the Ready nodes of its SKU and region that no earlier reservation took.
+// It prefers, in order:
+//
+//  1. nodes running the owner's work that names the reservation, so that
+//     work stays inside it from one cycle to the next;
+//  2. nodes that need no eviction: idle, or holding only the owner's work;
+//  3. nodes whose other work (spot work included) loses the fewest
+//     GPU-seconds since its last checkpoint if evicted;
+//
+// and among equals the node of lower name, so the choice is deterministic
+// and stable from cycle to cycle. A NotReady node is never reserved: the
+// owner could not use it.
+func (st *state) reserve() {
+	type cand struct {
+		node int
+		tier int
+		cost float64
+	}
+	var cands []cand
+	for idx := range st.res {
+		rs := &st.res[idx]
+		if !rs.active {
+			continue
+		}
+		cands = cands[:0]
+		for _, g := range st.groups {
+			if len(g.nodes) == 0 || g.nodes[0].SKU != rs.SKU || g.region.name != rs.Region {
+				continue
+			}
+			for _, n := range g.nodes {
+				switch {
+				case st.resOf[n.Index] >= 0:
+					rs.heldByOthers++
+				case !n.Ready:
+					rs.notReady++
+				default:
+					tier, cost := st.reserveCost(rs, n.Index)
+					cands = append(cands, cand{node: n.Index, tier: tier, cost: cost})
+				}
+			}
+		}
+		sort.Slice(cands, func(x, y int) bool {
+			a, b := cands[x], cands[y]
+			if a.tier != b.tier {
+				return a.tier < b.tier
+			}
+			if a.cost != b.cost {
+				return a.cost < b.cost
+			}
+			return st.nodes[a.node].Name < st.nodes[b.node].Name
+		})
+		for _, c := range cands[:min(rs.Count, len(cands))] {
+			st.resOf[c.node] = idx
+			rs.nodes = append(rs.nodes, c.node)
+		}
+	}
+}
+
+// reserveCost ranks node i for reservation rs (see reserve): tier 0 when it
+// runs work naming rs, 1 when nothing on it would need evicting, else 2
+// with the GPU-seconds its other tenants' work would lose.
+func (st *state) reserveCost(rs *reservationState, i int) (tier int, cost float64) {
+	named, foreign := false, false
+	for k, rj := range st.byNode[i] {
+		if k > 0 && st.byNode[i][k-1] == rj {
+			continue // another instance of the same job: it loses its work once
+		}
+		switch {
+		case rj.tenant.name != rs.Owner:
+			foreign = true
+			cost += st.lostGPUSeconds(rj)
+		case rj.job.Spec.Placement.Reservation == rs.Name:
+			named = true
+		}
+	}
+	switch {
+	case named:
+		return 0, cost
+	case !foreign:
+		return 1, 0
+	}
+	return 2, cost
+}

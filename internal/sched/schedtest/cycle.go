@@ -1,0 +1,259 @@
+package schedtest
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+)
+
+// Cycle is the world as one cycle found it, kept to check the cycle's Plan
+// against the rules that depend on what the cycle saw: which nodes each
+// reservation held, and what capacity others lent. Take it before
+// Schedule; Check the Plan after.
+type Cycle struct {
+	w    *World
+	now  time.Time
+	jobs map[string]heldJob
+	// Reserved maps a node to the reservation that holds it in this cycle,
+	// worked out from the rule the core documents (not from its code).
+	Reserved map[string]model.Reservation
+}
+
+type heldJob struct {
+	job    *model.Job
+	allocs []model.Allocation // as the cycle found them
+}
+
+// BeforeCycle records w at now, before a cycle plans over it.
+func BeforeCycle(w *World, now time.Time) *Cycle {
+	c := &Cycle{w: w, now: now, jobs: map[string]heldJob{}}
+	for _, j := range w.Jobs {
+		h := heldJob{job: j}
+		if j.Status.State.Holds() {
+			h.allocs = append([]model.Allocation(nil), j.Status.Allocations...)
+		}
+		c.jobs[j.ID] = h
+	}
+	c.Reserved = c.reserve()
+	return c
+}
+
+// reserve gives each active reservation, in order, Count Ready nodes of its
+// SKU and region not taken before: those running work that names it, then
+// those needing no eviction, then those whose other tenants' work loses the
+// fewest GPU-seconds since its last checkpoint, then by name.
+func (c *Cycle) reserve() map[string]model.Reservation {
+	type cand struct {
+		name string
+		tier int
+		cost float64
+	}
+	out := map[string]model.Reservation{}
+	active := false
+	for _, r := range c.w.Tenancy.Reservations {
+		active = active || r.ActiveAt(c.now)
+	}
+	if !active {
+		return out
+	}
+	onNode := map[string][]*model.Job{} // in the order of w.Jobs, each job once
+	for _, j := range c.w.Jobs {
+		for _, a := range c.jobs[j.ID].allocs {
+			if list := onNode[a.Node]; len(list) == 0 || list[len(list)-1] != j {
+				onNode[a.Node] = append(list, j)
+			}
+		}
+	}
+	for _, r := range c.w.Tenancy.Reservations {
+		if !r.ActiveAt(c.now) {
+			continue
+		}
+		var cands []cand
+		for _, n := range c.w.Fleet.Nodes {
+			if _, taken := out[n.Name]; taken || n.Health != model.NodeReady || n.SKU != r.SKU || n.Region != r.Region {
+				continue
+			}
+			x := cand{name: n.Name, tier: 1}
+			named, foreign := false, false
+			for _, j := range onNode[n.Name] {
+				switch {
+				case j.Spec.Tenant != r.Owner:
+					foreign = true
+					x.cost += c.lost(j)
+				case j.Spec.Placement.Reservation == r.Name:
+					named = true
+				}
+			}
+			switch {
+			case named:
+				x.tier = 0
+			case foreign:
+				x.tier = 2
+			default:
+				x.cost = 0
+			}
+			cands = append(cands, x)
+		}
+		sort.Slice(cands, func(a, b int) bool {
+			x, y := cands[a], cands[b]
+			if x.tier != y.tier {
+				return x.tier < y.tier
+			}
+			if x.cost != y.cost {
+				return x.cost < y.cost
+			}
+			return x.name < y.name
+		})
+		for _, x := range cands[:min(r.Count, len(cands))] {
+			out[x.name] = r
+		}
+	}
+	return out
+}
+
+// lost is the GPU-seconds j loses if evicted at the cycle's now.
+func (c *Cycle) lost(j *model.Job) float64 {
+	since := j.Status.StartedAt
+	if j.Status.LastCheckpoint.After(since) {
+		since = j.Status.LastCheckpoint
+	}
+	d := max(c.now.Sub(since).Seconds(), 0)
+	var m int64
+	for _, a := range c.jobs[j.ID].allocs {
+		m += a.GPUMilli * int64(len(a.GPUs))
+	}
+	return d * float64(m) / model.MilliPerGPU
+}
+
+// Check verifies p against what the cycle saw: a job bound on a reserved
+// node is the owner's, spot work, or names that reservation; a job that
+// names a reservation is bound only on its nodes; and a job bound beyond
+// its partition's guarantee took only capacity others lend. Binds are
+// replayed in the order the core made them, each after the preemptions
+// made for it.
+func (c *Cycle) Check(p sched.Plan) error {
+	for _, b := range p.Binds {
+		j := c.jobs[b.Job].job
+		if j == nil {
+			return fmt.Errorf("plan binds unknown job %s", b.Job)
+		}
+		for _, n := range b.Nodes {
+			r, reserved := c.Reserved[n.Node]
+			if name := j.Spec.Placement.Reservation; name != "" {
+				if !reserved || r.Name != name {
+					return fmt.Errorf("%s names reservation %s but is bound on %s (reserved: %q)", j.ID, name, n.Node, r.Name)
+				}
+				continue
+			}
+			if reserved && r.Owner != j.Spec.Tenant && j.Spec.Priority.Class != model.ClassSpot {
+				return fmt.Errorf("%s of %s (%s) is bound on %s, reserved for %s by %s",
+					j.ID, j.Spec.Tenant, j.Spec.Priority.Class, n.Node, r.Owner, r.Name)
+			}
+		}
+	}
+	return c.checkLending(p)
+}
+
+// checkLending replays p over the cycle's pools.
+func (c *Cycle) checkLending(p sched.Plan) error {
+	type poolKey struct{ region, gpuModel string }
+	nodes := map[string]model.Node{}
+	free := map[poolKey]int64{} // on Ready nodes
+	for _, n := range c.w.Fleet.Nodes {
+		nodes[n.Name] = n
+		if n.Health == model.NodeReady {
+			sku := c.w.Fleet.Catalog[n.SKU]
+			free[poolKey{n.Region, sku.GPUModel}] += int64(sku.GPUs) * model.MilliPerGPU
+		}
+	}
+	partitionOf := map[string]string{}
+	for _, t := range c.w.Tenancy.Tenants {
+		partitionOf[t.Name] = t.Partition
+	}
+	used := map[string]map[poolKey]int64{} // partition -> pool -> milli
+	charge := func(j *model.Job, allocs []model.Allocation, sign int64) {
+		for _, a := range allocs {
+			n := nodes[a.Node]
+			k := poolKey{n.Region, c.w.Fleet.Catalog[n.SKU].GPUModel}
+			m := sign * a.GPUMilli * int64(len(a.GPUs))
+			if n.Health == model.NodeReady {
+				free[k] -= m
+			}
+			if p := partitionOf[j.Spec.Tenant]; p != "" {
+				if used[p] == nil {
+					used[p] = map[poolKey]int64{}
+				}
+				used[p][k] += m
+			}
+		}
+	}
+	for _, h := range c.jobs {
+		charge(h.job, h.allocs, +1)
+	}
+	bound := map[string]bool{}
+	for _, b := range p.Binds {
+		bound[b.Job] = true
+	}
+	byFor := map[string][]string{}
+	for _, pr := range p.Preemptions {
+		if bound[pr.For] {
+			byFor[pr.For] = append(byFor[pr.For], pr.Job)
+			continue
+		}
+		// Made for a job displaced later in the cycle: releasing its victims
+		// from the start only makes more capacity lendable.
+		charge(c.jobs[pr.Job].job, c.jobs[pr.Job].allocs, -1)
+	}
+	guar := map[string][]guarantee{}
+	for _, part := range c.w.Tenancy.Partitions {
+		guar[part.Name] = guarantees(part)
+	}
+	// protected is the idle guaranteed capacity of pool k that partitions
+	// other than p keep for themselves.
+	protected := func(k poolKey, p string) int64 {
+		var sum int64
+		for q, gs := range guar {
+			for _, g := range gs {
+				if q == p || g.lend < 0 || g.region != k.region || g.gpuModel != k.gpuModel {
+					continue
+				}
+				sum += max(0, g.milli-g.lend-used[q][k])
+			}
+		}
+		return sum
+	}
+	for _, b := range p.Binds {
+		for _, v := range byFor[b.Job] {
+			charge(c.jobs[v].job, c.jobs[v].allocs, -1)
+		}
+		j := c.jobs[b.Job].job
+		n := nodes[b.Nodes[0].Node]
+		k := poolKey{n.Region, c.w.Fleet.Catalog[n.SKU].GPUModel}
+		var m int64
+		for _, x := range b.Nodes {
+			m += x.GPUMilli * int64(len(x.GPUs))
+		}
+		part := partitionOf[j.Spec.Tenant]
+		var g int64
+		for _, x := range guar[part] {
+			if x.region == k.region && x.gpuModel == k.gpuModel {
+				g = x.milli
+			}
+		}
+		if m > 0 && used[part][k]+m > g {
+			if prot := protected(k, part); prot > 0 && free[k]-prot < m {
+				return fmt.Errorf("%s of partition %q borrows %d milli of %s in %s, but only %d are free and %d of them are not lent",
+					j.ID, part, m, k.gpuModel, k.region, free[k], prot)
+			}
+		}
+		allocs := make([]model.Allocation, len(b.Nodes))
+		for i, x := range b.Nodes {
+			allocs[i] = model.Allocation{Node: x.Node, GPUs: x.GPUs, GPUMilli: x.GPUMilli}
+		}
+		charge(j, allocs, +1)
+	}
+	return nil
+}
