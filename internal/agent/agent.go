@@ -8,9 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,14 +25,31 @@ const (
 	DefaultShipEvery = time.Second
 )
 
-// Config is what one node's agent runs on. Client, Node, GPUs and Data are
-// required.
+// Config is what one node's agent runs on. Client, Node, GPUs, Data and
+// Work are required.
 type Config struct {
 	Client *client.Client
 	Node   string
 	GPUs   gpu.Discoverer
-	// Data holds checkpoints, logs and pid files.
+	// Data holds the agent's state records and the jobs' logs; it is made
+	// 0700: no job may read or write it.
 	Data string
+	// Work holds the jobs' directories (jobs/JOB); it must be outside Data.
+	Work string
+	// UIDs is the range of dynamic uids jobs run as when the agent is root
+	// and RunAs is nil; zero means DefaultUIDRange.
+	UIDs UIDRange
+	// RunAs runs every job as this user instead of a uid of its own
+	// (weaker: jobs then share a uid and can reach each other's files and
+	// processes). Needs root.
+	RunAs *syscall.Credential
+	// Cgroups is the cgroup v2 mount the agent tracks processes in: ""
+	// finds it in /proc/self/mountinfo, "none" tracks by process group.
+	Cgroups string
+	// NodeTimeout is the server's node timeout: an agent that has not
+	// reached the server for that long stops its instances, which the
+	// server requeues elsewhere. 0 never stops them.
+	NodeTimeout time.Duration
 	// Address is where the node's rank-0 processes listen (ALLOT_MASTER_ADDR
 	// of its gangs); empty means the node's name.
 	Address string
@@ -59,6 +74,7 @@ type key struct {
 // proc is an instance this agent started or is about to start.
 type proc struct {
 	a        client.Assignment
+	sb       sandbox
 	grace    time.Duration
 	p        *launch.Process // nil until started
 	stopping bool
@@ -68,9 +84,11 @@ type proc struct {
 
 // Agent runs one node.
 type Agent struct {
-	cfg  Config
-	log  *slog.Logger
-	devs []gpu.Device
+	cfg    Config
+	log    *slog.Logger
+	devs   []gpu.Device
+	ident  identity
+	cgroup string // the agent's cgroup, parent of its instances'; "" without cgroups
 
 	mu       sync.Mutex // guards procs and finished
 	procs    map[key]*proc
@@ -81,8 +99,11 @@ type Agent struct {
 // heartbeat and follow the assignments. It returns an error when the GPUs
 // cannot be discovered or the server refuses the registration.
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.Client == nil || cfg.Node == "" || cfg.GPUs == nil || cfg.Data == "" {
-		return errors.New("agent: Client, Node, GPUs and Data are required")
+	if cfg.Client == nil || cfg.Node == "" || cfg.GPUs == nil || cfg.Data == "" || cfg.Work == "" {
+		return errors.New("agent: Client, Node, GPUs, Data and Work are required")
+	}
+	if cfg.UIDs == (UIDRange{}) {
+		cfg.UIDs = DefaultUIDRange
 	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = DefaultHeartbeat
@@ -97,23 +118,24 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Node), procs: map[key]*proc{}, finished: map[key]bool{}}
+	if err := a.isolate(); err != nil {
+		return fmt.Errorf("agent %s: %w", cfg.Node, err)
+	}
 	devs, err := cfg.GPUs.Discover(ctx)
 	if err != nil {
 		return fmt.Errorf("agent %s: discover GPUs: %w", cfg.Node, err)
 	}
 	a.devs = devs
-	for _, d := range []string{"run", "logs", "checkpoints"} {
-		if err := os.MkdirAll(filepath.Join(cfg.Data, d), 0o755); err != nil {
-			return fmt.Errorf("agent %s: %w", cfg.Node, err)
-		}
-	}
-	a.killLeftovers()
+	a.fence()
 	if err := a.register(ctx); err != nil {
 		return err
 	}
 	go a.heartbeats(ctx)
 	a.follow(ctx)
 	a.stopAll()
+	if a.cgroup != "" {
+		_ = syscall.Rmdir(a.cgroup) // empty now, unless an instance outlived its minute
+	}
 	return nil
 }
 
@@ -142,22 +164,50 @@ func (a *Agent) register(ctx context.Context) error {
 	}
 }
 
+// heartbeats tells the server the node is alive. When the server has not
+// been reached (network errors, 5xx) for the node timeout, the server has
+// given the node up and requeues its work elsewhere: the agent stops every
+// instance so that no attempt runs twice. When the server answers that it
+// does not know the node (409), it has forgotten the node's work: the agent
+// stops every instance, then registers again.
 func (a *Agent) heartbeats(ctx context.Context) {
 	t := time.NewTicker(a.cfg.Heartbeat)
 	defer t.Stop()
+	lastOK, fenced := time.Now(), false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		err := a.cfg.Client.Heartbeat(ctx, a.cfg.Node)
+		hctx, cancel := ctx, context.CancelFunc(func() {})
+		if a.cfg.NodeTimeout > 0 {
+			hctx, cancel = context.WithTimeout(ctx, a.cfg.NodeTimeout)
+		}
+		err := a.cfg.Client.Heartbeat(hctx, a.cfg.Node)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
 		var ae *client.APIError
 		if errors.As(err, &ae) && ae.Status == 409 {
-			err = a.register(ctx) // the server forgot us
+			a.log.Warn("the server does not know this node: stopping every instance before registering again")
+			a.waitAll(a.stopEvery())
+			err = a.register(ctx)
 		}
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn("heartbeat failed", "err", err)
+		switch {
+		case err == nil:
+			lastOK, fenced = time.Now(), false
+		case errors.As(err, &ae) && ae.Status < 500:
+			a.log.Warn("heartbeat refused", "err", err)
+		default:
+			a.log.Warn("heartbeat failed", "err", err, "unreachable_for", time.Since(lastOK).Round(time.Millisecond))
+			if a.cfg.NodeTimeout > 0 && !fenced && time.Since(lastOK) > a.cfg.NodeTimeout {
+				fenced = true
+				a.log.Error("server unreachable for longer than the node timeout: stopping every instance; the server requeues them elsewhere",
+					"unreachable_for", time.Since(lastOK).Round(time.Millisecond), "node_timeout", a.cfg.NodeTimeout)
+				a.stopEvery()
+			}
 		}
 	}
 }
@@ -258,8 +308,7 @@ func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
 			a.mu.Unlock()
 			return
 		}
-		spec := a.spec(k, x)
-		lp, err := launch.Start(spec)
+		spec, err := a.launch(k, p)
 		if err != nil {
 			a.finished[k] = true
 			delete(a.procs, k)
@@ -269,16 +318,40 @@ func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
 			a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: 127, Outcome: "Exited"})
 			return
 		}
-		p.p = lp
 		a.mu.Unlock()
-		pidFile := a.pidFile(k)
-		_ = os.WriteFile(pidFile, []byte(strconv.Itoa(lp.Pid())), 0o644)
-		a.log.Info("started instance", "job", k.job, "attempt", k.attempt, "rank", k.rank, "pid", lp.Pid(),
-			"gpus", spec.GPUs, "resume_from", spec.ResumeFrom)
+		a.log.Info("started instance", "job", k.job, "attempt", k.attempt, "rank", k.rank, "pid", p.p.Pid(),
+			"uid", p.sb.uid, "gpus", spec.GPUs, "resume_from", spec.ResumeFrom)
 		a.report(ctx, k, client.AttemptEvent{Type: "started"})
 		a.watch(ctx, k, p, spec)
-		_ = os.Remove(pidFile)
 	}()
+}
+
+// launch builds the instance's sandbox, records it, and starts it. Called
+// with a.mu held.
+func (a *Agent) launch(k key, p *proc) (launch.Spec, error) {
+	sb, err := a.sandbox(k, p.a)
+	if err != nil {
+		return launch.Spec{}, err
+	}
+	rec := record{Job: k.job, Attempt: k.attempt, Rank: k.rank, UID: sb.uid, Dynamic: sb.dynamic, Cgroup: sb.cgroup}
+	if err := a.writeRecord(sb.recordKey, rec); err != nil {
+		a.release(sb)
+		return launch.Spec{}, fmt.Errorf("state record: %w", err)
+	}
+	spec := a.spec(k, p.a, sb)
+	lp, err := launch.Start(spec)
+	if err != nil {
+		a.removeRecord(sb.recordKey)
+		a.release(sb)
+		return launch.Spec{}, err
+	}
+	p.p, p.sb = lp, sb
+	rec.PID = lp.Pid()
+	rec.StartTime, _ = launch.StartTime(rec.PID)
+	if err := a.writeRecord(sb.recordKey, rec); err != nil {
+		a.log.Warn("state record not updated with the process", "job", k.job, "err", err)
+	}
+	return spec, nil
 }
 
 // watch ships the log and checkpoints of a running instance until it
@@ -287,8 +360,8 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 	t := time.NewTicker(a.cfg.ShipEvery)
 	defer t.Stop()
 	var off int64
-	marker := filepath.Join(spec.CheckpointDir, "CHECKPOINT")
 	reported := spec.ResumeFrom
+	bad := ""
 	for running := true; running; {
 		select {
 		case <-p.p.Done():
@@ -296,21 +369,37 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 		case <-t.C:
 		}
 		off = a.ship(ctx, k, spec.LogPath, off, !running)
-		if b, err := os.ReadFile(marker); err == nil {
-			if path := strings.TrimSpace(string(b)); path != "" && path != reported {
-				if _, err := a.cfg.Client.Checkpoint(ctx, k.job, path); err != nil {
-					a.log.Warn("report checkpoint failed", "job", k.job, "err", err)
-				} else {
-					reported = path
-					a.log.Info("checkpoint reported", "job", k.job, "path", path)
-				}
+		raw, err := readMarker(spec.CheckpointDir)
+		if err != nil || raw == "" {
+			continue
+		}
+		path, err := confine(spec.CheckpointDir, raw)
+		if err != nil {
+			if raw != bad {
+				bad = raw
+				a.log.Warn("checkpoint marker ignored: its path is not in the job's checkpoint directory", "job", k.job,
+					"path", truncate(raw, 200), "dir", spec.CheckpointDir, "err", err)
 			}
+			continue
+		}
+		if path == reported {
+			continue
+		}
+		if _, err := a.cfg.Client.Checkpoint(ctx, k.job, path); err != nil {
+			a.log.Warn("report checkpoint failed", "job", k.job, "err", err)
+		} else {
+			reported = path
+			a.log.Info("checkpoint reported", "job", k.job, "path", path)
 		}
 	}
 	e := p.p.Exit()
 	a.log.Info("instance exited", "job", k.job, "attempt", k.attempt, "rank", k.rank, "outcome", e.Outcome,
 		"exit_code", e.ExitCode, "signal", e.Signal, "killed", e.Killed)
 	a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: e.ExitCode, Outcome: string(e.Outcome), Killed: e.Killed})
+	// launch killed and released what the instance left; nothing of it is
+	// left to fence.
+	a.removeRecord(p.sb.recordKey)
+	a.release(p.sb)
 	a.mu.Lock()
 	a.finished[k] = true
 	delete(a.procs, k)
@@ -371,8 +460,8 @@ func (a *Agent) report(ctx context.Context, k key, e client.AttemptEvent) {
 	}
 }
 
-// spec is the launch spec of an assignment.
-func (a *Agent) spec(k key, x client.Assignment) launch.Spec {
+// spec is the launch spec of an assignment in its sandbox.
+func (a *Agent) spec(k key, x client.Assignment, sb sandbox) launch.Spec {
 	uuids := true
 	for _, g := range x.GPUs {
 		if g.UUID == "" {
@@ -389,58 +478,63 @@ func (a *Agent) spec(k key, x client.Assignment) launch.Spec {
 	}
 	timeout, _ := time.ParseDuration(x.Timeout)
 	grace, _ := time.ParseDuration(x.Grace)
-	name := fmt.Sprintf("attempt-%d.log", k.attempt)
-	if x.WorldSize > 1 {
-		name = fmt.Sprintf("attempt-%d.rank-%d.log", k.attempt, k.rank)
+	resume := ""
+	if x.ResumeFrom != "" {
+		var err error
+		if resume, err = confine(sb.ckptDir, x.ResumeFrom); err != nil {
+			resume = ""
+			a.log.Warn("not resuming: the checkpoint is not in the job's checkpoint directory on this host", "job", k.job,
+				"attempt", k.attempt, "checkpoint", x.ResumeFrom, "dir", sb.ckptDir, "err", err)
+		}
+	}
+	var track launch.Tracker = &launch.ProcessGroup{}
+	if sb.cgroup != "" {
+		track = &launch.Cgroup{Path: sb.cgroup}
 	}
 	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: x.Env, GPUs: gpus,
-		GPUMilli: x.GPUMilli, CheckpointDir: filepath.Join(a.cfg.Data, "checkpoints", k.job), ResumeFrom: x.ResumeFrom,
+		GPUMilli: x.GPUMilli, CheckpointDir: sb.ckptDir, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
-		LogPath: filepath.Join(a.cfg.Data, "logs", k.job, name), Timeout: timeout, Grace: grace}
-}
-
-func (a *Agent) pidFile(k key) string {
-	return filepath.Join(a.cfg.Data, "run", fmt.Sprintf("%s.%d.%d.pid", k.job, k.attempt, k.rank))
-}
-
-// killLeftovers kills the process groups a previous run of this agent left
-// behind: it cannot wait on them, so it cannot report their exits.
-func (a *Agent) killLeftovers() {
-	files, _ := filepath.Glob(filepath.Join(a.cfg.Data, "run", "*.pid"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		if err == nil && pid > 1 {
-			if pg, err := syscall.Getpgid(pid); err == nil && pg == pid {
-				a.log.Warn("killing a process group left by a previous run", "pid", pid, "file", filepath.Base(f))
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
-			}
-		}
-		_ = os.Remove(f)
-	}
+		Dir: sb.dir, LogPath: sb.logPath, Timeout: timeout, Grace: grace, Credential: sb.cred, Tracker: track}
 }
 
 // stopAll stops every instance when the agent shuts down, and waits up to
 // their graces.
-func (a *Agent) stopAll() {
+func (a *Agent) stopAll() { a.waitAll(a.stopEvery()) }
+
+// stopEvery stops every instance (SIGTERM, SIGKILL after its grace) and
+// returns what closes when each has ended.
+func (a *Agent) stopEvery() []chan struct{} {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	var dones []chan struct{}
 	for _, p := range a.procs {
-		p.stopping = true
-		if p.p == nil {
-			p.cancel()
-		} else {
-			p.p.Stop(p.grace)
+		if !p.stopping {
+			p.stopping = true
+			if p.p == nil {
+				p.cancel()
+			} else {
+				p.p.Stop(p.grace)
+			}
 		}
 		dones = append(dones, p.done)
 	}
-	a.mu.Unlock()
+	return dones
+}
+
+func (a *Agent) waitAll(dones []chan struct{}) {
 	for _, d := range dones {
 		select {
 		case <-d:
 		case <-time.After(time.Minute):
 		}
 	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func exited(p *launch.Process) bool {

@@ -64,18 +64,37 @@ func newLab(t *testing.T) *lab {
 	return &lab{srv: srv, cl: cl, admin: tok}
 }
 
-func (l *lab) runAgent(t *testing.T, ctx context.Context, node string) string {
+// workDir is a work directory jobs under dynamic uids can enter: unlike
+// t.TempDir's, its parents are not 0700.
+func workDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "allot-agent-work-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// config is an agent's configuration for node in fresh directories.
+func (l *lab) config(t *testing.T, node string) Config {
 	t.Helper()
 	v, err := gpu.ParseVirtual("virtual:8xH100-80GB", node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := t.TempDir()
-	go func() {
-		_ = Run(ctx, Config{Client: l.cl, Node: node, GPUs: v, Data: data, Heartbeat: 200 * time.Millisecond,
-			Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond})
-	}()
-	return data
+	return Config{Client: l.cl, Node: node, GPUs: v, Data: t.TempDir(), Work: workDir(t), Heartbeat: 200 * time.Millisecond,
+		Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond}
+}
+
+func (l *lab) runAgent(t *testing.T, ctx context.Context, node string) Config {
+	t.Helper()
+	cfg := l.config(t, node)
+	go func() { _ = Run(ctx, cfg) }()
+	return cfg
 }
 
 func (l *lab) submit(t *testing.T, doc string) string {
@@ -109,15 +128,15 @@ func TestAgentRunsJob(t *testing.T) {
 	l := newLab(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	data := l.runAgent(t, ctx, "h100-01")
+	cfg := l.runAgent(t, ctx, "h100-01")
 	id := l.submit(t, `name: hello
 tenant: team
-command: ["sh", "-c", 'echo "cvd=$CUDA_VISIBLE_DEVICES job=$ALLOT_JOB_ID"; echo /ckpt/1 > "$ALLOT_CHECKPOINT_DIR/CHECKPOINT"; sleep 0.3']
+command: ["sh", "-c", 'echo "cvd=$CUDA_VISIBLE_DEVICES job=$ALLOT_JOB_ID"; echo ckpt-1 > "$ALLOT_CHECKPOINT_DIR/CHECKPOINT"; sleep 0.3']
 resources: {gpus_per_instance: 2}
 `)
 	j := l.waitState(t, id, "Succeeded")
-	if j.CheckpointPath != "/ckpt/1" {
-		t.Errorf("checkpoint %q, want /ckpt/1 (from the CHECKPOINT marker)", j.CheckpointPath)
+	if want := filepath.Join(cfg.Work, "jobs", id, "checkpoints", "ckpt-1"); j.CheckpointPath != want {
+		t.Errorf("checkpoint %q, want %s (from the CHECKPOINT marker, relative to the checkpoint directory)", j.CheckpointPath, want)
 	}
 	var log bytes.Buffer
 	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
@@ -126,7 +145,7 @@ resources: {gpus_per_instance: 2}
 	if want := "cvd=GPU-virtual-h100-01-0,GPU-virtual-h100-01-1 job=" + id; !strings.Contains(log.String(), want) {
 		t.Errorf("log %q lacks %q", log.String(), want)
 	}
-	if _, err := os.Stat(filepath.Join(data, "logs", id, "attempt-1.log")); err != nil {
+	if _, err := os.Stat(filepath.Join(cfg.Data, "logs", id, "attempt-1.log")); err != nil {
 		t.Errorf("no local log file: %v", err)
 	}
 }
@@ -134,7 +153,7 @@ resources: {gpus_per_instance: 2}
 func TestAgentRegistrationRefused(t *testing.T) {
 	l := newLab(t)
 	v, _ := gpu.ParseVirtual("virtual:4xA100-80GB", "h100-02")
-	err := Run(context.Background(), Config{Client: l.cl, Node: "h100-02", GPUs: v, Data: t.TempDir()})
+	err := Run(context.Background(), Config{Client: l.cl, Node: "h100-02", GPUs: v, Data: t.TempDir(), Work: workDir(t)})
 	if err == nil || !strings.Contains(err.Error(), "gpus") {
 		t.Fatalf("registering 4 A100s as an 8xH100 node: %v, want a refusal naming gpus", err)
 	}
@@ -143,12 +162,10 @@ func TestAgentRegistrationRefused(t *testing.T) {
 func TestAgentRestartReportsLostAttempt(t *testing.T) {
 	l := newLab(t)
 	ctx1, stop1 := context.WithCancel(context.Background())
-	v, _ := gpu.ParseVirtual("virtual:8xH100-80GB", "h100-01")
-	data := t.TempDir()
+	cfg := l.config(t, "h100-01")
 	done := make(chan struct{})
 	go func() {
-		_ = Run(ctx1, Config{Client: l.cl, Node: "h100-01", GPUs: v, Data: data, Heartbeat: 200 * time.Millisecond,
-			Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond})
+		_ = Run(ctx1, cfg)
 		close(done)
 	}()
 	id := l.submit(t, `name: long
@@ -162,10 +179,7 @@ checkpoint: {grace: 1s}
 	<-done
 	ctx2, stop2 := context.WithCancel(context.Background())
 	defer stop2()
-	go func() {
-		_ = Run(ctx2, Config{Client: l.cl, Node: "h100-01", GPUs: v, Data: data, Heartbeat: 200 * time.Millisecond,
-			Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond})
-	}()
+	go func() { _ = Run(ctx2, cfg) }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		j, err := l.cl.GetJob(context.Background(), id)
@@ -208,17 +222,15 @@ func TestNodeTokenActsForItsNodeOnly(t *testing.T) {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	v, _ := gpu.ParseVirtual("virtual:8xH100-80GB", "h100-01")
-	go func() {
-		_ = Run(runCtx, Config{Client: cl, Node: "h100-01", GPUs: v, Data: t.TempDir(), Heartbeat: 200 * time.Millisecond,
-			Wait: 2 * time.Second, ShipEvery: 100 * time.Millisecond})
-	}()
+	cfg := l.config(t, "h100-01")
+	cfg.Client = cl
+	go func() { _ = Run(runCtx, cfg) }()
 	id := l.submit(t, `name: tok
 tenant: team
-command: ["sh", "-c", "echo /c > $ALLOT_CHECKPOINT_DIR/CHECKPOINT; echo ran"]
+command: ["sh", "-c", "echo c > $ALLOT_CHECKPOINT_DIR/CHECKPOINT; echo ran"]
 resources: {gpus_per_instance: 1}
 `)
-	if j := l.waitState(t, id, "Succeeded"); j.CheckpointPath != "/c" {
-		t.Errorf("checkpoint %q reported with a node token, want /c", j.CheckpointPath)
+	if j, want := l.waitState(t, id, "Succeeded"), filepath.Join(cfg.Work, "jobs", id, "checkpoints", "c"); j.CheckpointPath != want {
+		t.Errorf("checkpoint %q reported with a node token, want %s", j.CheckpointPath, want)
 	}
 }

@@ -1,26 +1,64 @@
 // Package agent runs a GPU host for an allot server: one Agent per node
 // discovers the node's GPUs (package gpu), registers them, heartbeats, and
 // long-polls the node's assignments; it starts each assigned instance of an
-// attempt as a process group (package launch) with allot's environment, and
-// reports what the server cannot see: started, exited (exit code and
-// outcome), checkpoints and log chunks.
+// attempt (package launch) and reports what the server cannot see: started,
+// exited (exit code and outcome), checkpoints and log chunks.
 //
 // Contract with the server (docs/api.md, "Agents"):
 //
 //   - What runs is what the last assignments say. An instance the server no
 //     longer assigns (preempted, canceled, requeued, its gang failed) is
-//     stopped: SIGTERM to its group, SIGKILL after its grace. A newcomer
+//     stopped: SIGTERM to its processes, SIGKILL after its grace. A newcomer
 //     whose GPUs are still held by a stopping process waits for it to exit.
 //   - Every process that ran is reported exited once, after its log has been
 //     shipped. An assignment the server says was started but that this agent
 //     does not run (the agent restarted) is reported exited with outcome
 //     NodeLost; the server requeues the job without counting a retry.
-//   - On start the agent kills the process groups a previous run of it left
-//     behind (DATA/run/*.pid): it cannot wait on processes it did not start.
-//   - ALLOT_CHECKPOINT_DIR is DATA/checkpoints/JOB, the same for every
+//   - Fencing: an agent that starts kills, before it registers, every
+//     process of the instances a previous run of it left (state records in
+//     DATA/state and its cgroups), so nothing runs here that the server may
+//     have moved elsewhere once the node is Ready. An agent that has not
+//     reached the server (network errors, 5xx) for Config.NodeTimeout stops
+//     every instance: the server requeues them after its node timeout and
+//     their grace. A heartbeat answered 409 (the server forgot the node)
+//     stops every instance before the agent registers again.
+//   - ALLOT_CHECKPOINT_DIR is WORK/jobs/JOB/checkpoints, the same for every
 //     attempt of the job on this host. A job that writes a path into the
-//     file CHECKPOINT there has that path reported as its checkpoint; the
-//     next attempt gets it as ALLOT_RESUME_FROM.
+//     file CHECKPOINT there (relative paths are relative to the directory)
+//     has that path reported as its checkpoint, when it resolves inside the
+//     directory; the next attempt gets it as ALLOT_RESUME_FROM when it lies
+//     inside the job's checkpoint directory on that host, and else none.
 //   - Logs are DATA/logs/JOB/attempt-N.log (attempt-N.rank-R.log in a
 //     gang), shipped in whole lines about every second.
+//
+// Contract with jobs, which are hostile code (built in sandbox.go):
+//
+//   - Environment: launch.BaseEnv (PATH of the system's bin directories,
+//     LANG=C.UTF-8), HOME set to the attempt's directory, then the job's own
+//     env, then allot's ALLOT_* and CUDA_* variables. Nothing of the
+//     agent's environment: no token, no host secret.
+//   - Credentials: the agent takes its token from a file or $ALLOT_TOKEN
+//     (then unsets it), never argv. Give a host its node's token (allot
+//     token create --node NAME), not the admin token.
+//   - Directories: DATA (0700) is the agent's alone. WORK and WORK/jobs are
+//     the agent's, 0711: a job can pass through but not list them. WORK/jobs
+//     /JOB (0700, the job's user) holds checkpoints/ and a fresh attempt-N
+//     (attempt-N.rank-R in a gang), the process's working directory. The
+//     log is opened by the agent and handed over as stdout and stderr.
+//   - Users: as root, every job runs under a dynamic uid and gid of its own
+//     (Config.UIDs, no passwd entry, no supplementary groups), the same for
+//     all its attempts and ranks here, so its next attempt reads its
+//     checkpoints and no other job can; or, with Config.RunAs, all jobs as
+//     one user (weaker: they share a uid). Not root, jobs run as the agent's
+//     user and can read its files and signal it: the agent warns.
+//     GPU device nodes (/dev/nvidia*) are usually mode 0666: any uid may
+//     open them, which is what lets jobs use their GPUs; CUDA_VISIBLE_DEVICES
+//     is not an access control.
+//   - Processes: each instance starts inside a cgroup v2 of its own
+//     (CGROUP2/allot/NODE-H/JOB.ATTEMPT.RANK, H naming DATA; created with
+//     CLONE_INTO_CGROUP, so nothing forks before it is tracked); whatever
+//     is left in it when the leader exits is killed. Without a writable
+//     cgroup v2 the instance is a process group, and the last instance of a
+//     job ending also kills every process of its dynamic uid, which catches
+//     setsid and double-forked children.
 package agent

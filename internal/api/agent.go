@@ -1,13 +1,14 @@
 package api
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/allot-dev/allot/internal/api/wire"
+	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 )
 
@@ -26,21 +27,25 @@ type (
 	CheckpointRequest = wire.CheckpointRequest
 )
 
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, ok := readBody(w, r)
+// decodeBody reads a JSON body into v, refusing unknown fields.
+func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, ok := h.readBody(w, r)
 	if !ok {
 		return false
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		writeError(w, codeInvalidSpec, "", "decode body: "+err.Error())
+	if e := decodeStrict(body, v); e != nil {
+		writeError(w, e.Code, e.Field, e.Message)
 		return false
 	}
 	return true
 }
 
+// MaxCheckpointPath bounds the path of a reported checkpoint.
+const MaxCheckpointPath = 4096
+
 func (h *handler) register(w http.ResponseWriter, r *http.Request, _ server.Principal) {
 	var req RegisterRequest
-	if !decodeBody(w, r, &req) {
+	if !h.decodeBody(w, r, &req) {
 		return
 	}
 	gpus := make([]server.GPU, len(req.GPUs))
@@ -127,7 +132,7 @@ func (h *handler) event(w http.ResponseWriter, r *http.Request, p server.Princip
 		return
 	}
 	var e AttemptEvent
-	if !decodeBody(w, r, &e) {
+	if !h.decodeBody(w, r, &e) {
 		return
 	}
 	j, err := h.srv.ReportEvent(r.Context(), p, r.PathValue("id"), n, server.Event{Type: e.Type, Rank: e.Rank, Node: e.Node,
@@ -141,7 +146,16 @@ func (h *handler) event(w http.ResponseWriter, r *http.Request, p server.Princip
 
 func (h *handler) checkpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	var c CheckpointRequest
-	if !decodeBody(w, r, &c) {
+	if !h.decodeBody(w, r, &c) {
+		return
+	}
+	if len(c.Path) > MaxCheckpointPath {
+		writeError(w, codeInvalidSpec, "path", fmt.Sprintf("is %d bytes, over the limit of %d", len(c.Path), MaxCheckpointPath))
+		return
+	}
+	var fe *model.FieldError
+	if errors.As(model.Printable("path", c.Path), &fe) {
+		writeError(w, codeInvalidSpec, fe.Field, fe.Msg)
 		return
 	}
 	j, err := h.srv.ReportCheckpoint(r.Context(), p, r.PathValue("id"), c.Path)
@@ -157,7 +171,7 @@ func (h *handler) appendLog(w http.ResponseWriter, r *http.Request, p server.Pri
 	if !ok {
 		return
 	}
-	body, ok := readBody(w, r)
+	body, ok := h.readBody(w, r)
 	if !ok {
 		return
 	}

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,8 +23,6 @@ import (
 const (
 	DefaultRate  = 100 // requests per second per tenant
 	DefaultBurst = 200
-	// MaxBody is the largest request body accepted.
-	MaxBody = 1 << 20
 )
 
 // Config configures the API handler.
@@ -35,6 +35,10 @@ type Config struct {
 	// Burst is how many requests a tenant may make at once; 0 means
 	// DefaultBurst.
 	Burst int
+	// Limits bound bodies, time and unauthenticated requests; zero fields
+	// take their defaults. NewServer applies the rest (timeouts of the
+	// connection, --max-conns).
+	Limits Limits
 	// Now tells the time for rate limiting; nil means the server's clock.
 	Now func() time.Time
 	// Logger receives request failures; nil means slog.Default().
@@ -48,14 +52,28 @@ var openAPI []byte
 func OpenAPI() []byte { return openAPI }
 
 type handler struct {
-	srv   *server.Server
-	log   *slog.Logger
-	limit *limiter
-	reqs  *prometheus.CounterVec
+	srv    *server.Server
+	log    *slog.Logger
+	limits Limits
+	limit  *limiter // per tenant
+	unauth *limiter // per source address, of requests with no valid token
+	reqs   *prometheus.CounterVec
 }
 
 // New returns the HTTP handler of the API, /metrics and the health checks.
 func New(cfg Config) http.Handler {
+	h := newHandler(cfg)
+	mux := http.NewServeMux()
+	for _, rt := range h.routes() {
+		mux.Handle(rt.pattern, h.guard(rt))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, codeNotFound, "", "no endpoint "+r.Method+" "+r.URL.Path+"; see /v1/openapi.json")
+	})
+	return h.count(mux)
+}
+
+func newHandler(cfg Config) *handler {
 	if cfg.Rate == 0 {
 		cfg.Rate = DefaultRate
 	}
@@ -68,132 +86,174 @@ func New(cfg Config) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = cfg.Server.Clock().Now
 	}
-	h := &handler{srv: cfg.Server, log: cfg.Logger, limit: newLimiter(cfg.Rate, cfg.Burst, cfg.Now),
-		reqs: prometheus.NewCounterVec(prometheus.CounterOpts{
+	l := cfg.Limits.withDefaults()
+	return &handler{srv: cfg.Server, log: cfg.Logger, limits: l,
+		limit:  newLimiter(cfg.Rate, cfg.Burst, cfg.Now),
+		unauth: newLimiter(l.UnauthRate, l.UnauthBurst, cfg.Now),
+		reqs: register(cfg.Server.Registry(), prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "allot_http_requests_total",
 			Help: "HTTP requests by route and status code.",
-		}, []string{"route", "code"})}
-	reg := cfg.Server.Registry()
-	if err := reg.Register(h.reqs); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			h.reqs = are.ExistingCollector.(*prometheus.CounterVec)
+		}, []string{"route", "code"}))}
+}
+
+// scope says who may call a route.
+type scope int
+
+const (
+	// anyone: no token needed.
+	anyone scope = iota
+	// tenants: a tenant's token (the server keeps it to its own objects)
+	// or the admin token; rate limited per tenant.
+	tenants
+	// admins: the admin token only.
+	admins
+	// agents: the admin token or a node token, which may act only for its
+	// own node ({name}) and the jobs bound there (the server checks);
+	// not rate limited.
+	agents
+	// reporters: as tenants, and also a node token for the jobs bound to
+	// its node (the server checks): what an agent reports for its jobs.
+	reporters
+)
+
+// route is one endpoint: its ServeMux pattern, who may call it, and its
+// handler, called once the token is checked.
+type route struct {
+	pattern string
+	scope   scope
+	serve   func(http.ResponseWriter, *http.Request, server.Principal)
+}
+
+// routes is the API's route table (docs/api.md).
+func (h *handler) routes() []route {
+	text := func(body string) func(http.ResponseWriter, *http.Request, server.Principal) {
+		return func(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, body)
 		}
 	}
-
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !h.srv.Ready() {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, "not ready: the first scheduling cycle has not run\n")
-			return
-		}
-		_, _ = io.WriteString(w, "ready\n")
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /v1/openapi.json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(openAPI)
-	})
-
-	v1 := func(pattern string, admin bool, f func(http.ResponseWriter, *http.Request, server.Principal)) {
-		mux.Handle(pattern, h.auth(admin, f))
+	metrics := promhttp.HandlerFor(h.srv.Registry(), promhttp.HandlerOpts{})
+	return []route{
+		{"GET /healthz", anyone, text("ok\n")},
+		{"GET /readyz", anyone, h.ready},
+		{"GET /metrics", anyone, func(w http.ResponseWriter, r *http.Request, _ server.Principal) { metrics.ServeHTTP(w, r) }},
+		{"GET /v1/openapi.json", anyone, func(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(openAPI)
+		}},
+		{"POST /v1/jobs", tenants, h.submit},
+		{"GET /v1/jobs", tenants, h.listJobs},
+		{"GET /v1/jobs/{id}", tenants, h.getJob},
+		{"POST /v1/jobs/{id}/cancel", tenants, h.cancel},
+		{"GET /v1/jobs/{id}/why", tenants, h.why},
+		{"GET /v1/jobs/{id}/logs", tenants, h.logs},
+		{"POST /v1/jobs/{id}/checkpoint", reporters, h.checkpoint},
+		{"GET /v1/nodes", admins, h.nodes},
+		{"GET /v1/tenants", admins, h.tenants},
+		{"GET /v1/partitions", admins, h.partitions},
+		{"GET /v1/quotas", admins, h.quotas},
+		{"GET /v1/usage", tenants, h.usage},
+		{"GET /v1/skus", tenants, h.skus},
+		{"POST /v1/reservations", tenants, h.createReservation},
+		{"GET /v1/reservations", tenants, h.listReservations},
+		{"GET /v1/reservations/{name}", tenants, h.getReservation},
+		{"DELETE /v1/reservations/{name}", tenants, h.deleteReservation},
+		{"POST /v1/tokens", admins, h.createToken},
+		{"POST /v1/nodes/{name}/register", agents, h.register},
+		{"POST /v1/nodes/{name}/heartbeat", agents, h.heartbeat},
+		{"GET /v1/nodes/{name}/assignments", agents, h.assignments},
+		{"POST /v1/jobs/{id}/attempts/{n}/events", agents, h.event},
+		{"POST /v1/jobs/{id}/attempts/{n}/log", agents, h.appendLog},
 	}
-	v1("POST /v1/jobs", false, h.submit)
-	v1("GET /v1/jobs", false, h.listJobs)
-	v1("GET /v1/jobs/{id}", false, h.getJob)
-	v1("POST /v1/jobs/{id}/cancel", false, h.cancel)
-	v1("GET /v1/jobs/{id}/why", false, h.why)
-	v1("GET /v1/nodes", true, h.nodes)
-	v1("GET /v1/tenants", true, h.tenants)
-	v1("GET /v1/partitions", true, h.partitions)
-	v1("GET /v1/quotas", true, h.quotas)
-	v1("GET /v1/usage", false, h.usage)
-	v1("GET /v1/skus", false, h.skus)
-	v1("POST /v1/reservations", false, h.createReservation)
-	v1("GET /v1/reservations", false, h.listReservations)
-	v1("DELETE /v1/reservations/{name}", false, h.deleteReservation)
-	v1("POST /v1/tokens", true, h.createToken)
-	v1("POST /v1/jobs/{id}/checkpoint", false, h.checkpoint)
-	v1("GET /v1/jobs/{id}/logs", false, h.logs)
-	// Agents' endpoints: the admin token or a node token, and no rate
-	// limit (a fleet's agents heartbeat and poll all the time).
-	agent := func(pattern string, f func(http.ResponseWriter, *http.Request, server.Principal)) {
-		mux.Handle(pattern, h.authAgent(f))
+}
+
+func (h *handler) ready(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if !h.srv.Ready() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready: the first scheduling cycle has not run\n")
+		return
 	}
-	agent("POST /v1/nodes/{name}/register", h.register)
-	agent("POST /v1/nodes/{name}/heartbeat", h.heartbeat)
-	agent("GET /v1/nodes/{name}/assignments", h.assignments)
-	agent("POST /v1/jobs/{id}/attempts/{n}/events", h.event)
-	agent("POST /v1/jobs/{id}/attempts/{n}/log", h.appendLog)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, codeNotFound, "", "no endpoint "+r.Method+" "+r.URL.Path+"; see /v1/openapi.json")
-	})
-	return h.count(mux)
+	_, _ = io.WriteString(w, "ready\n")
 }
 
 type principalKey struct{}
 
-// auth authenticates the bearer token, applies the tenant's rate limit and,
-// for admin endpoints, requires the admin token.
-func (h *handler) auth(admin bool, f func(http.ResponseWriter, *http.Request, server.Principal)) http.Handler {
+// guard authenticates the bearer token of a route's request before anything
+// reads its body, applies the rate limits, and refuses a principal outside
+// the route's scope.
+func (h *handler) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r.Header.Get("Authorization"))
+		if rt.scope == anyone {
+			rt.serve(w, r, server.Principal{})
+			return
+		}
+		p, ok := h.authenticate(w, r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="allot"`)
-			writeError(w, codeUnauthorized, "", "missing bearer token: send Authorization: Bearer <token>")
 			return
 		}
-		p, ok := h.srv.Authenticate(tok)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="allot", error="invalid_token"`)
-			writeError(w, codeUnauthorized, "", "unknown token")
+		if p.Node == "" && rt.scope != agents {
+			if ok, wait := h.limit.allow(p.Name()); !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+				writeError(w, codeRateLimited, "", "too many requests from "+p.Name()+
+					"; retry after the Retry-After seconds (limit: --rate-limit, --rate-burst)")
+				return
+			}
+		}
+		if msg := refusal(rt.scope, p, r); msg != "" {
+			writeError(w, codeForbidden, "", msg)
 			return
 		}
-		if ok, wait := h.limit.allow(p.Name()); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-			writeError(w, codeRateLimited, "", "too many requests from "+p.Name()+"; retry after the Retry-After seconds")
-			return
-		}
-		if admin && !p.Admin {
-			writeError(w, codeForbidden, "", "this endpoint needs the admin token")
-			return
-		}
-		f(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p)
+		rt.serve(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p)
 	})
 }
 
-// authAgent authenticates an agent, without a rate limit: the admin token,
-// or a node token, which may act only for its node ({name} in the path;
-// the server checks the jobs).
-func (h *handler) authAgent(f func(http.ResponseWriter, *http.Request, server.Principal)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := bearer(r.Header.Get("Authorization"))
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="allot"`)
-			writeError(w, codeUnauthorized, "", "missing bearer token: send Authorization: Bearer <token>")
-			return
+// authenticate returns whom the request's token speaks for. A request with
+// a missing or unknown token is answered 401, or 429 once its source
+// address is over --unauth-rate.
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (server.Principal, bool) {
+	tok, found := bearer(r.Header.Get("Authorization"))
+	if found {
+		if p, ok := h.srv.Authenticate(tok); ok {
+			return p, true
 		}
-		p, ok := h.srv.Authenticate(tok)
-		if !ok {
-			writeError(w, codeUnauthorized, "", "unknown token")
-			return
+	}
+	if ok, wait := h.unauth.allow(source(r)); !ok {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+		writeError(w, codeRateLimited, "", "too many requests without a valid token from "+source(r)+
+			"; retry after the Retry-After seconds (limit: --unauth-rate, --unauth-burst)")
+		return server.Principal{}, false
+	}
+	if !found {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="allot"`)
+		writeError(w, codeUnauthorized, "", "missing bearer token: send Authorization: Bearer <token>")
+		return server.Principal{}, false
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="allot", error="invalid_token"`)
+	writeError(w, codeUnauthorized, "", "unknown token")
+	return server.Principal{}, false
+}
+
+// refusal says why p may not call a route of scope s, or "" when it may.
+func refusal(s scope, p server.Principal, r *http.Request) string {
+	switch s {
+	case tenants:
+		if p.Node != "" {
+			return "a node token may call only the agent endpoints and POST /v1/jobs/{id}/checkpoint"
 		}
+	case admins:
+		if !p.Admin {
+			return "this endpoint needs the admin token"
+		}
+	case agents:
 		if !p.Admin && p.Node == "" {
-			writeError(w, codeForbidden, "", "agent endpoints need the admin token or a node token")
-			return
+			return "agent endpoints need the admin token or a node token"
 		}
 		if name := r.PathValue("name"); name != "" && !p.Runs(name) {
-			writeError(w, codeForbidden, "", "a token of node "+p.Node+" may not act for node "+name)
-			return
+			return "a token of node " + p.Node + " may not act for node " + name
 		}
-		f(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p)
-	})
+	}
+	return ""
 }
 
 func bearer(h string) (string, bool) {
@@ -205,17 +265,50 @@ func bearer(h string) (string, bool) {
 	return tok, tok != ""
 }
 
-// statusWriter remembers the status code written.
+// statusWriter remembers the status code written. A refusal closes the
+// connection: 401, 403, 408 and 429 always, any other error while part of
+// the request's body is unread, and the rest of the body is read for at
+// most refusalLinger (a client that trickles a body holds nothing once
+// refused). A 413 is left to net/http, which closes the connection after
+// a half-close and a pause, so that a client still writing a body over
+// --max-body reads the 413 instead of a reset; such a client has passed
+// authentication, and its body is bounded by --body-timeout.
 type statusWriter struct {
 	http.ResponseWriter
 	code int
+	body *bodyReader // nil when the request has no body
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.code == 0 {
 		w.code = code
+		w.refuse(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// refusalLinger is how long a refused request's connection still reads
+// (and discards) its body before it closes.
+const refusalLinger = 500 * time.Millisecond
+
+func (w *statusWriter) refuse(code int) {
+	unread := w.body != nil && !w.body.eof.Load()
+	switch code {
+	case http.StatusRequestEntityTooLarge:
+		return
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout, http.StatusTooManyRequests:
+	default:
+		if code < 400 || !unread {
+			return
+		}
+	}
+	w.Header().Set("Connection", "close")
+	if unread {
+		// Read what is in flight for a moment more, so that an honest
+		// client still writing its body sees the answer rather than a
+		// reset, but no longer: a trickler holds nothing.
+		_ = http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now().Add(refusalLinger))
+	}
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
@@ -227,11 +320,36 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// count counts requests by route pattern and status; a panic in a handler
-// is answered with 500 and logged, never passed on.
+// bodyReader is a request body that must arrive within --body-timeout: the
+// connection's read deadline is set when the headers are in and cleared
+// when the body has been read to its end, so the connection's own timeouts
+// (and a long-poll's wait for the client to hang up) take over again.
+type bodyReader struct {
+	io.ReadCloser
+	rc  *http.ResponseController
+	eof atomic.Bool
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && b.eof.CompareAndSwap(false, true) {
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
+
+// count counts requests by route pattern and status, and bounds the time
+// the request's body may take; a panic in a handler is answered with 500
+// and logged, never passed on.
 func (h *handler) count(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w}
+		if r.Body != nil && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			_ = rc.SetReadDeadline(time.Now().Add(h.limits.BodyTimeout)) // not supported by httptest: no limit there
+			sw.body = &bodyReader{ReadCloser: r.Body, rc: rc}
+			r.Body = sw.body
+		}
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -256,17 +374,21 @@ func (h *handler) count(next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads a request body of at most MaxBody bytes; over that it
-// answers 413 and returns false.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+// readBody reads a request body of at most --max-body bytes, sent within
+// --body-timeout; otherwise it answers 413 or 408 and returns false.
+func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.limits.MaxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, codeBodyTooLarge, "", "request body is over 1 MiB")
-			return nil, false
+		switch {
+		case errors.As(err, &mbe):
+			writeError(w, codeBodyTooLarge, "", "request body is over "+sizeString(h.limits.MaxBody)+" (limit: --max-body)")
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			writeError(w, codeRequestTimeout, "", "request body not received within "+h.limits.BodyTimeout.String()+
+				" (limit: --body-timeout)")
+		default:
+			writeError(w, codeInvalidSpec, "", "read request body: "+err.Error())
 		}
-		writeError(w, codeInvalidSpec, "", "read request body: "+err.Error())
 		return nil, false
 	}
 	return body, true

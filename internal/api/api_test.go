@@ -208,7 +208,7 @@ func TestJobLifecycle(t *testing.T) {
 			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
 		}
 	}
-	rec = e.do("POST", "/v1/reservations", e.tokens["acme"], []byte(`{"name":"r1","sku":"NC64-T4x4","region":"eastus","count":1,"start":"2026-01-01T00:00:00Z"}`))
+	rec = e.do("POST", "/v1/reservations", e.tokens["acme"], []byte(`{"name":"r1","sku":"NC64-T4x4","region":"eastus","count":1,"start":"2026-01-01T00:00:00Z","end":"2026-06-10T00:00:00Z"}`))
 	if rec.Code != 201 || decode[Reservation](t, rec).Owner != "acme" {
 		t.Fatalf("reservation: %d %s", rec.Code, rec.Body)
 	}

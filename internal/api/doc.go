@@ -1,9 +1,22 @@
 // Package api serves allot's HTTP API (v1, docs/api.md) over a
 // server.Server with the standard library's router: bearer-token
 // authentication (tokens are 32 random bytes in base64url, stored as SHA-256
-// hex), a token-bucket rate limit per tenant (429 with Retry-After), a 1 MiB
-// body limit (413), errors as {"code","message","field"}, /metrics,
-// /healthz, /readyz and the OpenAPI 3 document at /v1/openapi.json.
+// hex), a token-bucket rate limit per tenant (429 with Retry-After), errors
+// as {"code","message","field"}, /metrics, /healthz, /readyz and the OpenAPI
+// 3 document at /v1/openapi.json.
+//
+// Each route has a scope (the route table in api.go): anyone, tenants (and
+// the admin), the admin only, agents (the admin or the node's token), or
+// reporters (tenants, the admin, and a node token for the jobs bound to its
+// node: the checkpoint). A node token is refused everywhere else.
+//
+// The API faces untrusted clients, so Limits bound what one can make the
+// server hold (docs/api.md, "Limits"): the body's size and the time it may
+// take to arrive, header size and time, idle connections, connections open
+// at once (NewServer wraps the listener), and the rate of requests with a
+// missing or unknown token per source address. The token is checked before
+// any body is read, and a refusal closes the connection without reading the
+// rest of the body.
 //
 // A job is submitted as a job document, JSON or YAML, read by package spec
 // exactly as a job file; a tenant token's tenant is filled in when the

@@ -12,13 +12,14 @@ import (
 
 // Error codes that are not refusals of package server.
 const (
-	codeUnauthorized = "Unauthorized"
-	codeBodyTooLarge = "BodyTooLarge"
-	codeRateLimited  = "RateLimited"
-	codeInternal     = "Internal"
-	codeNotFound     = "NotFound"
-	codeInvalidSpec  = "InvalidSpec"
-	codeForbidden    = "Forbidden"
+	codeUnauthorized   = "Unauthorized"
+	codeBodyTooLarge   = "BodyTooLarge"
+	codeRateLimited    = "RateLimited"
+	codeRequestTimeout = "RequestTimeout"
+	codeInternal       = "Internal"
+	codeNotFound       = "NotFound"
+	codeInvalidSpec    = "InvalidSpec"
+	codeForbidden      = "Forbidden"
 )
 
 // Error is the body of every error response.
@@ -38,6 +39,7 @@ var statusOf = map[string]int{
 	codeUnauthorized:                   http.StatusUnauthorized,
 	codeBodyTooLarge:                   http.StatusRequestEntityTooLarge,
 	codeRateLimited:                    http.StatusTooManyRequests,
+	codeRequestTimeout:                 http.StatusRequestTimeout,
 	codeInternal:                       http.StatusInternalServerError,
 }
 

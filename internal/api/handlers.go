@@ -25,6 +25,9 @@ func parseJob(body []byte, p server.Principal) (model.JobSpec, *Error) {
 	}
 	if err != nil {
 		e := &Error{Code: codeInvalidSpec, Message: err.Error()}
+		if errors.Is(err, spec.ErrTooLarge) {
+			e.Code = codeBodyTooLarge
+		}
 		if errors.As(err, &se) {
 			e.Field = se.Field
 		}
@@ -38,7 +41,7 @@ func parseJob(body []byte, p server.Principal) (model.JobSpec, *Error) {
 }
 
 func (h *handler) submit(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	body, ok := readBody(w, r)
+	body, ok := h.readBody(w, r)
 	if !ok {
 		return
 	}
@@ -250,7 +253,7 @@ func parseTime(field string, v *string) (time.Time, *Error) {
 }
 
 func (h *handler) createReservation(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	body, ok := readBody(w, r)
+	body, ok := h.readBody(w, r)
 	if !ok {
 		return
 	}
@@ -287,6 +290,15 @@ func (h *handler) listReservations(w http.ResponseWriter, _ *http.Request, p ser
 	writeJSON(w, http.StatusOK, map[string][]Reservation{"reservations": out})
 }
 
+func (h *handler) getReservation(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	res, err := h.srv.Reservation(p, r.PathValue("name"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newReservation(res))
+}
+
 func (h *handler) deleteReservation(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	if err := h.srv.DeleteReservation(r.Context(), p, r.PathValue("name")); err != nil {
 		h.fail(w, r, err)
@@ -296,7 +308,7 @@ func (h *handler) deleteReservation(w http.ResponseWriter, r *http.Request, p se
 }
 
 func (h *handler) createToken(w http.ResponseWriter, r *http.Request, _ server.Principal) {
-	body, ok := readBody(w, r)
+	body, ok := h.readBody(w, r)
 	if !ok {
 		return
 	}

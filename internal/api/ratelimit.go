@@ -6,15 +6,19 @@ import (
 	"time"
 )
 
-// limiter is a token bucket per key (a tenant, or "admin"): each holds up to
-// burst tokens and refills at rate per second; a request takes one.
+// limiter is a token bucket per key (a tenant, "admin", or a source
+// address): each holds up to burst tokens and refills at rate per second; a
+// request takes one. It keeps at most maxKeys buckets: past that it forgets
+// the full ones, and while it still has too many, new keys share one.
 type limiter struct {
-	rate  float64
-	burst float64
-	now   func() time.Time
+	rate    float64
+	burst   float64
+	now     func() time.Time
+	maxKeys int
 
-	mu      sync.Mutex // guards buckets
+	mu      sync.Mutex // guards buckets and pruned
 	buckets map[string]*bucket
+	pruned  time.Time // when prune last ran
 }
 
 type bucket struct {
@@ -26,7 +30,28 @@ func newLimiter(rate float64, burst int, now func() time.Time) *limiter {
 	if burst < 1 {
 		burst = 1
 	}
-	return &limiter{rate: rate, burst: float64(burst), now: now, buckets: map[string]*bucket{}}
+	return &limiter{rate: rate, burst: float64(burst), now: now, maxKeys: maxBuckets, buckets: map[string]*bucket{}}
+}
+
+// maxBuckets bounds a limiter's memory: far more tenants than a fleet has,
+// and as many source addresses as matter at once.
+const maxBuckets = 100_000
+
+// overflowKey is the bucket that new keys share while the limiter is full.
+const overflowKey = "\x00overflow"
+
+// prune forgets the buckets that have refilled by now, at most once a
+// second (it walks them all).
+func (l *limiter) prune(now time.Time) {
+	if now.Sub(l.pruned) < time.Second {
+		return
+	}
+	l.pruned = now
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
 }
 
 // allow takes a token for key, or reports how long until one is there.
@@ -38,6 +63,13 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.buckets[key]
+	if b == nil && len(l.buckets) >= l.maxKeys {
+		l.prune(now)
+		if len(l.buckets) >= l.maxKeys {
+			key = overflowKey
+			b = l.buckets[key]
+		}
+	}
 	if b == nil {
 		b = &bucket{tokens: l.burst, last: now}
 		l.buckets[key] = b

@@ -2,11 +2,15 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -16,40 +20,123 @@ import (
 	"github.com/allot-dev/allot/internal/agent"
 	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/server"
 )
 
 type agentFlags struct {
-	nodes     []string
-	gpus      string
-	data      string
-	address   string
-	heartbeat time.Duration
-	wait      time.Duration
-	logLevel  string
+	nodes       []string
+	gpus        string
+	data        string
+	work        string
+	address     string
+	heartbeat   time.Duration
+	wait        time.Duration
+	nodeTimeout time.Duration
+	tokenFile   string
+	uidRange    string
+	runAs       string
+	logLevel    string
+}
+
+// errTokenInArgv is the answer to 'allot agent --token'.
+var errTokenInArgv = errors.New("--token is refused: an agent runs for long, and its command line is world-readable " +
+	"(/proc/PID/cmdline), jobs included; pass the token in $ALLOT_TOKEN or with --token-file FILE (mode 0600)")
+
+// agentToken is the agent's token: from --token-file, else $ALLOT_TOKEN
+// (then removed from the environment), else the CLI's config file.
+func agentToken(conn *connection, f agentFlags) (server, token string, err error) {
+	if conn.token != "" {
+		return "", "", Usage(errTokenInArgv)
+	}
+	if f.tokenFile != "" {
+		b, err := os.ReadFile(f.tokenFile)
+		if err != nil {
+			return "", "", Usage(fmt.Errorf("--token-file: %w", err))
+		}
+		if conn.token = strings.TrimSpace(string(b)); conn.token == "" {
+			return "", "", Usage(fmt.Errorf("--token-file %s is empty", f.tokenFile))
+		}
+	}
+	server, token, err = conn.resolve(os.Getenv)
+	_ = os.Unsetenv("ALLOT_TOKEN")
+	if err == nil && token == "" {
+		err = Usage(errors.New("no token: pass it in $ALLOT_TOKEN or with --token-file FILE (a node token: allot token create --node NAME)"))
+	}
+	return server, token, err
+}
+
+// jobUsers is how the agent runs its jobs, from --uid-range and --run-as.
+func jobUsers(f agentFlags) (agent.UIDRange, *syscall.Credential, error) {
+	r, err := agent.ParseUIDRange(f.uidRange)
+	if err != nil {
+		return r, nil, Usage(fmt.Errorf("--uid-range: %w", err))
+	}
+	if f.runAs == "" {
+		return r, nil, nil
+	}
+	u, err := user.Lookup(f.runAs)
+	if err != nil {
+		return r, nil, Usage(fmt.Errorf("--run-as: %w", err))
+	}
+	uid, _ := strconv.ParseUint(u.Uid, 10, 32)
+	gid, _ := strconv.ParseUint(u.Gid, 10, 32)
+	if uid == 0 {
+		return r, nil, Usage(errors.New("--run-as: jobs may not run as root"))
+	}
+	c := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	gids, _ := u.GroupIds()
+	for _, g := range gids {
+		if n, err := strconv.ParseUint(g, 10, 32); err == nil && n != gid {
+			c.Groups = append(c.Groups, uint32(n))
+		}
+	}
+	return r, c, nil
 }
 
 func newAgentCmd() *cobra.Command {
 	conn := &connection{}
 	f := agentFlags{}
 	cmd := &cobra.Command{
-		Use:   "agent --server URL --token T --node NAME [--gpus auto|virtual:8xH100-80GB] [--data DIR]",
+		Use:   "agent --server URL --token-file FILE --node NAME [--gpus auto|virtual:8xH100-80GB] [--data DIR] [--work DIR]",
 		Short: "Run the node agent of a GPU host",
 		Long: `agent runs a fleet node for an allot server started with --agents external:
 it discovers the node's GPUs, registers them (the node must be in the fleet
 file and its GPUs must match the node's SKU), heartbeats, and runs the
-attempts the server assigns as process groups with CUDA_VISIBLE_DEVICES and
-allot's ALLOT_* variables. It reports starts, exits, checkpoints (a path
-written to $ALLOT_CHECKPOINT_DIR/CHECKPOINT) and ships the logs.
+attempts the server assigns with CUDA_VISIBLE_DEVICES and allot's ALLOT_*
+variables. It reports starts, exits, checkpoints (a path written to
+$ALLOT_CHECKPOINT_DIR/CHECKPOINT) and ships the logs.
+
+The token comes from --token-file or $ALLOT_TOKEN, never the command line
+(/proc/PID/cmdline is world-readable). Give each host its node's token
+(allot token create --node NAME): it can act for that node only, where the
+admin token can do anything.
+
+Jobs are hostile code to the agent. They get a fresh environment (PATH,
+LANG, HOME and their own env, never the agent's), run in WORK/jobs/JOB
+(their checkpoints/ and a fresh attempt-N directory), and cannot reach
+DATA (0700: the agent's state records and logs). Run as root, the agent
+runs each job under a uid of its own from --uid-range (no passwd entry
+needed) and tracks its processes in a cgroup v2 where the host has one;
+not root, jobs run as the agent's user and can read its files and signal
+it. An agent that starts kills what a previous run of it left before it
+registers, and one that cannot reach the server for --node-timeout stops
+its jobs: the server runs them elsewhere.
 
 --gpus auto asks NVML for the GPUs, falling back to nvidia-smi;
 virtual:COUNTxMODEL[-MEMGB] declares GPUs for hosts without them (tests,
 demos). --node may be repeated to run several virtual nodes in one process;
-each then keeps its files in DATA/NODE. The agent needs the admin token.`,
-		Example: `  allot agent --server http://10.0.0.1:8080 --token "$ADMIN" --node eastus-h100-01 --gpus auto
-  allot agent --node n1 --node n2 --gpus virtual:8xH100-80GB --data /tmp/agents`,
+each then keeps its files in DATA/NODE and WORK/NODE.`,
+		Example: `  allot token create --node eastus-h100-01 > /etc/allot/node-token   # on the control plane; copy it over, mode 0600
+  sudo allot agent --server http://10.0.0.1:8080 --token-file /etc/allot/node-token --node eastus-h100-01 \
+      --gpus auto --data /var/lib/allot-agent --work /var/lib/allot-work
+  ALLOT_TOKEN=$(cat admin-token) allot agent --node n1 --node n2 --gpus virtual:8xH100-80GB --data /tmp/agents`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			server, token, err := conn.resolve(os.Getenv)
+			server, token, err := agentToken(conn, f)
+			if err != nil {
+				return err
+			}
+			uids, runAs, err := jobUsers(f)
 			if err != nil {
 				return err
 			}
@@ -64,15 +151,21 @@ each then keeps its files in DATA/NODE. The agent needs the admin token.`,
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runAgents(ctx, cl, f, log)
+			return runAgents(ctx, cl, f, uids, runAs, log)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&conn.server, "server", "", "API server URL (default $ALLOT_SERVER, else "+DefaultServer+")")
-	fl.StringVar(&conn.token, "token", "", "the admin token (default $ALLOT_TOKEN)")
+	fl.StringVar(&conn.token, "token", "", "refused: use $ALLOT_TOKEN or --token-file")
+	_ = fl.MarkHidden("token")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the agent's token, best a node token (default $ALLOT_TOKEN)")
 	fl.StringArrayVar(&f.nodes, "node", nil, "fleet node this agent runs (required; repeatable)")
 	fl.StringVar(&f.gpus, "gpus", "auto", "auto (NVML, else nvidia-smi) or virtual:COUNTxMODEL[-MEMGB]")
-	fl.StringVar(&f.data, "data", "./allot-agent", "directory of checkpoints, logs and pid files")
+	fl.StringVar(&f.data, "data", "./allot-agent", "the agent's own directory (made 0700): state records and logs")
+	fl.StringVar(&f.work, "work", "", "directory of the jobs' checkpoints and working directories, outside --data (default: allot-work-HASH of --data in $TMPDIR)")
+	fl.StringVar(&f.uidRange, "uid-range", fmt.Sprintf("%d-%d", agent.DefaultUIDRange.First, agent.DefaultUIDRange.Last), "as root: dynamic uids jobs run as, one per job")
+	fl.StringVar(&f.runAs, "run-as", "", "as root: run every job as this user instead of a uid of its own (weaker: jobs share a uid)")
+	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "must match the server's --node-timeout: unable to reach the server this long, the agent stops its jobs")
 	fl.StringVar(&f.address, "address", "", "address gangs' rank 0 listens on (default: the host name)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", agent.DefaultHeartbeat, "interval of heartbeats (keep it well under the server's --node-timeout)")
 	fl.DurationVar(&f.wait, "wait", agent.DefaultWait, "how long one assignments long-poll waits")
@@ -82,7 +175,7 @@ each then keeps its files in DATA/NODE. The agent needs the admin token.`,
 }
 
 // runAgents runs one agent per node until ctx ends.
-func runAgents(ctx context.Context, cl *client.Client, f agentFlags, log *slog.Logger) error {
+func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.UIDRange, runAs *syscall.Credential, log *slog.Logger) error {
 	if f.address == "" {
 		f.address, _ = os.Hostname()
 	}
@@ -93,6 +186,10 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, log *slog.L
 		name string
 		gpus gpu.Discoverer
 		data string
+		work string
+	}
+	if f.work == "" {
+		f.work = agent.DefaultWork(f.data)
 	}
 	var nodes []node
 	for _, n := range f.nodes {
@@ -104,11 +201,11 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, log *slog.L
 			}
 			d = v
 		}
-		data := f.data
+		data, work := f.data, f.work
 		if len(f.nodes) > 1 {
-			data = filepath.Join(f.data, n)
+			data, work = filepath.Join(f.data, n), filepath.Join(f.work, n)
 		}
-		nodes = append(nodes, node{n, d, data})
+		nodes = append(nodes, node{n, d, data, work})
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -118,8 +215,9 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, log *slog.L
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Address: f.address,
-				Heartbeat: f.heartbeat, Wait: f.wait, Logger: log})
+			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
+				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
+				NodeTimeout: f.nodeTimeout, Logger: log})
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -53,7 +56,11 @@ func (t table) print(w io.Writer) error {
 		fmt.Fprintln(tw, strings.Join(t.header, "\t"))
 	}
 	for _, r := range t.rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = escape(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	return tw.Flush()
 }
@@ -61,7 +68,7 @@ func (t table) print(w io.Writer) error {
 func (f fields) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, kv := range f {
-		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], kv[1])
+		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], escape(kv[1]))
 	}
 	return tw.Flush()
 }
@@ -119,6 +126,39 @@ func blockStyle(n *yaml.Node) {
 }
 
 // Cell formats for tables.
+
+// escape writes what a server sent for a terminal: control characters
+// (tabs and newlines too, which would break the table), other runes a
+// terminal does not print as themselves and invalid UTF-8 are written as Go
+// escapes (\x1b, \u202e), so that no value can move the cursor, recolour
+// the screen or hide text.
+func escape(s string) string {
+	clean := true
+	for _, r := range s {
+		if !unicode.IsPrint(r) || r == utf8.RuneError {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case unicode.IsPrint(r):
+			b.WriteString(s[i : i+size])
+		default:
+			q := strconv.QuoteRune(r) // '\x1b', '\u202e'
+			b.WriteString(q[1 : len(q)-1])
+		}
+		i += size
+	}
+	return b.String()
+}
 
 // orDash returns s, or "-" when it is empty.
 func orDash(s string) string {

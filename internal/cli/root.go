@@ -43,7 +43,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "allot:", err)
+	// Messages may quote what the server or a file held: no raw control
+	// characters reach the terminal, but lines stay lines.
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = escape(l)
+	}
+	fmt.Fprintln(stderr, "allot:", strings.Join(lines, "\n"))
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return ExitUsage

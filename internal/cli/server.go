@@ -34,6 +34,8 @@ type serveFlags struct {
 	logLevel                     string
 	agents                       string
 	nodeTimeout                  time.Duration
+	limits                       api.Limits // of the HTTP API; zero fields take the defaults
+	maxLost                      int
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
@@ -46,7 +48,16 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.Float64Var(&f.rate, "rate-limit", api.DefaultRate, "requests per second per tenant (0: no limit)")
 	fl.IntVar(&f.burst, "rate-burst", api.DefaultBurst, "requests a tenant may make at once")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.Int64Var(&f.limits.MaxBody, "max-body", api.DefaultMaxBody, "largest request body, in bytes (413 over it)")
+	fl.DurationVar(&f.limits.BodyTimeout, "body-timeout", api.DefaultBodyTimeout, "time a client may take to send a request body (408 after it)")
+	fl.DurationVar(&f.limits.HeaderTimeout, "header-timeout", api.DefaultHeaderTimeout, "time a client may take to send a request's headers")
+	fl.DurationVar(&f.limits.IdleTimeout, "idle-timeout", api.DefaultIdleTimeout, "time a kept-alive connection may wait for its next request")
+	fl.IntVar(&f.limits.MaxHeaderBytes, "max-header-bytes", api.DefaultMaxHeaderBytes, "largest size of a request's headers, in bytes")
+	fl.IntVar(&f.limits.MaxConns, "max-conns", 0, fmt.Sprintf("connections open at once; more are closed at once (0: %d, or half the open-file limit if lower)", api.DefaultMaxConns))
+	fl.Float64Var(&f.limits.UnauthRate, "unauth-rate", api.DefaultUnauthRate, "requests per second with a missing or unknown token per source address, 429 over it (0: no limit)")
+	fl.IntVar(&f.limits.UnauthBurst, "unauth-burst", api.DefaultUnauthBurst, "requests with a missing or unknown token a source address may make at once")
 	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
+	fl.IntVar(&f.maxLost, "max-lost-attempts", server.DefaultMaxLost, "attempts of one job that may be lost with their node (with a doubling back-off from 10s between them) before the job fails")
 }
 
 func newServerCmd() *cobra.Command {
@@ -87,6 +98,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(fmt.Errorf("--log-level: %w", err))
 	}
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
+	if f.maxLost < 1 {
+		return Usage(fmt.Errorf("--max-lost-attempts %d: want at least 1", f.maxLost))
+	}
 	fleet, err := spec.ReadFleet(f.fleet)
 	if err != nil {
 		return Usage(err)
@@ -96,6 +110,11 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(err)
 	}
 	if err := os.MkdirAll(f.data, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	// The admin token and the store are the server's alone, even in a
+	// directory an older version or a person made wider.
+	if err := os.Chmod(f.data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
 	st, err := bolt.Open(filepath.Join(f.data, "allot.db"), nil)
@@ -112,7 +131,8 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	default:
 		return Usage(fmt.Errorf("--agents %q: want external, virtual or simulated", f.agents))
 	}
-	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes})
+	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
+		MaxLost: f.maxLost})
 	if err != nil {
 		return err
 	}
@@ -129,11 +149,12 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	hs := &http.Server{
-		Handler:           api.New(api.Config{Server: srv, Rate: rate, Burst: f.burst, Logger: log}),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+	limits := f.limits
+	if limits.UnauthRate == 0 {
+		limits.UnauthRate = -1 // no limit
 	}
+	hs, ln := api.NewServer(api.Config{Server: srv, Rate: rate, Burst: f.burst, Logger: log, Limits: limits}, ln)
+
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	runErr := make(chan error, 1)
@@ -144,7 +165,10 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	url := "http://" + ln.Addr().String()
 	agentsErr := make(chan error, 1)
 	if f.agents == "virtual" {
-		go func() { agentsErr <- runVirtualAgents(runCtx, url, token, fleet, filepath.Join(f.data, "agents"), log) }()
+		go func() {
+			agentsErr <- runVirtualAgents(runCtx, url, token, fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
+				f.nodeTimeout, log)
+		}()
 	}
 	fmt.Fprintf(out, "listening on %s\n", url)
 	if created {
@@ -195,8 +219,11 @@ Metrics: %s/metrics   API: %s/v1/openapi.json   Stop: Ctrl-C
 
 // runVirtualAgents runs an in-process agent with virtual GPUs of its SKU
 // for every fleet node the fleet file does not mark down, keeping their
-// files in dir/NODE.
-func runVirtualAgents(ctx context.Context, url, token string, fleet *model.Fleet, dir string, log *slog.Logger) error {
+// state in dir/NODE and their jobs' files in work/NODE (outside the
+// server's data directory: jobs must not reach the admin token).
+func runVirtualAgents(ctx context.Context, url, token string, fleet *model.Fleet, dir, work string, nodeTimeout time.Duration,
+	log *slog.Logger) error {
+	log.Info("virtual agents", "data", dir, "work", work)
 	cl, err := client.New(url, token)
 	if err != nil {
 		return err
@@ -217,7 +244,8 @@ func runVirtualAgents(ctx context.Context, url, token string, fleet *model.Fleet
 		go func() {
 			defer wg.Done()
 			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.Name, GPUs: v, Data: filepath.Join(dir, n.Name),
-				Address: "127.0.0.1", Logger: log.With("agent", "virtual")})
+				Work: filepath.Join(work, n.Name), Address: "127.0.0.1", NodeTimeout: nodeTimeout,
+				Logger: log.With("agent", "virtual")})
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 			}

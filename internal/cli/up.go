@@ -13,10 +13,15 @@ func newUpCmd() *cobra.Command {
 tenants (examples/fleet.yaml and examples/tenants.yaml; run it from the
 repository root, or pass --fleet and --tenants), keeping its state in
 --data. Every fleet node gets an in-process agent with virtual GPUs of its
-SKU, so a submitted job really runs its command on this machine (files
-under DATA/agents/NODE; 'allot job logs ID' shows its output). The first start creates an admin token, prints it and writes it to
-DATA/admin-token; later starts say where it is. It prints the URL and the
-commands to try next, and stops on Ctrl-C.`,
+SKU, so a submitted job really runs its command on this machine ('allot
+job logs ID' shows its output). The agents keep their state in
+DATA/agents/NODE; jobs work in allot-work-HASH/NODE/jobs/JOB under $TMPDIR,
+outside DATA, which is made 0700. Run as root, each job runs under a uid of
+its own and in a cgroup v2 where the host has one, so it cannot read the
+admin token or signal the server; not root, jobs run as your user and can
+do both (a warning says so). The first start creates an admin token, prints
+it and writes it to DATA/admin-token; later starts say where it is. It
+prints the URL and the commands to try next, and stops on Ctrl-C.`,
 		Example: `  go run ./cmd/allot up
   allot up --data /tmp/allot --listen 127.0.0.1:0`,
 		Args: cobra.NoArgs,

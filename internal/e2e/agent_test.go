@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -26,6 +27,7 @@ import (
 type agentLab struct {
 	url, admin, team string
 	dir              string
+	work             string // the agents' --work, which jobs under other uids can enter
 	log              *syncBuffer
 	tokens           map[string]string // node -> its node token
 
@@ -35,19 +37,20 @@ type agentLab struct {
 
 var labNodes = []string{"h100-01", "h100-02", "h100-03"}
 
-func startLab(t *testing.T) *agentLab {
+func startLab(t *testing.T, extra ...string) *agentLab {
 	t.Helper()
 	needServer(t)
 	if !strings.Contains(serverHelp, "--agents") {
 		t.Skip("allot server has no --agents flag")
 	}
 	dir := t.TempDir()
-	lab := &agentLab{dir: dir, log: &syncBuffer{}, agents: map[string]*exec.Cmd{}}
-	url, admin, stop, err := startServerArgs(filepath.Join(dir, "data"), lab.log, "server",
+	lab := &agentLab{dir: dir, work: workDir(t), log: &syncBuffer{}, agents: map[string]*exec.Cmd{}}
+	args := append([]string{"server",
 		"--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
 		"--fleet", filepath.Join(root, "internal/e2e/testdata/agent-fleet.yaml"),
 		"--tenants", filepath.Join(root, "internal/e2e/testdata/agent-tenants.yaml"),
-		"--agents", "external", "--node-timeout", "2s", "--tick", "500ms", "--rate-limit", "0")
+		"--agents", "external", "--node-timeout", "2s", "--tick", "500ms", "--rate-limit", "0"}, extra...)
+	url, admin, stop, err := startServerArgs(filepath.Join(dir, "data"), lab.log, args...)
 	if err != nil {
 		t.Fatalf("start server: %v\n%s", err, lab.log.String())
 	}
@@ -82,14 +85,32 @@ func startLab(t *testing.T) *agentLab {
 	return lab
 }
 
+// workDir is a fresh directory that jobs running under other uids can
+// enter: t.TempDir's parent is 0700.
+func workDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "allot-e2e-work-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // startAgent runs 'allot agent' for node with its node token, its output
 // prefixed in the log.
 func (l *agentLab) startAgent(t *testing.T, node string) {
 	t.Helper()
-	cmd := exec.Command(bin, "agent", "--server", l.url, "--token", l.tokens[node], "--node", node,
+	// The token in the environment: a command line is world-readable. All
+	// agents share one work directory, as hosts would share a file system
+	// for checkpoints.
+	cmd := exec.Command(bin, "agent", "--server", l.url, "--node", node,
 		"--gpus", "virtual:8xH100-80GB", "--data", filepath.Join(l.dir, "agent-"+node), "--heartbeat", "300ms",
-		"--address", "127.0.0.1")
-	cmd.Env = cleanEnv()
+		"--address", "127.0.0.1", "--work", l.work, "--node-timeout", "2s")
+	cmd.Env = append(cleanEnv(), "ALLOT_TOKEN="+l.tokens[node])
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	if err := cmd.Start(); err != nil {
@@ -339,11 +360,14 @@ tenant: team
 command: ["sh", "-c", 'echo "attempt $ALLOT_ATTEMPT"; sleep 3']
 resources: {gpus_per_instance: 8}
 retry: {max_retries: 0}
+checkpoint: {grace: 1s}
 `)
 		defer lab.cancelAll(t, id)
 		j := lab.waitState(t, id, "Running", 15*time.Second)
 		node := j.Allocations[0].Node
 		lab.killAgent(t, node)
+		// Requeued after the 2 s node timeout, then held back 10 s (the
+		// first lost attempt's back-off, longer than grace + 5 s).
 		j = lab.waitState(t, id, "Succeeded", 30*time.Second)
 		if len(j.AttemptHistory) != 2 || j.AttemptHistory[0].Reason != "NodeLost" || j.AttemptHistory[1].Nodes[0] == node {
 			t.Errorf("attempts %+v, want NodeLost on %s then Completed elsewhere", j.AttemptHistory, node)

@@ -3,6 +3,8 @@ package model
 import (
 	"errors"
 	"fmt"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FieldError reports an invalid value and the dotted path of the field that
@@ -34,4 +36,22 @@ func Prefix(prefix string, err error) error {
 		}
 	}
 	return &FieldError{Field: f, Msg: fe.Msg}
+}
+
+// Printable checks a name a person chose and others will see printed (a
+// job's name, a reservation's): valid UTF-8 with no control characters or
+// other runes a terminal does not print as themselves. Ordinary spaces are
+// allowed.
+func Printable(field, s string) error {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return fieldErr(field, "must be valid UTF-8 (byte %d is not)", i)
+		}
+		if !unicode.IsPrint(r) {
+			return fieldErr(field, "must not hold control or other non-printable characters (found %U at byte %d)", r, i)
+		}
+		i += size
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -126,14 +127,35 @@ func (s *JobSpec) Validate() error {
 	case s.Duration < 0:
 		return fieldErr("duration", "must not be negative")
 	}
+	// No command at all is allowed (simulated nodes run nothing); a
+	// command given must name a program.
+	if s.Command != nil && len(s.Command) == 0 {
+		return fieldErr("command", "must not be empty: give the program and its arguments, e.g. [python, train.py]")
+	}
+	if len(s.Command) > 0 && strings.TrimSpace(s.Command[0]) == "" {
+		return fieldErr("command[0]", "the program name must not be empty")
+	}
+	for _, f := range []struct{ field, value string }{{"name", s.Name}, {"tenant", s.Tenant},
+		{"placement.residency", s.Placement.Residency}, {"placement.data_region", s.Placement.DataRegion},
+		{"placement.reservation", s.Placement.Reservation}} {
+		if err := Printable(f.field, f.value); err != nil {
+			return err
+		}
+	}
 	for i, m := range r.GPUModels {
 		if m == "" {
 			return fieldErr(fmt.Sprintf("resources.gpu_models[%d]", i), "must not be empty")
+		}
+		if err := Printable(fmt.Sprintf("resources.gpu_models[%d]", i), m); err != nil {
+			return err
 		}
 	}
 	for i, rg := range s.Placement.Regions {
 		if rg == "" {
 			return fieldErr(fmt.Sprintf("placement.regions[%d]", i), "must not be empty")
+		}
+		if err := Printable(fmt.Sprintf("placement.regions[%d]", i), rg); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -224,6 +246,14 @@ type JobStatus struct {
 	Attempts       []Attempt
 	Preemptions    int
 	Retries        int // attempts that ended in failure and were retried
+	// Lost counts attempts lost with their node (it stopped answering, or
+	// its agent restarted); they do not count against max_retries but
+	// against the server's own limit, with a back-off between them.
+	Lost int
+	// NotBefore holds a queued job back until then: a back-off after a
+	// lost attempt, or the time the old attempt's processes are surely
+	// stopped (fencing). Zero means no hold.
+	NotBefore time.Time
 	// Instances is what the agents reported of each instance (by rank) of
 	// the current attempt; empty when no agent runs the job.
 	Instances []Instance

@@ -20,6 +20,22 @@ type Tenant struct {
 	Kind      TenantKind
 	Partition string  // the partition whose guarantees the tenant draws on
 	Weight    float64 // fair-share weight inside its partition (default 1)
+	// Reserve limits the reservations the tenant may buy itself through the
+	// API; the zero value allows none (an administrator reserves for it).
+	Reserve ReserveLimits
+}
+
+// DefaultReserveDuration is ReserveLimits.MaxDuration when a tenant may
+// reserve but the tenants file names no duration.
+const DefaultReserveDuration = 30 * 24 * time.Hour
+
+// ReserveLimits bounds a tenant's own reservations: at most MaxCount nodes
+// held at any one time over all of them, each for at most MaxDuration (from
+// its start, or from now when it starts in the past). Reserved GPUs also
+// count against the tenant's quota of the SKU's series in the region.
+type ReserveLimits struct {
+	MaxCount    int
+	MaxDuration time.Duration
 }
 
 // Partition is a slice of the fleet promised to a group of tenants.
@@ -134,9 +150,16 @@ func (t *Tenancy) Validate(f *Fleet) error {
 			return fieldErr(fp+".partition", "unknown partition %q", x.Partition)
 		case x.Weight < 0 || math.IsNaN(x.Weight) || math.IsInf(x.Weight, 0):
 			return fieldErr(fp+".weight", "must be a positive number")
+		case x.Reserve.MaxCount < 0:
+			return fieldErr(fp+".reservation.max_count", "must not be negative")
+		case x.Reserve.MaxDuration < 0:
+			return fieldErr(fp+".reservation.max_duration", "must not be negative")
 		}
 		if x.Weight == 0 {
 			t.Tenants[i].Weight = 1
+		}
+		if x.Reserve.MaxCount > 0 && x.Reserve.MaxDuration == 0 {
+			t.Tenants[i].Reserve.MaxDuration = DefaultReserveDuration
 		}
 		tenants[x.Name] = true
 	}
@@ -177,6 +200,11 @@ func (r Reservation) Validate(f *Fleet, tenants map[string]bool) error {
 		return fieldErr("count", "must be positive, got %d", r.Count)
 	case !r.End.IsZero() && !r.End.After(r.Start):
 		return fieldErr("end", "must be after start")
+	}
+	for _, f := range []struct{ field, value string }{{"name", r.Name}, {"owner", r.Owner}, {"sku", r.SKU}, {"region", r.Region}} {
+		if err := Printable(f.field, f.value); err != nil {
+			return err
+		}
 	}
 	if _, ok := f.Catalog[r.SKU]; !ok {
 		return fieldErr("sku", "unknown SKU %q", r.SKU)

@@ -311,8 +311,29 @@ func (s *Server) ReportEvent(ctx context.Context, p Principal, id string, n int,
 		return nil, refuse(CodeForbidden, "node", "a token of node %s may not report for node %q", p.Node, e.Node)
 	}
 	return s.updateJob(ctx, p, id, func(old *model.Job) (*model.Job, string, error) {
-		return applyEvent(old, n, e, s.clock.Now())
+		if err := rankRunsOn(old, n, e.Rank, e.Node); err != nil {
+			return nil, "", err
+		}
+		return applyEvent(old, n, e, s.clock.Now(), s.cfg.MaxLost)
 	}, "attempt", n, "rank", e.Rank, "node", e.Node, "event", e.Type, "exit_code", e.ExitCode, "outcome", e.Outcome)
+}
+
+// rankRunsOn refuses an event about rank of attempt n of j from a node the
+// rank is not bound to: a node speaks only for the instances it runs, so
+// one node cannot end another node's rank of a gang. Events about another
+// attempt than the current one are left to applyEvent (late news).
+func rankRunsOn(j *model.Job, n, rank int, node string) error {
+	if n != len(j.Status.Attempts) || n == 0 {
+		return nil
+	}
+	nodes := j.Status.Attempts[n-1].Nodes
+	if rank < 0 || rank >= len(nodes) {
+		return nil // applyEvent names the rank out of range
+	}
+	if nodes[rank] != node {
+		return refuse(CodeForbidden, "rank", "rank %d of attempt %d of job %s runs on node %s, not on %s", rank, n, j.ID, nodes[rank], node)
+	}
+	return nil
 }
 
 // ReportCheckpoint records that job id saved a checkpoint at path; the next

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -38,7 +39,7 @@ func (s *Server) Cycle(ctx context.Context) error {
 	s.cycles.Add(1)
 	defer func() { s.m.cycle.Observe(time.Since(start).Seconds()) }()
 	for attempt := 1; ; attempt++ {
-		err := s.cycleOnce(ctx)
+		err := s.cycleContained(ctx)
 		var ce *store.ConflictError
 		if errors.As(err, &ce) && attempt < maxReplans {
 			s.m.conflicts.Inc()
@@ -53,6 +54,21 @@ func (s *Server) Cycle(ctx context.Context) error {
 		}
 		return err
 	}
+}
+
+// cycleContained runs cycleOnce and turns a panic in it (a "cannot happen"
+// of the core, say) into an error, so one bad cycle cannot take the control
+// plane down. A panic before the commit leaves the store as it was; the next
+// cycle plans afresh from the cache.
+func (s *Server) cycleContained(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.m.panics.Inc()
+			s.log.Error("scheduling cycle panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			err = fmt.Errorf("server: scheduling cycle panicked: %v", r)
+		}
+	}()
+	return s.cycleOnce(ctx)
 }
 
 // catchUp brings the cache up to the store after a conflict: it reads the
@@ -138,10 +154,14 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		}
 		if s.agentMode {
 			if node := lostNode(old, w); node != "" {
-				j := nodeLost(old, node, now)
+				j := nodeLost(old, node, fmt.Sprintf("node %s stopped answering", node), now, false, s.cfg.MaxLost)
 				gone[j.ID] = true
 				out = append(out, j)
-				log = append(log, decision{kind: "lost", job: j, msg: "job requeued: node not ready", args: []any{"node", node}})
+				msg := "job requeued: node not ready"
+				if j.Status.State == model.StateFailed {
+					msg = "job failed: too many attempts lost"
+				}
+				log = append(log, decision{kind: "lost", job: j, msg: msg, args: []any{"node", node, "not_before", j.Status.NotBefore}})
 				continue
 			}
 			if j := stopOverdue(old, now, s.nodeTimeout); j != nil {
@@ -161,13 +181,12 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 			}
 		}
 	}
-	input := snap.jobs
-	if len(gone) > 0 {
-		input = make([]*model.Job, 0, len(snap.jobs))
-		for _, j := range snap.jobs {
-			if !gone[j.ID] {
-				input = append(input, j)
-			}
+	// Jobs held back (a lost attempt's back-off or fencing) wait with
+	// the reason nodeLost gave them; the tick's cycles pick them up.
+	input := make([]*model.Job, 0, len(snap.jobs))
+	for _, j := range snap.jobs {
+		if !gone[j.ID] && !(j.Status.State == model.StateQueued && now.Before(j.Status.NotBefore)) {
+			input = append(input, j)
 		}
 	}
 
@@ -268,6 +287,7 @@ func bindJob(old *model.Job, b sched.Bind, now time.Time) *model.Job {
 	j := cloneJob(old)
 	j.Status.State = model.StateRunning
 	j.Status.StartedAt = now
+	j.Status.NotBefore = time.Time{}
 	j.Status.Reason, j.Status.Detail = "", ""
 	j.Status.Allocations = make([]model.Allocation, len(b.Nodes))
 	nodes := make([]string, len(b.Nodes))

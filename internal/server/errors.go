@@ -18,6 +18,8 @@ const (
 	CodeForbidden       Code = "Forbidden"
 	CodeNotFound        Code = "NotFound"
 	CodeConflict        Code = "Conflict"
+	// CodeTooLarge: the object would be larger than the store keeps.
+	CodeTooLarge Code = "BodyTooLarge"
 )
 
 // Error is a request the server refuses, as opposed to a failure of the

@@ -14,6 +14,11 @@ import (
 	"github.com/allot-dev/allot/internal/store"
 )
 
+// MaxJobRecord is the largest stored form of a job that Submit accepts:
+// the store's limit on a value less 512 KiB, which the job's status
+// (attempts, reasons) may grow into.
+const MaxJobRecord = store.MaxValueLen - 512<<10
+
 // Submit stores a new job for p and returns it once the store has made it
 // durable. It refuses (with an *Error) a job of another tenant, of an
 // unknown tenant, one that no SKU in its allowed regions can ever hold
@@ -39,8 +44,16 @@ func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*
 		return nil, refuse(CodeQuotaExceeded, "", "%s", v.detail)
 	}
 	j := &model.Job{Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
+	j.ID = newJobID(spec.Name, now)
+	if n := len(encodeJob(j)); n > MaxJobRecord {
+		return nil, refuse(CodeTooLarge, "", "the job takes %d bytes once stored, over the limit of %d KiB per job "+
+			"(limit: the store keeps values of at most %d KiB and a job needs room to record its attempts); "+
+			"shorten its command, env or name", n, MaxJobRecord>>10, store.MaxValueLen>>10)
+	}
 	for try := 0; ; try++ {
-		j.ID = newJobID(spec.Name, now)
+		if try > 0 {
+			j.ID = newJobID(spec.Name, now)
+		}
 		key := prefixJobs + j.ID
 		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)}, Then: []store.Op{store.PutOp(key, encodeJob(j))}})
 		if errors.Is(err, store.ErrConflict) && try < 3 {
@@ -180,7 +193,12 @@ func (s *Server) Explain(p Principal, id string) (Why, error) {
 	}
 	w := Why{Job: j}
 	if j.Status.State == model.StateQueued {
-		w.EstimatedStart = s.Estimate(j, s.clock.Now())
+		now := s.clock.Now()
+		w.EstimatedStart = s.Estimate(j, now)
+		// A job held back after a lost attempt starts no earlier.
+		if hold := j.Status.NotBefore; now.Before(hold) && (w.EstimatedStart == nil || w.EstimatedStart.Before(hold)) {
+			w.EstimatedStart = &hold
+		}
 	}
 	return w, nil
 }

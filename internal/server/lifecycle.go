@@ -78,19 +78,90 @@ func anyLive(in []model.Instance) bool {
 	return false
 }
 
-// nodeLost requeues a job whose node stopped answering: the whole gang
+// Lost attempts. An attempt lost with its node does not count against
+// max_retries (the job did not fail), but a job whose attempts keep being
+// lost (a host that keeps dying, or a job that kills its own agent) must
+// not loop forever: every lost attempt holds the job back for a back-off
+// that doubles each time, and past the server's limit the job fails.
+const (
+	// DefaultMaxLost is how many attempts of a job may be lost before it
+	// fails (Config.MaxLost).
+	DefaultMaxLost = 5
+	lostBackoff    = 10 * time.Second // after the first lost attempt
+	maxLostBackoff = 10 * time.Minute
+	// fenceMargin is added to the grace of an attempt whose node stopped
+	// answering, for the agent's self-fencing to have taken effect.
+	fenceMargin = 5 * time.Second
+)
+
+// lostBackoffAfter is the hold after the k-th lost attempt: 10 s, 20 s,
+// 40 s, … at most 10 minutes.
+func lostBackoffAfter(k int) time.Duration {
+	d := lostBackoff
+	for i := 1; i < k && d < maxLostBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxLostBackoff)
+}
+
+// nodeLost requeues a job whose attempt was lost with node: the whole gang
 // goes back to Queued and resumes from its last checkpoint; the attempt is
-// recorded as NodeLost and does not count against max_retries.
-func nodeLost(old *model.Job, node string, now time.Time) *model.Job {
-	return requeue(old, "NodeLost", fmt.Sprintf("node %s stopped answering at %s; requeued from the last checkpoint",
-		node, now.UTC().Format(time.RFC3339)), now, "NodeLost")
+// recorded as NodeLost and counts against maxLost, not max_retries.
+//
+// Fencing: when the node stopped answering (unconfirmed), its processes
+// may still run until its agent notices and stops them, which it does
+// within the node timeout (already passed: that is how the node was found
+// lost) plus the job's grace. The job is held back that long, plus
+// fenceMargin, so that no new attempt runs beside the old one. An agent
+// that reports the loss itself (it restarted and killed what a previous
+// run left) has confirmed the stop; the other ranks of a gang still get
+// their grace.
+func nodeLost(old *model.Job, node, why string, now time.Time, confirmed bool, maxLost int) *model.Job {
+	j := requeue(old, "NodeLost", fmt.Sprintf("%s at %s; requeued from the last checkpoint", why, now.UTC().Format(time.RFC3339)),
+		now, "NodeLost")
+	j.Status.Lost++
+	n := len(old.Status.Attempts)
+	if j.Status.Lost > maxLost {
+		return endJob(j, model.StateFailed, "LostTooOften", fmt.Sprintf("attempt %d was lost (%s); %d attempts lost, the limit is %d",
+			n, why, j.Status.Lost, maxLost), -1, now)
+	}
+	backoff := lostBackoffAfter(j.Status.Lost)
+	hold := now.Add(backoff)
+	fenced := ""
+	if live := otherLive(old, node); !confirmed || live {
+		if t := now.Add(old.Spec.Checkpoint.GraceOrDefault() + fenceMargin); t.After(hold) {
+			hold = t
+			fenced = "; its old processes get their grace to stop first"
+		}
+	}
+	j.Status.NotBefore = hold
+	j.Status.Reason = "BackingOff"
+	j.Status.Detail = fmt.Sprintf("attempt %d was lost (%s); %d of at most %d attempts lost; held until %s (back-off %s%s)",
+		n, why, j.Status.Lost, maxLost, hold.UTC().Format(time.RFC3339), backoff, fenced)
+	return j
+}
+
+// otherLive reports whether an instance of j's current attempt on another
+// node than node may still run.
+func otherLive(j *model.Job, node string) bool {
+	n := len(j.Status.Attempts)
+	if n == 0 {
+		return false
+	}
+	nodes := j.Status.Attempts[n-1].Nodes
+	for r, in := range j.Status.Instances {
+		if in.Live() && r < len(nodes) && nodes[r] != node {
+			return true
+		}
+	}
+	return false
 }
 
 // applyEvent applies an agent's report about instance e.Rank of attempt n
 // of old. It returns the new job and a line for the log, nil when the
 // event changes nothing, or a refusal when the attempt is not the job's
 // current one or the rank is out of range.
-func applyEvent(old *model.Job, n int, e Event, now time.Time) (*model.Job, string, error) {
+func applyEvent(old *model.Job, n int, e Event, now time.Time, maxLost int) (*model.Job, string, error) {
 	st := old.Status
 	if n != len(st.Attempts) || n == 0 {
 		return nil, "", refuse(CodeConflict, "", "attempt %d of job %s is not its current attempt (%d)", n, old.ID, len(st.Attempts))
@@ -137,7 +208,11 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time) (*model.Job, stri
 	where := fmt.Sprintf("attempt %d, rank %d on %s", n, e.Rank, e.Node)
 	switch {
 	case in.Outcome == OutcomeNodeLost:
-		return nodeLost(old, e.Node, now), "job requeued: its agent lost the attempt", nil
+		j := nodeLost(old, e.Node, fmt.Sprintf("the agent of node %s restarted and no longer runs rank %d", e.Node, e.Rank), now, true, maxLost)
+		if j.Status.State == model.StateFailed {
+			return j, "job failed: too many attempts lost", nil
+		}
+		return j, "job requeued: its agent lost the attempt", nil
 	case in.Outcome == OutcomeTimedOut:
 		detail := fmt.Sprintf("%s ran past retry.timeout %s", where, old.Spec.Retry.Timeout)
 		if e.Killed {

@@ -69,7 +69,7 @@ func TestApplyEvent(t *testing.T) {
 			events: []Event{exited(0, -1, OutcomeTimedOut)}, wantState: model.StateTimedOut, wantReason: "TimedOut",
 			attempts: 1, lastReason: "TimedOut"},
 		{name: "lost by its agent: NodeLost, no retry counted", job: func() *model.Job { return running2(0) }, attempt: 1,
-			events: []Event{exited(1, -1, OutcomeNodeLost)}, wantState: model.StateQueued, wantReason: "NodeLost",
+			events: []Event{exited(1, -1, OutcomeNodeLost)}, wantState: model.StateQueued, wantReason: "BackingOff",
 			attempts: 1, lastReason: "NodeLost"},
 		{name: "preempted waits for its last live instance", job: func() *model.Job {
 			j := running2(0)
@@ -86,7 +86,7 @@ func TestApplyEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := tc.job()
 			for _, e := range tc.events {
-				next, _, err := applyEvent(j, tc.attempt, e, now)
+				next, _, err := applyEvent(j, tc.attempt, e, now, DefaultMaxLost)
 				if tc.wantErr != "" {
 					se, ok := err.(*Error)
 					if !ok || se.Code != tc.wantErr {
@@ -246,6 +246,17 @@ func TestAgentModeLifecycle(t *testing.T) {
 	if got.Status.Attempts[0].Reason != "NodeLost" || got.Status.Retries != 0 {
 		t.Fatalf("attempt 1 %+v retries %d, want NodeLost and no retry", got.Status.Attempts[0], got.Status.Retries)
 	}
+	// Fencing: the lost node's processes may run until its agent stops
+	// them (node timeout, already passed, plus the job's grace), so the
+	// job waits that long before it starts elsewhere.
+	must(srv.Cycle(ctx))
+	got, _, _ = srv.cache.job(j.ID)
+	hold := got.Spec.Checkpoint.GraceOrDefault() + fenceMargin
+	if got.Status.State != model.StateQueued || got.Status.Reason != "BackingOff" || !got.Status.NotBefore.Equal(clock.Now().Add(hold)) {
+		t.Fatalf("right after NodeLost: %s %s %q not before %s, want Queued BackingOff until now+%s",
+			got.Status.State, got.Status.Reason, got.Status.Detail, got.Status.NotBefore, hold)
+	}
+	clock.Advance(hold)
 	must(srv.Cycle(ctx))
 	got, _, _ = srv.cache.job(j.ID)
 	if got.Status.State != model.StatePreparing || got.Status.Allocations[0].Node != other {
@@ -282,5 +293,91 @@ func TestStopOverdue(t *testing.T) {
 	q := stopOverdue(j, now.Add(13*time.Second), 2*time.Second)
 	if q == nil || q.Status.State != model.StateQueued || q.Status.Instances != nil {
 		t.Fatalf("after grace + node timeout: %+v, want Queued without instances", q)
+	}
+}
+
+// A node's token speaks only for the ranks bound to its node: it cannot
+// end another node's rank of a gang (which would end the gang Succeeded
+// while that rank still runs elsewhere).
+func TestNodeReportsOnlyItsOwnRanks(t *testing.T) {
+	ctx := context.Background()
+	srv, _ := agentHarness(t)
+	for _, n := range []string{"h100-01", "h100-02"} {
+		if err := srv.RegisterNode(ctx, n, h100s(8), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	specs, err := spec.ParseJobs("test", []byte(`{name: gang, tenant: team, command: [x], resources: {instance_count: 2, gpus_per_instance: 8}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bound, _, _ := srv.cache.job(j.ID)
+	if len(bound.Status.Allocations) != 2 {
+		t.Fatalf("gang not bound: %+v", bound.Status)
+	}
+	n0, n1 := bound.Status.Allocations[0].Node, bound.Status.Allocations[1].Node
+	for r, n := range []string{n0, n1} {
+		if _, err := srv.ReportEvent(ctx, Principal{Node: n}, j.ID, 1, Event{Type: EventStarted, Rank: r, Node: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The agent of rank 0's node reports rank 1 exited 0, in its own name.
+	_, err = srv.ReportEvent(ctx, Principal{Node: n0}, j.ID, 1, Event{Type: EventExited, Rank: 1, Node: n0})
+	if !isCode(err, CodeForbidden) {
+		t.Fatalf("node %s reported rank 1 (on %s): %v, want Forbidden", n0, n1, err)
+	}
+	if _, err := srv.ReportEvent(ctx, Principal{Node: n0}, j.ID, 1, Event{Type: EventExited, Rank: 0, Node: n0}); err != nil {
+		t.Fatal(err)
+	}
+	after, _, _ := srv.cache.job(j.ID)
+	if after.Status.State != model.StateRunning || !after.Status.Instances[1].Live() {
+		t.Fatalf("rank 1 still runs on %s, but the job is %s with instances %+v", n1, after.Status.State, after.Status.Instances)
+	}
+}
+
+// A job whose attempts keep being lost (its node keeps dying, or it kills
+// its own agent) is held back longer each time and fails past the limit:
+// it never loops forever, and no lost attempt counts as a retry.
+func TestLostAttemptsBackOffThenFail(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	j := running2(3)
+	j.Status.Instances = []model.Instance{{Started: true}, {}} // rank 1 never started
+	var holds []time.Duration
+	for k := 1; ; k++ {
+		next, _, err := applyEvent(j, k, Event{Type: EventExited, Rank: 0, Node: "n1", ExitCode: -1, Outcome: OutcomeNodeLost}, now, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if next.Status.Retries != 0 || next.Status.Lost != k {
+			t.Fatalf("after lost attempt %d: retries %d lost %d", k, next.Status.Retries, next.Status.Lost)
+		}
+		if next.Status.State == model.StateFailed {
+			if k != 4 || next.Status.Reason != "LostTooOften" {
+				t.Fatalf("failed after %d lost attempts with %s (%s); want the 4th, LostTooOften", k, next.Status.Reason, next.Status.Detail)
+			}
+			break
+		}
+		if k > 4 {
+			t.Fatalf("still %s after %d lost attempts with a limit of 3", next.Status.State, k)
+		}
+		holds = append(holds, next.Status.NotBefore.Sub(now))
+		// Bound again on n1 and n2 once the hold is over.
+		now = next.Status.NotBefore
+		j = bindJob(next, sched.Bind{Job: j.ID, Nodes: []sched.Placement{{Node: "n1", GPUs: []int{0}, GPUMilli: 1000}, {Node: "n2", GPUs: []int{0}, GPUMilli: 1000}}}, now)
+		j.Status.Instances = []model.Instance{{Started: true}, {}}
+	}
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second}
+	if fmt.Sprint(holds) != fmt.Sprint(want) {
+		t.Fatalf("holds %v, want %v (confirmed by the agent: back-off only)", holds, want)
+	}
+	if lostBackoffAfter(20) != maxLostBackoff {
+		t.Fatalf("back-off after 20 losses %s, want the cap %s", lostBackoffAfter(20), maxLostBackoff)
 	}
 }

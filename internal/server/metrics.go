@@ -14,6 +14,7 @@ type metrics struct {
 	binds     prometheus.Counter
 	preempts  prometheus.Counter
 	conflicts prometheus.Counter
+	panics    prometheus.Counter
 	submits   prometheus.Counter
 }
 
@@ -40,12 +41,16 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_plan_conflicts_total",
 			Help: "Plans rejected as stale at commit and recomputed.",
 		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "allot_cycle_panics_total",
+			Help: "Scheduling cycles that panicked; each wrote nothing and the next cycle ran as usual.",
+		}),
 		submits: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "allot_submits_total",
 			Help: "Jobs accepted and durably stored.",
 		}),
 	}
-	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.submits,
+	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
 		model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {

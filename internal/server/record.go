@@ -68,6 +68,8 @@ type statusRecord struct {
 	Attempts       []attemptRecord `json:"attempts,omitempty"`
 	Preemptions    int             `json:"preemptions,omitempty"`
 	Retries        int             `json:"retries,omitempty"`
+	Lost           int             `json:"lost,omitempty"`
+	NotBefore      time.Time       `json:"not_before,omitzero"`
 	Instances      []instRecord    `json:"instances,omitempty"`
 }
 
@@ -112,7 +114,7 @@ func encodeJob(j *model.Job) []byte {
 			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
 			SubmittedAt: st.SubmittedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
 			LastCheckpoint: st.LastCheckpoint, CheckpointPath: st.CheckpointPath,
-			Preemptions: st.Preemptions, Retries: st.Retries,
+			Preemptions: st.Preemptions, Retries: st.Retries, Lost: st.Lost, NotBefore: st.NotBefore,
 		},
 	}
 	for _, a := range st.Allocations {
@@ -155,7 +157,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,
 			SubmittedAt: r.Status.SubmittedAt, StartedAt: r.Status.StartedAt, EndedAt: r.Status.EndedAt,
 			LastCheckpoint: r.Status.LastCheckpoint, CheckpointPath: r.Status.CheckpointPath,
-			Preemptions: r.Status.Preemptions, Retries: r.Status.Retries,
+			Preemptions: r.Status.Preemptions, Retries: r.Status.Retries, Lost: r.Status.Lost, NotBefore: r.Status.NotBefore,
 		},
 	}
 	if j.ID == "" {

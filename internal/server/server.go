@@ -48,6 +48,9 @@ type Config struct {
 	// to record a changed reason; the rest follow in the next cycles. 0
 	// means DefaultMaxPendingWrites.
 	MaxPendingWrites int
+	// MaxLost is how many attempts of one job may be lost with their node
+	// (lifecycle.go) before the job fails; 0 means DefaultMaxLost.
+	MaxLost int
 	// Logger receives one line per decision; nil discards.
 	Logger *slog.Logger
 	// Registry receives the server's metrics; nil means a new one.
@@ -74,6 +77,8 @@ type Server struct {
 	watching atomic.Bool
 
 	cycleMu sync.Mutex // serialises cycles: at most one in flight
+
+	reserveMu sync.Mutex // serialises creating reservations (limits are checked against the others)
 
 	worldMu sync.Mutex // guards building world; readers use w
 	w       atomic.Pointer[world]
@@ -103,6 +108,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.MinCycleGap <= 0 {
 		cfg.MinCycleGap = DefaultMinCycleGap
+	}
+	if cfg.MaxLost <= 0 {
+		cfg.MaxLost = DefaultMaxLost
 	}
 	if cfg.MaxPendingWrites <= 0 {
 		cfg.MaxPendingWrites = DefaultMaxPendingWrites

@@ -333,7 +333,8 @@ func isCode(err error, c Code) bool {
 func TestReservationsAndTokens(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	r := model.Reservation{Name: "acme-t4", SKU: "NC64-T4x4", Region: "eastus", Count: 1}
+	now := h.clock.Now()
+	r := model.Reservation{Name: "acme-t4", SKU: "NC64-T4x4", Region: "eastus", Count: 1, Start: now, End: now.Add(24 * time.Hour)}
 	if _, err := h.srv.CreateReservation(ctx, Principal{Tenant: "acme"}, r); err != nil {
 		t.Fatal(err)
 	}

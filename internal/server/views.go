@@ -193,6 +193,20 @@ func (s *Server) Reservations(p Principal) []model.Reservation {
 	return out
 }
 
+// Reservation returns the reservation called name as p may see it.
+func (s *Server) Reservation(p Principal, name string) (model.Reservation, error) {
+	for _, r := range s.world().tenancy.Reservations {
+		if r.Name != name {
+			continue
+		}
+		if !p.sees(r.Owner) {
+			return model.Reservation{}, refuse(CodeForbidden, "", "reservation %q belongs to another tenant", name)
+		}
+		return r, nil
+	}
+	return model.Reservation{}, refuse(CodeNotFound, "", "no reservation %q", name)
+}
+
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // CreateReservation stores r. A tenant owns what it creates; the
@@ -209,6 +223,10 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 	if !validName.MatchString(r.Name) {
 		return r, refuse(CodeInvalidSpec, "name", "want 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
+	// One reservation at a time, so that two of a tenant's requests
+	// cannot both pass its limits.
+	s.reserveMu.Lock()
+	defer s.reserveMu.Unlock()
 	w := s.world()
 	if err := r.Validate(w.fleet, w.tenants); err != nil {
 		return r, fromField(err)
@@ -216,6 +234,11 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 	for _, x := range w.tenancy.Reservations {
 		if x.Name == r.Name {
 			return r, refuse(CodeConflict, "name", "reservation %q exists", r.Name)
+		}
+	}
+	if !p.Admin {
+		if err := checkReserveLimits(w, r, s.clock.Now()); err != nil {
+			return r, err
 		}
 	}
 	key := prefixReservations + r.Name
@@ -242,7 +265,10 @@ func (s *Server) DeleteReservation(ctx context.Context, p Principal, name string
 	}
 	if !ok {
 		for _, x := range s.cfg.Tenancy.Reservations {
-			if x.Name == name && p.sees(x.Owner) {
+			if x.Name == name && !p.sees(x.Owner) {
+				return refuse(CodeForbidden, "", "reservation %q belongs to another tenant", name)
+			}
+			if x.Name == name {
 				return refuse(CodeConflict, "", "reservation %q is defined in the tenants file; change it there", name)
 			}
 		}

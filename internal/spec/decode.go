@@ -53,6 +53,7 @@ func parseDocuments(file string, data []byte) (docs []*yaml.Node, err error) {
 		}
 	}()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	size := newExpansion(file, len(data))
 	for {
 		var doc yaml.Node
 		err := dec.Decode(&doc)
@@ -61,6 +62,10 @@ func parseDocuments(file string, data []byte) (docs []*yaml.Node, err error) {
 		}
 		if err != nil {
 			return nil, syntaxError(file, err)
+		}
+		// Bound what aliases expand to before anything reads the tree.
+		if err := size.add(&doc); err != nil {
+			return nil, err
 		}
 		root := resolve(&doc)
 		if root == nil || root.Kind == yaml.DocumentNode || isNull(root) {

@@ -24,7 +24,11 @@ type Error struct {
 	Column int
 	Field  string
 	Msg    string
+	err    error // a sentinel it matches (ErrTooLarge), or nil
 }
+
+// Unwrap returns the sentinel error e matches, if any.
+func (e *Error) Unwrap() error { return e.err }
 
 // Error formats e as "file:line:col: field: msg", leaving out the parts that
 // are unknown.

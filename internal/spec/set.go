@@ -84,6 +84,9 @@ func parseValue(value string) (n *yaml.Node, err error) {
 	if err := yaml.Unmarshal([]byte(value), &doc); err != nil {
 		return nil, fmt.Errorf("invalid value: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 	}
+	if err := newExpansion("", len(value)).add(&doc); err != nil {
+		return nil, fmt.Errorf("invalid value: %s", err.(*Error).Msg)
+	}
 	if len(doc.Content) == 0 {
 		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null"}, nil
 	}

@@ -37,6 +37,14 @@ type tenantEntry struct {
 	Kind      string  `yaml:"kind"`
 	Partition string  `yaml:"partition"`
 	Weight    float64 `yaml:"weight"`
+	// Reservation limits what the tenant may reserve itself; absent, it
+	// may not reserve through the API.
+	Reservation reserveEntry `yaml:"reservation"`
+}
+
+type reserveEntry struct {
+	MaxCount    int      `yaml:"max_count"`
+	MaxDuration duration `yaml:"max_duration"`
 }
 
 type quotaEntry struct {
@@ -100,6 +108,7 @@ func ParseTenancy(name string, data []byte, fleet *model.Fleet) (*model.Tenancy,
 	for _, x := range tf.Tenants {
 		t.Tenants = append(t.Tenants, model.Tenant{
 			Name: x.Name, Kind: model.TenantKind(x.Kind), Partition: x.Partition, Weight: x.Weight,
+			Reserve: model.ReserveLimits{MaxCount: x.Reservation.MaxCount, MaxDuration: time.Duration(x.Reservation.MaxDuration)},
 		})
 	}
 	for _, q := range tf.Quotas {

@@ -3,6 +3,8 @@ package spec
 import (
 	"testing"
 	"time"
+
+	"github.com/allot-dev/allot/internal/model"
 )
 
 // tenancyFleet has 32 H100 GPUs in eastus and 16 A100 GPUs in westus.
@@ -36,8 +38,8 @@ partitions:
   - name: elastic
     tier: shared
 tenants:
-  - {name: copilot, kind: internal, partition: internal-ai, weight: 2}
-  - {name: acme, kind: customer, partition: elastic}
+  - {name: copilot, kind: internal, partition: internal-ai, weight: 2, reservation: {max_count: 3}}
+  - {name: acme, kind: customer, partition: elastic, reservation: {max_count: 2, max_duration: 48h}}
 quotas:
   - {tenant: acme, region: eastus, series: ND, gpus: 32}
 reservations:
@@ -65,6 +67,12 @@ func TestParseTenancy(t *testing.T) {
 	}
 	if x := ten.Tenants[0]; x.Name != "copilot" || x.Weight != 2 || x.Partition != "internal-ai" {
 		t.Errorf("tenant 0 = %+v", x)
+	}
+	if l := ten.Tenants[0].Reserve; l.MaxCount != 3 || l.MaxDuration != model.DefaultReserveDuration {
+		t.Errorf("copilot's reservation limits = %+v, want 3 nodes for the default duration", l)
+	}
+	if l := ten.Tenants[1].Reserve; l.MaxCount != 2 || l.MaxDuration != 48*time.Hour {
+		t.Errorf("acme's reservation limits = %+v, want 2 nodes for 48h", l)
 	}
 	if w := ten.Tenants[1].Weight; w != 1 {
 		t.Errorf("default weight = %v, want 1", w)
@@ -95,6 +103,12 @@ func TestParseTenancyErrors(t *testing.T) {
 tenants:
   - {name: acme, kind: customer, partiton: elastic}
 `, 2, "tenants[0].partiton", `unknown field "partiton"`},
+		{"negative reservation max_count", `
+tenants:
+  - name: acme
+    kind: customer
+    reservation: {max_count: -1}
+`, 4, "tenants[0].reservation.max_count", "must not be negative"},
 		{"string for percent", `
 partitions:
   - name: p

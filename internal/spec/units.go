@@ -147,6 +147,9 @@ type command []string
 func (c *command) decodeNode(d *decoder, n *yaml.Node, path string) error {
 	switch n.Kind {
 	case yaml.ScalarNode:
+		if strings.TrimSpace(n.Value) == "" {
+			return errors.New("want a shell command, got an empty string")
+		}
 		*c = command{"/bin/sh", "-c", n.Value}
 		return nil
 	case yaml.SequenceNode:

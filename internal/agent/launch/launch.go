@@ -6,9 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,49 +27,20 @@ type Spec struct {
 	WorldSize     int
 	MasterAddr    string
 	MasterPort    int
-	LogPath       string
-	Timeout       time.Duration // zero: none
-	Grace         time.Duration // SIGTERM to SIGKILL when timing out
-}
-
-// Environ is the environment of the attempt: the agent's own, the job's,
-// then allot's variables, which win.
-func Environ(s Spec, base []string) []string {
-	env := map[string]string{}
-	for _, kv := range base {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	for k, v := range s.Env {
-		env[k] = v
-	}
-	env["CUDA_VISIBLE_DEVICES"] = strings.Join(s.GPUs, ",")
-	env["ALLOT_JOB_ID"] = s.JobID
-	env["ALLOT_ATTEMPT"] = strconv.Itoa(s.Attempt)
-	env["ALLOT_CHECKPOINT_DIR"] = s.CheckpointDir
-	if s.ResumeFrom != "" {
-		env["ALLOT_RESUME_FROM"] = s.ResumeFrom
-	} else {
-		delete(env, "ALLOT_RESUME_FROM")
-	}
-	if s.WorldSize > 1 {
-		env["ALLOT_RANK"] = strconv.Itoa(s.Rank)
-		env["ALLOT_WORLD_SIZE"] = strconv.Itoa(s.WorldSize)
-		env["ALLOT_MASTER_ADDR"] = s.MasterAddr
-		env["ALLOT_MASTER_PORT"] = strconv.Itoa(s.MasterPort)
-	}
-	if s.GPUMilli > 0 && s.GPUMilli < 1000 {
-		env["ALLOT_GPU_MILLI"] = strconv.FormatInt(s.GPUMilli, 10)
-		// MPS caps the share of SMs a client may use, in percent.
-		env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = strconv.FormatInt(max(1, s.GPUMilli/10), 10)
-	}
-	out := make([]string, 0, len(env))
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	sort.Strings(out)
-	return out
+	// Dir is the attempt's working directory and HOME; it must exist.
+	Dir string
+	// LogPath is the attempt's log: the agent opens it (0600, in a
+	// directory only the agent may enter) and hands the process the open
+	// file as stdout and stderr.
+	LogPath string
+	Timeout time.Duration // zero: none
+	Grace   time.Duration // SIGTERM to SIGKILL when timing out
+	// Credential is the user the process runs as; nil runs it as the
+	// agent's own user.
+	Credential *syscall.Credential
+	// Tracker holds on to the attempt's processes; nil means a
+	// ProcessGroup.
+	Tracker Tracker
 }
 
 // Outcome is how an attempt ended.
@@ -96,6 +64,7 @@ type Exit struct {
 type Process struct {
 	cmd     *exec.Cmd
 	log     *os.File
+	track   Tracker
 	done    chan struct{}
 	mu      sync.Mutex // guards outcome, killed and exit
 	outcome Outcome
@@ -103,33 +72,37 @@ type Process struct {
 	exit    Exit
 }
 
-// Start launches the attempt in a process group of its own.
+// Start launches the attempt under its tracker, as its user, with the
+// environment Environ builds and nothing of the agent's.
 func Start(s Spec) (*Process, error) {
 	if len(s.Command) == 0 {
 		return nil, errors.New("launch: empty command")
 	}
-	if err := os.MkdirAll(filepath.Dir(s.LogPath), 0o755); err != nil {
+	if s.Dir == "" {
+		return nil, errors.New("launch: no working directory")
+	}
+	if err := os.MkdirAll(filepath.Dir(s.LogPath), 0o700); err != nil {
 		return nil, fmt.Errorf("launch: log dir: %w", err)
 	}
-	if s.CheckpointDir != "" {
-		if err := os.MkdirAll(s.CheckpointDir, 0o755); err != nil {
-			return nil, fmt.Errorf("launch: checkpoint dir: %w", err)
-		}
-	}
-	log, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	log, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("launch: log: %w", err)
 	}
 	cmd := exec.Command(s.Command[0], s.Command[1:]...)
-	cmd.Env = Environ(s, os.Environ())
+	cmd.Env = Environ(s)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Dir = s.CheckpointDir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd.Dir = s.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.Credential}
+	track := s.Tracker
+	if track == nil {
+		track = &ProcessGroup{}
+	}
+	if err := track.Start(cmd); err != nil {
 		log.Close()
+		_ = track.Release()
 		return nil, fmt.Errorf("launch %s: %w", s.Command[0], err)
 	}
-	p := &Process{cmd: cmd, log: log, done: make(chan struct{}), outcome: Exited}
+	p := &Process{cmd: cmd, log: log, track: track, done: make(chan struct{}), outcome: Exited}
 	go p.wait()
 	if s.Timeout > 0 {
 		go func() {
@@ -153,8 +126,9 @@ func (p *Process) wait() {
 			e.Signal = ws.Signal().String()
 		}
 	}
-	// Kill what the leader left behind in its group.
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	// Kill what the leader left behind.
+	_ = p.track.Kill()
+	_ = p.track.Release()
 	p.mu.Lock()
 	e.Outcome, e.Killed = p.outcome, p.killed
 	p.exit = e
@@ -162,8 +136,8 @@ func (p *Process) wait() {
 	close(p.done)
 }
 
-// Stop asks the attempt to end: SIGTERM to its process group, then SIGKILL
-// after grace. It returns at once; Done closes when the attempt has ended.
+// Stop asks the attempt to end: SIGTERM to every process it tracks, then
+// SIGKILL after grace. It returns at once; Done closes when the attempt has ended.
 func (p *Process) Stop(grace time.Duration) { p.stop(Stopped, grace) }
 
 func (p *Process) stop(why Outcome, grace time.Duration) {
@@ -174,8 +148,7 @@ func (p *Process) stop(why Outcome, grace time.Duration) {
 	}
 	p.outcome = why
 	p.mu.Unlock()
-	pgid := -p.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	p.track.Signal(syscall.SIGTERM)
 	go func() {
 		select {
 		case <-p.done:
@@ -183,7 +156,7 @@ func (p *Process) stop(why Outcome, grace time.Duration) {
 			p.mu.Lock()
 			p.killed = true
 			p.mu.Unlock()
-			_ = syscall.Kill(pgid, syscall.SIGKILL)
+			_ = p.track.Kill()
 		}
 	}()
 }
@@ -198,5 +171,5 @@ func (p *Process) Exit() Exit {
 	return p.exit
 }
 
-// Pid is the process group leader's ID.
+// Pid is the ID of the process the attempt started as.
 func (p *Process) Pid() int { return p.cmd.Process.Pid }

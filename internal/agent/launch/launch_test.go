@@ -11,9 +11,14 @@ import (
 
 func spec(t *testing.T, script string) Spec {
 	dir := t.TempDir()
+	for _, d := range []string{"ckpt", "attempt-2"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return Spec{JobID: "j1", Attempt: 2, Command: []string{"/bin/sh", "-c", script}, GPUs: []string{"3", "5"},
-		GPUMilli: 1000, CheckpointDir: filepath.Join(dir, "ckpt"), LogPath: filepath.Join(dir, "logs", "attempt-2.log"),
-		Grace: time.Second}
+		GPUMilli: 1000, CheckpointDir: filepath.Join(dir, "ckpt"), Dir: filepath.Join(dir, "attempt-2"),
+		LogPath: filepath.Join(dir, "logs", "attempt-2.log"), Grace: time.Second}
 }
 
 func wait(t *testing.T, p *Process, d time.Duration) Exit {
@@ -30,9 +35,10 @@ func wait(t *testing.T, p *Process, d time.Duration) Exit {
 func TestEnviron(t *testing.T) {
 	s := Spec{JobID: "j", Attempt: 1, GPUs: []string{"GPU-a", "GPU-b"}, GPUMilli: 250, CheckpointDir: "/ck",
 		ResumeFrom: "/ck/step-100", Rank: 1, WorldSize: 2, MasterAddr: "10.0.0.1", MasterPort: 29500,
-		Env: map[string]string{"FOO": "bar", "ALLOT_JOB_ID": "spoofed"}}
-	env := Environ(s, []string{"PATH=/bin", "ALLOT_RESUME_FROM=stale"})
-	for _, want := range []string{"PATH=/bin", "FOO=bar", "ALLOT_JOB_ID=j", "ALLOT_ATTEMPT=1", "CUDA_VISIBLE_DEVICES=GPU-a,GPU-b",
+		Dir: "/work/j/attempt-1", Env: map[string]string{"FOO": "bar", "ALLOT_JOB_ID": "spoofed", "ALLOT_RESUME_FROM": "/elsewhere"}}
+	env := Environ(s)
+	for _, want := range []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/work/j/attempt-1",
+		"LANG=C.UTF-8", "FOO=bar", "ALLOT_JOB_ID=j", "ALLOT_ATTEMPT=1", "CUDA_VISIBLE_DEVICES=GPU-a,GPU-b",
 		"ALLOT_CHECKPOINT_DIR=/ck", "ALLOT_RESUME_FROM=/ck/step-100", "ALLOT_RANK=1", "ALLOT_WORLD_SIZE=2",
 		"ALLOT_MASTER_ADDR=10.0.0.1", "ALLOT_MASTER_PORT=29500", "ALLOT_GPU_MILLI=250", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25"} {
 		if !slices.Contains(env, want) {
@@ -40,7 +46,8 @@ func TestEnviron(t *testing.T) {
 		}
 	}
 	s.ResumeFrom, s.WorldSize = "", 1
-	env = Environ(s, []string{"ALLOT_RESUME_FROM=stale"})
+	s.Env["ALLOT_RANK"] = "7"
+	env = Environ(s)
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "ALLOT_RESUME_FROM=") || strings.HasPrefix(kv, "ALLOT_RANK=") {
 			t.Errorf("unexpected %s", kv)
@@ -62,7 +69,7 @@ func TestExitCodeAndLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "job=j1 gpus=3,5 pwd=" + s.CheckpointDir; !strings.Contains(string(log), want) {
+	if want := "job=j1 gpus=3,5 pwd=" + s.Dir; !strings.Contains(string(log), want) {
 		t.Fatalf("log %q lacks %q", log, want)
 	}
 }

@@ -1,0 +1,95 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// maxMarker bounds what the agent reads of a CHECKPOINT marker.
+const maxMarker = 4 << 10
+
+// errOutside says a checkpoint path does not resolve inside the job's
+// checkpoint directory.
+var errOutside = errors.New("agent: checkpoint path is outside the job's checkpoint directory")
+
+// readMarker reads dir/CHECKPOINT, following no link: neither the marker
+// nor dir may be one (the job owns both and could point them anywhere the
+// agent may read). It returns the trimmed content, "" when there is none.
+func readMarker(dir string) (string, error) {
+	dfd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("checkpoint dir: %w", err)
+	}
+	defer syscall.Close(dfd)
+	fd, err := syscall.Openat(dfd, "CHECKPOINT", syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if errors.Is(err, syscall.ENOENT) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("checkpoint marker: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, "CHECKPOINT"))
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", fmt.Errorf("checkpoint marker: not a regular file")
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxMarker+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxMarker {
+		return "", fmt.Errorf("checkpoint marker: longer than %d bytes", maxMarker)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// confine returns path as an absolute, clean path when it lies inside dir
+// (a relative path is relative to dir), following the links of the part
+// that exists: "..", an absolute path elsewhere and a link out of dir are
+// refused with errOutside. dir itself is not a checkpoint.
+func confine(dir, path string) (string, error) {
+	if path == "" || strings.ContainsRune(path, 0) {
+		return "", errOutside
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(dir, path)
+	}
+	path = filepath.Clean(path)
+	if !within(dir, path) {
+		return "", errOutside
+	}
+	realDir, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	// Resolve the longest part of path that exists; the rest has no links
+	// yet.
+	head, tail := path, ""
+	for {
+		real, err := filepath.EvalSymlinks(head)
+		if err == nil {
+			if !within(realDir, filepath.Join(real, tail)) {
+				return "", errOutside
+			}
+			return path, nil
+		}
+		if head == dir {
+			return "", err
+		}
+		if _, lerr := os.Lstat(head); lerr == nil {
+			return "", errOutside // there, but it does not resolve: a dangling link
+		}
+		head, tail = filepath.Dir(head), filepath.Join(filepath.Base(head), tail)
+	}
+}
+
+// within reports whether path is strictly inside dir; both are clean.
+func within(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}

@@ -1,0 +1,365 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/spec"
+	"github.com/allot-dev/allot/internal/store"
+	"github.com/allot-dev/allot/internal/store/bolt"
+)
+
+// scopeLab is the fixture of FuzzScope: two tenants with a job bound to a
+// node each, a queued job each and a reservation each; two registered
+// nodes with their tokens; the admin; and a principal with no token.
+type scopeLab struct {
+	t        testing.TB
+	st       store.Store
+	srv      *server.Server
+	h        http.Handler
+	routes   []route
+	tenants  []string          // copilot, acme
+	nodes    []string          // the registered nodes
+	tokens   map[string]string // principal name (tenant, "node:N", "admin") -> token
+	names    []string          // principal names, in a fixed order for the fuzzer
+	fileRsvs []model.Reservation
+}
+
+var scopeNodes = []string{"eastus-t4x1-01", "eastus-t4x1-02"}
+
+func newScopeLab(t testing.TB) *scopeLab {
+	t.Helper()
+	fleet, err := spec.ReadFleet("../../examples/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := spec.ReadTenancy("../../examples/tenants.yaml", fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	st, err := bolt.Open(filepath.Join(dir, "allot.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clock := server.NewManualClock(t0)
+	ctx := context.Background()
+	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: ten, Clock: clock, Nodes: server.Agents{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab := &scopeLab{t: t, st: st, srv: srv, tenants: []string{"copilot", "acme"}, nodes: scopeNodes,
+		tokens: map[string]string{}, fileRsvs: ten.Reservations}
+	if lab.tokens["admin"], _, err = srv.EnsureAdminToken(ctx, filepath.Join(dir, "admin-token")); err != nil {
+		t.Fatal(err)
+	}
+	admin := server.Principal{Admin: true}
+	for i, tn := range lab.tenants {
+		if lab.tokens[tn], err = srv.CreateToken(ctx, tn); err != nil {
+			t.Fatal(err)
+		}
+		// A bound job (one whole T4: one per node) and a queued one (no
+		// H100 node is registered), with a secret in their env.
+		for k, res := range []string{`gpus_per_instance: 1, gpu_models: [T4]`, `gpus_per_instance: 8, gpu_models: [H100]`} {
+			doc := fmt.Sprintf("name: %s-job-%d\ntenant: %s\ncommand: [python, run.py]\nenv: {SECRET: %s}\n"+
+				"resources: {%s}\nplacement: {regions: [eastus]}\n", tn, k, tn, secret(tn, k), res)
+			specs, err := spec.ParseJobs("job", []byte(doc), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.Submit(ctx, admin, specs[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := srv.CreateReservation(ctx, admin, model.Reservation{Name: tn + "-rsv", Owner: tn, SKU: "NC64-T4x4",
+			Region: "eastus", Count: 1, Start: t0.AddDate(4, 0, i+1), End: t0.AddDate(4, 1, 0)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range lab.nodes {
+		if lab.tokens["node:"+n], err = srv.CreateNodeToken(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.RegisterNode(ctx, n, []server.GPU{{Index: 0, UUID: "GPU-" + n, Model: "T4"}}, "127.0.0.1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := srv.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bound := map[string]bool{}
+	for _, j := range srv.Jobs(admin, server.JobFilter{}) {
+		if n := lastNodes(j); len(n) == 1 {
+			bound[n[0]] = true
+			if err := srv.AppendLog(admin, j.ID, 1, []byte("log of "+j.ID+"\n")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(bound) != 2 {
+		t.Fatalf("want a job bound on each node, got %v", bound)
+	}
+	lab.names = []string{"copilot", "acme", "admin", "node:" + lab.nodes[0], "node:" + lab.nodes[1], "none", "forged"}
+	lab.tokens["forged"] = "not-a-token"
+	h := newHandler(Config{Server: srv, Rate: -1, Now: clock.Now})
+	lab.routes = h.routes()
+	lab.h = New(Config{Server: srv, Rate: -1, Now: clock.Now})
+	return lab
+}
+
+func secret(tenant string, k int) string { return fmt.Sprintf("s3cr3t-%s-%d", tenant, k) }
+
+func lastNodes(j *model.Job) []string {
+	if len(j.Status.Attempts) == 0 {
+		return nil
+	}
+	return j.Status.Attempts[len(j.Status.Attempts)-1].Nodes
+}
+
+// world is what the lab holds at one moment, as the admin sees it.
+type world struct {
+	kvs  map[string]store.KV
+	jobs map[string]*model.Job
+	rsvs map[string]model.Reservation
+	logs map[string]string // job -> its latest attempt's log
+}
+
+func (lab *scopeLab) world() world {
+	ctx := context.Background()
+	kvs, _, err := lab.st.List(ctx, "")
+	if err != nil {
+		lab.t.Fatal(err)
+	}
+	admin := server.Principal{Admin: true}
+	w := world{kvs: map[string]store.KV{}, jobs: map[string]*model.Job{}, rsvs: map[string]model.Reservation{}, logs: map[string]string{}}
+	for _, kv := range kvs {
+		w.kvs[kv.Key] = kv
+	}
+	for _, j := range lab.srv.Jobs(admin, server.JobFilter{}) {
+		w.jobs[j.ID] = j
+		if c, err := lab.srv.Log(admin, j.ID, 0, 0); err == nil {
+			w.logs[j.ID] = string(c.Data)
+		}
+	}
+	for _, r := range lab.srv.Reservations(admin) {
+		w.rsvs[r.Name] = r
+	}
+	return w
+}
+
+// owner says who may change or read the object under key: a tenant, or
+// "node:N" for a node's record; "admin" for everything else. A job also
+// answers the nodes of its latest attempt.
+func (w world) owner(key string) (string, []string) {
+	switch {
+	case strings.HasPrefix(key, "/jobs/"):
+		if j, ok := w.jobs[strings.TrimPrefix(key, "/jobs/")]; ok {
+			return j.Spec.Tenant, lastNodes(j)
+		}
+	case strings.HasPrefix(key, "/reservations/"):
+		if r, ok := w.rsvs[strings.TrimPrefix(key, "/reservations/")]; ok {
+			return r.Owner, nil
+		}
+	case strings.HasPrefix(key, "/nodes/"):
+		return "node:" + strings.TrimPrefix(key, "/nodes/"), nil
+	}
+	return "admin", nil
+}
+
+// mayTouch reports whether principal may change or read an object owned by
+// owner and bound to nodes.
+func mayTouch(principal, owner string, nodes []string) bool {
+	switch {
+	case principal == "admin" || principal == owner:
+		return true
+	case strings.HasPrefix(principal, "node:"):
+		return slices.Contains(nodes, strings.TrimPrefix(principal, "node:"))
+	}
+	return false
+}
+
+// markers are strings that only someone who may read an object can see:
+// the secrets in jobs' env, jobs' IDs, reservations' names and start
+// times, and log text.
+func (w world) markers() map[string]struct {
+	owner string
+	nodes []string
+} {
+	out := map[string]struct {
+		owner string
+		nodes []string
+	}{}
+	for id, j := range w.jobs {
+		for _, v := range j.Spec.Env {
+			out[v] = struct {
+				owner string
+				nodes []string
+			}{j.Spec.Tenant, lastNodes(j)}
+		}
+		out[id] = struct {
+			owner string
+			nodes []string
+		}{j.Spec.Tenant, lastNodes(j)}
+	}
+	for name, r := range w.rsvs {
+		out[name] = struct {
+			owner string
+			nodes []string
+		}{r.Owner, nil}
+		if !r.Start.IsZero() {
+			out[r.Start.UTC().Format("2006-01-02T15:04:05Z")] = struct {
+				owner string
+				nodes []string
+			}{r.Owner, nil}
+		}
+	}
+	return out
+}
+
+// FuzzScope sends any principal's request to any route, with path values
+// drawn from every object (others' included), and holds the API to its
+// scopes: a tenant never reads (in the response) or changes (in the store,
+// or a log) another tenant's object; a node token never acts outside its
+// node and the jobs bound there; only the admin reaches admin endpoints;
+// a node token reaches only the agent endpoints and the checkpoint.
+func FuzzScope(f *testing.F) {
+	lab := newScopeLab(f)
+	bodies := map[string]string{
+		"POST /v1/jobs":                          `{"name":"fz","resources":{"gpu_milli":250,"gpu_models":["T4"]},"command":["x"]}`,
+		"POST /v1/jobs/{id}/checkpoint":          `{"path":"/ckpt/9"}`,
+		"POST /v1/reservations":                  `{"name":"fz-rsv","owner":"acme","sku":"NC64-T4x4","region":"eastus","count":1,"start":"2031-01-01T00:00:00Z","end":"2031-01-02T00:00:00Z"}`,
+		"POST /v1/tokens":                        `{"tenant":"acme"}`,
+		"POST /v1/nodes/{name}/register":         `{"gpus":[{"index":0,"uuid":"GPU-z","model":"T4","memory_mib":15360}],"address":"10.0.0.9"}`,
+		"POST /v1/jobs/{id}/attempts/{n}/events": `{"type":"started","rank":0}`,
+		"POST /v1/jobs/{id}/attempts/{n}/log":    "appended\n",
+	}
+	for ri, rt := range lab.routes {
+		for pi := range lab.names {
+			// Each principal on each route, with the path naming its own
+			// objects and others'.
+			for _, obj := range []uint8{0, 1, 2, 3, 4, 7} {
+				f.Add(uint8(pi), uint8(0), uint8(ri), obj, uint8(0), []byte(bodies[rt.pattern]), "")
+			}
+		}
+	}
+	f.Add(uint8(0), uint8(0), uint8(5), uint8(0), uint8(0), []byte(nil), "tenant=acme")
+	f.Add(uint8(1), uint8(4), uint8(5), uint8(0), uint8(0), []byte(nil), "state=Running")
+	f.Fuzz(func(t *testing.T, who, method, which, obj, attempt uint8, body []byte, query string) {
+		principal := lab.names[int(who)%len(lab.names)]
+		rt := lab.routes[int(which)%len(lab.routes)]
+		m, pattern, _ := strings.Cut(rt.pattern, " ")
+		if method%8 >= 4 {
+			m = []string{"GET", "POST", "DELETE", "PUT"}[method%4]
+		}
+		before := lab.world()
+		// Path values from every object there is, others' included.
+		var ids []string
+		for id := range before.jobs {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		rsvs := []string{"copilot-rsv", "acme-rsv"}
+		for _, r := range lab.fileRsvs {
+			rsvs = append(rsvs, r.Name)
+		}
+		names := append(append([]string{}, lab.nodes...), "westus-t4x1-01")
+		names = append(names, rsvs...)
+		path := strings.NewReplacer(
+			"{id}", url.PathEscape(ids[int(obj)%len(ids)]),
+			"{name}", url.PathEscape(names[int(obj)%len(names)]),
+			"{n}", fmt.Sprint(1+int(attempt)%3),
+		).Replace(pattern)
+		target := path
+		if query != "" {
+			target += "?" + url.PathEscape(query)
+		}
+		// Long polls and followed logs end with the request's context.
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, m, "http://allot"+path, bytes.NewReader(body))
+		req.URL.RawQuery = strings.TrimPrefix(target[len(path):], "?")
+		if tok := lab.tokens[principal]; tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		rec := httptest.NewRecorder()
+		lab.h.ServeHTTP(rec, req)
+		after := lab.world()
+		sent := m + " " + path + "?" + req.URL.RawQuery + " " + string(body)
+
+		if rec.Code >= 500 {
+			t.Fatalf("%s as %s: %d %s", sent, principal, rec.Code, rec.Body)
+		}
+		// Scopes: nothing but the admin reaches admin endpoints, and a
+		// node token nothing but the agents' and the checkpoint.
+		if m == strings.Fields(rt.pattern)[0] && rec.Code < 400 {
+			switch {
+			case rt.scope == admins && principal != "admin":
+				t.Fatalf("%s as %s reached an admin endpoint: %d", sent, principal, rec.Code)
+			case rt.scope == tenants && strings.HasPrefix(principal, "node:"):
+				t.Fatalf("%s as %s: a node token reached a tenant endpoint: %d", sent, principal, rec.Code)
+			case rt.scope == agents && !strings.HasPrefix(principal, "node:") && principal != "admin":
+				t.Fatalf("%s as %s reached an agent endpoint: %d", sent, principal, rec.Code)
+			case (principal == "none" || principal == "forged") && rt.scope != anyone:
+				t.Fatalf("%s without a valid token: %d", sent, rec.Code)
+			}
+		}
+		// Changes: every key written or deleted, and every log appended to,
+		// belongs to the principal.
+		for key := range union(before.kvs, after.kvs) {
+			b, inB := before.kvs[key]
+			a, inA := after.kvs[key]
+			if inB == inA && (!inB || b.ModRev == a.ModRev) {
+				continue
+			}
+			owner, nodes := before.owner(key)
+			if !inB {
+				owner, nodes = after.owner(key)
+			}
+			if !mayTouch(principal, owner, nodes) {
+				t.Fatalf("%s as %s changed %s of %s (nodes %v): %d %s", sent, principal, key, owner, nodes, rec.Code, rec.Body)
+			}
+		}
+		for id, l := range after.logs {
+			if l != before.logs[id] {
+				j := before.jobs[id]
+				if principal != "admin" && !mayTouch(principal, "", lastNodes(j)) {
+					t.Fatalf("%s as %s appended to the log of %s (nodes %v)", sent, principal, id, lastNodes(j))
+				}
+			}
+		}
+		// Reads: the response holds no marker of an object the principal
+		// may not see, unless the request held it already.
+		if principal == "admin" || rt.scope == anyone {
+			return
+		}
+		resp := rec.Body.String()
+		for mk, o := range before.markers() {
+			if strings.Contains(resp, mk) && !strings.Contains(sent, mk) && !mayTouch(principal, o.owner, o.nodes) {
+				t.Fatalf("%s as %s: the response shows %q of %s (nodes %v):\n%s", sent, principal, mk, o.owner, o.nodes, resp)
+			}
+		}
+	})
+}
+
+func union[V any](a, b map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
+	}
+	return out
+}

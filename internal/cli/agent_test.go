@@ -1,0 +1,80 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestAgentToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "node-token")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name       string
+		flag, file string
+		env        string
+		want       string
+		fails      string // in the error
+	}{
+		{name: "FlagRefused", flag: "on-the-command-line", env: "from-env", fails: "/proc/PID/cmdline"},
+		{name: "File", file: file, env: "from-env", want: "from-file"},
+		{name: "Env", env: "from-env", want: "from-env"},
+		{name: "EmptyFile", file: empty, fails: "empty"},
+		{name: "MissingFile", file: filepath.Join(t.TempDir(), "none"), fails: "--token-file"},
+		{name: "None", fails: "no token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("HOME", t.TempDir())
+			t.Setenv("ALLOT_CONFIG", "")
+			t.Setenv("ALLOT_TOKEN", tc.env)
+			_, tok, err := agentToken(&connection{token: tc.flag}, agentFlags{tokenFile: tc.file})
+			if tc.fails != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.fails) {
+					t.Fatalf("err %v, want one saying %q", err, tc.fails)
+				}
+				return
+			}
+			if err != nil || tok != tc.want {
+				t.Fatalf("token %q, %v; want %q", tok, err, tc.want)
+			}
+			if _, set := os.LookupEnv("ALLOT_TOKEN"); set {
+				t.Error("ALLOT_TOKEN still in the agent's environment, where its jobs' parent could leak it")
+			}
+		})
+	}
+}
+
+func TestAgentHelpHidesToken(t *testing.T) {
+	cmd := newAgentCmd()
+	if f := cmd.Flags().Lookup("token"); f == nil || !f.Hidden {
+		t.Fatal("--token should exist (to explain why it is refused) and be hidden")
+	}
+	for _, name := range []string{"token-file", "work", "uid-range", "run-as", "node-timeout"} {
+		if cmd.Flags().Lookup(name) == nil {
+			t.Errorf("no --%s", name)
+		}
+	}
+}
+
+func TestJobUsers(t *testing.T) {
+	if _, _, err := jobUsers(agentFlags{uidRange: "10-20"}); err == nil {
+		t.Error("a uid range among the system's accepted")
+	}
+	if _, _, err := jobUsers(agentFlags{uidRange: "1879048192-2013265919", runAs: "root"}); err == nil {
+		t.Error("--run-as root accepted")
+	}
+	r, c, err := jobUsers(agentFlags{uidRange: "1879048192-2013265919", runAs: "nobody"})
+	if err != nil {
+		t.Skipf("no user nobody here: %v", err)
+	}
+	if r.First != 1879048192 || c == nil || c.Uid == 0 {
+		t.Errorf("range %v credential %+v", r, c)
+	}
+}

@@ -1,0 +1,62 @@
+package model
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestJobSpecValidateCommandAndNames(t *testing.T) {
+	base := func() JobSpec {
+		return JobSpec{Name: "train", Tenant: "acme", Command: []string{"python", "train.py"},
+			Resources: Resources{InstanceCount: 1, GPUsPerInstance: 1}}
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*JobSpec)
+		field string // "" when valid
+	}{
+		{"valid", func(*JobSpec) {}, ""},
+		{"no command field", func(s *JobSpec) { s.Command = nil }, ""},
+		{"empty command", func(s *JobSpec) { s.Command = []string{} }, "command"},
+		{"empty program", func(s *JobSpec) { s.Command = []string{"", "x"} }, "command[0]"},
+		{"blank program", func(s *JobSpec) { s.Command = []string{" \t"} }, "command[0]"},
+		{"empty argument is fine", func(s *JobSpec) { s.Command = []string{"echo", ""} }, ""},
+		{"newline in an argument is fine", func(s *JobSpec) { s.Command = []string{"sh", "-c", "a\nb"} }, ""},
+		{"escape in name", func(s *JobSpec) { s.Name = "job\x1b[2J" }, "name"},
+		{"newline in name", func(s *JobSpec) { s.Name = "a\nb" }, "name"},
+		{"bidi override in name", func(s *JobSpec) { s.Name = "abc\u202egpj.exe" }, "name"},
+		{"invalid UTF-8 in name", func(s *JobSpec) { s.Name = "a\xffb" }, "name"},
+		{"unicode name is fine", func(s *JobSpec) { s.Name = "entraînement 训练 �" }, ""},
+		{"control in reservation", func(s *JobSpec) { s.Placement.Reservation = "r\x07" }, "placement.reservation"},
+		{"control in region", func(s *JobSpec) { s.Placement.Regions = []string{"eastus", "w\x00"} }, "placement.regions[1]"},
+		{"control in gpu model", func(s *JobSpec) { s.Resources.GPUModels = []string{"H100\r"} }, "resources.gpu_models[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := base()
+			tc.edit(&s)
+			err := s.Validate()
+			var fe *FieldError
+			switch {
+			case tc.field == "" && err != nil:
+				t.Fatalf("Validate: %v, want nil", err)
+			case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+				t.Fatalf("Validate: %v, want an error of field %s", err, tc.field)
+			}
+		})
+	}
+}
+
+func TestReservationValidateNames(t *testing.T) {
+	f := &Fleet{Catalog: Catalog{"S": {Name: "S", GPUs: 1, GPUModel: "T4"}}, Regions: []Region{{Name: "r"}},
+		Nodes: []Node{{Name: "n", SKU: "S", Region: "r"}}}
+	ok := Reservation{Name: "res", Owner: "acme", SKU: "S", Region: "r", Count: 1}
+	if err := ok.Validate(f, nil); err != nil {
+		t.Fatalf("valid reservation: %v", err)
+	}
+	bad := ok
+	bad.Name = "res\x1b]0;pwned\x07"
+	var fe *FieldError
+	if err := bad.Validate(f, nil); !errors.As(err, &fe) || fe.Field != "name" {
+		t.Fatalf("control characters in name: %v, want an error of field name", err)
+	}
+}

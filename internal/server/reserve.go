@@ -1,0 +1,100 @@
+package server
+
+import (
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// checkReserveLimits refuses a tenant's own reservation r that would pass
+// the tenant's reservation limits (model.ReserveLimits) or its quota, given
+// the reservations that exist. Administrators are not checked: they sell
+// capacity, tenants buy it.
+//
+// The rules, all evaluated over the time r holds capacity:
+//   - the tenant may reserve at all (tenants file: reservation.max_count);
+//   - r has an end, and lasts at most reservation.max_duration from its
+//     start (from now, when it starts in the past);
+//   - at any instant, the nodes of the tenant's reservations that overlap
+//     r, plus r's, are at most max_count;
+//   - where the tenant has a quota on the SKU's series in r's region, the
+//     GPUs of those reservations plus r's stay within it.
+func checkReserveLimits(w *world, r model.Reservation, now time.Time) error {
+	t, _ := w.tenancy.Tenant(r.Owner)
+	lim := t.Reserve
+	if lim.MaxCount == 0 {
+		return refuse(CodeForbidden, "owner", "tenant %q may not reserve capacity itself (its reservation.max_count is 0 in the tenants file); ask an administrator", r.Owner)
+	}
+	if r.End.IsZero() {
+		return refuse(CodeInvalidSpec, "end", "must be set: a tenant's reservation lasts at most %s", lim.MaxDuration)
+	}
+	start := r.Start
+	if start.Before(now) {
+		start = now
+	}
+	if !r.End.After(start) {
+		return refuse(CodeInvalidSpec, "end", "must be in the future")
+	}
+	if d := r.End.Sub(start); d > lim.MaxDuration {
+		return refuse(CodeQuotaExceeded, "end", "the reservation would last %s; tenant %q may reserve for at most %s (reservation.max_duration)",
+			d.Round(time.Second), r.Owner, lim.MaxDuration)
+	}
+	sku := w.fleet.Catalog[r.SKU]
+	var overlapping []model.Reservation
+	for _, x := range w.tenancy.Reservations {
+		if x.Owner == r.Owner && overlaps(x, model.Reservation{Start: start, End: r.End}) {
+			overlapping = append(overlapping, x)
+		}
+	}
+	nodes := peak(overlapping, start, r.End, func(model.Reservation) int { return 1 })
+	if nodes+r.Count > lim.MaxCount {
+		return refuse(CodeQuotaExceeded, "count", "tenant %q would hold %d reserved nodes at once (%d already, %d asked); its reservation.max_count is %d",
+			r.Owner, nodes+r.Count, nodes, r.Count, lim.MaxCount)
+	}
+	for _, q := range w.tenancy.Quotas {
+		if q.Tenant != r.Owner || q.Region != r.Region || q.Series != sku.Series {
+			continue
+		}
+		same := func(x model.Reservation) int {
+			if x.Region != r.Region || w.fleet.Catalog[x.SKU].Series != sku.Series {
+				return 0
+			}
+			return w.fleet.Catalog[x.SKU].GPUs
+		}
+		held := peak(overlapping, start, r.End, same)
+		if want := held + r.Count*sku.GPUs; want > q.GPUs {
+			return refuse(CodeQuotaExceeded, "count", "tenant %q would hold %d reserved %s-series GPUs in %s (%d already, %d asked); its quota there is %d",
+				r.Owner, want, sku.Series, r.Region, held, r.Count*sku.GPUs, q.GPUs)
+		}
+	}
+	return nil
+}
+
+// overlaps reports whether two reservations hold capacity at a common
+// instant (zero times are open ends).
+func overlaps(a, b model.Reservation) bool {
+	return (a.End.IsZero() || b.Start.Before(a.End)) && (b.End.IsZero() || a.Start.Before(b.End))
+}
+
+// peak is the largest sum over rs of Count × per(r) at any instant of
+// [from, to): the sum only rises where a reservation starts, so it is
+// enough to look at from and at every start inside the window.
+func peak(rs []model.Reservation, from, to time.Time, per func(model.Reservation) int) int {
+	points := []time.Time{from}
+	for _, x := range rs {
+		if x.Start.After(from) && x.Start.Before(to) {
+			points = append(points, x.Start)
+		}
+	}
+	best := 0
+	for _, p := range points {
+		sum := 0
+		for _, x := range rs {
+			if x.ActiveAt(p) {
+				sum += x.Count * per(x)
+			}
+		}
+		best = max(best, sum)
+	}
+	return best
+}
