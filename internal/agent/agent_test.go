@@ -15,8 +15,7 @@ import (
 	"github.com/allot-dev/allot/internal/api"
 	"github.com/allot-dev/allot/internal/client"
 	"github.com/allot-dev/allot/internal/server"
-	"github.com/allot-dev/allot/internal/spec"
-	"github.com/allot-dev/allot/internal/store/bolt"
+	"github.com/allot-dev/allot/internal/server/servertest"
 )
 
 // lab is a server in agent mode on the three-node test fleet, served over
@@ -29,20 +28,9 @@ type lab struct {
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
-	fleet, err := spec.ReadFleet("../e2e/testdata/agent-fleet.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ten, err := spec.ReadTenancy("../e2e/testdata/agent-tenants.yaml", fleet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fleet, ten := servertest.Lab(t)
 	dir := t.TempDir()
-	st, err := bolt.Open(filepath.Join(dir, "allot.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := servertest.Store(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: ten, Tick: 100 * time.Millisecond,
 		Nodes: server.Agents{Timeout: time.Second}})

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/server/servertest"
 	"github.com/allot-dev/allot/internal/spec"
-	"github.com/allot-dev/allot/internal/store/bolt"
 )
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -32,20 +32,9 @@ type env struct {
 
 func newEnv(t testing.TB, rate float64, burst int) *env {
 	t.Helper()
-	fleet, err := spec.ReadFleet("../../examples/fleet.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ten, err := spec.ReadTenancy("../../examples/tenants.yaml", fleet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fleet, ten := servertest.Example(t)
 	dir := t.TempDir()
-	st, err := bolt.Open(filepath.Join(dir, "allot.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := servertest.Store(t, dir)
 	clock := server.NewManualClock(t0)
 	srv, err := server.New(context.Background(), server.Config{Store: st, Fleet: fleet, Tenancy: ten, Clock: clock})
 	if err != nil {

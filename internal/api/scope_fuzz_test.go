@@ -15,9 +15,9 @@ import (
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/server/servertest"
 	"github.com/allot-dev/allot/internal/spec"
 	"github.com/allot-dev/allot/internal/store"
-	"github.com/allot-dev/allot/internal/store/bolt"
 )
 
 // scopeLab is the fixture of FuzzScope: two tenants with a job bound to a
@@ -40,20 +40,9 @@ var scopeNodes = []string{"eastus-t4x1-01", "eastus-t4x1-02"}
 
 func newScopeLab(t testing.TB) *scopeLab {
 	t.Helper()
-	fleet, err := spec.ReadFleet("../../examples/fleet.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ten, err := spec.ReadTenancy("../../examples/tenants.yaml", fleet)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fleet, ten := servertest.Example(t)
 	dir := t.TempDir()
-	st, err := bolt.Open(filepath.Join(dir, "allot.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := servertest.Store(t, dir)
 	clock := server.NewManualClock(t0)
 	ctx := context.Background()
 	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: ten, Clock: clock, Nodes: server.Agents{}})

@@ -235,7 +235,9 @@ func TestAbuse(t *testing.T) {
 	// Every acknowledged job is there, as submitted (one list request:
 	// the tenant's rate limit would refuse hundreds of single reads).
 	code, body := send(t, url, "GET", "/v1/jobs", copilot, nil)
-	var list struct{ Jobs []struct{ ID, Name, State string } }
+	var list struct {
+		Jobs []struct{ ID, Name, State string }
+	}
 	if err := json.Unmarshal(body, &list); code != 200 || err != nil {
 		t.Fatalf("list copilot's jobs: %d %v", code, err)
 	}

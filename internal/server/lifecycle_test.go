@@ -3,15 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/server/servertest"
 	"github.com/allot-dev/allot/internal/spec"
-	"github.com/allot-dev/allot/internal/store/bolt"
 )
 
 // running2 is a two-instance job bound on n1 and n2, both started.
@@ -141,19 +140,8 @@ func TestPreemptJobAgentMode(t *testing.T) {
 // with a manual clock.
 func agentHarness(t *testing.T) (*Server, *ManualClock) {
 	t.Helper()
-	fleet, err := spec.ReadFleet("../e2e/testdata/agent-fleet.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ten, err := spec.ReadTenancy("../e2e/testdata/agent-tenants.yaml", fleet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "allot.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	fleet, ten := servertest.Lab(t)
+	st := servertest.Store(t, "")
 	clock := NewManualClock(t0)
 	srv, err := New(context.Background(), Config{Store: st, Fleet: fleet, Tenancy: ten, Clock: clock,
 		Nodes: Agents{Timeout: 2 * time.Second}})

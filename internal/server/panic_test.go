@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,8 +11,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
-	"github.com/allot-dev/allot/internal/spec"
-	"github.com/allot-dev/allot/internal/store/bolt"
+	"github.com/allot-dev/allot/internal/server/servertest"
 )
 
 // brokenScorer panics while armed, as a core whose "cannot happen" has
@@ -35,19 +33,9 @@ func (b *brokenScorer) Score(n *sched.NodeInfo, r *sched.Request) float64 {
 // cycle runs as usual.
 func TestCyclePanicIsContained(t *testing.T) {
 	ctx := context.Background()
-	fleet, err := spec.ReadFleet("../../examples/fleet.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ten, err := spec.ReadTenancy("../../examples/tenants.yaml", fleet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := bolt.Open(filepath.Join(t.TempDir(), "allot.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	fleet, ten := servertest.Example(t)
+	st := servertest.Store(t, "")
+	var err error
 	var logs bytes.Buffer
 	scorer := &brokenScorer{}
 	h := &harness{t: t, st: st, clock: NewManualClock(t0)}

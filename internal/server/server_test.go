@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server/servertest"
 	"github.com/allot-dev/allot/internal/spec"
 	"github.com/allot-dev/allot/internal/store"
 	"github.com/allot-dev/allot/internal/store/bolt"
@@ -32,23 +33,13 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) open() {
 	h.t.Helper()
-	fleet, err := spec.ReadFleet("../../examples/fleet.yaml")
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	ten, err := spec.ReadTenancy("../../examples/tenants.yaml", fleet)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.st, err = bolt.Open(filepath.Join(h.dir, "allot.db"), nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	fleet, ten := servertest.Example(h.t)
+	h.st = servertest.Store(h.t, h.dir)
+	var err error
 	h.srv, err = New(context.Background(), Config{Store: h.st, Fleet: fleet, Tenancy: ten, Clock: h.clock})
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	h.t.Cleanup(func() { h.st.Close() })
 }
 
 func (h *harness) restart() {
