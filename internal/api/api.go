@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/spec"
 )
 
 // Defaults of Config.
@@ -382,7 +383,7 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 		var mbe *http.MaxBytesError
 		switch {
 		case errors.As(err, &mbe):
-			writeError(w, codeBodyTooLarge, "", "request body is over "+sizeString(h.limits.MaxBody)+" (limit: --max-body)")
+			writeError(w, codeBodyTooLarge, "", "request body is over "+spec.SizeText(h.limits.MaxBody)+" (limit: --max-body)")
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			writeError(w, codeRequestTimeout, "", "request body not received within "+h.limits.BodyTimeout.String()+
 				" (limit: --body-timeout)")

@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -204,15 +203,4 @@ func source(r *http.Request) string {
 		return p.String()
 	}
 	return ip.String()
-}
-
-// sizeString writes n bytes in the largest binary unit that divides it.
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

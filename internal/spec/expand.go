@@ -121,16 +121,5 @@ func (x *expansion) tooLarge(n *yaml.Node, alias string) *Error {
 	}
 	return &Error{File: x.file, Line: n.Line, Column: n.Column, err: ErrTooLarge,
 		Msg: fmt.Sprintf("%s makes the file too large: over %s once aliases are expanded "+
-			"(limit: a file may expand to %s or 4 times its own size)", what, sizeString(x.limit), sizeString(MaxExpanded))}
-}
-
-// sizeString writes n bytes in the largest binary unit that divides it.
-func sizeString(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
+			"(limit: a file may expand to %s or 4 times its own size)", what, SizeText(x.limit), SizeText(MaxExpanded))}
 }

@@ -169,3 +169,15 @@ func (c *command) decodeNode(d *decoder, n *yaml.Node, path string) error {
 	}
 	return fmt.Errorf("want a list of arguments or a shell command string, got %s", describe(n))
 }
+
+// SizeText writes n bytes in the largest binary unit that divides it:
+// "4 MiB", "32 KiB", "1000 bytes".
+func SizeText(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
