@@ -181,6 +181,7 @@ func completeWith(conn *connection, list func(context.Context, *client.Client) (
 		defer cancel()
 		out, err := list(ctx, cl)
 		if err != nil {
+			cobra.CompErrorln(err.Error()) // on stderr, which shells hide
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp

@@ -314,8 +314,8 @@ func TestOutputs(t *testing.T) {
 	}
 	// Shell completion asks the server for job IDs.
 	id := submit(t, research, writeFile(t, "t4.yaml", smallT4))
-	if out := must(t, "", "__complete", "job", "why", "--token", research, ""); !strings.Contains(out, id+"\t") {
-		t.Errorf("completing job why lacks %s:\n%s", id, out)
+	if r := allot(t, "", "__complete", "job", "why", "--token", research, ""); !strings.Contains(r.out, id+"\t") {
+		t.Errorf("completing job why lacks %s: exit %d\n%s%s", id, r.code, r.out, r.err)
 	}
 	must(t, research, "job", "cancel", id)
 	if out := must(t, "", "completion", "bash"); !strings.Contains(out, "bash completion") {
