@@ -89,6 +89,7 @@ type Agent struct {
 	devs   []gpu.Device
 	ident  identity
 	cgroup string // the agent's cgroup, parent of its instances'; "" without cgroups
+	allot  string // the agent's executable where jobs can run it (WORK/bin/allot)
 
 	mu       sync.Mutex // guards procs and finished
 	procs    map[key]*proc
@@ -494,7 +495,8 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) launch.Spec {
 	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: x.Env, GPUs: gpus,
 		GPUMilli: x.GPUMilli, CheckpointDir: sb.ckptDir, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
-		Dir: sb.dir, LogPath: sb.logPath, Timeout: timeout, Grace: grace, Credential: sb.cred, Tracker: track}
+		Dir: sb.dir, LogPath: sb.logPath, Timeout: timeout, Grace: grace, Credential: sb.cred, Tracker: track,
+		Allot: a.allot}
 }
 
 // stopAll stops every instance when the agent shuts down, and waits up to

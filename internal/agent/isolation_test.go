@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -403,4 +404,38 @@ checkpoint: {grace: 1s}
 	}
 	down.Store(false)
 	_, _ = l.cl.Cancel(context.Background(), id)
+}
+
+// The agent's executable is installed where a job's user can run it, even
+// when the agent runs from a directory only its own user may enter (as
+// 'go run' does); installing twice keeps the first.
+func TestInstallSelf(t *testing.T) {
+	work := workDir(t)
+	path, err := installSelf(work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != filepath.Join(work, "bin", "allot") {
+		t.Fatalf("installed at %s", path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm()&0o005 != 0o005 {
+		t.Fatalf("installed copy %v, mode %v: want runnable by any user", err, fi.Mode())
+	}
+	if d, err := os.Stat(filepath.Dir(path)); err != nil || d.Mode().Perm() != 0o711 {
+		t.Fatalf("bin directory %v: want 0711", d.Mode())
+	}
+	self, _ := os.Executable()
+	want, _ := os.ReadFile(self)
+	got, _ := os.ReadFile(path)
+	if !bytes.Equal(got, want) {
+		t.Fatal("the installed executable differs from the agent's")
+	}
+	again, err := installSelf(work)
+	if err != nil || again != path {
+		t.Fatalf("second install: %s, %v", again, err)
+	}
+	if fi2, _ := os.Stat(again); !os.SameFile(fi, fi2) {
+		t.Error("a second install replaced the first")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -374,6 +375,9 @@ func (a *Agent) isolate() error {
 	if err := a.prepareDirs(); err != nil {
 		return err
 	}
+	if a.allot, err = installSelf(a.cfg.Work); err != nil {
+		a.log.Warn("jobs that run allot (allot demo …) use the agent's own executable, which their users may not reach", "err", err)
+	}
 	mount := a.cfg.Cgroups
 	if mount == "" {
 		mount = launch.CgroupMount()
@@ -389,4 +393,65 @@ func (a *Agent) isolate() error {
 	a.log.Info("isolation", "work", a.cfg.Work, "users", []string{"agent's own", "dynamic", "run-as"}[a.ident],
 		"cgroup", a.cgroup)
 	return nil
+}
+
+// installSelf makes the agent's executable reachable by jobs as
+// WORK/bin/allot: a job's user may not be able to enter the directory the
+// agent runs from ('go run' builds into a 0700 directory). It links the
+// executable there (no copy on one file system), or copies it, and
+// returns the path; an existing link to the same file is kept.
+func installSelf(work string) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if self, err = filepath.EvalSymlinks(self); err != nil {
+		return "", err
+	}
+	bin := filepath.Join(work, "bin")
+	if err := os.MkdirAll(bin, 0o711); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(bin, 0o711); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(bin, "allot")
+	a, err := os.Stat(self)
+	if err != nil {
+		return "", err
+	}
+	runnable := a.Mode().Perm()&0o005 == 0o005 // by any user
+	if b, err := os.Lstat(dst); err == nil && os.SameFile(a, b) && runnable {
+		return dst, nil
+	}
+	tmp := fmt.Sprintf("%s.%d", dst, os.Getpid())
+	_ = os.Remove(tmp)
+	if !runnable || os.Link(self, tmp) != nil {
+		if err := copyExecutable(self, tmp); err != nil {
+			return "", err
+		}
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		_ = os.Remove(tmp)
+		return "", err
+	}
+	return dst, nil
+}
+
+// copyExecutable copies the file src to dst, mode 0755.
+func copyExecutable(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }

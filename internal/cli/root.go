@@ -50,6 +50,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		lines[i] = escape(l)
 	}
 	fmt.Fprintln(stderr, "allot:", strings.Join(lines, "\n"))
+	var xe exitError
+	if errors.As(err, &xe) {
+		return xe.code
+	}
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return ExitUsage
@@ -80,7 +84,7 @@ Start with 'allot up' for a local control plane with the example fleet, or
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newAgentCmd(), newBenchCmd())
+	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newAgentCmd(), newBenchCmd(), newPolicyCmd(), newDemoCmd())
 	return root
 }
 

@@ -22,6 +22,9 @@ type JobSpec struct {
 	Checkpoint Checkpoint
 	// Duration is the submitter's estimate of the run time; zero if unknown.
 	Duration time.Duration
+	// Labels describe the work to operator policies (workload: batch);
+	// they add to and override those of the tenant and its partition.
+	Labels map[string]string
 }
 
 // Resources is the shape of a job: InstanceCount instances (a gang when more
@@ -141,6 +144,9 @@ func (s *JobSpec) Validate() error {
 		if err := Printable(f.field, f.value); err != nil {
 			return err
 		}
+	}
+	if err := ValidateLabels("labels", s.Labels); err != nil {
+		return err
 	}
 	for i, m := range r.GPUModels {
 		if m == "" {

@@ -23,6 +23,10 @@ type Tenant struct {
 	// Reserve limits the reservations the tenant may buy itself through the
 	// API; the zero value allows none (an administrator reserves for it).
 	Reserve ReserveLimits
+	// Labels describe the tenant's work to operator policies (e.g.
+	// workload: developer); every job of the tenant carries them unless the
+	// job sets the same key itself.
+	Labels map[string]string
 }
 
 // DefaultReserveDuration is ReserveLimits.MaxDuration when a tenant may
@@ -43,6 +47,9 @@ type Partition struct {
 	Name       string
 	Tier       string // free text for people, e.g. "internal-ai", "customer-critical", "elastic"
 	Guarantees []Guarantee
+	// Labels describe the partition's work to operator policies; its
+	// tenants' jobs carry them unless the tenant or the job sets the key.
+	Labels map[string]string
 }
 
 // Guarantee promises a partition GPUs of one model in one region. Either GPUs
@@ -118,6 +125,9 @@ func (t *Tenancy) Validate(f *Fleet) error {
 			return fieldErr(fp+".name", "partition %q is defined twice", p.Name)
 		}
 		parts[p.Name] = true
+		if err := ValidateLabels(fp+".labels", p.Labels); err != nil {
+			return err
+		}
 		for j := range p.Guarantees {
 			if err := p.Guarantees[j].resolve(f); err != nil {
 				return Prefix(fmt.Sprintf("%s.guarantees[%d]", fp, j), err)
@@ -154,6 +164,9 @@ func (t *Tenancy) Validate(f *Fleet) error {
 			return fieldErr(fp+".reservation.max_count", "must not be negative")
 		case x.Reserve.MaxDuration < 0:
 			return fieldErr(fp+".reservation.max_duration", "must not be negative")
+		}
+		if err := ValidateLabels(fp+".labels", x.Labels); err != nil {
+			return err
 		}
 		if x.Weight == 0 {
 			t.Tenants[i].Weight = 1

@@ -10,13 +10,14 @@ import (
 	"testing"
 )
 
-// The core and the model are pure: no I/O, no network, no storage, no wall
-// clock. This test reads their sources and fails on a forbidden import or a
-// call of time.Now, time.Since or time.Until.
+// The core, the model and the pure functions the server and the simulators
+// share with it (operator policies) are pure: no I/O, no network, no
+// storage, no wall clock. This test reads their sources and fails on a
+// forbidden import or a call of time.Now, time.Since or time.Until.
 func TestCoreIsPure(t *testing.T) {
 	forbidden := []string{"net", "os", "io/ioutil", "syscall", "go.etcd.io/", "math/rand", "github.com/allot-dev/allot/internal/store"}
 	clock := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true, "Tick": true, "NewTimer": true, "NewTicker": true}
-	for _, dir := range []string{".", "../model"} {
+	for _, dir := range []string{".", "../model", "../policy"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -53,6 +53,7 @@ type specRecord struct {
 	CkptEvery   time.Duration     `json:"checkpoint_interval_ns,omitempty"`
 	CkptGrace   time.Duration     `json:"checkpoint_grace_ns,omitempty"`
 	Duration    time.Duration     `json:"duration_ns,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
 }
 
 type statusRecord struct {
@@ -96,6 +97,12 @@ type attemptRecord struct {
 	Detail   string    `json:"detail,omitempty"`
 }
 
+// JobRecord returns the store key and value under which the server keeps j.
+// It is for tools that write jobs straight into a store before a server
+// opens it (allot bench e2e --history); the server reads such records like
+// its own.
+func JobRecord(j *model.Job) (key string, value []byte) { return prefixJobs + j.ID, encodeJob(j) }
+
 func encodeJob(j *model.Job) []byte {
 	s, st := &j.Spec, &j.Status
 	r := jobRecord{
@@ -109,6 +116,7 @@ func encodeJob(j *model.Job) []byte {
 			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation,
 			MaxRetries: s.Retry.MaxRetries, Timeout: s.Retry.Timeout,
 			CkptEvery: s.Checkpoint.Interval, CkptGrace: s.Checkpoint.Grace, Duration: s.Duration,
+			Labels: s.Labels,
 		},
 		Status: statusRecord{
 			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
@@ -152,6 +160,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 			Retry:      model.Retry{MaxRetries: s.MaxRetries, Timeout: s.Timeout},
 			Checkpoint: model.Checkpoint{Interval: s.CkptEvery, Grace: s.CkptGrace},
 			Duration:   s.Duration,
+			Labels:     s.Labels,
 		},
 		Status: model.JobStatus{
 			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,

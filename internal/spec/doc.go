@@ -34,4 +34,19 @@
 // key=value, the key a dotted path such as retry.max_retries or env.NAME,
 // the value parsed as YAML) are applied to the node tree of each job before
 // it is read; an empty value resets the field to its default.
+//
+// An endpoints file holds inference endpoints the same way (documents, lists
+// or JSON): a job's fields without instance_count, retry, checkpoint and
+// duration, plus model, min_replicas, max_replicas, slo.p95_ms (a number of
+// milliseconds) and throughput, a mapping of GPU models to the requests/s one
+// replica sustains at the SLO. Defaults: gpus_per_instance 1, min_replicas 1,
+// max_replicas min_replicas, priority standard, gpu_models the models of the
+// throughput profile, and command allot demo serve.
+//
+// Partitions, tenants and jobs may carry labels (labels: {workload:
+// batch}), by which operator policies select work. A policies file
+// (ParsePolicies) lists scheduling_policies and the targets their actions
+// name; percentages are written "85%", latencies and durations as Go
+// durations ("150ms", "5m"). A metrics file (ParseRecording) holds recorded
+// series to replay policies against. docs/policies.md describes both.
 package spec

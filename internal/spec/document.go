@@ -21,6 +21,7 @@ type Document struct {
 	Retry      *retryDoc         `json:"retry,omitempty"`
 	Checkpoint *checkpointDoc    `json:"checkpoint,omitempty"`
 	Duration   string            `json:"duration,omitempty"`
+	Labels     map[string]string `json:"labels,omitempty"`
 }
 
 // resourcesDoc is the resources section of a job file.
@@ -71,6 +72,7 @@ func DocumentOf(s model.JobSpec) Document {
 			GPUMilli: r.GPUMilli, GPUModels: r.GPUModels},
 		Priority: s.Priority.String(),
 		Duration: durationText(s.Duration),
+		Labels:   s.Labels,
 	}
 	if r.CPUMilli != 0 {
 		d.Resources.CPU = fmt.Sprintf("%dm", r.CPUMilli)

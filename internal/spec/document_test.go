@@ -25,6 +25,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 		Retry:      model.Retry{MaxRetries: 5, Timeout: 90 * time.Minute},
 		Checkpoint: model.Checkpoint{Interval: time.Hour, Grace: 45 * time.Second},
 		Duration:   26 * time.Hour,
+		Labels:     map[string]string{"workload": "batch", "team.example.com/cost-center": "42"},
 	}, {
 		Name: "cpu-only", Tenant: "t", Resources: model.Resources{InstanceCount: 1, CPUMilli: 500},
 	}}

@@ -137,3 +137,29 @@ func TestAliasBomb(t *testing.T) {
 		})
 	}
 }
+
+func FuzzParseEndpoints(f *testing.F) {
+	files, _ := filepath.Glob("../../examples/endpoints/*")
+	for _, p := range files {
+		addFile(f, p)
+	}
+	f.Add(doc(chatEndpoint))
+	f.Add([]byte("- &e {name: a, tenant: t, model: m, slo: {p95_ms: 100}, throughput: {T4: 1}}\n- {<<: *e, name: b, max_replicas: 4}\n"))
+	f.Add([]byte(`{"name": "c", "tenant": "t", "model": "m", "slo": {"p95_ms": 1e3}, "throughput": {"H100": 9e2}, "resources": {"gpu_milli": 500}}`))
+	f.Add([]byte("name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 1, T4: 2}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		eps, err := ParseEndpoints("ep.yaml", data)
+		if err != nil {
+			checkFuzzError(t, err)
+			return
+		}
+		if len(eps) == 0 {
+			t.Fatal("ParseEndpoints returned no endpoints and no error")
+		}
+		for i := range eps {
+			if err := eps[i].Validate(); err != nil {
+				t.Fatalf("ParseEndpoints returned endpoint %d that fails Validate: %v", i, err)
+			}
+		}
+	})
+}

@@ -25,6 +25,7 @@ type jobFile struct {
 	Retry      retryEntry        `yaml:"retry"`
 	Checkpoint checkpointEntry   `yaml:"checkpoint"`
 	Duration   duration          `yaml:"duration"`
+	Labels     map[string]string `yaml:"labels"`
 }
 
 type resourcesEntry struct {
@@ -99,15 +100,32 @@ func (p *priority) decodeNode(d *decoder, n *yaml.Node, path string) error {
 // directory, in its *.yaml, *.yml and *.json files in name order. See
 // ParseJobs.
 func ReadJobs(pathOrDir string, sets []string) ([]model.JobSpec, error) {
+	var specs []model.JobSpec
+	err := readSpecFiles("jobs", pathOrDir, func(file string, data []byte) error {
+		s, err := ParseJobs(file, data, sets)
+		specs = append(specs, s...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return specs, nil
+}
+
+// readSpecFiles calls parse with the name and content of the file at
+// pathOrDir or, when it is a directory, of each of its *.yaml, *.yml and
+// *.json files in name order, stopping at the first error. what names the
+// files' contents in errors of reading ("jobs").
+func readSpecFiles(what, pathOrDir string, parse func(file string, data []byte) error) error {
 	info, err := os.Stat(pathOrDir)
 	if err != nil {
-		return nil, fmt.Errorf("read jobs: %w", err)
+		return fmt.Errorf("read %s: %w", what, err)
 	}
 	files := []string{pathOrDir}
 	if info.IsDir() {
 		entries, err := os.ReadDir(pathOrDir)
 		if err != nil {
-			return nil, fmt.Errorf("read jobs: %w", err)
+			return fmt.Errorf("read %s: %w", what, err)
 		}
 		files = files[:0]
 		for _, e := range entries { // sorted by name
@@ -119,22 +137,19 @@ func ReadJobs(pathOrDir string, sets []string) ([]model.JobSpec, error) {
 			}
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("read jobs: no *.yaml, *.yml or *.json files in %s", pathOrDir)
+			return fmt.Errorf("read %s: no *.yaml, *.yml or *.json files in %s", what, pathOrDir)
 		}
 	}
-	var specs []model.JobSpec
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, fmt.Errorf("read jobs: %w", err)
+			return fmt.Errorf("read %s: %w", what, err)
 		}
-		s, err := ParseJobs(f, data, sets)
-		if err != nil {
-			return nil, err
+		if err := parse(f, data); err != nil {
+			return err
 		}
-		specs = append(specs, s...)
 	}
-	return specs, nil
+	return nil
 }
 
 // ParseJobs reads the jobs in the file named name. The file holds one or
@@ -213,6 +228,7 @@ func (d *decoder) job(root, n *yaml.Node, path string) (model.JobSpec, error) {
 		Retry:      model.Retry{MaxRetries: j.Retry.MaxRetries, Timeout: time.Duration(j.Retry.Timeout)},
 		Checkpoint: model.Checkpoint{Interval: time.Duration(j.Checkpoint.Interval), Grace: time.Duration(j.Checkpoint.Grace)},
 		Duration:   time.Duration(j.Duration),
+		Labels:     j.Labels,
 	}
 	if err := s.Validate(); err != nil {
 		return model.JobSpec{}, d.fromModel(root, err, func(f string) string {

@@ -18,9 +18,10 @@ type tenancyFile struct {
 }
 
 type partitionEntry struct {
-	Name       string           `yaml:"name"`
-	Tier       string           `yaml:"tier"`
-	Guarantees []guaranteeEntry `yaml:"guarantees"`
+	Name       string            `yaml:"name"`
+	Tier       string            `yaml:"tier"`
+	Guarantees []guaranteeEntry  `yaml:"guarantees"`
+	Labels     map[string]string `yaml:"labels"`
 }
 
 type guaranteeEntry struct {
@@ -40,6 +41,8 @@ type tenantEntry struct {
 	// Reservation limits what the tenant may reserve itself; absent, it
 	// may not reserve through the API.
 	Reservation reserveEntry `yaml:"reservation"`
+	// Labels describe the tenant's work to operator policies.
+	Labels map[string]string `yaml:"labels"`
 }
 
 type reserveEntry struct {
@@ -96,7 +99,7 @@ func ParseTenancy(name string, data []byte, fleet *model.Fleet) (*model.Tenancy,
 	}
 	t := &model.Tenancy{}
 	for _, p := range tf.Partitions {
-		part := model.Partition{Name: p.Name, Tier: p.Tier}
+		part := model.Partition{Name: p.Name, Tier: p.Tier, Labels: p.Labels}
 		for _, g := range p.Guarantees {
 			part.Guarantees = append(part.Guarantees, model.Guarantee{
 				Region: g.Region, GPUModel: g.GPUModel, GPUs: g.GPUs, Percent: g.Percent,
@@ -109,6 +112,7 @@ func ParseTenancy(name string, data []byte, fleet *model.Fleet) (*model.Tenancy,
 		t.Tenants = append(t.Tenants, model.Tenant{
 			Name: x.Name, Kind: model.TenantKind(x.Kind), Partition: x.Partition, Weight: x.Weight,
 			Reserve: model.ReserveLimits{MaxCount: x.Reservation.MaxCount, MaxDuration: time.Duration(x.Reservation.MaxDuration)},
+			Labels:  x.Labels,
 		})
 	}
 	for _, q := range tf.Quotas {

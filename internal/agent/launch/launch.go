@@ -41,6 +41,9 @@ type Spec struct {
 	// Tracker holds on to the attempt's processes; nil means a
 	// ProcessGroup.
 	Tracker Tracker
+	// Allot is the executable a command named allot runs (see Program);
+	// empty means the agent's own.
+	Allot string
 }
 
 // Outcome is how an attempt ended.
@@ -88,7 +91,13 @@ func Start(s Spec) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("launch: log: %w", err)
 	}
-	cmd := exec.Command(s.Command[0], s.Command[1:]...)
+	prog, err := Program(s.Command[0], s.Allot)
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("launch %s: %w", s.Command[0], err)
+	}
+	cmd := exec.Command(prog, s.Command[1:]...)
+	cmd.Args[0] = s.Command[0] // the job sees the name it gave
 	cmd.Env = Environ(s)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Dir = s.Dir
@@ -114,6 +123,27 @@ func Start(s Spec) (*Process, error) {
 		}()
 	}
 	return p, nil
+}
+
+// Program is the program Start runs for a command's first word: the word
+// "allot" is the agent's own executable, so that a job file can run
+// allot's demo programs (allot demo serve, allot demo train) on any host,
+// with the agent's version, whether or not allot is on the system PATH that
+// jobs get; any other name, including a path to some allot, is returned
+// as is, for exec to look up. The job's user must be able to execute the
+// agent's binary.
+func Program(name, allot string) (string, error) {
+	if name != "allot" {
+		return name, nil
+	}
+	if allot != "" {
+		return allot, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the agent's own executable for allot: %w", err)
+	}
+	return self, nil
 }
 
 func (p *Process) wait() {

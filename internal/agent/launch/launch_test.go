@@ -2,6 +2,7 @@ package launch
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -148,5 +149,45 @@ func TestStartErrors(t *testing.T) {
 	s.Command = []string{"/nonexistent/binary"}
 	if _, err := Start(s); err == nil || !strings.Contains(err.Error(), "/nonexistent/binary") {
 		t.Fatalf("missing binary: %v", err)
+	}
+}
+
+// A command named allot runs the agent's own executable; everything else
+// is left to exec and PATH.
+func TestProgram(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"allot": self, "python": "python", "/usr/bin/allot": "/usr/bin/allot",
+		"./allot": "./allot", "allot-agent": "allot-agent", "": ""} {
+		if got, err := Program(name, ""); err != nil || got != want {
+			t.Errorf("Program(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+	if got, _ := Program("allot", "/work/bin/allot"); got != "/work/bin/allot" {
+		t.Errorf("Program(allot) with an installed copy = %q, want the copy", got)
+	}
+}
+
+// Start runs [allot, ...] as the running executable (here, this test
+// binary, told to run no test) although no allot is on the PATH, and the
+// process sees allot as its argv[0].
+func TestStartRunsAllotAsItself(t *testing.T) {
+	if p, err := exec.LookPath("allot"); err == nil {
+		t.Skipf("an allot is on PATH (%s); this test needs one that is not", p)
+	}
+	s := spec(t, "")
+	s.Command = []string{"allot", "-test.run=^$", "-test.v"}
+	p, err := Start(s)
+	if err != nil {
+		t.Fatalf("Start(allot …): %v", err)
+	}
+	if e := wait(t, p, 30*time.Second); e.Outcome != Exited || e.ExitCode != 0 {
+		t.Fatalf("exit %+v", e)
+	}
+	log, _ := os.ReadFile(s.LogPath)
+	if !strings.Contains(string(log), "PASS") {
+		t.Errorf("log %q: the test binary did not run", log)
 	}
 }

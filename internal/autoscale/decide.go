@@ -1,0 +1,311 @@
+package autoscale
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// Sample is the endpoint measured over one report interval, all replicas
+// together.
+type Sample struct {
+	At             time.Time // the end of the interval
+	RequestsPerSec float64   // requests that arrived, per second: the offered load, not the completions
+	P95Ms          float64   // p95 latency of the requests of the interval, in ms; 0 when there were none
+	Utilisation    float64   // busy share of the reporting replicas' capacity, 0 to 1
+	Replicas       int       // replicas that reported in the interval
+}
+
+// Replica is one replica of the endpoint as the caller knows it.
+type Replica struct {
+	GPUModel string
+	Ready    bool // serving; a replica not ready is placed or starting, its capacity coming
+}
+
+// Event says which way a Decision moves the replica count.
+type Event int
+
+const (
+	Hold     Event = iota // Desired is the current count
+	ScaleOut              // Desired is above it
+	ScaleIn               // Desired is below it
+)
+
+func (e Event) String() string {
+	switch e {
+	case Hold:
+		return "Hold"
+	case ScaleOut:
+		return "ScaleOut"
+	case ScaleIn:
+		return "ScaleIn"
+	}
+	return fmt.Sprintf("Event(%d)", int(e))
+}
+
+// Decision is what Decide wants.
+type Decision struct {
+	Desired int
+	Event   Event
+	// Reason is a sentence with the numbers behind the decision, for a
+	// person and the endpoint's event log.
+	Reason string
+	// Forecast is the arrival rate planned for, requests/s; 0 without
+	// samples.
+	Forecast float64
+	// PredictedP95Ms is the model's p95 for Desired replicas at Forecast,
+	// in ms; +Inf when they would be overloaded, 0 without samples.
+	PredictedP95Ms float64
+}
+
+// State is what Decide remembers between calls; the zero value is the
+// start. The caller stores it and passes it back unchanged.
+type State struct {
+	// LowSince is when the count that holds the SLO with the scale-in
+	// margin first fell below the replica count, zero when it is not below.
+	LowSince time.Time
+	// LowMax is the largest such count since LowSince: a scale-in never
+	// goes below it.
+	LowMax int
+	// LastScaleIn is the time of the last scale-in.
+	LastScaleIn time.Time
+}
+
+// Params tune the autoscaler; DefaultParams suits GPU replicas that take a
+// few minutes to place, start and load their model.
+type Params struct {
+	// LeadTime is from asking for a replica to its serving: scheduling,
+	// start, model load. The forecast looks this far ahead.
+	LeadTime time.Duration
+	// PeakWindow is how far back the forecast takes the peak rate.
+	PeakWindow time.Duration
+	// TrendWindow is how far back the forecast fits the trend.
+	TrendWindow time.Duration
+	// Headroom: plan for a predicted p95 of at most SLO × Headroom, (0, 1].
+	Headroom float64
+	// ScaleInMargin: a smaller count must hold the SLO with this much more
+	// load than forecast (0.15 is 15 %): the hysteresis between scaling in
+	// and out.
+	ScaleInMargin float64
+	// Stabilisation is how long the smaller count must have sufficed before
+	// the first scale-in step.
+	Stabilisation time.Duration
+	// ScaleInStep is the share of the replicas one scale-in removes, at
+	// least one; ScaleInInterval the least time between two.
+	ScaleInStep     float64
+	ScaleInInterval time.Duration
+	// BreachStep is the share of the replicas (at least one) added when the
+	// observed p95 is above the SLO although the model says it is not.
+	BreachStep float64
+	// StaleAfter: a newest sample older than this holds the count.
+	StaleAfter time.Duration
+}
+
+// DefaultParams are the parameters Decide uses.
+var DefaultParams = Params{
+	LeadTime:        3 * time.Minute,
+	PeakWindow:      2 * time.Minute,
+	TrendWindow:     2 * time.Minute,
+	Headroom:        0.8,
+	ScaleInMargin:   0.15,
+	Stabilisation:   10 * time.Minute,
+	ScaleInStep:     0.1,
+	ScaleInInterval: time.Minute,
+	BreachStep:      0.2,
+	StaleAfter:      time.Minute,
+}
+
+// Decide is DefaultParams.Decide.
+func Decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now time.Time, last State) (Decision, State) {
+	return DefaultParams.Decide(spec, window, replicas, now, last)
+}
+
+// Decide returns the replica count spec's endpoint should have now, given
+// the samples of window (any order), the replicas that exist (ready or
+// coming) and the State of the previous call, and the State for the next
+// one. The steps are those of the package documentation.
+func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now time.Time, last State) (Decision, State) {
+	// 1. Bounds.
+	current := len(replicas)
+	lo := max(spec.MinReplicas, 0)
+	hi := max(spec.MaxReplicas, lo)
+	ready := 0
+	for _, r := range replicas {
+		if r.Ready {
+			ready++
+		}
+	}
+	coming := current - ready
+	// A State from a clock that went back counts from now.
+	if last.LowSince.After(now) {
+		last.LowSince = now
+	}
+	if last.LastScaleIn.After(now) {
+		last.LastScaleIn = now
+	}
+
+	// 2. Samples.
+	samples := usableSamples(window, now)
+	if len(samples) == 0 {
+		return p.hold(current, lo, hi, fmt.Sprintf("no metric samples in the window: holding %d replicas", current)), State{LastScaleIn: last.LastScaleIn}
+	}
+	newest := samples[len(samples)-1]
+	if age := now.Sub(newest.At); age > p.StaleAfter {
+		return p.hold(current, lo, hi, fmt.Sprintf("the newest metric sample is %s old (more than %s): holding %d replicas",
+			age.Round(time.Second), p.StaleAfter, current)), State{LastScaleIn: last.LastScaleIn}
+	}
+	slo := spec.SLO.P95.Seconds()
+	sloMs := slo * 1000
+	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, replicas, slo, p.Headroom)
+	if !ok {
+		return p.hold(current, lo, hi, fmt.Sprintf("no usable throughput profile or SLO: holding %d replicas", current)), State{LastScaleIn: last.LastScaleIn}
+	}
+
+	// 3. Forecast.
+	fc := predict(samples, p.PeakWindow, p.TrendWindow, p.LeadTime)
+	d := Decision{Forecast: fc.rate}
+	targetText := fmt.Sprintf("%s (SLO %s × %g)", ms(sloMs*p.Headroom), ms(sloMs), p.Headroom)
+	if fl.sloTarget {
+		targetText = fmt.Sprintf("%s (the SLO: a replica cannot reach %g of it)", ms(sloMs), p.Headroom)
+	}
+	forecastText := fmt.Sprintf("forecast %.0f req/s (peak %.0f in the last %s + trend %.2f req/s per s over the %s lead time)",
+		fc.rate, fc.peak, p.PeakWindow, fc.trend, p.LeadTime)
+	have := fmt.Sprintf("%d replicas", current)
+	if coming > 0 {
+		have = fmt.Sprintf("%d replicas (%d not ready)", current, coming)
+	}
+
+	// 4. Model.
+	out := fl.need(fc.rate)
+	in := max(out, fl.need(fc.rate*(1+max(p.ScaleInMargin, 0))), lo)
+	switch {
+	case current > hi:
+		d.Desired = hi
+		d.Reason = fmt.Sprintf("%d replicas are more than max_replicas %d: scaling in to it (%s needs %d)", current, hi, forecastText, out)
+		return p.finish(d, fl, current, lo, hi), State{LastScaleIn: now}
+	case current < lo && out <= lo:
+		d.Desired = lo
+		d.Reason = fmt.Sprintf("%d replicas are fewer than min_replicas %d: scaling out to it (%s needs %d)", current, lo, forecastText, out)
+		return p.finish(d, fl, current, lo, hi), State{LastScaleIn: last.LastScaleIn}
+	}
+
+	// 5. Observed.
+	breach := newest.P95Ms > sloMs && newest.RequestsPerSec > 0 && newest.Replicas >= ready
+	if breach && coming == 0 {
+		step := max(1, int(math.Ceil(p.BreachStep*float64(current))))
+		if current+step > out {
+			d.Desired = current + step
+			d.Reason = fmt.Sprintf("observed p95 %s is above the SLO %s at %.0f req/s with all %d replicas ready (utilisation %.2f), although the model predicts %s: adding %d",
+				ms(newest.P95Ms), ms(sloMs), newest.RequestsPerSec, ready, newest.Utilisation, ms(fl.p95(current, newest.RequestsPerSec)*1000), step)
+			return p.finish(d, fl, current, lo, hi), State{LastScaleIn: last.LastScaleIn}
+		}
+	}
+	if out > current {
+		d.Desired = out
+		d.Reason = fmt.Sprintf("%s needs %d replicas for a predicted p95 of %s ≤ %s; %s would give %s",
+			forecastText, out, ms(fl.p95(out, fc.rate)*1000), targetText, have, ms(fl.p95(current, fc.rate)*1000))
+		return p.finish(d, fl, current, lo, hi), State{LastScaleIn: last.LastScaleIn}
+	}
+	if breach {
+		d.Desired = current
+		d.Reason = fmt.Sprintf("observed p95 %s is above the SLO %s at %.0f req/s: waiting for %d replicas that are not ready yet",
+			ms(newest.P95Ms), ms(sloMs), newest.RequestsPerSec, coming)
+		return p.finish(d, fl, current, lo, hi), State{LastScaleIn: last.LastScaleIn}
+	}
+
+	// 6. Scale in slowly.
+	next := State{LastScaleIn: last.LastScaleIn}
+	if in >= current {
+		d.Desired = current
+		d.Reason = fmt.Sprintf("%s needs %d replicas (%d with a %g%% margin for scaling in), predicted p95 %s with %s: holding",
+			forecastText, out, in, p.ScaleInMargin*100, ms(fl.p95(current, fc.rate)*1000), have)
+		return p.finish(d, fl, current, lo, hi), next
+	}
+	next.LowSince, next.LowMax = last.LowSince, max(last.LowMax, in)
+	if last.LowSince.IsZero() || last.LowMax >= current {
+		next.LowSince, next.LowMax = now, in
+	}
+	lowFor := now.Sub(next.LowSince)
+	sinceIn := now.Sub(last.LastScaleIn)
+	if lowFor < p.Stabilisation || (!last.LastScaleIn.IsZero() && sinceIn < p.ScaleInInterval) {
+		d.Desired = current
+		d.Reason = fmt.Sprintf("%s would need at most %d replicas with a %g%% margin; fewer than %s for %s of the %s stabilisation window: holding",
+			forecastText, next.LowMax, p.ScaleInMargin*100, have, lowFor.Round(time.Second), p.Stabilisation)
+		if lowFor >= p.Stabilisation {
+			d.Reason = fmt.Sprintf("%s would need at most %d replicas with a %g%% margin; the last scale-in was %s ago (at most one per %s): holding %s",
+				forecastText, next.LowMax, p.ScaleInMargin*100, sinceIn.Round(time.Second), p.ScaleInInterval, have)
+		}
+		return p.finish(d, fl, current, lo, hi), next
+	}
+	step := max(1, int(p.ScaleInStep*float64(current)))
+	d.Desired = max(next.LowMax, current-step)
+	d.Reason = fmt.Sprintf("%s has needed at most %d replicas with a %g%% margin for %s: scaling in from %d to %d (at most %g%% of the replicas, at least 1, per step), predicted p95 %s",
+		forecastText, next.LowMax, p.ScaleInMargin*100, lowFor.Round(time.Second), current, d.Desired, p.ScaleInStep*100, ms(fl.p95(d.Desired, fc.rate)*1000))
+	d = p.finish(d, fl, current, lo, hi)
+	if d.Event == ScaleIn {
+		next.LastScaleIn = now
+	}
+	return d, next
+}
+
+// usableSamples returns the samples of window taken by now with a finite,
+// non-negative rate, sorted by time.
+func usableSamples(window []Sample, now time.Time) []Sample {
+	out := make([]Sample, 0, len(window))
+	for _, s := range window {
+		if s.At.After(now) || !(s.RequestsPerSec >= 0) || math.IsInf(s.RequestsPerSec, 0) {
+			continue
+		}
+		if math.IsNaN(s.P95Ms) {
+			s.P95Ms = 0
+		}
+		out = append(out, s)
+	}
+	slices.SortStableFunc(out, func(a, b Sample) int { return a.At.Compare(b.At) })
+	return out
+}
+
+// hold keeps the current count, clamped into the bounds.
+func (p Params) hold(current, lo, hi int, reason string) Decision {
+	d := Decision{Desired: current, Reason: reason}
+	return p.finish(d, fleet{}, current, lo, hi)
+}
+
+// finish clamps d.Desired into [lo, hi], saying so in the reason, and sets
+// the event and the prediction.
+func (p Params) finish(d Decision, fl fleet, current, lo, hi int) Decision {
+	switch {
+	case d.Desired > hi:
+		d.Reason += fmt.Sprintf("; capped at max_replicas %d, so the SLO is at risk", hi)
+		d.Desired = hi
+	case d.Desired < lo:
+		d.Reason += fmt.Sprintf("; raised to min_replicas %d", lo)
+		d.Desired = lo
+	}
+	switch {
+	case d.Desired > current:
+		d.Event = ScaleOut
+	case d.Desired < current:
+		d.Event = ScaleIn
+	default:
+		d.Event = Hold
+	}
+	if fl.rates != nil || fl.next > 0 {
+		d.PredictedP95Ms = fl.p95(d.Desired, d.Forecast) * 1000
+	}
+	return d
+}
+
+// ms writes a latency in milliseconds, "∞" for an overload.
+func ms(v float64) string {
+	if math.IsInf(v, 1) {
+		return "∞ (overloaded)"
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.0f ms", v)
+}

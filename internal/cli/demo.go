@@ -1,0 +1,230 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/demo"
+)
+
+// exitError ends the command with its own exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+func newDemoCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Stand-in workloads: an inference server, a load generator, a trainer",
+		Long: `demo runs small programs that behave like the work allot schedules, so that
+a fleet without GPUs (allot up, virtual agents) runs real processes: an
+inference server with a service time and a fixed number of slots (serve), an
+open-loop load generator to drive it (load), and a trainer that checkpoints
+and resumes the way allot's agent expects (train).
+
+They need nothing but the environment allot's agent gives every job, and the
+agent runs a command named allot as its own executable, so a job file can say
+command: [allot, demo, train, --steps, "100"] on any host.`,
+	}
+	cmd.AddCommand(newDemoServeCmd(), newDemoLoadCmd(), newDemoTrainCmd())
+	return cmd
+}
+
+func newDemoServeCmd() *cobra.Command {
+	var listen, report string
+	cfg := demo.ServeConfig{}
+	cmd := &cobra.Command{
+		Use:   "serve [--listen ADDR] [--service-time D] [--concurrency N] [--report URL]",
+		Short: "Serve stand-in inference requests and report load, p95 and utilisation",
+		Long: `serve answers HTTP on --listen: GET /healthz says ok, and GET / is the
+"inference": the request waits for one of --concurrency slots (a GPU serves
+a batch at a time; beyond that, requests queue), holds it for --service-time,
+and answers with how long it queued and was served, as JSON.
+
+Every --report-every the server prints what it measured over the interval:
+requests/s (requests that arrived: the offered load), the p95 latency of the
+requests it finished (queueing plus service) and the utilisation of its
+slots. With --report URL, or $ALLOT_ENDPOINT_METRICS_URL, it also POSTs them
+as JSON, with $ALLOT_ENDPOINT_TOKEN as a bearer token when set:
+
+  {"requests_per_sec": 212.5, "p95_ms": 48.2, "utilisation": 0.66, "replica": "JOB.ATTEMPT"}
+
+The replica is named by $ALLOT_JOB_ID and $ALLOT_ATTEMPT. The first line
+printed is the address it listens on. It stops on SIGTERM or Ctrl-C.
+Capacity is concurrency / service time: 32 slots of 20 ms serve at most
+1,600 requests/s.`,
+		Example: `  allot demo serve --service-time 20ms --concurrency 32
+  allot demo serve --listen 127.0.0.1:8000 --report http://127.0.0.1:9000/metrics --report-every 5s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.ReportURL, cfg.ReportToken = report, os.Getenv("ALLOT_ENDPOINT_TOKEN")
+			if cfg.ReportURL == "" {
+				cfg.ReportURL = os.Getenv("ALLOT_ENDPOINT_METRICS_URL")
+			}
+			cfg.Replica = replicaName()
+			s, err := demo.NewServer(cfg)
+			if err != nil {
+				return Usage(err)
+			}
+			ln, err := net.Listen("tcp", listen)
+			if err != nil {
+				return fmt.Errorf("demo serve: %w", err)
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "listening on http://%s (replica %s, service time %s, concurrency %d, %s)\n",
+				ln.Addr(), cfg.Replica, cfg.ServiceTime, cfg.Concurrency, gpuText())
+			return s.Run(ctx, ln, out)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to listen on; port 0 picks a free one")
+	f.DurationVar(&cfg.ServiceTime, "service-time", 20*time.Millisecond, "time one request holds a slot")
+	f.IntVar(&cfg.Concurrency, "concurrency", 8, "requests served at once; more queue")
+	f.StringVar(&report, "report", "", "URL to POST each interval's measurements to (default $ALLOT_ENDPOINT_METRICS_URL)")
+	f.DurationVar(&cfg.ReportEvery, "report-every", 10*time.Second, "measurement and report interval")
+	return cmd
+}
+
+func newDemoLoadCmd() *cobra.Command {
+	cfg := demo.LoadConfig{}
+	cmd := &cobra.Command{
+		Use:   "load --url URL --rps R --duration D",
+		Short: "Send requests at a rate (Poisson arrivals) and print latency percentiles",
+		Long: `load sends GET requests to --url for --duration, arriving as a Poisson process
+of --rps requests per second. Arrivals do not wait for earlier answers (an
+open loop, as users do), so an overloaded server shows a growing queue rather
+than a slower client. At the end it prints the requests sent and the rate
+achieved, how many were answered 2xx, failed or dropped (more than
+--max-in-flight outstanding), and the latency percentiles of the answered
+ones.`,
+		Example: `  allot demo load --url http://127.0.0.1:8000/ --rps 300 --duration 30s`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.URL == "" || cfg.RPS <= 0 || cfg.Duration <= 0 {
+				return Usage(errors.New("demo load needs --url, --rps above 0 and --duration above 0"))
+			}
+			res, err := demo.Load(cmd.Context(), cfg)
+			fmt.Fprintln(cmd.OutOrStdout(), res)
+			if err != nil {
+				return fmt.Errorf("demo load: %w", err)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.URL, "url", "", "URL to GET")
+	f.Float64Var(&cfg.RPS, "rps", 0, "mean arrival rate, requests per second")
+	f.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long requests arrive")
+	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "limit of one request")
+	f.IntVar(&cfg.MaxInFlight, "max-in-flight", 10_000, "requests outstanding at most; arrivals beyond are dropped")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the arrival times")
+	return cmd
+}
+
+func newDemoTrainCmd() *cobra.Command {
+	cfg := demo.TrainConfig{}
+	cmd := &cobra.Command{
+		Use:   "train [--steps N] [--step-time D] [--checkpoint-every K]",
+		Short: "Run stand-in training steps that checkpoint and resume",
+		Long: `train runs --steps steps of --step-time each, printing a made-up loss, and
+exits 0 after the last. It checkpoints the way allot's agent expects: every
+--checkpoint-every steps it writes step-NNNNNNNN.json into
+$ALLOT_CHECKPOINT_DIR and that file's name into $ALLOT_CHECKPOINT_DIR/
+CHECKPOINT, which the agent reports as the job's checkpoint; the next attempt
+gets it as $ALLOT_RESUME_FROM, and train starts from the step it holds.
+
+On SIGTERM (a preemption, a cancel) it writes a checkpoint of its last
+finished step and exits 143, so a preempted job loses at most one step. On
+Ctrl-C it does the same and exits 130.`,
+		Example: `  allot demo train --steps 100 --step-time 1s --checkpoint-every 10
+  ALLOT_CHECKPOINT_DIR=/tmp/ck allot demo train --steps 20 --step-time 100ms`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Steps < 0 || cfg.CheckpointEvery < 0 || cfg.StepTime < 0 {
+				return Usage(errors.New("--steps, --step-time and --checkpoint-every must not be negative"))
+			}
+			cfg.CheckpointDir, cfg.ResumeFrom = os.Getenv("ALLOT_CHECKPOINT_DIR"), os.Getenv("ALLOT_RESUME_FROM")
+			cfg.JobID, cfg.Attempt = os.Getenv("ALLOT_JOB_ID"), os.Getenv("ALLOT_ATTEMPT")
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "training %s: %d steps of %s (%s)\n", replicaName(), cfg.Steps, cfg.StepTime, gpuText())
+
+			// Tell SIGTERM from Ctrl-C: the first is a preemption (143), the
+			// second a person (130). The signal is also checked after the run,
+			// as the parent context (main's) may end first.
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, syscall.SIGTERM)
+			defer signal.Stop(sigs)
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			var termed atomic.Bool
+			go func() {
+				select {
+				case <-sigs:
+					termed.Store(true)
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			step, err := demo.Train(ctx, cfg, out)
+			if !errors.Is(err, demo.ErrStopped) {
+				return err
+			}
+			select {
+			case <-sigs:
+				termed.Store(true)
+			default:
+			}
+			if termed.Load() {
+				return exitError{code: 128 + int(syscall.SIGTERM), err: fmt.Errorf("demo train: stopped by SIGTERM after step %d", step)}
+			}
+			return exitError{code: 128 + int(syscall.SIGINT), err: fmt.Errorf("demo train: interrupted after step %d", step)}
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cfg.Steps, "steps", 100, "steps in all, counting those before a resume")
+	f.DurationVar(&cfg.StepTime, "step-time", time.Second, "time one step takes")
+	f.IntVar(&cfg.CheckpointEvery, "checkpoint-every", 10, "steps between checkpoints; 0 checkpoints only when stopped")
+	return cmd
+}
+
+// replicaName names this process by its job and attempt, "local" outside
+// allot.
+func replicaName() string {
+	job, attempt := os.Getenv("ALLOT_JOB_ID"), os.Getenv("ALLOT_ATTEMPT")
+	switch {
+	case job == "":
+		return "local"
+	case attempt == "":
+		return job
+	}
+	return job + "." + attempt
+}
+
+// gpuText says which GPUs allot gave the process.
+func gpuText() string {
+	gpus := os.Getenv("CUDA_VISIBLE_DEVICES")
+	if gpus == "" {
+		return "no GPUs"
+	}
+	s := "GPUs " + strings.ReplaceAll(gpus, ",", ", ")
+	if milli := os.Getenv("ALLOT_GPU_MILLI"); milli != "" {
+		s += " at " + milli + "/1000 each"
+	}
+	return s
+}

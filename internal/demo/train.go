@@ -1,0 +1,159 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// ErrStopped is returned by Train when its context ended before the last
+// step; a last checkpoint has been written when there is a checkpoint
+// directory.
+var ErrStopped = errors.New("demo: training stopped before its last step")
+
+// TrainConfig is a stand-in training run.
+type TrainConfig struct {
+	Steps           int           // steps in all, counting those of earlier attempts
+	StepTime        time.Duration // one step
+	CheckpointEvery int           // steps between checkpoints; 0 means none but the last
+	// CheckpointDir is $ALLOT_CHECKPOINT_DIR: checkpoints go there, and the
+	// name of the newest into its file CHECKPOINT, which the agent reports
+	// (internal/agent/doc.go). Empty means no checkpoints.
+	CheckpointDir string
+	// ResumeFrom is $ALLOT_RESUME_FROM: the checkpoint to start from.
+	ResumeFrom string
+	JobID      string // recorded in checkpoints
+	Attempt    string
+}
+
+// checkpoint is the content of a checkpoint file.
+type checkpoint struct {
+	Step    int     `json:"step"`
+	Loss    float64 `json:"loss"`
+	JobID   string  `json:"job_id,omitempty"`
+	Attempt string  `json:"attempt,omitempty"`
+}
+
+// ReadCheckpoint returns the step a checkpoint file holds.
+func ReadCheckpoint(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("read checkpoint: %w", err)
+	}
+	var c checkpoint
+	if err := json.Unmarshal(data, &c); err != nil {
+		return 0, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	if c.Step < 0 {
+		return 0, fmt.Errorf("read checkpoint %s: negative step %d", path, c.Step)
+	}
+	return c.Step, nil
+}
+
+// Train runs steps from the checkpoint cfg.ResumeFrom names (or from 0)
+// to cfg.Steps, printing progress to out and checkpointing every
+// cfg.CheckpointEvery steps. When ctx ends first it writes a checkpoint of
+// the last finished step and returns ErrStopped. It returns the steps
+// finished.
+func Train(ctx context.Context, cfg TrainConfig, out io.Writer) (int, error) {
+	if cfg.Steps < 0 || cfg.CheckpointEvery < 0 || cfg.StepTime < 0 {
+		return 0, errors.New("steps, step time and checkpoint interval must not be negative")
+	}
+	step := 0
+	if cfg.ResumeFrom != "" {
+		s, err := ReadCheckpoint(cfg.ResumeFrom)
+		if err != nil {
+			return 0, err
+		}
+		step = s
+		fmt.Fprintf(out, "resuming from step %d (%s)\n", step, cfg.ResumeFrom)
+	}
+	if cfg.CheckpointDir == "" {
+		fmt.Fprintln(out, "no checkpoint directory ($ALLOT_CHECKPOINT_DIR): a stopped run starts over")
+	}
+	timer := time.NewTimer(0)
+	<-timer.C
+	defer timer.Stop()
+	for step < cfg.Steps {
+		timer.Reset(cfg.StepTime)
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(out, "stopping at step %d of %d\n", step, cfg.Steps)
+			if err := saveCheckpoint(cfg, step, out); err != nil {
+				return step, err
+			}
+			return step, ErrStopped
+		case <-timer.C:
+		}
+		step++
+		fmt.Fprintf(out, "step %d/%d loss %.4f\n", step, cfg.Steps, loss(step, cfg.Steps))
+		if cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0 && step < cfg.Steps {
+			if err := saveCheckpoint(cfg, step, out); err != nil {
+				return step, err
+			}
+		}
+	}
+	fmt.Fprintf(out, "done: %d steps\n", step)
+	return step, nil
+}
+
+// loss is a made-up curve that falls as training goes on.
+func loss(step, steps int) float64 {
+	return 0.1 + 2*math.Exp(-4*float64(step)/float64(max(steps, 1)))
+}
+
+// saveCheckpoint writes the checkpoint of step into the checkpoint
+// directory and its name into the CHECKPOINT marker there, each by a
+// rename, so that neither is ever seen half written; it keeps the previous
+// checkpoint and removes older ones.
+func saveCheckpoint(cfg TrainConfig, step int, out io.Writer) error {
+	if cfg.CheckpointDir == "" {
+		return nil
+	}
+	name := fmt.Sprintf("step-%08d.json", step)
+	data, err := json.Marshal(checkpoint{Step: step, Loss: loss(step, cfg.Steps), JobID: cfg.JobID, Attempt: cfg.Attempt})
+	if err != nil {
+		return err
+	}
+	if err := writeFile(filepath.Join(cfg.CheckpointDir, name), append(data, '\n')); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := writeFile(filepath.Join(cfg.CheckpointDir, "CHECKPOINT"), []byte(name+"\n")); err != nil {
+		return fmt.Errorf("checkpoint marker: %w", err)
+	}
+	all, _ := filepath.Glob(filepath.Join(cfg.CheckpointDir, "step-*.json"))
+	for i := 0; i < len(all)-2; i++ { // sorted, and the zero-padded step sorts them by step
+		_ = os.Remove(all[i])
+	}
+	fmt.Fprintf(out, "checkpoint %s\n", filepath.Join(cfg.CheckpointDir, name))
+	return nil
+}
+
+// writeFile writes data to a temporary file next to path and renames it
+// over path.
+func writeFile(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}

@@ -1,0 +1,132 @@
+package model
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// EndpointSpec is an inference endpoint: replicas of one serving program,
+// each one instance of Resources, kept between MinReplicas and MaxReplicas
+// so that the 95th percentile of request latency stays within SLO.P95.
+//
+// Priority defaults (in package spec) to standard, the class of jobs: a
+// replica must not be spot, which is evicted whenever anyone needs the
+// capacity and would break the SLO at the worst moment, and reserved is
+// the class of bought-ahead or guaranteed capacity, which an operator
+// grants on purpose; as a default it would let every endpoint that scales
+// out preempt all standard training.
+type EndpointSpec struct {
+	Name   string
+	Tenant string
+	// Model is the name of the served model, free text for people
+	// ("llama-3-70b-instruct").
+	Model   string
+	Command []string
+	Env     map[string]string
+	// Resources is one replica: InstanceCount is 1, and a replica needs a
+	// GPU or a fraction of one (GPUMilli); GPUModels lists the models a
+	// replica may run on, each of which needs a Throughput entry.
+	Resources   Resources
+	Priority    Priority
+	MinReplicas int
+	MaxReplicas int
+	SLO         SLO
+	// Placement: Regions, Residency, DataRegion and Reservation mean what
+	// they mean for jobs; Interconnect must be empty, as replicas are
+	// independent single instances, not a gang.
+	Placement Placement
+	// Throughput is, per GPU model, the requests per second one replica
+	// (as Resources sizes it) sustains with its p95 latency at SLO.P95.
+	Throughput map[string]float64
+}
+
+// SLO is an endpoint's latency objective.
+type SLO struct {
+	P95 time.Duration // the 95th percentile of request latency
+}
+
+// Bounds of an endpoint spec's numbers.
+const (
+	MaxReplicas   = 1000
+	MaxSLO        = 10 * time.Minute
+	MaxThroughput = 1e7 // requests per second of one replica
+)
+
+// DefaultEndpointCommand is the program an endpoint runs when its spec
+// names none: allot's own demo server (allot demo serve).
+var DefaultEndpointCommand = []string{"allot", "demo", "serve"}
+
+// Validate checks the spec on its own (not against the fleet).
+//
+// min_replicas must be at least 1: an endpoint at zero replicas has no
+// replica to measure its arrival rate, so nothing would tell the
+// autoscaler to start one, and the first requests would wait for a
+// replica to be placed and load its model (minutes), far beyond any
+// latency SLO.
+func (s *EndpointSpec) Validate() error {
+	r := s.Resources
+	switch {
+	case s.Model == "":
+		return fieldErr("model", "must name the served model")
+	case len(s.Model) > 253:
+		return fieldErr("model", "must be at most 253 characters")
+	case r.InstanceCount != 1:
+		return fieldErr("resources.instance_count", "a replica is one instance, got %d; scale with min_replicas and max_replicas", r.InstanceCount)
+	case r.GPUsPerInstance < 1:
+		return fieldErr("resources.gpus_per_instance", "a replica needs a GPU or a fraction of one (gpu_milli): its throughput is per GPU model, got %d", r.GPUsPerInstance)
+	case s.Placement.Interconnect != "":
+		return fieldErr("placement.interconnect", "replicas are independent single instances, not a gang: leave interconnect out")
+	case s.MinReplicas < 1 || s.MinReplicas > MaxReplicas:
+		return fieldErr("min_replicas", "must be between 1 and %d, got %d (an endpoint keeps at least one replica to measure its load)", MaxReplicas, s.MinReplicas)
+	case s.MaxReplicas < s.MinReplicas || s.MaxReplicas > MaxReplicas:
+		return fieldErr("max_replicas", "must be between min_replicas (%d) and %d, got %d", s.MinReplicas, MaxReplicas, s.MaxReplicas)
+	case s.SLO.P95 <= 0:
+		return fieldErr("slo.p95_ms", "must be above 0: the p95 latency the endpoint keeps, in milliseconds")
+	case s.SLO.P95 > MaxSLO:
+		return fieldErr("slo.p95_ms", "must be at most %d ms, got %d", MaxSLO.Milliseconds(), s.SLO.P95.Milliseconds())
+	case len(r.GPUModels) == 0:
+		return fieldErr("resources.gpu_models", "must list the GPU models a replica may run on")
+	case len(s.Throughput) == 0:
+		return fieldErr("throughput", "must give the requests/s one replica sustains at the SLO, per GPU model, e.g. {H100: 900, T4: 120}")
+	}
+	// The rest is checked as a job of one instance would be: the same
+	// fields, the same messages.
+	job := JobSpec{Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env, Resources: r,
+		Priority: s.Priority, Placement: s.Placement}
+	if err := job.Validate(); err != nil {
+		return err
+	}
+	if err := Printable("model", s.Model); err != nil {
+		return err
+	}
+	for _, m := range s.ThroughputModels() {
+		field := "throughput." + m
+		if m == "" {
+			return fieldErr("throughput", "a GPU model name must not be empty")
+		}
+		if err := Printable("throughput", m); err != nil {
+			return err
+		}
+		if v := s.Throughput[m]; !(v > 0) || math.IsInf(v, 0) || v > MaxThroughput {
+			return fieldErr(field, "must be a number of requests/s above 0 and at most %g, got %g", float64(MaxThroughput), v)
+		}
+	}
+	for i, m := range r.GPUModels {
+		if _, ok := s.Throughput[m]; !ok {
+			return fieldErr("throughput", "has no entry for %s, which resources.gpu_models[%d] allows", m, i)
+		}
+	}
+	return nil
+}
+
+// ThroughputModels returns the GPU models of the throughput profile in
+// name order.
+func (s *EndpointSpec) ThroughputModels() []string {
+	out := make([]string, 0, len(s.Throughput))
+	for m := range s.Throughput {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}

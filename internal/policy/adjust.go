@@ -1,0 +1,238 @@
+package policy
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+)
+
+// Override is one job whose priority an action changed, or wanted to.
+type Override struct {
+	Job    string
+	Policy string
+	Action model.ActionKind
+	From   model.Priority
+	To     model.Priority
+	// Detail says why, for a person: "beyond the 30% floor of 10 GPUs".
+	Detail string
+}
+
+// Adjustment is what Adjust made of a Snapshot.
+type Adjustment struct {
+	// Snapshot is the copy for the core to schedule: the fleet, tenancy
+	// and unchanged jobs are shared with the original, a changed job is a
+	// copy.
+	Snapshot *sched.Snapshot
+	// Overrides are the changes made, in the order of the firings.
+	Overrides []Override
+	// Ignored are the jobs a later policy (or a later action of the same
+	// one) targets that an earlier one had already decided (changed, or
+	// kept within a scale_down floor); Detail names the one that won.
+	Ignored []Override
+}
+
+// Adjust expresses the actions of the firing policies as inputs of the
+// core: the priority class of the queued and capacity-holding jobs they
+// target, in a copy of snap. The first decision about a job wins: firings
+// are applied in their order (the order of the policies file), the actions
+// of one firing in theirs. now is the time of the cycle, for the work a
+// running job would lose. snap is not changed.
+func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time.Time) Adjustment {
+	w := newWork(snap)
+	out := Adjustment{Snapshot: &sched.Snapshot{Fleet: snap.Fleet, Tenancy: snap.Tenancy, Jobs: make([]*model.Job, len(snap.Jobs))}}
+	copy(out.Snapshot.Jobs, snap.Jobs)
+	index := map[string]int{}
+	for i, j := range snap.Jobs {
+		index[j.ID] = i
+	}
+	claimed := map[string]string{} // job ID -> the policy that decided it
+	for _, f := range active {
+		for _, a := range f.Actions {
+			var jobs []*model.Job
+			for _, j := range snap.Jobs {
+				if (j.Status.State != model.StateQueued && !j.Status.State.Holds()) || !w.matches(j, ps, a.Targets) {
+					continue
+				}
+				if by, ok := claimed[j.ID]; ok {
+					out.Ignored = append(out.Ignored, Override{Job: j.ID, Policy: f.Policy, Action: a.Kind,
+						From: j.Spec.Priority, To: j.Spec.Priority, Detail: "already decided by " + by})
+					continue
+				}
+				jobs = append(jobs, j)
+			}
+			for _, c := range decide(ps, a, jobs, now) {
+				j := c.job
+				claimed[j.ID] = f.Policy
+				if c.keep || c.to == j.Spec.Priority {
+					continue
+				}
+				cp := *j
+				cp.Spec.Priority = c.to
+				out.Snapshot.Jobs[index[j.ID]] = &cp
+				out.Overrides = append(out.Overrides, Override{Job: j.ID, Policy: f.Policy, Action: a.Kind,
+					From: j.Spec.Priority, To: c.to, Detail: c.detail})
+			}
+		}
+	}
+	return out
+}
+
+// choice is what an action decides for one job: a priority, or to keep it
+// as it is (a scale_down keeps work up to its floor).
+type choice struct {
+	job    *model.Job
+	to     model.Priority
+	keep   bool
+	detail string
+}
+
+// decide applies one action to the jobs it targets.
+func decide(ps *model.PolicySet, a Action, jobs []*model.Job, now time.Time) []choice {
+	var out []choice
+	switch a.Kind {
+	case model.ActionMigrate:
+		to := *ps.Targets[a.Destination].Class // Validate made sure it is a destination
+		for _, j := range jobs {
+			out = append(out, choice{job: j, to: model.Priority{Class: to, Value: j.Spec.Priority.Value},
+				detail: fmt.Sprintf("migrated to %s (class %s)", a.Destination, to)})
+		}
+	case model.ActionReallocate:
+		for _, j := range jobs {
+			to := j.Spec.Priority
+			if to.Class < a.Priority.Class {
+				to.Class = a.Priority.Class
+				if a.Priority.Value != 0 {
+					to.Value = a.Priority.Value
+				}
+			}
+			out = append(out, choice{job: j, to: to, detail: fmt.Sprintf("raised to %s", to)})
+		}
+	case model.ActionScaleDown:
+		out = scaleDown(a, jobs, now)
+	}
+	return out
+}
+
+// scaleDown keeps the target's running work, most valuable first, until it
+// holds the floor (MinCapacity of the baseline); the rest of its running
+// work and all of its queued work runs as spot, which the core evicts
+// first whenever other work needs the room.
+func scaleDown(a Action, jobs []*model.Job, now time.Time) []choice {
+	var running, queued []*model.Job
+	var held int64
+	for _, j := range jobs {
+		if j.Status.State.Holds() {
+			running = append(running, j)
+			held += heldMilli(j)
+		} else {
+			queued = append(queued, j)
+		}
+	}
+	base := a.Baseline
+	if !a.BaselineKnown {
+		base = held
+	}
+	floor := int64(math.Ceil(a.MinCapacity*float64(base) - 1e-9))
+	// Keep first what the core would evict last: the higher priority, then
+	// the work that would lose the most since its last checkpoint.
+	sort.SliceStable(running, func(x, y int) bool {
+		p, q := running[x], running[y]
+		if p.Spec.Priority != q.Spec.Priority {
+			return q.Spec.Priority.Less(p.Spec.Priority)
+		}
+		if lp, lq := lost(p, now), lost(q, now); lp != lq {
+			return lp > lq
+		}
+		if !p.Status.StartedAt.Equal(q.Status.StartedAt) {
+			return p.Status.StartedAt.Before(q.Status.StartedAt)
+		}
+		return p.ID < q.ID
+	})
+	floorText := fmt.Sprintf("%.0f%% floor of %s", a.MinCapacity*100, gpus(base))
+	var kept int64
+	var out []choice
+	for _, j := range running {
+		if kept < floor {
+			kept += heldMilli(j)
+			out = append(out, choice{job: j, to: j.Spec.Priority, keep: true, detail: "within the " + floorText})
+			continue
+		}
+		out = append(out, choice{job: j, to: spot(j), detail: "beyond the " + floorText})
+	}
+	for _, j := range queued {
+		out = append(out, choice{job: j, to: spot(j), detail: "queued while scaled down to the " + floorText})
+	}
+	return out
+}
+
+func spot(j *model.Job) model.Priority {
+	return model.Priority{Class: model.ClassSpot, Value: j.Spec.Priority.Value}
+}
+
+// lost is the GPU-seconds j would lose if evicted at now: its GPUs times
+// the time since its last checkpoint or its start.
+func lost(j *model.Job, now time.Time) float64 {
+	since := j.Status.StartedAt
+	if c := j.Status.LastCheckpoint; c.After(since) {
+		since = c
+	}
+	d := max(now.Sub(since).Seconds(), 0)
+	return d * float64(heldMilli(j)) / model.MilliPerGPU
+}
+
+// heldMilli is the milli-GPUs j's allocations hold.
+func heldMilli(j *model.Job) int64 {
+	var m int64
+	for _, a := range j.Status.Allocations {
+		m += int64(len(a.GPUs)) * a.GPUMilli
+	}
+	return m
+}
+
+func gpus(milli int64) string {
+	if milli%model.MilliPerGPU == 0 {
+		return fmt.Sprintf("%d GPUs", milli/model.MilliPerGPU)
+	}
+	return fmt.Sprintf("%.2f GPUs", float64(milli)/model.MilliPerGPU)
+}
+
+// work finds the labels of a job's work: its partition's, its tenant's,
+// its own.
+type work struct {
+	tenants    map[string]*model.Tenant
+	partitions map[string]*model.Partition
+}
+
+func newWork(snap *sched.Snapshot) work {
+	w := work{tenants: map[string]*model.Tenant{}, partitions: map[string]*model.Partition{}}
+	if snap.Tenancy == nil {
+		return w
+	}
+	for i := range snap.Tenancy.Partitions {
+		w.partitions[snap.Tenancy.Partitions[i].Name] = &snap.Tenancy.Partitions[i]
+	}
+	for i := range snap.Tenancy.Tenants {
+		w.tenants[snap.Tenancy.Tenants[i].Name] = &snap.Tenancy.Tenants[i]
+	}
+	return w
+}
+
+// matches reports whether j is work of one of the named targets.
+func (w work) matches(j *model.Job, ps *model.PolicySet, targets []string) bool {
+	t := w.tenants[j.Spec.Tenant]
+	var p *model.Partition
+	if t != nil {
+		p = w.partitions[t.Partition]
+	}
+	labels := model.WorkLabels(p, t, &j.Spec)
+	for _, name := range targets {
+		if tg, ok := ps.Targets[name]; ok && tg.Work() && model.Matches(labels, tg.Match) {
+			return true
+		}
+	}
+	return false
+}
