@@ -31,7 +31,8 @@ func newBenchCmd() *cobra.Command {
 		Use:   "bench",
 		Short: "Measure allot's own performance",
 	}
-	b.AddCommand(newBenchAPICmd())
+	b.AddCommand(newBenchAPICmd(), newBenchE2ECmd())
+	b.AddCommand(newBenchSchedCmd())
 	return b
 }
 
@@ -41,6 +42,7 @@ type benchAPIFlags struct {
 	fleet, tenants   string
 	output           string
 	cpuProfile       string
+	baseline         string
 }
 
 // benchJob is what every client submits: a spot quarter of a T4, so that
@@ -62,7 +64,9 @@ submits per second and the p50, p99 and max acknowledgement latency, with the
 store's group-commit batching and the scheduling cycles run meanwhile. Rate
 limiting is off; everything else is the production path.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchAPI(cmd.Context(), cmd.OutOrStdout(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBenchAPI(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&f.clients, "clients", 64, "concurrent clients")
@@ -73,6 +77,7 @@ limiting is off; everything else is the production path.`,
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured part to this file")
 	_ = fl.MarkHidden("cpuprofile")
+	addBaselineFlag(cmd, &f.baseline)
 	return cmd
 }
 
@@ -93,12 +98,19 @@ type benchAPIResult struct {
 	LoadAvgAtStart string  `json:"loadavg_at_start"`
 }
 
-func runBenchAPI(ctx context.Context, out io.Writer, f benchAPIFlags) error {
+func runBenchAPI(ctx context.Context, out, errOut io.Writer, f benchAPIFlags) error {
 	if f.clients < 1 || f.duration <= 0 {
 		return Usage(fmt.Errorf("--clients must be positive and --duration above zero"))
 	}
 	if f.output != "table" && f.output != "json" {
 		return Usage(fmt.Errorf("--output must be table or json"))
+	}
+	base, err := loadBaseline(f.baseline, benchAPIFigures)
+	if err != nil {
+		return err
+	}
+	if err := base.sameSettings(benchAPIResult{Clients: f.clients}); err != nil {
+		return err
 	}
 	fleet, err := spec.ReadFleet(f.fleet)
 	if err != nil {
@@ -118,34 +130,15 @@ func runBenchAPI(ctx context.Context, out io.Writer, f benchAPIFlags) error {
 		return err
 	}
 	defer st.Close()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Logger: quiet})
+	bs, err := startBenchServer(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy}, "research")
 	if err != nil {
 		return err
 	}
-	token, err := srv.CreateToken(ctx, "research")
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	hs := &http.Server{Handler: api.New(api.Config{Server: srv, Rate: -1, Logger: quiet})}
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = srv.Run(runCtx) }()
-	go func() { defer wg.Done(); _ = hs.Serve(ln) }()
-	defer func() {
-		_ = hs.Close()
-		stop()
-		wg.Wait()
-	}()
+	defer bs.stop()
+	srv, token := bs.srv, bs.token
 
 	load, _ := os.ReadFile("/proc/loadavg")
-	url := "http://" + ln.Addr().String() + "/v1/jobs"
+	url := bs.url + "/v1/jobs"
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: f.clients, MaxIdleConnsPerHost: f.clients,
 		DisableCompression: true}, Timeout: 30 * time.Second}
 	body := []byte(benchJob)
@@ -237,7 +230,10 @@ func runBenchAPI(ctx context.Context, out io.Writer, f benchAPIFlags) error {
 	if f.output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(r)
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+		return base.check(errOut, r)
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "clients\tseconds\tsubmits\terrors\tsubmits/s\tp50 ms\tp99 ms\tmax ms\ttxns/commit\tcycles\t")
@@ -247,5 +243,53 @@ func runBenchAPI(ctx context.Context, out io.Writer, f benchAPIFlags) error {
 		return err
 	}
 	fmt.Fprintf(out, "GOMAXPROCS %d, load average at start %s, %d jobs stored at the end\n", r.GOMAXPROCS, r.LoadAvgAtStart, r.JobsAtEnd)
-	return nil
+	return base.check(errOut, r)
+}
+
+// benchAPIFigures are what --baseline compares for bench api.
+var benchAPIFigures = []figure{
+	{"clients", sameSetting},
+	{"submits_per_sec", higherIsBetter},
+	{"p50_ms", lowerIsBetter},
+	{"p99_ms", lowerIsBetter},
+}
+
+// benchServer is a control plane run in-process for a bench: the server
+// over the caller's store, its scheduling loop, and the HTTP API on a
+// loopback listener with rate limiting off and logs discarded.
+type benchServer struct {
+	srv   *server.Server
+	url   string // http://127.0.0.1:PORT
+	token string // a token of the bench's tenant
+	stop  func() // closes the listener and ends the loop; waits for both
+}
+
+// startBenchServer opens a server on cfg (its Logger is replaced by one that
+// discards) and serves it; the caller closes cfg.Store after stop.
+func startBenchServer(ctx context.Context, cfg server.Config, tenant string) (*benchServer, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Logger = quiet
+	srv, err := server.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	token, err := srv.CreateToken(ctx, tenant)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{Handler: api.New(api.Config{Server: srv, Rate: -1, Logger: quiet})}
+	runCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = srv.Run(runCtx) }()
+	go func() { defer wg.Done(); _ = hs.Serve(ln) }()
+	return &benchServer{srv: srv, url: "http://" + ln.Addr().String(), token: token, stop: func() {
+		_ = hs.Close()
+		cancel()
+		wg.Wait()
+	}}, nil
 }

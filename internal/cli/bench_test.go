@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -29,5 +30,17 @@ func TestBenchAPI(t *testing.T) {
 	}
 	if r.Clients != 2 || r.Submits == 0 || r.Errors != 0 || r.SubmitsPerSec <= 0 || r.P99Ms <= 0 || r.JobsAtEnd < r.Submits {
 		t.Fatalf("report %+v", r)
+	}
+}
+
+// bench api compares with --baseline: a baseline far out of reach exits
+// with ExitRegressed, after the result.
+func TestBenchAPIBaseline(t *testing.T) {
+	base := writeBaseline(t, `{"clients": 2, "submits_per_sec": 1e12, "p50_ms": 1e9, "p99_ms": 1e9}`)
+	out, errOut, code := run(t, "bench", "api", "--clients", "2", "--duration", "200ms", "--warmup", "50ms",
+		"--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml", "--baseline", base)
+	if code != ExitRegressed || !strings.Contains(out, "submits/s") ||
+		!strings.Contains(errOut, "regression: submits_per_sec 1000000000000 → ") || strings.Contains(errOut, "p99_ms") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
 }

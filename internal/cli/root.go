@@ -15,6 +15,9 @@ const (
 	ExitOK      = 0
 	ExitFailure = 1 // something broke
 	ExitUsage   = 2 // bad flags, or an invalid spec file
+	// ExitRegressed: a bench figure is more than 20 % worse than the one in
+	// its --baseline file (baseline.go).
+	ExitRegressed = 3
 )
 
 // usageError marks errors caused by what the user gave us; Run exits with
@@ -57,6 +60,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var ue usageError
 	if errors.As(err, &ue) || isCobraUsage(err) {
 		return ExitUsage
+	}
+	var re *regressionError
+	if errors.As(err, &re) {
+		return ExitRegressed
 	}
 	return ExitFailure
 }

@@ -161,6 +161,11 @@ func (st *state) nodeStage(a *attempt, n *NodeInfo, v *verdict) stage {
 		v.reservedOut++
 		return stageBorrow
 	}
+	return st.fitStage(a, n, v)
+}
+
+// fitStage applies the capacity and power filters to a Ready node a may use.
+func (st *state) fitStage(a *attempt, n *NodeInfo, v *verdict) stage {
 	if !n.FitsResources(&a.req) {
 		if f := freeFor(n, &a.req); f > v.maxFree {
 			v.maxFree = f

@@ -28,11 +28,16 @@ func New(cfg Config) *Scheduler {
 func (s *Scheduler) Schedule(snap *Snapshot, now time.Time) Plan {
 	st := newState(snap, now, s.cfg)
 	var plan Plan
-	failed := map[string]Pending{} // shape key -> outcome, valid until capacity is freed
+	failed := map[string]failure{} // shape key -> outcome, valid until capacity it could use is freed
 
 	// 1. Order the queue: class; then tenants whose next job fits their
 	// guarantee; then fair share; then the tenant's own order.
-	for _, q := range st.queues(snap.Jobs) {
+	queues := st.queues(snap.Jobs)
+	obs := s.cfg.Observer
+	if obs != nil {
+		obs.Prepared()
+	}
+	for _, q := range queues {
 		for {
 			t := q.next(st)
 			if t == nil {
@@ -41,13 +46,16 @@ func (s *Scheduler) Schedule(snap *Snapshot, now time.Time) Plan {
 			j := t.jobs[0]
 			t.jobs = t.jobs[1:]
 			st.scheduleJob(j, t.state, &plan, failed)
+			if obs != nil {
+				obs.Decided(j)
+			}
 		}
 	}
 	return plan
 }
 
 // scheduleJob runs steps 2–5 for one job and records the outcome in plan.
-func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed map[string]Pending) {
+func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed map[string]failure) {
 	pend := func(r Reason, d string) {
 		plan.Pending = append(plan.Pending, Pending{Job: j.ID, Reason: r, Detail: d})
 	}
@@ -72,8 +80,8 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		}
 	}
 	key := shapeKey(a)
-	if p, seen := failed[key]; seen {
-		pend(p.Reason, p.Detail)
+	if f, seen := failed[key]; seen {
+		pend(f.Reason, f.Detail)
 		return
 	}
 	// 2–3. Admit and place.
@@ -87,11 +95,13 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 					detail, until.UTC().Format(time.RFC3339))
 			}
 			// 5. Explain.
-			failed[key] = Pending{Reason: reason, Detail: detail}
+			failed[key] = failure{Pending: Pending{Reason: reason, Detail: detail}, groups: st.shapeGroups(a)}
 			pend(reason, detail)
 			return
 		}
+		freed := st.freedScratch()
 		for _, v := range victims {
+			st.markFreed(v.rj, freed)
 			if v.rj.fresh {
 				// Bound earlier in this cycle: it never starts.
 				plan.unbind(v.rj.job.ID)
@@ -104,7 +114,13 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 				Job: v.rj.job.ID, For: j.ID, Reason: v.reason, Detail: preemptionDetail(v, a), LostGPUSeconds: v.cost,
 			})
 		}
-		clear(failed) // capacity was freed: earlier verdicts may no longer hold
+		// Capacity was freed: verdicts for shapes that could use it may no
+		// longer hold.
+		for k, f := range failed {
+			if intersects(f.groups, freed) {
+				delete(failed, k)
+			}
+		}
 		p, reason, detail = st.place(a)
 		if reason != ReasonNone {
 			// Cannot happen: preempt checked this very placement.
@@ -119,6 +135,7 @@ func (st *state) bind(a *attempt, p placement, plan *Plan) {
 	rj := &running{job: a.job, tenant: a.tenant, req: a.req, nodes: p.nodes, gpus: p.gpus,
 		pool: st.groups[st.groupOf[p.nodes[0]]].pool, fresh: true}
 	st.commit(rj)
+	st.indexRunning(rj)
 	b := Bind{Job: a.job.ID, Nodes: make([]Placement, len(p.nodes))}
 	for i, n := range p.nodes {
 		b.Nodes[i] = Placement{Node: st.nodes[n].Name, GPUs: p.gpus[i], GPUMilli: a.req.Milli}

@@ -41,6 +41,13 @@
 //  5. explain: every job left pending gets a Reason and a detail a person
 //     can act on.
 //
+// A cycle builds its own indexes from the Snapshot (nodes not full, by group;
+// running work by class and on reserved nodes; the groups each pool, quota
+// series, rack and region spans) and keeps them in step as it binds and
+// releases, so a decision costs what could change it rather than the size of
+// the fleet. A driver that wants to time decisions passes a Config.Observer:
+// it is told of each decision and changes none.
+//
 // "Does not fit" is a Reason in the Plan, never an error. Preemption
 // releases a victim's capacity in the same Plan that binds the preemptor; the
 // agent starts the newcomer once the victim's processes have exited.

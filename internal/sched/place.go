@@ -20,7 +20,7 @@ type placement struct {
 // full pass.
 func (st *state) candidates(a *attempt, quick bool) verdict {
 	var v verdict
-	st.cands = st.cands[:0]
+	st.cands, st.candGroups = st.cands[:0], st.candGroups[:0]
 	for _, g := range st.groups {
 		s := st.groupStage(a, g, &v)
 		if s >= stageCapable {
@@ -31,8 +31,16 @@ func (st *state) candidates(a *attempt, quick bool) verdict {
 			continue
 		}
 		if !quick {
+			if a.req.GPUs > 0 {
+				st.scanNotFull(a, g, &v)
+				continue
+			}
+			before := len(st.cands)
 			for _, n := range g.nodes {
 				st.consider(a, n, &v)
+			}
+			if len(st.cands) > before {
+				st.candGroups = append(st.candGroups, g)
 			}
 			continue
 		}
@@ -91,6 +99,21 @@ func (st *state) place(a *attempt) (placement, Reason, string) {
 	return st.placeGang(a)
 }
 
+// placeable reports whether place would find a placement for a, without
+// explaining a failure (preemption tries victim sets with it).
+func (st *state) placeable(a *attempt) bool {
+	v := st.candidates(a, a.count == 1)
+	if v.furthest < stagePlaced {
+		return false
+	}
+	if a.count == 1 {
+		_, ok := st.placeOne(a)
+		return ok
+	}
+	_, r, _ := st.placeGang(a)
+	return r == ReasonNone
+}
+
 // powerFilter is the per-node filter the Chooser applies after capacity.
 func (st *state) powerFilter(a *attempt) func(*NodeInfo) bool {
 	m := a.req.TotalMilli()
@@ -127,12 +150,14 @@ type domain struct {
 	name   string
 	leaves []*leaf
 	slots  int
+	stamp  uint64 // the gangDomains call that filled leaves and slots
 }
 
 type leaf struct {
 	name  string
 	nodes []*NodeInfo
 	slots int
+	stamp uint64 // the gangDomains call that filled nodes and slots
 }
 
 // placeGang places all instances of a gang on one domain, using the fewest
@@ -207,56 +232,48 @@ func domainWord(a *attempt) string {
 }
 
 // gangDomains groups the candidates into domains and leaf groups and counts
-// how many instances each could take, power caps included.
+// how many instances each could take, power caps included. Domains come in
+// the order of the first group with a candidate, leaves in the order of
+// their first node with room; the structures are the cycle's, reused from
+// call to call.
 func (st *state) gangDomains(a *attempt) []*domain {
-	byName := map[string]*domain{}
-	var order []*domain
-	rackLeft := map[int]int64{}
-	regionLeft := map[string]int64{}
-	need := int64(0)
-	for _, n := range st.cands {
-		name := n.Cluster + "/" + n.GPUModel
-		d, ok := byName[name]
-		if !ok {
-			d = &domain{name: name}
-			byName[name] = d
+	st.stamp++
+	stamp := st.stamp
+	order := st.domOrder[:0]
+	for _, g := range st.candGroups {
+		if d := st.domains[g.domain]; d.stamp != stamp {
+			d.stamp, d.leaves, d.slots = stamp, d.leaves[:0], 0
 			order = append(order, d)
 		}
+	}
+	st.domOrder = order
+	for _, n := range st.cands {
 		s := slots(n, &a.req, a.count)
-		if need = st.powerOf(n, a.req.TotalMilli()); need > 0 && s > 0 {
+		if need := st.powerOf(n, a.req.TotalMilli()); need > 0 && s > 0 {
 			if r := st.rackOf[n.Index]; r >= 0 && st.racks[r].capW > 0 {
-				left, seen := rackLeft[r]
-				if !seen {
-					left = st.racks[r].capW - st.racks[r].drawW
+				rk := &st.racks[r]
+				if rk.stamp != stamp {
+					rk.stamp, rk.left = stamp, rk.capW-rk.drawW
 				}
-				s = min(s, int(max(0, left)/need))
-				rackLeft[r] = left - int64(s)*need
+				s = min(s, int(max(0, rk.left)/need))
+				rk.left -= int64(s) * need
 			}
 			if reg := st.regionOf[n.Index]; reg.capW > 0 {
-				left, seen := regionLeft[n.Region]
-				if !seen {
-					left = reg.capW - reg.drawW
+				if reg.stamp != stamp {
+					reg.stamp, reg.left = stamp, reg.capW-reg.drawW
 				}
-				s = min(s, int(max(0, left)/need))
-				regionLeft[n.Region] = left - int64(s)*need
+				s = min(s, int(max(0, reg.left)/need))
+				reg.left -= int64(s) * need
 			}
 		}
 		if s == 0 {
 			continue
 		}
-		var l *leaf
-		if k := len(d.leaves); k > 0 && d.leaves[k-1].name == n.Leaf {
-			l = d.leaves[k-1]
-		} else {
-			for _, x := range d.leaves {
-				if x.name == n.Leaf {
-					l = x
-				}
-			}
-			if l == nil {
-				l = &leaf{name: n.Leaf}
-				d.leaves = append(d.leaves, l)
-			}
+		d := st.domains[st.groups[st.groupOf[n.Index]].domain]
+		l := st.leaves[st.leafOf[n.Index]]
+		if l.stamp != stamp {
+			l.stamp, l.nodes, l.slots = stamp, l.nodes[:0], 0
+			d.leaves = append(d.leaves, l)
 		}
 		l.nodes = append(l.nodes, n)
 		l.slots += s

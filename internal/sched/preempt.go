@@ -27,29 +27,32 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 		return nil, until
 	}
 	// Evicting more never hurts feasibility, so find the shortest prefix of
-	// the cheapest-first list that lets the job fit...
+	// the cheapest-first list that lets the job fit. released is how much
+	// of the list is released now: each trial moves it to its own length.
+	released := 0
+	releaseTo := func(k int) {
+		for ; released < k; released++ {
+			st.release(cands[released].rj)
+		}
+		for ; released > k; released-- {
+			st.restore(cands[released-1].rj)
+		}
+	}
 	fits := func(k int) bool {
-		for _, c := range cands[:k] {
-			st.release(c.rj)
-		}
-		_, r, _ := st.place(a)
-		for i := k - 1; i >= 0; i-- {
-			st.restore(cands[i].rj)
-		}
-		return r == ReasonNone
+		releaseTo(k)
+		return st.placeable(a)
 	}
 	if !fits(len(cands)) {
+		releaseTo(0)
 		return nil, until
 	}
 	k := sort.Search(len(cands), func(k int) bool { return k > 0 && fits(k) })
+	releaseTo(k)
 	chosen := cands[:k]
-	for _, c := range chosen {
-		st.release(c.rj)
-	}
 	// ...then spare every victim, costliest first, that the job can do without.
 	for i := len(chosen) - 1; i >= 0; i-- {
 		st.restore(chosen[i].rj)
-		if _, r, _ := st.place(a); r == ReasonNone {
+		if st.placeable(a) {
 			chosen[i].rj = nil
 			continue
 		}
@@ -69,59 +72,116 @@ func (st *state) restore(rj *running) {
 	rj.evicted = false
 }
 
-// victims lists the running jobs a may evict, cheapest first, and the
-// earliest time a protected one becomes evictable.
+// victims lists the running jobs a may evict, cheapest first (victimLess),
+// and the earliest time a protected one becomes evictable.
 func (st *state) victims(a *attempt) ([]victim, time.Time) {
 	var out []victim
 	var until time.Time
-	for _, rj := range st.running {
-		if rj.evicted || rj.job == a.job {
+	if st.groupPass == nil {
+		st.groupPass = make([]uint64, len(st.groups))
+	}
+	st.stamp++
+	stamp := st.stamp
+	var v verdict
+	for gi, g := range st.groups {
+		if st.groupStage(a, g, &v) >= stageBorrow {
+			st.groupPass[gi] = stamp
+		}
+	}
+	// Work of a's class or above is evictable only to reclaim a guarantee
+	// or to clear a reservation of a's tenant; when a's partition reclaims
+	// nothing, only lower classes and work on reserved nodes are read.
+	reclaim := st.mayReclaim(a)
+	for c, l := range st.byClass {
+		if model.Class(c) >= a.class && !reclaim {
 			continue
 		}
+		for _, rj := range l {
+			if !rj.evicted && rj.job != a.job {
+				st.considerVictim(a, rj, stamp, &out, &until)
+			}
+		}
+	}
+	if !reclaim {
+		for _, rj := range st.onReserved {
+			if rj.class >= a.class && !rj.evicted && rj.job != a.job {
+				st.considerVictim(a, rj, stamp, &out, &until)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return victimLess(out[i].rj, out[j].rj) })
+	return out, until
+}
+
+// considerVictim adds rj to out when a may evict it now, and lowers until
+// when a may evict it later.
+func (st *state) considerVictim(a *attempt, rj *running, stamp uint64, out *[]victim, until *time.Time) {
+	{
 		reason := st.evictable(a, rj)
 		if reason == ReasonNone {
-			continue
+			return
 		}
-		if !st.relevant(a, rj) {
-			continue
+		if !st.relevant(a, rj, stamp) {
+			return
 		}
 		if t := st.protectedUntil(rj); t.After(st.now) {
-			if until.IsZero() || t.Before(until) {
-				until = t
+			if until.IsZero() || t.Before(*until) {
+				*until = t
 			}
-			continue
+			return
 		}
-		out = append(out, victim{rj: rj, reason: reason, cost: st.lostGPUSeconds(rj)})
+		*out = append(*out, victim{rj: rj, reason: reason, cost: rj.cost})
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		x, y := out[i], out[j]
-		if x.cost != y.cost {
-			return x.cost < y.cost
+}
+
+// mayReclaim reports whether a's partition is below its guarantee, with
+// a's job, in some pool: only then may a evict work of its own class or
+// above that is not on a reservation (evictable's ReclaimGuarantee).
+func (st *state) mayReclaim(a *attempt) bool {
+	p := a.tenant.partition
+	if p == nil {
+		return false
+	}
+	for k, g := range p.guar {
+		if p.used[k]+a.total <= g {
+			return true
 		}
-		if cx, cy := x.rj.job.Spec.Priority, y.rj.job.Spec.Priority; cx != cy {
-			return cx.Less(cy)
-		}
-		if !x.rj.job.Status.StartedAt.Equal(y.rj.job.Status.StartedAt) {
-			return x.rj.job.Status.StartedAt.After(y.rj.job.Status.StartedAt)
-		}
-		return x.rj.job.ID < y.rj.job.ID
-	})
-	return out, until
+	}
+	return false
+}
+
+// victimLess orders running work cheapest to evict first: the fewest
+// GPU-seconds lost (fixed for the cycle, so computed once per job), then
+// the lower priority, then the later start, then the job ID, which makes
+// the order total.
+func victimLess(x, y *running) bool {
+	if x.cost != y.cost {
+		return x.cost < y.cost
+	}
+	if cx, cy := x.job.Spec.Priority, y.job.Spec.Priority; cx != cy {
+		return cx.Less(cy)
+	}
+	if !x.job.Status.StartedAt.Equal(y.job.Status.StartedAt) {
+		return x.job.Status.StartedAt.After(y.job.Status.StartedAt)
+	}
+	return x.job.ID < y.job.ID
 }
 
 // evictable says why a may evict rj, or ReasonNone. Guarantees hold
 // against every class: a higher class evicts spot work anywhere, other work
 // only inside its own partition or where the victim's partition borrows.
 func (st *state) evictable(a *attempt, rj *running) Reason {
-	if st.inOwnReservation(rj) {
-		return ReasonNone // an owner wholly inside its reservations is never preempted
-	}
-	if st.onReservationOf(rj, a.tenant.name) && rj.tenant != a.tenant {
-		return ReservationOwner
+	if rj.onReserved { // the node loops only for work that touches a reservation
+		if st.inOwnReservation(rj) {
+			return ReasonNone // an owner wholly inside its reservations is never preempted
+		}
+		if st.onReservationOf(rj, a.tenant.name) && rj.tenant != a.tenant {
+			return ReservationOwner
+		}
 	}
 	p, q, k := a.tenant.partition, rj.tenant.partition, rj.pool
 	borrowing := q == nil || q.used[k] > q.guar[k]
-	if c := rj.job.Spec.Priority.Class; c < a.class && (c == model.ClassSpot || borrowing || p == q) {
+	if c := rj.class; c < a.class && (c == model.ClassSpot || borrowing || p == q) {
 		return HigherClass
 	}
 	// Reclaim: a's partition is below its guarantee in the victim's pool and
@@ -133,11 +193,11 @@ func (st *state) evictable(a *attempt, rj *running) Reason {
 }
 
 // relevant reports whether evicting rj frees capacity a could use: at least
-// one of its nodes passes a's static filters.
-func (st *state) relevant(a *attempt, rj *running) bool {
-	var v verdict
+// one of its nodes is in a group whose filters admit a (victims marked
+// those groups with stamp) and a may use it.
+func (st *state) relevant(a *attempt, rj *running, stamp uint64) bool {
 	for _, i := range rj.nodes {
-		if st.groupStage(a, st.groups[st.groupOf[i]], &v) >= stageBorrow && st.reservationAllows(a, i) {
+		if st.groupPass[st.groupOf[i]] == stamp && st.reservationAllows(a, i) {
 			return true
 		}
 	}

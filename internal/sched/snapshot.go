@@ -25,6 +25,23 @@ type Config struct {
 	MinRunTime time.Duration
 	// DisablePreemption turns step 4 off.
 	DisablePreemption bool
+	// Observer, when not nil, is told as the cycle goes, so that a driver
+	// can time the core's decisions; nil costs nothing.
+	Observer Observer
+}
+
+// Observer watches a cycle from inside without taking part in it: the Plan
+// is the same with or without one. Its methods run on the caller's
+// goroutine, in this order: Prepared once, then Decided once per queued
+// job, in the order the queue served them. An Observer must not change
+// what it is given.
+type Observer interface {
+	// Prepared is called when the cycle's own state is built from the
+	// Snapshot, before the first job is decided.
+	Prepared()
+	// Decided is called when j was bound, preempted for, or given the
+	// reason it stays pending.
+	Decided(j *model.Job)
 }
 
 // DefaultMinRunTime is the protection of freshly started work.

@@ -31,6 +31,12 @@ type group struct {
 	cluster   string
 	fabric    model.Fabric
 	residency string
+	domain    int      // in state.domains
+	notFull   []uint64 // bit per position in nodes: the node is not on the full list
+	ready     int      // Ready nodes
+	notReady  int      // nodes not Ready
+	// Ready nodes a reservation holds in this cycle, by node index.
+	reservedReady []int
 }
 
 type regionState struct {
@@ -38,11 +44,15 @@ type regionState struct {
 	residency string
 	capW      int64 // 0: no cap
 	drawW     int64
+	left      int64  // scratch of gangDomains, valid while stamp is current
+	stamp     uint64 // gangDomains call that set left
 }
 
 type rackState struct {
 	capW  int64 // 0: no cap
 	drawW int64
+	left  int64  // scratch of gangDomains, valid while stamp is current
+	stamp uint64 // gangDomains call that set left
 }
 
 type reservationState struct {
@@ -89,6 +99,11 @@ type running struct {
 	evicted bool
 	// fresh marks a job bound in this cycle; it is not a victim in the same one.
 	fresh bool
+	cost  float64 // GPU-seconds lost if evicted in this cycle
+	class model.Class
+	// onReserved is set when an instance runs on a node a reservation
+	// holds in this cycle (see markReserved).
+	onReserved bool
 }
 
 // state is the core's private, mutable copy of the world for one cycle.
@@ -121,9 +136,25 @@ type state struct {
 	running    []*running
 	byNode     [][]*running // node index -> jobs with an instance there
 
-	chooser Chooser
-	cands   []*NodeInfo // scratch: the nodes that passed the filters
-	local   []*NodeInfo // scratch: candidates in the job's data region
+	domains []*domain // gang domains: one GPU model in one cluster
+	leaves  []*leaf   // leaf groups inside domains
+	leafOf  []int     // node index -> leaf index
+
+	chooser    Chooser
+	cands      []*NodeInfo                         // scratch: the nodes that passed the filters
+	candGroups []*group                            // scratch: the groups cands came from, in order
+	local      []*NodeInfo                         // scratch: candidates in the job's data region
+	stamp      uint64                              // numbers calls that keep scratch marks (gangDomains, victims)
+	domOrder   []*domain                           // scratch of gangDomains
+	groupPass  []uint64                            // scratch of victims: group -> stamp when a's filters admit it
+	byClass    [model.ClassReserved + 1][]*running // running work by priority class (indexRunning)
+	onReserved []*running                          // running work with an instance on a reserved node
+
+	// Groups by pool, series, rack and region (buildFreedIndex), to drop
+	// only the cached verdicts a preemption can change.
+	poolGroups, seriesGroups, rackGroups [][]uint64
+	regionGroups                         map[string][]uint64
+	freed                                []uint64 // scratch of scheduleJob
 }
 
 func newState(s *Snapshot, now time.Time, cfg Config) *state {
@@ -143,8 +174,13 @@ func newState(s *Snapshot, now time.Time, cfg Config) *state {
 	st.chooser.Scorer = cfg.Scorer
 	st.buildFleet(s.Fleet)
 	st.buildTenancy(s.Tenancy)
+	st.buildDomains()
 	st.buildRunning(s.Jobs)
 	st.reserve()
+	st.indexReady()
+	for _, rj := range st.running {
+		st.indexRunning(rj)
+	}
 	return st
 }
 
@@ -217,6 +253,12 @@ func (st *state) buildFleet(f *model.Fleet) {
 	st.resOf = make([]int, len(f.Nodes))
 	for i := range st.resOf {
 		st.resOf[i] = -1
+	}
+	for _, g := range st.groups {
+		g.notFull = make([]uint64, (len(g.nodes)+63)/64)
+		for p := range g.nodes {
+			g.setNotFull(p, true)
+		}
 	}
 }
 
@@ -329,6 +371,7 @@ func (st *state) buildRunning(jobs []*model.Job) {
 			continue
 		}
 		rj.pool = st.groups[st.groupOf[rj.nodes[0]]].pool
+		rj.cost = st.lostGPUSeconds(rj)
 		st.commit(rj)
 	}
 }
@@ -337,6 +380,26 @@ func (st *state) buildRunning(jobs []*model.Job) {
 func (st *state) commit(rj *running) {
 	st.account(rj, +1)
 	st.running = append(st.running, rj)
+}
+
+// indexRunning files rj by priority class and, when an instance runs on a
+// node a reservation holds (reservations hold their nodes for the whole
+// cycle once reserve ran), on the list of such work; victims reads these
+// lists instead of all running work.
+func (st *state) indexRunning(rj *running) {
+	rj.class = rj.job.Spec.Priority.Class
+	rj.onReserved = false
+	for _, i := range rj.nodes {
+		if st.resOf[i] >= 0 {
+			rj.onReserved = true
+		}
+	}
+	if c := int(rj.class); c >= 0 && c < len(st.byClass) {
+		st.byClass[c] = append(st.byClass[c], rj)
+	}
+	if rj.onReserved {
+		st.onReserved = append(st.onReserved, rj)
+	}
 }
 
 // release returns an evicted job's capacity.
@@ -411,6 +474,7 @@ func (st *state) refile(n *NodeInfo) {
 		return
 	}
 	g := st.groups[st.groupOf[i]]
+	g.setNotFull(st.groupPos[i], want != fileFull)
 	if list := g.list(have); list != nil {
 		pos := st.filePos[i]
 		last := (*list)[len(*list)-1]

@@ -45,7 +45,8 @@ func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*
 	}
 	j := &model.Job{Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
 	j.ID = newJobID(spec.Name, now)
-	if n := len(encodeJob(j)); n > MaxJobRecord {
+	rec := encodeJob(j)
+	if n := len(rec); n > MaxJobRecord {
 		return nil, refuse(CodeTooLarge, "", "the job takes %d bytes once stored, over the limit of %d KiB per job "+
 			"(limit: the store keeps values of at most %d KiB and a job needs room to record its attempts); "+
 			"shorten its command, env or name", n, MaxJobRecord>>10, store.MaxValueLen>>10)
@@ -53,9 +54,10 @@ func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*
 	for try := 0; ; try++ {
 		if try > 0 {
 			j.ID = newJobID(spec.Name, now)
+			rec = encodeJob(j)
 		}
 		key := prefixJobs + j.ID
-		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)}, Then: []store.Op{store.PutOp(key, encodeJob(j))}})
+		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)}, Then: []store.Op{store.PutOp(key, rec)}})
 		if errors.Is(err, store.ErrConflict) && try < 3 {
 			continue // the random suffix collided
 		}

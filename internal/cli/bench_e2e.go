@@ -1,0 +1,587 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/store"
+	"github.com/allot-dev/allot/internal/store/bolt"
+)
+
+type benchE2EFlags struct {
+	nodes, jobs, clients, history int
+	timeout                       time.Duration
+	output, baseline, cpuProfile  string
+}
+
+// The generated fleet of bench e2e: one region of 8-GPU H100 nodes in
+// racks of 8 and InfiniBand leaf groups of 32, clusters of at most 1,024
+// nodes; one tenant without guarantees or quotas.
+const (
+	e2eSKU          = "ND96-H100x8-IB"
+	e2eGPUsPerNode  = 8
+	e2eTenant       = "bench"
+	e2eClusterNodes = 1024
+)
+
+// e2eJob is what every client submits: one H100 for as long as it takes
+// (no duration: it runs until canceled), so every job that fits is Running
+// at the end.
+const e2eJob = `{"name":"e2e","tenant":"bench","command":["sleep","infinity"],` +
+	`"resources":{"gpus_per_instance":1,"gpu_models":["H100"]}}`
+
+func newBenchE2ECmd() *cobra.Command {
+	f := benchE2EFlags{}
+	cmd := &cobra.Command{
+		Use:   "e2e [--nodes 1000] [--jobs 8000] [--clients 16] [--history H]",
+		Short: "Measure jobs per second from first submit to all running, through the HTTP API",
+		Long: `e2e starts a control plane in-process on a temporary directory (embedded bolt
+store, fsync on every commit) with a generated fleet of --nodes nodes of 8
+H100 GPUs and the simulated node layer (no processes: a bound job is Running
+at the commit of the cycle that binds it, as 'allot server --agents
+simulated' does). --clients concurrent HTTP clients submit --jobs one-GPU
+jobs; the clock runs from the first submit until /metrics shows every job
+that fits (at most 8 per node) Running. It prints that rate in jobs per
+second, the submit rate, and the p50, p99 and max of each job's
+started_at - submitted_at as the API shows them.
+
+--history H first writes H finished jobs straight into the store (through
+the store's transactions, not the API: a million submits would take many
+minutes) and reports how long that took, how long the server took to start
+on them, and the process's resident memory after the start and at its peak
+(the peak is reset after the preload; it includes the bench's own clients).
+Rate limiting is off; everything else is the production path.`,
+		Example: `  allot bench e2e --nodes 1000 --jobs 8000 --clients 16
+  allot bench e2e --nodes 1000 --jobs 8000 --history 1000000 -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBenchE2E(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.nodes, "nodes", 1000, "nodes of 8 GPUs in the generated fleet")
+	fl.IntVar(&f.jobs, "jobs", 8000, "one-GPU jobs to submit")
+	fl.IntVar(&f.clients, "clients", 16, "concurrent HTTP clients")
+	fl.IntVar(&f.history, "history", 0, "finished jobs to write into the store before the server starts")
+	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up when not every job is Running after this long")
+	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile from first submit to all running to this file")
+	_ = fl.MarkHidden("cpuprofile")
+	addBaselineFlag(cmd, &f.baseline)
+	return cmd
+}
+
+// benchE2EResult is the outcome of one bench e2e run.
+type benchE2EResult struct {
+	Nodes       int    `json:"nodes"`
+	GPUsPerNode int    `json:"gpus_per_node"`
+	Jobs        int    `json:"jobs"`
+	Clients     int    `json:"clients"`
+	NodeLayer   string `json:"node_layer"`
+	History     int    `json:"history"`
+	// PreloadS is the time to write the history into the store; StartS the
+	// time from opening the server on it to its first committed cycle.
+	PreloadS float64 `json:"preload_s"`
+	StartS   float64 `json:"start_s"`
+	// Submitted jobs were acknowledged (201); Errors were refused or failed.
+	Submitted   int     `json:"submitted"`
+	Errors      int     `json:"errors"`
+	SubmitS     float64 `json:"submit_s"`
+	SubmitsPerS float64 `json:"submits_per_s"`
+	// Running is how many jobs were Running at the end: every acknowledged
+	// job that fits. AllRunningS runs from the first submit until /metrics
+	// showed them all; JobsPerS is Running / AllRunningS.
+	Running     int     `json:"running"`
+	AllRunningS float64 `json:"all_running_s"`
+	JobsPerS    float64 `json:"jobs_per_s"`
+	// Latency is started_at - submitted_at per job, as the API shows them.
+	LatencyP50Ms float64 `json:"latency_p50_ms"`
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	LatencyMaxMs float64 `json:"latency_max_ms"`
+	Cycles       uint64  `json:"cycles"`
+	// CPUPerJobMs is the process's CPU time (user and system, the bench's
+	// own clients included) from first submit to all running, per job: a
+	// figure that moves less than the rates when other work shares the
+	// machine.
+	CPUPerJobMs float64 `json:"cpu_per_job_ms"`
+	// RSSStartMiB is the resident memory once the server started;
+	// RSSPeakMiB the peak from after the preload to the end.
+	RSSStartMiB float64 `json:"rss_after_start_mib"`
+	// HeapStartMiB is the Go heap still live once the server started (after
+	// a collection): what the cache holds, without garbage.
+	HeapStartMiB   float64 `json:"heap_after_start_mib"`
+	RSSPeakMiB     float64 `json:"rss_peak_mib"`
+	GOMAXPROCS     int     `json:"gomaxprocs"`
+	LoadAvgAtStart string  `json:"loadavg_at_start"`
+}
+
+// benchE2EFigures are what --baseline compares for bench e2e.
+var benchE2EFigures = []figure{
+	{"nodes", sameSetting},
+	{"jobs", sameSetting},
+	{"clients", sameSetting},
+	{"history", sameSetting},
+	{"jobs_per_s", higherIsBetter},
+	{"submits_per_s", higherIsBetter},
+	{"latency_p50_ms", lowerIsBetter},
+	{"latency_p99_ms", lowerIsBetter},
+	{"cpu_per_job_ms", lowerIsBetter},
+	{"start_s", lowerIsBetter},
+	{"rss_peak_mib", lowerIsBetter},
+}
+
+// runBenchE2E reads as:
+//
+//  1. preload the history (--history) straight into a new store;
+//  2. start the server on it and wait for its first cycle;
+//  3. submit from the clients and watch /metrics until all run (measure);
+//  4. read each job's started_at - submitted_at through the API;
+//  5. print, and compare with --baseline.
+func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) error {
+	switch {
+	case f.nodes < 1 || f.nodes > 100_000:
+		return Usage(fmt.Errorf("--nodes %d: want 1 to 100000", f.nodes))
+	case f.jobs < 1 || f.clients < 1 || f.history < 0 || f.timeout <= 0:
+		return Usage(fmt.Errorf("--jobs and --clients must be positive, --history not negative, --timeout above zero"))
+	case f.output != "table" && f.output != "json":
+		return Usage(fmt.Errorf("--output must be table or json"))
+	}
+	base, err := loadBaseline(f.baseline, benchE2EFigures)
+	if err != nil {
+		return err
+	}
+	fleet, err := e2eFleet(f.nodes)
+	if err != nil {
+		return err
+	}
+	tenancy, err := e2eTenancy(fleet)
+	if err != nil {
+		return err
+	}
+	progress := newProgress(errOut).line
+	r := benchE2EResult{Nodes: f.nodes, GPUsPerNode: e2eGPUsPerNode, Jobs: f.jobs, Clients: f.clients, NodeLayer: "simulated",
+		History: f.history, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+	if err := base.sameSettings(r); err != nil {
+		return err
+	}
+
+	// 1. History.
+	dir, err := os.MkdirTemp("", "allot-bench-e2e-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	dbPath := filepath.Join(dir, "allot.db")
+	if f.history > 0 {
+		t0 := time.Now()
+		if err := preloadHistory(ctx, dbPath, f.history, fleet, progress); err != nil {
+			return err
+		}
+		r.PreloadS = time.Since(t0).Seconds()
+		debug.FreeOSMemory() // the preload's store is closed: what it held is garbage
+	}
+	resetPeakRSS()
+
+	// 2. Server.
+	st, err := bolt.Open(dbPath, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	progress("starting the server")
+	t0 := time.Now()
+	bs, err := startBenchServer(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Nodes: server.Simulated{}}, e2eTenant)
+	if err != nil {
+		return err
+	}
+	defer bs.stop()
+	for !bs.srv.Ready() { // the first cycle resumes what the store holds
+		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	r.StartS = time.Since(t0).Seconds()
+	r.RSSStartMiB, _ = rssMiB()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	r.HeapStartMiB = float64(ms.HeapAlloc) / (1 << 20)
+	load, _ := os.ReadFile("/proc/loadavg")
+	r.LoadAvgAtStart = string(bytes.TrimSpace(load))
+
+	// 3. Measure.
+	run := e2eRun{server: bs, jobs: f.jobs, clients: f.clients, capacity: f.nodes * e2eGPUsPerNode, timeout: f.timeout,
+		progress: progress, client: &http.Client{Transport: &http.Transport{MaxIdleConns: f.clients + 1,
+			MaxIdleConnsPerHost: f.clients + 1, DisableCompression: true}, Timeout: time.Minute}}
+	if f.cpuProfile != "" {
+		pf, err := os.Create(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer pf.Close()
+		run.profile = pf
+	}
+	if err := run.measure(ctx, &r); err != nil {
+		return err
+	}
+	progress("")
+	if r.Errors > 0 {
+		fmt.Fprintf(errOut, "%d submits failed; the first: %s\n", r.Errors, run.firstErr)
+	}
+
+	// 4. Latencies.
+	lat, err := startLatencies(ctx, run.client, bs.url, bs.token)
+	if err != nil {
+		return err
+	}
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyMaxMs = pct(0.50), pct(0.99), pct(1)
+	_, r.RSSPeakMiB = rssMiB()
+
+	// 5. Report.
+	if f.output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else if err := writeE2ETable(out, r); err != nil {
+		return err
+	}
+	return base.check(errOut, r)
+}
+
+// e2eRun is the measured part of bench e2e against a started server.
+type e2eRun struct {
+	server                  *benchServer
+	client                  *http.Client
+	jobs, clients, capacity int
+	timeout                 time.Duration
+	progress                func(string)
+	profile                 io.Writer // of the CPU while measuring; nil: none
+	firstErr                string    // of the submits that failed
+}
+
+// measure lets the clients submit the jobs while it watches /metrics until
+// every acknowledged job that fits is Running, and records the figures of
+// that part in r.
+func (e *e2eRun) measure(ctx context.Context, r *benchE2EResult) error {
+	running0, err := runningJobs(ctx, e.client, e.server.url)
+	if err != nil {
+		return err
+	}
+	cycles0 := e.server.srv.Cycles()
+	if e.profile != nil {
+		if err := pprof.StartCPUProfile(e.profile); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
+	cpu0 := cpuTime()
+
+	var next, acked, refused atomic.Int64
+	var firstErr atomic.Value
+	var lastAck atomic.Int64 // ns since start
+	start := time.Now()
+	var cw sync.WaitGroup
+	for range e.clients {
+		cw.Add(1)
+		go func() {
+			defer cw.Done()
+			for next.Add(1) <= int64(e.jobs) && ctx.Err() == nil {
+				if err := submitE2EJob(ctx, e.client, e.server.url, e.server.token); err != nil {
+					refused.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				acked.Add(1)
+				lastAck.Store(int64(time.Since(start)))
+			}
+		}()
+	}
+	submitted := make(chan struct{})
+	go func() { cw.Wait(); close(submitted) }()
+
+	deadline := start.Add(e.timeout)
+	var running int
+	var lastShown time.Time
+	for {
+		// Read whether every submit is answered before reading the
+		// count, so that the count to reach is final when it is.
+		var all bool
+		select {
+		case <-submitted:
+			all = true
+		default:
+		}
+		n, err := runningJobs(ctx, e.client, e.server.url)
+		if err != nil {
+			return err
+		}
+		running = n - running0
+		if all && running >= min(int(acked.Load()), e.capacity) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timeout: %d of %d jobs Running after %s (%d submitted, %d refused)", running,
+				min(e.jobs, e.capacity), e.timeout, acked.Load(), refused.Load())
+		}
+		if time.Since(lastShown) >= 250*time.Millisecond {
+			e.progress(fmt.Sprintf("%d/%d submitted, %d running, %.1fs", acked.Load(), e.jobs, running, time.Since(start).Seconds()))
+			lastShown = time.Now()
+		}
+		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	allRunning, cpu := time.Since(start), cpuTime()-cpu0
+
+	r.Submitted, r.Errors, r.Running = int(acked.Load()), int(refused.Load()), running
+	if v, ok := firstErr.Load().(string); ok {
+		e.firstErr = v
+	}
+	r.SubmitS = time.Duration(lastAck.Load()).Seconds()
+	if r.SubmitS > 0 {
+		r.SubmitsPerS = float64(r.Submitted) / r.SubmitS
+	}
+	r.AllRunningS = allRunning.Seconds()
+	r.JobsPerS = float64(r.Running) / r.AllRunningS
+	r.Cycles = e.server.srv.Cycles() - cycles0
+	if r.Running > 0 {
+		r.CPUPerJobMs = float64(cpu.Microseconds()) / 1000 / float64(r.Running)
+	}
+	return nil
+}
+
+func writeE2ETable(w io.Writer, r benchE2EResult) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "nodes\tjobs\tclients\trunning\tall running s\tjobs/s\tsubmits/s\tp50 ms\tp99 ms\tmax ms\tcycles\t")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.2f\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%d\t\n", r.Nodes, r.Jobs, r.Clients, r.Running,
+		r.AllRunningS, r.JobsPerS, r.SubmitsPerS, r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyMaxMs, r.Cycles)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.History > 0 {
+		fmt.Fprintf(w, "history: %d finished jobs preloaded in %.1fs\n", r.History, r.PreloadS)
+	}
+	fmt.Fprintf(w, "CPU %.3f ms per job; server start %.2fs, RSS after start %.0f MiB (live heap %.0f MiB), peak %.0f MiB; %d submit errors\n",
+		r.CPUPerJobMs, r.StartS, r.RSSStartMiB, r.HeapStartMiB, r.RSSPeakMiB, r.Errors)
+	fmt.Fprintf(w, "node layer %s, GOMAXPROCS %d, load average at start %s\n", r.NodeLayer, r.GOMAXPROCS, r.LoadAvgAtStart)
+	return nil
+}
+
+// e2eFleet returns a fleet of n 8-GPU H100 nodes, gpu00001 on, in one
+// region.
+func e2eFleet(n int) (*model.Fleet, error) {
+	f := &model.Fleet{Catalog: model.BuiltinCatalog()}
+	region := model.Region{Name: "bench", Residency: "us"}
+	for i := range n {
+		c := i / e2eClusterNodes
+		if i%e2eClusterNodes == 0 {
+			region.Clusters = append(region.Clusters, model.Cluster{Name: fmt.Sprintf("bench-c%d", c), Fabric: model.FabricInfiniBand})
+		}
+		cl := &region.Clusters[c]
+		rack := fmt.Sprintf("bench-c%d-r%d", c, i%e2eClusterNodes/8)
+		if i%8 == 0 {
+			cl.Racks = append(cl.Racks, model.Rack{Name: rack})
+		}
+		f.Nodes = append(f.Nodes, model.Node{Name: fmt.Sprintf("gpu%05d", i+1), SKU: e2eSKU, Region: region.Name,
+			Cluster: cl.Name, Rack: rack, Leaf: fmt.Sprintf("bench-c%d-l%d", c, i%e2eClusterNodes/32), Health: model.NodeReady})
+	}
+	f.Regions = []model.Region{region}
+	if sku := f.Catalog[e2eSKU]; sku.GPUs != e2eGPUsPerNode {
+		return nil, fmt.Errorf("SKU %s has %d GPUs, the bench counts on %d", e2eSKU, sku.GPUs, e2eGPUsPerNode)
+	}
+	if err := f.Validate(); err != nil {
+		return nil, fmt.Errorf("generated fleet: %w", err)
+	}
+	return f, nil
+}
+
+// e2eTenancy returns one tenant in a partition without guarantees.
+func e2eTenancy(f *model.Fleet) (*model.Tenancy, error) {
+	t := &model.Tenancy{
+		Partitions: []model.Partition{{Name: "bench", Tier: "shared"}},
+		Tenants:    []model.Tenant{{Name: e2eTenant, Kind: model.TenantInternal, Partition: "bench"}},
+	}
+	if err := t.Validate(f); err != nil {
+		return nil, fmt.Errorf("generated tenancy: %w", err)
+	}
+	return t, nil
+}
+
+// preloadHistory writes n finished one-GPU jobs into a new store at path,
+// as many per transaction as the store takes, and closes it.
+func preloadHistory(ctx context.Context, path string, n int, fleet *model.Fleet, progress func(string)) error {
+	st, err := bolt.Open(path, nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	end := time.Now().Add(-time.Hour)
+	for done := 0; done < n; {
+		batch := min(n-done, store.MaxTxnOps)
+		txn := store.Txn{Then: make([]store.Op, 0, batch)}
+		for i := done; i < done+batch; i++ {
+			ended := end.Add(-time.Duration(n-i) * time.Second)
+			started := ended.Add(-time.Hour)
+			node := fleet.Nodes[i%len(fleet.Nodes)].Name
+			j := &model.Job{ID: fmt.Sprintf("history-%08d", i), Spec: model.JobSpec{
+				Name: "history", Tenant: e2eTenant, Command: []string{"python", "train.py"},
+				Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: 1, GPUModels: []string{"H100"}},
+				Priority:  model.Priority{Class: model.ClassStandard}, Duration: time.Hour,
+			}, Status: model.JobStatus{
+				State: model.StateSucceeded, Reason: "Completed", Detail: "ran 1h0m0s (simulated)",
+				SubmittedAt: started.Add(-time.Minute), StartedAt: started, EndedAt: ended,
+				Attempts: []model.Attempt{{Number: 1, Nodes: []string{node}, Started: started, Ended: ended, Reason: "Completed",
+					Detail: "ran 1h0m0s (simulated)"}},
+			}}
+			key, value := server.JobRecord(j)
+			txn.Then = append(txn.Then, store.PutOp(key, value))
+		}
+		if _, err := st.Txn(ctx, txn); err != nil {
+			return fmt.Errorf("preload history: %w", err)
+		}
+		done += batch
+		progress(fmt.Sprintf("history: %d/%d finished jobs written", done, n))
+	}
+	return st.Close()
+}
+
+// submitE2EJob submits one job and returns an error unless the server
+// answered 201.
+func submitE2EJob(ctx context.Context, c *http.Client, url, token string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/jobs", strings.NewReader(e2eJob))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return nil
+}
+
+// runningJobs reads allot_jobs{state="Running"} from /metrics: the cheapest
+// view of job states the API offers (a job list would carry every job).
+func runningJobs(ctx context.Context, c *http.Client, url string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("read /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	const series = `allot_jobs{state="Running"} `
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), series); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read /metrics: %s%s: %w", series, v, err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			return int(f), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("read /metrics: %w", err)
+	}
+	return 0, fmt.Errorf("read /metrics: no %s series", strings.TrimSpace(series))
+}
+
+// startLatencies lists the tenant's Running jobs through the API and returns
+// started_at - submitted_at of each.
+func startLatencies(ctx context.Context, c *http.Client, url, token string) ([]time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/jobs?state=Running", nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("list running jobs: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("list running jobs: %s", resp.Status)
+	}
+	var list struct {
+		Jobs []struct {
+			SubmittedAt *time.Time `json:"submitted_at"`
+			StartedAt   *time.Time `json:"started_at"`
+		} `json:"jobs"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return nil, fmt.Errorf("list running jobs: %w", err)
+	}
+	out := make([]time.Duration, 0, len(list.Jobs))
+	for _, j := range list.Jobs {
+		if j.SubmittedAt != nil && j.StartedAt != nil {
+			out = append(out, j.StartedAt.Sub(*j.SubmittedAt))
+		}
+	}
+	return out, nil
+}
+
+// resetPeakRSS makes VmHWM start again from the current resident memory
+// (Linux: clear_refs 5); where it cannot, the peak includes what came before.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// cpuTime returns the user and system CPU time the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
