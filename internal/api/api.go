@@ -115,6 +115,10 @@ const (
 	// reporters: as tenants, and also a node token for the jobs bound to
 	// its node (the server checks): what an agent reports for its jobs.
 	reporters
+	// meters: as tenants (the server checks the endpoint is theirs), and
+	// also the token of endpoint {name}: what its replicas report. An
+	// endpoint's token may call nothing else.
+	meters
 )
 
 // route is one endpoint: its ServeMux pattern, who may call it, and its
@@ -160,6 +164,12 @@ func (h *handler) routes() []route {
 		{"GET /v1/reservations/{name}", tenants, h.getReservation},
 		{"DELETE /v1/reservations/{name}", tenants, h.deleteReservation},
 		{"POST /v1/tokens", admins, h.createToken},
+		{"POST /v1/endpoints", tenants, h.createEndpoint},
+		{"GET /v1/endpoints", tenants, h.listEndpoints},
+		{"GET /v1/endpoints/{name}", tenants, h.getEndpoint},
+		{"POST /v1/endpoints/{name}/scale", tenants, h.scaleEndpoint},
+		{"DELETE /v1/endpoints/{name}", tenants, h.deleteEndpoint},
+		{"POST /v1/endpoints/{name}/metrics", meters, h.endpointMetrics},
 		{"POST /v1/nodes/{name}/register", agents, h.register},
 		{"POST /v1/nodes/{name}/heartbeat", agents, h.heartbeat},
 		{"GET /v1/nodes/{name}/assignments", agents, h.assignments},
@@ -237,8 +247,11 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (server.P
 
 // refusal says why p may not call a route of scope s, or "" when it may.
 func refusal(s scope, p server.Principal, r *http.Request) string {
+	if p.Endpoint != "" && (s != meters || p.Admin || r.PathValue("name") != p.Endpoint) {
+		return "an endpoint token may only POST /v1/endpoints/{name}/metrics of its own endpoint"
+	}
 	switch s {
-	case tenants:
+	case tenants, meters:
 		if p.Node != "" {
 			return "a node token may call only the agent endpoints and POST /v1/jobs/{id}/checkpoint"
 		}

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -21,8 +22,9 @@ import (
 )
 
 // scopeLab is the fixture of FuzzScope: two tenants with a job bound to a
-// node each, a queued job each and a reservation each; two registered
-// nodes with their tokens; the admin; and a principal with no token.
+// node each, a queued job each, a reservation each and an inference
+// endpoint each (with a queued replica); two registered nodes with their
+// tokens; the endpoints' tokens; the admin; and a principal with no token.
 type scopeLab struct {
 	t        testing.TB
 	st       store.Store
@@ -31,7 +33,8 @@ type scopeLab struct {
 	routes   []route
 	tenants  []string          // copilot, acme
 	nodes    []string          // the registered nodes
-	tokens   map[string]string // principal name (tenant, "node:N", "admin") -> token
+	tokens   map[string]string // principal name (tenant, "node:N", "endpoint:E", "admin") -> token
+	eps      []string          // the endpoints, copilot's and acme's
 	names    []string          // principal names, in a fixed order for the fuzzer
 	fileRsvs []model.Reservation
 }
@@ -100,7 +103,30 @@ func newScopeLab(t testing.TB) *scopeLab {
 	if len(bound) != 2 {
 		t.Fatalf("want a job bound on each node, got %v", bound)
 	}
-	lab.names = []string{"copilot", "acme", "admin", "node:" + lab.nodes[0], "node:" + lab.nodes[1], "none", "forged"}
+	// An endpoint per tenant, created once both nodes are full: its
+	// replica stays queued. Its token is in the replica's env.
+	for _, tn := range lab.tenants {
+		name := tn + "-ep"
+		specs, err := spec.ParseEndpoints("ep", []byte("{name: "+name+", tenant: "+tn+", model: m, command: [serve], "+
+			"resources: {gpu_milli: 250, gpu_models: [T4]}, placement: {regions: [eastus]}, slo: {p95_ms: 100}, throughput: {T4: 10}}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := srv.CreateEndpoint(ctx, server.Principal{Tenant: tn}, specs[0]); err != nil {
+			t.Fatal(err)
+		}
+		lab.eps = append(lab.eps, name)
+		for _, j := range srv.Jobs(admin, server.JobFilter{Tenant: tn}) {
+			if j.Spec.Labels[server.LabelEndpoint] == name {
+				lab.tokens["endpoint:"+name] = j.Spec.Env[server.EnvEndpointToken]
+			}
+		}
+		if lab.tokens["endpoint:"+name] == "" {
+			t.Fatalf("no replica of endpoint %s", name)
+		}
+	}
+	lab.names = []string{"copilot", "acme", "admin", "node:" + lab.nodes[0], "node:" + lab.nodes[1], "none", "forged",
+		"endpoint:" + lab.eps[0], "endpoint:" + lab.eps[1]}
 	lab.tokens["forged"] = "not-a-token"
 	h := newHandler(Config{Server: srv, Rate: -1, Now: clock.Now})
 	lab.routes = h.routes()
@@ -123,6 +149,7 @@ type world struct {
 	jobs map[string]*model.Job
 	rsvs map[string]model.Reservation
 	logs map[string]string // job -> its latest attempt's log
+	eps  map[string]string // endpoint -> its tenant
 }
 
 func (lab *scopeLab) world() world {
@@ -132,7 +159,8 @@ func (lab *scopeLab) world() world {
 		lab.t.Fatal(err)
 	}
 	admin := server.Principal{Admin: true}
-	w := world{kvs: map[string]store.KV{}, jobs: map[string]*model.Job{}, rsvs: map[string]model.Reservation{}, logs: map[string]string{}}
+	w := world{kvs: map[string]store.KV{}, jobs: map[string]*model.Job{}, rsvs: map[string]model.Reservation{}, logs: map[string]string{},
+		eps: map[string]string{}}
 	for _, kv := range kvs {
 		w.kvs[kv.Key] = kv
 	}
@@ -144,6 +172,13 @@ func (lab *scopeLab) world() world {
 	}
 	for _, r := range lab.srv.Reservations(admin) {
 		w.rsvs[r.Name] = r
+	}
+	eps, err := lab.srv.Endpoints(ctx, admin)
+	if err != nil {
+		lab.t.Fatal(err)
+	}
+	for _, e := range eps {
+		w.eps[e.Spec.Name] = e.Spec.Tenant
 	}
 	return w
 }
@@ -163,6 +198,20 @@ func (w world) owner(key string) (string, []string) {
 		}
 	case strings.HasPrefix(key, "/nodes/"):
 		return "node:" + strings.TrimPrefix(key, "/nodes/"), nil
+	case strings.HasPrefix(key, "/endpoints/"):
+		if tn, ok := w.eps[strings.TrimPrefix(key, "/endpoints/")]; ok {
+			return tn, nil
+		}
+	case strings.HasPrefix(key, "/tokens/"):
+		// An endpoint's token is its tenant's, made and deleted with it.
+		var rec struct {
+			Endpoint string `json:"endpoint"`
+		}
+		if json.Unmarshal(w.kvs[key].Value, &rec) == nil && rec.Endpoint != "" {
+			if tn, ok := w.eps[rec.Endpoint]; ok {
+				return tn, nil
+			}
+		}
 	}
 	return "admin", nil
 }
@@ -233,12 +282,22 @@ func FuzzScope(f *testing.F) {
 		"POST /v1/nodes/{name}/register":         `{"gpus":[{"index":0,"uuid":"GPU-z","model":"T4","memory_mib":15360}],"address":"10.0.0.9"}`,
 		"POST /v1/jobs/{id}/attempts/{n}/events": `{"type":"started","rank":0}`,
 		"POST /v1/jobs/{id}/attempts/{n}/log":    "appended\n",
+		"POST /v1/endpoints":                     `{"name":"fz-ep","model":"m","command":["x"],"resources":{"gpu_milli":250,"gpu_models":["T4"]},"slo":{"p95_ms":100},"throughput":{"T4":10}}`,
+		"POST /v1/endpoints/{name}/scale":        `{"min_replicas":1,"max_replicas":2}`,
+		"POST /v1/endpoints/{name}/metrics":      `{"requests_per_sec":5,"p95_ms":10,"utilisation":0.5,"replica":"r"}`,
 	}
 	for ri, rt := range lab.routes {
 		for pi := range lab.names {
 			// Each principal on each route, with the path naming its own
 			// objects and others'.
-			for _, obj := range []uint8{0, 1, 2, 3, 4, 7} {
+			objs := []uint8{0, 1, 2, 3, 4, 7}
+			if strings.Contains(rt.pattern, "/v1/endpoints/") {
+				// The endpoints' names come after the nodes' and the
+				// reservations' (see the names below).
+				first := 2 + 1 + 2 + len(lab.fileRsvs)
+				objs = []uint8{0, uint8(first), uint8(first + 1)}
+			}
+			for _, obj := range objs {
 				f.Add(uint8(pi), uint8(0), uint8(ri), obj, uint8(0), []byte(bodies[rt.pattern]), "")
 			}
 		}
@@ -265,6 +324,7 @@ func FuzzScope(f *testing.F) {
 		}
 		names := append(append([]string{}, lab.nodes...), "westus-t4x1-01")
 		names = append(names, rsvs...)
+		names = append(names, lab.eps...)
 		path := strings.NewReplacer(
 			"{id}", url.PathEscape(ids[int(obj)%len(ids)]),
 			"{name}", url.PathEscape(names[int(obj)%len(names)]),
@@ -302,6 +362,9 @@ func FuzzScope(f *testing.F) {
 				t.Fatalf("%s as %s reached an agent endpoint: %d", sent, principal, rec.Code)
 			case (principal == "none" || principal == "forged") && rt.scope != anyone:
 				t.Fatalf("%s without a valid token: %d", sent, rec.Code)
+			case strings.HasPrefix(principal, "endpoint:") && rt.scope != anyone &&
+				(rt.scope != meters || path != "/v1/endpoints/"+strings.TrimPrefix(principal, "endpoint:")+"/metrics"):
+				t.Fatalf("%s as %s: an endpoint token reached more than its own metrics: %d", sent, principal, rec.Code)
 			}
 		}
 		// Changes: every key written or deleted, and every log appended to,

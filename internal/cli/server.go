@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -131,8 +132,14 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	default:
 		return Usage(fmt.Errorf("--agents %q: want external, virtual or simulated", f.agents))
 	}
+	// Listen first: the server tells endpoint replicas its own URL.
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
 	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		MaxLost: f.maxLost})
+		MaxLost: f.maxLost, URL: selfURL(ln.Addr())})
 	if err != nil {
 		return err
 	}
@@ -144,10 +151,6 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	rate := f.rate
 	if rate == 0 {
 		rate = -1 // no limit
-	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
 	}
 	limits := f.limits
 	if limits.UnauthRate == 0 {
@@ -254,6 +257,15 @@ func runVirtualAgents(ctx context.Context, url, token string, fleet *model.Fleet
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// selfURL is the URL under which processes on this host reach the API
+// listening at addr: a wildcard address is reached on loopback.
+func selfURL(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
+	return "http://" + addr.String()
 }
 
 func shellQuote(s string) string {

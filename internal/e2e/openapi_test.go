@@ -35,6 +35,9 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"post", "/v1/jobs/{id}/cancel", "200"}, {"get", "/v1/jobs/{id}/why", "200"}, {"get", "/v1/nodes", "200"},
 		{"get", "/v1/skus", "200"}, {"get", "/v1/usage", "200"}, {"post", "/v1/reservations", "201"},
 		{"get", "/v1/reservations", "200"}, {"delete", "/v1/reservations/{name}", "204"}, {"post", "/v1/tokens", "201"},
+		{"post", "/v1/endpoints", "201"}, {"get", "/v1/endpoints", "200"}, {"get", "/v1/endpoints/{name}", "200"},
+		{"post", "/v1/endpoints/{name}/scale", "200"}, {"delete", "/v1/endpoints/{name}", "204"},
+		{"post", "/v1/endpoints/{name}/metrics", "204"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -46,7 +49,9 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		}
 	}
 	for name, v := range map[string]any{"Job": client.Job{}, "Why": client.Why{}, "Node": client.Node{}, "SKU": client.SKU{},
-		"Usage": client.Usage{}, "Reservation": client.Reservation{}, "Token": client.Token{}} {
+		"Usage": client.Usage{}, "Reservation": client.Reservation{}, "Token": client.Token{},
+		"Endpoint": client.Endpoint{}, "EndpointReplica": client.EndpointReplica{}, "EndpointMetrics": client.EndpointMetrics{},
+		"EndpointEvent": client.EndpointEvent{}, "MetricsReport": client.MetricsReport{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)

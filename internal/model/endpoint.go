@@ -39,7 +39,30 @@ type EndpointSpec struct {
 	// Throughput is, per GPU model, the requests per second one replica
 	// (as Resources sizes it) sustains with its p95 latency at SLO.P95.
 	Throughput map[string]float64
+	// Autoscale tunes the autoscaler for this endpoint; zero fields take
+	// the autoscaler's defaults.
+	Autoscale EndpointAutoscale
 }
+
+// EndpointAutoscale is an operator's tuning of one endpoint's autoscaler,
+// as Kubernetes' HorizontalPodAutoscaler behavior.scaleDown is. A zero
+// field means the autoscaler's default (package autoscale, DefaultParams).
+type EndpointAutoscale struct {
+	// ScaleInAfter is how long a smaller replica count must have sufficed
+	// before the first scale-in (the stabilisation window).
+	ScaleInAfter time.Duration
+	// ScaleInInterval is the least time between two scale-in steps.
+	ScaleInInterval time.Duration
+	// LeadTime is from asking for a replica to its serving: the forecast
+	// looks this far ahead.
+	LeadTime time.Duration
+	// PeakWindow is how far back the forecast takes the peak arrival rate:
+	// a burst keeps its replicas at least this long after it ends.
+	PeakWindow time.Duration
+}
+
+// MaxAutoscaleDuration bounds each duration of EndpointAutoscale.
+const MaxAutoscaleDuration = time.Hour
 
 // SLO is an endpoint's latency objective.
 type SLO struct {
@@ -115,6 +138,16 @@ func (s *EndpointSpec) Validate() error {
 	for i, m := range r.GPUModels {
 		if _, ok := s.Throughput[m]; !ok {
 			return fieldErr("throughput", "has no entry for %s, which resources.gpu_models[%d] allows", m, i)
+		}
+	}
+	a := s.Autoscale
+	for _, f := range []struct {
+		field string
+		d     time.Duration
+	}{{"autoscale.scale_in_after", a.ScaleInAfter}, {"autoscale.scale_in_interval", a.ScaleInInterval},
+		{"autoscale.lead_time", a.LeadTime}, {"autoscale.peak_window", a.PeakWindow}} {
+		if f.d < 0 || f.d > MaxAutoscaleDuration {
+			return fieldErr(f.field, "must be a duration between 0 (the default) and %s, got %s", MaxAutoscaleDuration, f.d)
 		}
 	}
 	return nil

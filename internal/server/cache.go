@@ -195,7 +195,7 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 			c.log.Error("skipping unreadable token record", "key", key, "err", err)
 			return
 		}
-		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node}, modRev: modRev}
+		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node, Endpoint: t.Endpoint}, modRev: modRev}
 	case strings.HasPrefix(key, prefixNodes):
 		n := key[len(prefixNodes):]
 		e, ok := c.nodes[n]

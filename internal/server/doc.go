@@ -3,8 +3,10 @@
 // offers the operations the HTTP API (package api) exposes.
 //
 // The store holds jobs under /jobs/<id>, reservations created through the
-// API under /reservations/<name>, API tokens under /tokens/<sha256 hex of
-// the token>, node health under /nodes/<name> and the scheduling fence at
+// API under /reservations/<name>, inference endpoints under
+// /endpoints/<name> (endpoints.go: their replicas are jobs the server
+// submits, scaled by a reconcile loop), API tokens under /tokens/<sha256
+// hex of the token>, node health under /nodes/<name> and the scheduling fence at
 // /sched/fence, all as JSON of this package's record types. The fleet and the
 // tenancy come from files given at start; API reservations are added to the
 // tenancy the core sees. New lists the store and rebuilds the cache, so a

@@ -50,18 +50,25 @@ func fromField(err error) error {
 	return &Error{Code: CodeInvalidSpec, Msg: err.Error()}
 }
 
-// Principal is who a token speaks for: one tenant, the administrator, or
-// the agent of one node.
+// Principal is who a token speaks for: one tenant, the administrator, the
+// agent of one node, or the replicas of one inference endpoint.
 type Principal struct {
-	Tenant string // empty for the administrator and agents
+	Tenant string // empty for the administrator, agents and endpoints
 	Admin  bool
 	Node   string // set for a node token: the agent of this node
+	// Endpoint is set for an endpoint's token: its replicas, which may
+	// only report the endpoint's metrics (endpoints.go). With Admin also
+	// set it is the server itself acting for the endpoint (submitting and
+	// stopping its replicas); no token carries both.
+	Endpoint string
 }
 
 // Name is the principal's name in logs and rate limits: the tenant,
-// "admin", or "node:NAME".
+// "admin", "node:NAME" or "endpoint:NAME".
 func (p Principal) Name() string {
 	switch {
+	case p.Endpoint != "":
+		return "endpoint:" + p.Endpoint
 	case p.Admin:
 		return "admin"
 	case p.Node != "":

@@ -210,12 +210,13 @@ func decodeReservation(b []byte) (model.Reservation, error) {
 		Start: r.Start, End: r.End}, nil
 }
 
-// tokenRecord is what a token's hash maps to: a tenant, admin, or a node's
-// agent.
+// tokenRecord is what a token's hash maps to: a tenant, admin, a node's
+// agent, or an endpoint's replicas.
 type tokenRecord struct {
 	Tenant    string    `json:"tenant,omitempty"`
 	Admin     bool      `json:"admin,omitempty"`
 	Node      string    `json:"node,omitempty"`
+	Endpoint  string    `json:"endpoint,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
 }
 

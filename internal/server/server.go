@@ -55,6 +55,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Registry receives the server's metrics; nil means a new one.
 	Registry *prometheus.Registry
+	// URL is where the server's API is reached ("http://10.0.0.1:8080"),
+	// set once it listens; endpoint replicas report their metrics there.
+	// Empty: replicas get no ALLOT_ENDPOINT_METRICS_URL.
+	URL string
 }
 
 // Server is allot's control plane: a cache of the store, the scheduling
@@ -88,6 +92,7 @@ type Server struct {
 	beatsMu     sync.Mutex    // guards beats
 	beats       map[string]time.Time
 	logs        *logBook
+	ep          *endpointBook // inference endpoints (endpoints.go)
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -133,6 +138,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.beats = map[string]time.Time{}
 	s.logs = newLogBook()
+	s.ep = newEndpointBook()
 	s.m = newMetrics(cfg.Registry)
 	s.cache = newCache(cfg.Logger, func(st model.State, n int) { s.m.jobs.WithLabelValues(string(st)).Set(float64(n)) })
 	if err := s.relist(ctx); err != nil {
@@ -214,6 +220,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.agentMode {
 		go s.checkHeartbeatsEvery(ctx, max(s.nodeTimeout/4, 10*time.Millisecond))
 	}
+	go s.reconcileEndpointsEvery(ctx)
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	s.Kick() // the first cycle: resume what the store holds

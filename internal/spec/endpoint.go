@@ -27,6 +27,16 @@ type endpointFile struct {
 	SLO         sloEntry          `yaml:"slo"`
 	Placement   placementEntry    `yaml:"placement"`
 	Throughput  throughput        `yaml:"throughput"`
+	Autoscale   autoscaleEntry    `yaml:"autoscale"`
+}
+
+// autoscaleEntry tunes the endpoint's autoscaler; a field left out takes
+// the autoscaler's default.
+type autoscaleEntry struct {
+	ScaleInAfter    duration `yaml:"scale_in_after"`
+	ScaleInInterval duration `yaml:"scale_in_interval"`
+	LeadTime        duration `yaml:"lead_time"`
+	PeakWindow      duration `yaml:"peak_window"`
 }
 
 // replicaEntry is the resources of one replica: a job's resources without
@@ -126,9 +136,21 @@ func ReadEndpoints(pathOrDir string) ([]model.EndpointSpec, error) {
 // endpoint or a list of endpoints. Absent fields take defaults:
 // gpus_per_instance 1, min_replicas 1, max_replicas min_replicas (a fixed
 // size), priority standard, gpu_models the models of the throughput
-// profile, command allot demo serve. Every returned spec has passed
+// profile, command allot demo serve, and each autoscale duration
+// (scale_in_after, scale_in_interval, lead_time, peak_window) zero: the
+// autoscaler's default. Every returned spec has passed
 // model.EndpointSpec.Validate; any error is an *Error.
 func ParseEndpoints(name string, data []byte) ([]model.EndpointSpec, error) {
+	return parseEndpoints(name, data, "")
+}
+
+// ParseEndpointsFor is ParseEndpoints with tenant as the tenant of every
+// endpoint that names none: what the API does for a tenant's token.
+func ParseEndpointsFor(name string, data []byte, tenant string) ([]model.EndpointSpec, error) {
+	return parseEndpoints(name, data, tenant)
+}
+
+func parseEndpoints(name string, data []byte, tenant string) ([]model.EndpointSpec, error) {
 	docs, err := parseDocuments(name, data)
 	if err != nil {
 		return nil, err
@@ -137,7 +159,7 @@ func ParseEndpoints(name string, data []byte) ([]model.EndpointSpec, error) {
 	var specs []model.EndpointSpec
 	for _, doc := range docs {
 		if doc.Kind != yaml.SequenceNode {
-			s, err := d.endpoint(doc, doc, "")
+			s, err := d.endpoint(doc, doc, "", tenant)
 			if err != nil {
 				return nil, err
 			}
@@ -145,7 +167,7 @@ func ParseEndpoints(name string, data []byte) ([]model.EndpointSpec, error) {
 			continue
 		}
 		for i, item := range doc.Content {
-			s, err := d.endpoint(doc, resolve(item), fmt.Sprintf("[%d]", i))
+			s, err := d.endpoint(doc, resolve(item), fmt.Sprintf("[%d]", i), tenant)
 			if err != nil {
 				return nil, err
 			}
@@ -159,12 +181,13 @@ func ParseEndpoints(name string, data []byte) ([]model.EndpointSpec, error) {
 }
 
 // endpoint reads and validates the endpoint at n, whose path from root is
-// path.
-func (d *decoder) endpoint(root, n *yaml.Node, path string) (model.EndpointSpec, error) {
+// path; tenant is the tenant when the endpoint names none.
+func (d *decoder) endpoint(root, n *yaml.Node, path, tenant string) (model.EndpointSpec, error) {
 	if n == nil {
 		return model.EndpointSpec{}, d.errorAt(root, path, "want an endpoint, got nothing")
 	}
 	e := newEndpointFile()
+	e.Tenant = tenant
 	if err := d.decode(n, path, reflect.ValueOf(&e).Elem()); err != nil {
 		return model.EndpointSpec{}, err
 	}
@@ -187,6 +210,9 @@ func (d *decoder) endpoint(root, n *yaml.Node, path string) (model.EndpointSpec,
 			DataRegion:   e.Placement.DataRegion, Reservation: e.Placement.Reservation,
 		},
 		Throughput: e.Throughput,
+		Autoscale: model.EndpointAutoscale{ScaleInAfter: time.Duration(e.Autoscale.ScaleInAfter),
+			ScaleInInterval: time.Duration(e.Autoscale.ScaleInInterval), LeadTime: time.Duration(e.Autoscale.LeadTime),
+			PeakWindow: time.Duration(e.Autoscale.PeakWindow)},
 	}
 	if e.MaxReplicas != nil {
 		s.MaxReplicas = *e.MaxReplicas

@@ -1,0 +1,224 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+// Endpoint is an inference endpoint as the API shows it (docs/api.md).
+type Endpoint struct {
+	Name   string `json:"name"`
+	Tenant string `json:"tenant"`
+	Model  string `json:"model"`
+	// Spec is the endpoint document, its autoscale section with the
+	// values in effect (defaults filled in).
+	Spec    spec.EndpointDocument `json:"spec"`
+	Desired int                   `json:"desired"`
+	// Reason is the autoscaler's latest decision.
+	Reason    string            `json:"reason"`
+	Replicas  []EndpointReplica `json:"replicas"`
+	Metrics   *EndpointMetrics  `json:"metrics"`
+	Events    []EndpointEvent   `json:"events"`
+	CreatedAt *time.Time        `json:"created_at"`
+}
+
+// EndpointReplica is one replica job that has not ended.
+type EndpointReplica struct {
+	Job      string `json:"job"`
+	State    string `json:"state"`
+	Node     string `json:"node"`
+	GPUModel string `json:"gpu_model"`
+}
+
+// EndpointMetrics is the endpoint's last sample: its replicas' fresh
+// reports together.
+type EndpointMetrics struct {
+	At             *time.Time `json:"at"`
+	RequestsPerSec float64    `json:"requests_per_sec"`
+	P95Ms          float64    `json:"p95_ms"`
+	Utilisation    float64    `json:"utilisation"`
+	Replicas       int        `json:"replicas"`
+}
+
+// EndpointEvent is one change of an endpoint.
+type EndpointEvent struct {
+	At     *time.Time `json:"at"`
+	Kind   string     `json:"kind"`
+	From   int        `json:"from"`
+	To     int        `json:"to"`
+	Reason string     `json:"reason"`
+}
+
+func newEndpoint(st server.EndpointStatus) Endpoint {
+	e := st.Endpoint
+	sp := e.Spec
+	p := server.EndpointParams(sp)
+	sp.Autoscale = model.EndpointAutoscale{ScaleInAfter: p.Stabilisation, ScaleInInterval: p.ScaleInInterval,
+		LeadTime: p.LeadTime, PeakWindow: p.PeakWindow}
+	out := Endpoint{Name: sp.Name, Tenant: sp.Tenant, Model: sp.Model, Spec: spec.EndpointDocumentOf(sp),
+		Desired: e.Desired, Reason: st.Decision, Replicas: make([]EndpointReplica, len(st.Replicas)),
+		Events: make([]EndpointEvent, len(e.Events)), CreatedAt: timePtr(e.CreatedAt)}
+	for i, r := range st.Replicas {
+		out.Replicas[i] = EndpointReplica{Job: r.Job, State: string(r.State), Node: r.Node, GPUModel: r.GPUModel}
+	}
+	for i, ev := range e.Events {
+		out.Events[i] = EndpointEvent{At: timePtr(ev.At), Kind: ev.Kind, From: ev.From, To: ev.To, Reason: ev.Reason}
+	}
+	if m := st.Metrics; m != nil {
+		out.Metrics = &EndpointMetrics{At: timePtr(m.At), RequestsPerSec: m.RequestsPerSec, P95Ms: m.P95Ms,
+			Utilisation: m.Utilisation, Replicas: m.Replicas}
+	}
+	return out
+}
+
+// parseEndpoint reads the one endpoint document of a create body. A
+// tenant token's tenant is filled in when the document has none.
+func parseEndpoint(body []byte, p server.Principal) (model.EndpointSpec, *Error) {
+	tenant := ""
+	if !p.Admin {
+		tenant = p.Tenant
+	}
+	specs, err := spec.ParseEndpointsFor("endpoint", body, tenant)
+	if err != nil {
+		e := &Error{Code: codeInvalidSpec, Message: err.Error()}
+		if errors.Is(err, spec.ErrTooLarge) {
+			e.Code = codeBodyTooLarge
+		}
+		var se *spec.Error
+		if errors.As(err, &se) {
+			e.Field = se.Field
+		}
+		return model.EndpointSpec{}, e
+	}
+	if len(specs) != 1 {
+		return model.EndpointSpec{}, &Error{Code: codeInvalidSpec,
+			Message: fmt.Sprintf("the body holds %d endpoints; create one endpoint per request", len(specs))}
+	}
+	return specs[0], nil
+}
+
+func (h *handler) createEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	s, perr := parseEndpoint(body, p)
+	if perr != nil {
+		writeError(w, perr.Code, perr.Field, perr.Message)
+		return
+	}
+	if _, err := h.srv.CreateEndpoint(r.Context(), p, s); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	st, err := h.srv.Endpoint(r.Context(), p, s.Name)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/endpoints/"+url.PathEscape(s.Name))
+	writeJSON(w, http.StatusCreated, newEndpoint(st))
+}
+
+func (h *handler) listEndpoints(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	eps, err := h.srv.Endpoints(r.Context(), p)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]Endpoint, len(eps))
+	for i, e := range eps {
+		out[i] = newEndpoint(e)
+	}
+	writeJSON(w, http.StatusOK, map[string][]Endpoint{"endpoints": out})
+}
+
+func (h *handler) getEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	st, err := h.srv.Endpoint(r.Context(), p, r.PathValue("name"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newEndpoint(st))
+}
+
+// ScaleRequest is the body of POST /v1/endpoints/{name}/scale.
+type ScaleRequest struct {
+	MinReplicas *int `json:"min_replicas"`
+	MaxReplicas *int `json:"max_replicas"`
+}
+
+func (h *handler) scaleEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req ScaleRequest
+	if e := decodeStrict(body, &req); e != nil {
+		writeError(w, e.Code, e.Field, e.Message)
+		return
+	}
+	switch {
+	case req.MinReplicas == nil:
+		writeError(w, codeInvalidSpec, "min_replicas", "must be given")
+		return
+	case req.MaxReplicas == nil:
+		writeError(w, codeInvalidSpec, "max_replicas", "must be given")
+		return
+	}
+	name := r.PathValue("name")
+	if _, err := h.srv.ScaleEndpoint(r.Context(), p, name, *req.MinReplicas, *req.MaxReplicas); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	st, err := h.srv.Endpoint(r.Context(), p, name)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newEndpoint(st))
+}
+
+func (h *handler) deleteEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	if err := h.srv.DeleteEndpoint(r.Context(), p, r.PathValue("name")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// MetricsReport is the body of POST /v1/endpoints/{name}/metrics: what
+// one replica measured over its last report interval (allot demo serve's
+// report).
+type MetricsReport struct {
+	RequestsPerSec float64 `json:"requests_per_sec"`
+	P95Ms          float64 `json:"p95_ms"`
+	Utilisation    float64 `json:"utilisation"`
+	Replica        string  `json:"replica"`
+}
+
+func (h *handler) endpointMetrics(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req MetricsReport
+	if e := decodeStrict(body, &req); e != nil {
+		writeError(w, e.Code, e.Field, e.Message)
+		return
+	}
+	err := h.srv.ReportEndpointMetrics(r.Context(), p, r.PathValue("name"), server.EndpointReport{
+		RequestsPerSec: req.RequestsPerSec, P95Ms: req.P95Ms, Utilisation: req.Utilisation, Replica: req.Replica})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,337 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+func newEndpointCmd() *cobra.Command {
+	conn := &connection{}
+	cmd := clientGroup("endpoint", "Run inference endpoints that scale with their load",
+		`endpoint manages inference endpoints: replicas of one serving program, each
+one instance of a GPU or a fraction of one, that allot keeps between
+min_replicas and max_replicas so that the p95 latency stays within the SLO.
+
+The replicas are ordinary jobs named ENDPOINT-replica (labels endpoint: NAME,
+workload: inference). Each reports its load to the server with the
+endpoint's own token ($ALLOT_ENDPOINT_TOKEN, to
+$ALLOT_ENDPOINT_METRICS_URL; 'allot demo serve' does); every few seconds
+the autoscaler turns the reports into a desired count: more replicas at once
+when the forecast load needs them, fewer only after the load has stayed low
+for autoscale.scale_in_after, one step per autoscale.scale_in_interval.
+Replicas that end are replaced. 'allot endpoint show NAME' lists each
+decision with its reason.
+
+An endpoint file (YAML or JSON):
+
+  name: chat
+  tenant: copilot
+  model: llama-3-8b
+  command: [allot, demo, serve, --service-time, 20ms]   # the default: allot demo serve
+  resources: {gpu_milli: 250, gpu_models: [T4]}          # one replica
+  min_replicas: 1
+  max_replicas: 8
+  slo: {p95_ms: 150}
+  throughput: {T4: 120}          # requests/s one replica sustains at the SLO
+  autoscale: {scale_in_after: 10m, scale_in_interval: 1m, lead_time: 3m, peak_window: 2m}
+
+A tenant token manages its own endpoints; an admin token all of them.`, conn)
+	cmd.Aliases = []string{"endpoints", "ep"}
+	cmd.AddCommand(newEndpointCreateCmd(conn), newEndpointListCmd(conn), newEndpointShowCmd(conn),
+		newEndpointScaleCmd(conn), newEndpointDeleteCmd(conn))
+	return cmd
+}
+
+func newEndpointCreateCmd(conn *connection) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "create -f FILE",
+		Short: "Create the endpoints in a file and start their first replicas",
+		Long: `create reads the endpoints in FILE (one or more YAML documents separated by
+"---", a list, JSON, or a directory of such files), checks them locally, and
+creates each: the server stores it and submits its min_replicas replicas.
+Fields left out take defaults: gpus_per_instance 1, min_replicas 1,
+max_replicas min_replicas (a fixed size), priority standard, gpu_models the
+models of the throughput profile, command allot demo serve, and the
+autoscaler's own timings.
+
+A problem in the file is reported with its file, line and field before
+anything is sent, and create exits with status 2; so does an endpoint the
+server refuses (InvalidSpec, SkuNotAvailable, QuotaExceeded, a name taken:
+Conflict).`,
+		Example: `  allot endpoint create -f chat.yaml
+  allot endpoint create -f endpoints/ -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, f, err := conn.client()
+			if err != nil {
+				return err
+			}
+			specs, err := spec.ReadEndpoints(file)
+			if err != nil {
+				return Usage(err)
+			}
+			var out []client.Endpoint
+			for _, s := range specs {
+				doc, err := json.Marshal(spec.EndpointDocumentOf(s))
+				if err != nil {
+					return err
+				}
+				e, err := cl.CreateEndpoint(cmd.Context(), doc, "application/json")
+				if err != nil {
+					if len(out) > 0 {
+						fmt.Fprintf(cmd.ErrOrStderr(), "allot: created %d of %d endpoints before %s\n", len(out), len(specs), s.Name)
+					}
+					return fromAPI(err)
+				}
+				out = append(out, e)
+			}
+			v := struct {
+				Endpoints []client.Endpoint `json:"endpoints"`
+			}{out}
+			return show(cmd.OutOrStdout(), f, v, func() printer { return endpointTable(out, time.Now()) })
+		},
+	}
+	cmd.Flags().StringVarP(&file, "file", "f", "", "endpoint file, or a directory of *.yaml, *.yml and *.json files (required)")
+	_ = cmd.MarkFlagRequired("file")
+	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
+	return cmd
+}
+
+// replicaCounts writes live/desired replicas.
+func replicaCounts(e client.Endpoint) string {
+	return fmt.Sprintf("%d/%d", len(e.Replicas), e.Desired)
+}
+
+func endpointTable(eps []client.Endpoint, now time.Time) table {
+	t := table{header: []string{"NAME", "TENANT", "MODEL", "REPLICAS", "MIN-MAX", "REQ/S", "P95", "SLO", "AGE"}}
+	for _, e := range eps {
+		s := e.Summary()
+		rps, p95 := "-", "-"
+		if m := e.Metrics; m != nil {
+			rps, p95 = strconv.FormatFloat(m.RequestsPerSec, 'f', 1, 64), millis(m.P95Ms)
+		}
+		t.add(e.Name, e.Tenant, e.Model, replicaCounts(e), fmt.Sprintf("%d-%d", s.MinReplicas, s.MaxReplicas),
+			rps, p95, millis(s.SLO.P95Ms), age(e.CreatedAt, now))
+	}
+	return t
+}
+
+// millis writes a latency in milliseconds.
+func millis(v float64) string {
+	return strconv.FormatFloat(v, 'f', -1, 64) + " ms"
+}
+
+func newEndpointListCmd(conn *connection) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List endpoints with their replicas and load",
+		Long: `list shows the endpoints the token may see: a tenant's own, or all of them
+for an admin, with their replicas (running or starting / desired), bounds,
+the load and p95 latency their replicas last reported, and the SLO.`,
+		Example: `  allot endpoint list
+  allot endpoint list -o json | jq '.endpoints[] | {name, desired}'`,
+		Aliases: []string{"ls"},
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, f, err := conn.client()
+			if err != nil {
+				return err
+			}
+			eps, err := cl.ListEndpoints(cmd.Context())
+			if err != nil {
+				return fromAPI(err)
+			}
+			if eps == nil {
+				eps = []client.Endpoint{}
+			}
+			v := struct {
+				Endpoints []client.Endpoint `json:"endpoints"`
+			}{eps}
+			return show(cmd.OutOrStdout(), f, v, func() printer { return endpointTable(eps, time.Now()) })
+		},
+	}
+}
+
+// completeEndpoints completes endpoint names.
+func completeEndpoints(conn *connection) cobra.CompletionFunc {
+	return completeWith(conn, func(ctx context.Context, cl *client.Client) ([]string, error) {
+		eps, err := cl.ListEndpoints(ctx)
+		out := make([]string, 0, len(eps))
+		for _, e := range eps {
+			out = append(out, e.Name+"\t"+e.Tenant+" "+e.Model+" "+replicaCounts(e))
+		}
+		return out, err
+	})
+}
+
+func newEndpointShowCmd(conn *connection) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME",
+		Short: "Show an endpoint: its spec, replicas, last metrics and scaling events",
+		Long: `show prints an endpoint: a summary of its spec (replica shape, bounds, SLO,
+throughput profile, autoscaler timings), the autoscaler's latest decision,
+the load its replicas last reported, each replica with its state, node and
+GPU model, and the events (creation, scale-outs, scale-ins, replaced
+replicas, changed bounds), each with the reason the autoscaler or the
+server gave. With -o json or -o yaml it prints the API's Endpoint object.`,
+		Example: `  allot endpoint show chat
+  allot endpoint show chat -o json | jq -r '.events[] | .kind + ": " + .reason'`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeEndpoints(conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, f, err := conn.client()
+			if err != nil {
+				return err
+			}
+			e, err := cl.GetEndpoint(cmd.Context(), args[0])
+			if err != nil {
+				return fromAPI(err)
+			}
+			return show(cmd.OutOrStdout(), f, e, func() printer { return endpointSections(e) })
+		},
+	}
+}
+
+// sections prints printers one after the other, a blank line between.
+type sections []printer
+
+func (s sections) print(w io.Writer) error {
+	for i, p := range s {
+		if i > 0 {
+			if _, err := io.WriteString(w, "\n"); err != nil {
+				return err
+			}
+		}
+		if err := p.print(w); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func endpointSections(e client.Endpoint) sections {
+	s := e.Summary()
+	var f fields
+	f.add("Name", e.Name)
+	f.add("Tenant", e.Tenant)
+	f.add("Model", e.Model)
+	f.add("Command", strings.Join(s.Command, " "))
+	shape := fmt.Sprintf("%d GPU", s.Resources.GPUsPerInstance)
+	if s.Resources.GPUMilli > 0 && s.Resources.GPUMilli < 1000 {
+		shape = fmt.Sprintf("%d/1000 of a GPU", s.Resources.GPUMilli)
+	}
+	f.add("Replica", shape+" of "+strings.Join(s.Resources.GPUModels, ", ")+", priority "+s.Priority)
+	f.add("Replicas", fmt.Sprintf("%d running or starting, %d desired (min %d, max %d)", len(e.Replicas), e.Desired,
+		s.MinReplicas, s.MaxReplicas))
+	f.add("SLO", "p95 ≤ "+millis(s.SLO.P95Ms))
+	models := make([]string, 0, len(s.Throughput))
+	for m := range s.Throughput {
+		models = append(models, m)
+	}
+	slices.Sort(models)
+	var tp []string
+	for _, m := range models {
+		tp = append(tp, fmt.Sprintf("%s %g req/s", m, s.Throughput[m]))
+	}
+	f.add("Throughput", strings.Join(tp, ", "))
+	f.add("Autoscale", fmt.Sprintf("scale in after %s, then at most every %s; lead time %s; peak window %s",
+		orDash(s.Autoscale["scale_in_after"]), orDash(s.Autoscale["scale_in_interval"]), orDash(s.Autoscale["lead_time"]),
+		orDash(s.Autoscale["peak_window"])))
+	if m := e.Metrics; m != nil {
+		f.add("Metrics", fmt.Sprintf("%.1f req/s, p95 %s, utilisation %.2f, from %d replicas at %s", m.RequestsPerSec,
+			millis(m.P95Ms), m.Utilisation, m.Replicas, timestamp(m.At)))
+	} else {
+		f.add("Metrics", "- (no replica has reported in the last minute)")
+	}
+	f.add("Decision", orDash(e.Reason))
+	f.add("Created", timestamp(e.CreatedAt))
+
+	reps := table{header: []string{"REPLICA", "STATE", "NODE", "GPU"}}
+	for _, r := range e.Replicas {
+		reps.add(r.Job, r.State, orDash(r.Node), orDash(r.GPUModel))
+	}
+	evs := table{header: []string{"AT", "EVENT", "DESIRED", "REASON"}}
+	for _, ev := range e.Events {
+		evs.add(timestamp(ev.At), ev.Kind, fmt.Sprintf("%d→%d", ev.From, ev.To), ev.Reason)
+	}
+	return sections{f, reps, evs}
+}
+
+func newEndpointScaleCmd(conn *connection) *cobra.Command {
+	var minReplicas, maxReplicas int
+	cmd := &cobra.Command{
+		Use:   "scale NAME --min N --max M",
+		Short: "Change an endpoint's replica bounds",
+		Long: `scale sets an endpoint's min_replicas and max_replicas. The desired count
+moves into the new bounds at once (an event says so) and the server starts
+or stops replicas within seconds; between the bounds, the autoscaler goes
+on deciding. --min must be at least 1 and --max at least --min. --min and
+--max equal pin the endpoint at that size.`,
+		Example: `  allot endpoint scale chat --min 2 --max 16
+  allot endpoint scale chat --min 4 --max 4     # a fixed size`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeEndpoints(conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if minReplicas < 1 || maxReplicas < minReplicas {
+				return Usage(errors.New("want --min at least 1 and --max at least --min"))
+			}
+			cl, f, err := conn.client()
+			if err != nil {
+				return err
+			}
+			e, err := cl.ScaleEndpoint(cmd.Context(), args[0], minReplicas, maxReplicas)
+			if err != nil {
+				return fromAPI(err)
+			}
+			return show(cmd.OutOrStdout(), f, e, func() printer { return endpointTable([]client.Endpoint{e}, time.Now()) })
+		},
+	}
+	cmd.Flags().IntVar(&minReplicas, "min", 0, "min_replicas (required)")
+	cmd.Flags().IntVar(&maxReplicas, "max", 0, "max_replicas (required)")
+	_ = cmd.MarkFlagRequired("min")
+	_ = cmd.MarkFlagRequired("max")
+	return cmd
+}
+
+func newEndpointDeleteCmd(conn *connection) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Stop an endpoint's replicas and delete it",
+		Long: `delete cancels every replica of the endpoint (their processes get SIGTERM,
+then SIGKILL after the grace), then deletes the endpoint and its metrics
+token. Only its tenant or an admin may delete it.`,
+		Example:           `  allot endpoint delete chat`,
+		Aliases:           []string{"rm"},
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeEndpoints(conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, f, err := conn.client()
+			if err != nil {
+				return err
+			}
+			if err := cl.DeleteEndpoint(cmd.Context(), args[0]); err != nil {
+				return fromAPI(err)
+			}
+			v := struct {
+				Name    string `json:"name"`
+				Deleted bool   `json:"deleted"`
+			}{args[0], true}
+			return show(cmd.OutOrStdout(), f, v, func() printer {
+				return table{rows: [][]string{{"deleted endpoint " + args[0]}}}
+			})
+		},
+	}
+}

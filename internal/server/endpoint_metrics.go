@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/allot-dev/allot/internal/autoscale"
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// Metrics of endpoints: each replica's latest report, kept in memory (a
+// restart forgets them; replicas report again within their interval), and
+// per endpoint a window of the samples the reconciles made of them.
+
+// EndpointReport is what one replica measured over its last report
+// interval (the body of POST /v1/endpoints/{name}/metrics).
+type EndpointReport struct {
+	RequestsPerSec float64 // requests that arrived, per second
+	P95Ms          float64 // p95 latency of the requests completed, ms
+	Utilisation    float64 // busy share of the replica's capacity, 0 to 1
+	// Replica names the reporter: "JOB.ATTEMPT" for a replica job (what
+	// allot demo serve sends), any name for another reporter.
+	Replica string
+}
+
+// Bounds of reports and of what is kept of them.
+const (
+	maxReportRate    = 1e9 // requests per second
+	maxReportP95     = 1e7 // ms
+	maxReplicaName   = 253
+	reportFresh      = time.Minute      // a report older than this no longer counts
+	minWindow        = 15 * time.Minute // samples kept at least this long
+	maxWindowSamples = 4096
+	minSampleGap     = time.Second // reconciles closer than this replace the last sample
+)
+
+// replicaReport is the latest report of one reporter.
+type replicaReport struct {
+	at  time.Time
+	r   EndpointReport
+	job string // the replica job it names, "" for another reporter
+}
+
+// ReportEndpointMetrics records a report for endpoint name from p: the
+// endpoint's own token, its tenant or the administrator.
+func (s *Server) ReportEndpointMetrics(ctx context.Context, p Principal, name string, r EndpointReport) error {
+	if p.Endpoint != "" && (p.Admin || p.Endpoint != name) {
+		return refuse(CodeForbidden, "", "an endpoint token may report only its own endpoint's metrics")
+	}
+	kv, err := s.st.Get(ctx, prefixEndpoints+name)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+		return refuse(CodeNotFound, "", "no endpoint %q", name)
+	}
+	if err != nil {
+		return fmt.Errorf("read endpoint %s: %w", name, err)
+	}
+	e, err := decodeEndpoint(kv.Value)
+	if err != nil {
+		return fmt.Errorf("read endpoint %s: %w", name, err)
+	}
+	if p.Endpoint == "" && !p.sees(e.Spec.Tenant) {
+		return refuse(CodeForbidden, "", "endpoint %q belongs to another tenant", name)
+	}
+	if err := r.validate(); err != nil {
+		return err
+	}
+	job := ""
+	if id, _, _ := strings.Cut(r.Replica, "."); id != "" {
+		if j, _, found := s.cache.job(id); found && isReplica(e, j) {
+			job = id
+		}
+	}
+	key := r.Replica
+	if job != "" {
+		key = job // the latest attempt's report replaces the earlier ones'
+	}
+	s.ep.record(name, key, replicaReport{at: s.clock.Now(), r: r, job: job}, 2*e.Spec.MaxReplicas+16)
+	return nil
+}
+
+func (r EndpointReport) validate() error {
+	for _, f := range []struct {
+		field    string
+		v, limit float64
+	}{{"requests_per_sec", r.RequestsPerSec, maxReportRate}, {"p95_ms", r.P95Ms, maxReportP95}, {"utilisation", r.Utilisation, 1}} {
+		if !(f.v >= 0 && f.v <= f.limit) {
+			return refuse(CodeInvalidSpec, f.field, "must be a number between 0 and %g, got %g", f.limit, f.v)
+		}
+	}
+	if len(r.Replica) > maxReplicaName {
+		return refuse(CodeInvalidSpec, "replica", "must be at most %d bytes", maxReplicaName)
+	}
+	if err := model.Printable("replica", r.Replica); err != nil {
+		return fromField(err)
+	}
+	return nil
+}
+
+// record keeps rep as the latest report of key for endpoint name; past
+// limit reporters, the one heard from longest ago is forgotten.
+func (b *endpointBook) record(name, key string, rep replicaReport, limit int) {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	rs := b.reports[name]
+	if rs == nil {
+		rs = map[string]replicaReport{}
+		b.reports[name] = rs
+	}
+	rs[key] = rep
+	for len(rs) > limit {
+		oldest := ""
+		for k, r := range rs {
+			if oldest == "" || r.at.Before(rs[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(rs, oldest)
+	}
+}
+
+// sample aggregates the fresh reports of endpoint name into one Sample at
+// now (the sum of the rates, the worst p95, the mean utilisation), appends
+// it to the endpoint's window, drops samples older than keep, and returns
+// the window. Reports of replicas in ended are dropped: their load has
+// moved to the others.
+func (b *endpointBook) sample(name string, ended []*model.Job, now time.Time, keep time.Duration) []autoscale.Sample {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	rs := b.reports[name]
+	for _, j := range ended {
+		delete(rs, j.ID)
+	}
+	var sm autoscale.Sample
+	for k, r := range rs {
+		if now.Sub(r.at) > reportFresh || r.at.After(now) {
+			if now.Sub(r.at) > 2*reportFresh {
+				delete(rs, k)
+			}
+			continue
+		}
+		sm.RequestsPerSec += r.r.RequestsPerSec
+		sm.P95Ms = math.Max(sm.P95Ms, r.r.P95Ms)
+		sm.Utilisation += r.r.Utilisation
+		sm.Replicas++
+	}
+	w := b.windows[name]
+	if sm.Replicas > 0 {
+		sm.At = now
+		sm.Utilisation /= float64(sm.Replicas)
+		if n := len(w); n > 0 && now.Sub(w[n-1].At) < minSampleGap {
+			w[n-1] = sm
+		} else {
+			w = append(w, sm)
+		}
+	}
+	drop := 0
+	for drop < len(w) && (now.Sub(w[drop].At) > keep || len(w)-drop > maxWindowSamples) {
+		drop++
+	}
+	w = w[drop:]
+	b.windows[name] = w
+	return append([]autoscale.Sample(nil), w...)
+}
+
+// setDecision keeps the reason of the latest decision for endpoint name.
+func (b *endpointBook) setDecision(name, reason string) {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	b.latest[name] = reason
+}
+
+// last returns the newest sample and decision reason of endpoint name.
+func (b *endpointBook) last(name string) (*autoscale.Sample, string) {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	var out *autoscale.Sample
+	if w := b.windows[name]; len(w) > 0 {
+		s := w[len(w)-1]
+		out = &s
+	}
+	return out, b.latest[name]
+}
+
+// forget drops everything kept of endpoint name.
+func (b *endpointBook) forget(name string) {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	delete(b.reports, name)
+	delete(b.windows, name)
+	delete(b.latest, name)
+}
+
+// forgetAllBut drops what is kept of endpoints not in names.
+func (b *endpointBook) forgetAllBut(names map[string]bool) {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	for _, m := range []map[string]bool{keys(b.reports), keys(b.windows), keys(b.latest)} {
+		for n := range m {
+			if !names[n] {
+				delete(b.reports, n)
+				delete(b.windows, n)
+				delete(b.latest, n)
+			}
+		}
+	}
+}
+
+func keys[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// windowKeep is how long the samples of an endpoint with params p are kept.
+func windowKeep(p autoscale.Params) time.Duration {
+	return max(minWindow, p.PeakWindow, p.TrendWindow)
+}

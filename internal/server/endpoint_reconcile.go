@@ -1,0 +1,223 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/allot-dev/allot/internal/autoscale"
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// DefaultEndpointInterval is the longest time between two reconciles of
+// the endpoints (they also run at every --tick when that is shorter, and
+// soon after an endpoint is created or scaled).
+const DefaultEndpointInterval = 2 * time.Second
+
+// reconcileEndpointsEvery runs ReconcileEndpoints until ctx ends.
+func (s *Server) reconcileEndpointsEvery(ctx context.Context) {
+	t := time.NewTicker(min(s.cfg.Tick, DefaultEndpointInterval))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-s.ep.kick:
+		}
+		if err := s.ReconcileEndpoints(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("reconcile endpoints", "err", err)
+		}
+	}
+}
+
+// ReconcileEndpoints brings every endpoint's replicas in line with its
+// metrics at the Clock's now. For each endpoint, in order:
+//
+//  1. Replace: when fewer replicas live (jobs not ended) than the desired
+//     count, submit new ones (a replica that failed, or was canceled by
+//     someone else, is replaced).
+//  2. Measure: the replicas' fresh reports become one sample of the
+//     endpoint's window.
+//  3. Decide: the autoscaler, with the endpoint's parameters, the window,
+//     the live replicas (ready when Running, with the GPU model of their
+//     node) and the stored State, returns the desired count; a change is
+//     an event with the decision's reason.
+//  4. Act: submit replicas up to the desired count, or stop the extras:
+//     queued ones first, then those starting, then the newest running.
+//  5. Persist the record when something in it changed.
+//
+// With no endpoint it reads one empty key range of the store.
+func (s *Server) ReconcileEndpoints(ctx context.Context) error {
+	s.ep.mu.Lock()
+	defer s.ep.mu.Unlock()
+	kvs, _, err := s.st.List(ctx, prefixEndpoints)
+	if err != nil {
+		return fmt.Errorf("list endpoints: %w", err)
+	}
+	names := make(map[string]bool, len(kvs))
+	if len(kvs) == 0 {
+		s.ep.forgetAllBut(names)
+		return nil
+	}
+	jobs := s.replicaJobs()
+	var errs []error
+	for _, kv := range kvs {
+		e, err := decodeEndpoint(kv.Value)
+		if err != nil {
+			s.log.Error("skipping unreadable endpoint record", "key", kv.Key, "err", err)
+			continue
+		}
+		names[e.Spec.Name] = true
+		if err := s.reconcileEndpoint(ctx, e, kv.ModRev, jobs[e.Spec.Name]); err != nil {
+			errs = append(errs, fmt.Errorf("endpoint %s: %w", e.Spec.Name, err))
+		}
+	}
+	s.ep.forgetAllBut(names)
+	return errors.Join(errs...)
+}
+
+func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int64, jobs []*model.Job) error {
+	now := s.clock.Now()
+	name := e.Spec.Name
+	live, ended := splitReplicas(e, jobs)
+	changed := false
+
+	// 1. Replace.
+	if n := e.Desired - len(live); n > 0 {
+		added, err := s.addReplicas(ctx, e, n)
+		if len(added) > 0 {
+			e.addEvent(now, EventReplicaReplaced, e.Desired, e.Desired, replacedReason(ended, len(live), e.Desired, added))
+			live = append(live, added...)
+			changed = true
+		}
+		if err != nil && !isRefusal(err) {
+			return err
+		}
+		if err != nil && s.refused(e, now, err) {
+			changed = true
+		}
+	}
+
+	// 2. Measure.
+	params := EndpointParams(e.Spec)
+	window := s.ep.sample(name, ended, now, windowKeep(params))
+
+	// 3. Decide.
+	w := s.world()
+	replicas := make([]autoscale.Replica, len(live))
+	for i, j := range live {
+		_, gpu := replicaNode(w, j)
+		replicas[i] = autoscale.Replica{GPUModel: gpu, Ready: j.Status.State == model.StateRunning}
+	}
+	d, st := params.Decide(e.Spec, window, replicas, now, e.State)
+	s.ep.setDecision(name, d.Reason)
+	if st != e.State {
+		e.State, changed = st, true
+	}
+	if d.Desired != e.Desired {
+		s.log.Info("endpoint decision", "endpoint", name, "event", d.Event.String(), "from", e.Desired, "to", d.Desired, "reason", d.Reason)
+		e.addEvent(now, d.Event.String(), e.Desired, d.Desired, d.Reason)
+		e.Desired, e.Reason, changed = d.Desired, d.Reason, true
+	}
+
+	// 4. Act.
+	var actErr error
+	switch {
+	case len(live) < e.Desired:
+		_, err := s.addReplicas(ctx, e, e.Desired-len(live))
+		switch {
+		case err != nil && !isRefusal(err):
+			actErr = err
+		case err != nil && s.refused(e, now, err):
+			changed = true
+		}
+	case len(live) > e.Desired:
+		for _, j := range extras(live, len(live)-e.Desired) {
+			if err := s.stopReplica(ctx, e, j); err != nil {
+				actErr = err
+				break
+			}
+		}
+	}
+
+	// 5. Persist.
+	if changed {
+		key := prefixEndpoints + name
+		_, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.PutOp(key, encodeEndpoint(e))}})
+		if err != nil && !errors.Is(err, store.ErrConflict) {
+			return errors.Join(actErr, fmt.Errorf("store endpoint: %w", err))
+		}
+	}
+	return actErr
+}
+
+// refused records a refused replica submit as an event, unless the last
+// event says the same already, and reports whether it added one.
+func (s *Server) refused(e *Endpoint, now time.Time, err error) bool {
+	if !isRefusal(err) {
+		return false
+	}
+	reason := "a new replica was refused: " + err.Error()
+	if n := len(e.Events); n > 0 && e.Events[n-1].Kind == EventReplicaRefused && e.Events[n-1].Reason == reason {
+		return false
+	}
+	s.log.Warn("endpoint replica refused", "endpoint", e.Spec.Name, "err", err)
+	e.addEvent(now, EventReplicaRefused, e.Desired, e.Desired, reason)
+	return true
+}
+
+func isRefusal(err error) bool {
+	var se *Error
+	return errors.As(err, &se)
+}
+
+// replacedReason says why replicas were added to reach the desired count.
+func replacedReason(ended []*model.Job, live, desired int, added []*model.Job) string {
+	ids := make([]string, len(added))
+	for i, j := range added {
+		ids[i] = j.ID
+	}
+	why := fmt.Sprintf("%d of %d desired replicas were running or starting: submitted %v", live, desired, ids)
+	var last *model.Job
+	for _, j := range ended {
+		if last == nil || j.Status.EndedAt.After(last.Status.EndedAt) {
+			last = j
+		}
+	}
+	if last != nil {
+		why += fmt.Sprintf(" (replica %s ended %s: %s)", last.ID, last.Status.State, last.Status.Detail)
+	}
+	return why
+}
+
+// extras returns the n replicas to stop first: queued ones, then preempted
+// and preparing ones, then the running ones that started last.
+func extras(live []*model.Job, n int) []*model.Job {
+	rank := func(s model.State) int {
+		switch s {
+		case model.StateQueued:
+			return 0
+		case model.StatePreempted:
+			return 1
+		case model.StatePreparing:
+			return 2
+		}
+		return 3
+	}
+	order := slices.Clone(live)
+	slices.SortStableFunc(order, func(a, b *model.Job) int {
+		if c := cmp.Compare(rank(a.Status.State), rank(b.Status.State)); c != 0 {
+			return c
+		}
+		if c := b.Status.StartedAt.Compare(a.Status.StartedAt); c != 0 {
+			return c
+		}
+		return b.Status.SubmittedAt.Compare(a.Status.SubmittedAt)
+	})
+	return order[:min(n, len(order))]
+}

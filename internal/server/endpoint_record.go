@@ -1,0 +1,142 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/allot-dev/allot/internal/autoscale"
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// prefixEndpoints holds inference endpoints by name.
+const prefixEndpoints = "/endpoints/"
+
+// endpointRecord is an endpoint in the store, in the wire format of
+// record.go: stable JSON names, durations in nanoseconds.
+type endpointRecord struct {
+	Spec endpointSpecRecord `json:"spec"`
+	// Token is the endpoint's metrics token, which every replica gets in
+	// its env (and so every replica job's record holds); the token key
+	// under prefixTokens is its hash, as for every token.
+	Token     string               `json:"token"`
+	Status    endpointStatusRecord `json:"status"`
+	CreatedAt time.Time            `json:"created_at"`
+}
+
+type endpointSpecRecord struct {
+	Name        string             `json:"name"`
+	Tenant      string             `json:"tenant"`
+	Model       string             `json:"model"`
+	Command     []string           `json:"command,omitempty"`
+	Env         map[string]string  `json:"env,omitempty"`
+	GPUs        int                `json:"gpus_per_instance"`
+	GPUMilli    int64              `json:"gpu_milli,omitempty"`
+	GPUModels   []string           `json:"gpu_models,omitempty"`
+	CPUMilli    int64              `json:"cpu_milli,omitempty"`
+	MemoryMiB   int64              `json:"memory_mib,omitempty"`
+	Class       int                `json:"priority_class"`
+	Value       int                `json:"priority_value,omitempty"`
+	MinReplicas int                `json:"min_replicas"`
+	MaxReplicas int                `json:"max_replicas"`
+	SLOP95      time.Duration      `json:"slo_p95_ns"`
+	Regions     []string           `json:"regions,omitempty"`
+	Residency   string             `json:"residency,omitempty"`
+	DataRegion  string             `json:"data_region,omitempty"`
+	Reservation string             `json:"reservation,omitempty"`
+	Throughput  map[string]float64 `json:"throughput"`
+	ScaleInAft  time.Duration      `json:"scale_in_after_ns,omitempty"`
+	ScaleInInt  time.Duration      `json:"scale_in_interval_ns,omitempty"`
+	LeadTime    time.Duration      `json:"lead_time_ns,omitempty"`
+	PeakWindow  time.Duration      `json:"peak_window_ns,omitempty"`
+}
+
+type endpointStatusRecord struct {
+	Desired    int                   `json:"desired"`
+	Autoscaler autoscaleStateRecord  `json:"autoscaler"`
+	Reason     string                `json:"reason,omitempty"`
+	Events     []endpointEventRecord `json:"events,omitempty"`
+}
+
+// autoscaleStateRecord is autoscale.State.
+type autoscaleStateRecord struct {
+	LowSince    time.Time `json:"low_since,omitzero"`
+	LowMax      int       `json:"low_max,omitempty"`
+	LastScaleIn time.Time `json:"last_scale_in,omitzero"`
+}
+
+type endpointEventRecord struct {
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind"`
+	From   int       `json:"from"`
+	To     int       `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+func encodeEndpoint(e *Endpoint) []byte {
+	s := &e.Spec
+	r := endpointRecord{
+		Spec: endpointSpecRecord{
+			Name: s.Name, Tenant: s.Tenant, Model: s.Model, Command: s.Command, Env: s.Env,
+			GPUs: s.Resources.GPUsPerInstance, GPUMilli: s.Resources.GPUMilli, GPUModels: s.Resources.GPUModels,
+			CPUMilli: s.Resources.CPUMilli, MemoryMiB: s.Resources.MemoryMiB,
+			Class: int(s.Priority.Class), Value: s.Priority.Value, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas,
+			SLOP95: s.SLO.P95, Regions: s.Placement.Regions, Residency: s.Placement.Residency,
+			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, Throughput: s.Throughput,
+			ScaleInAft: s.Autoscale.ScaleInAfter, ScaleInInt: s.Autoscale.ScaleInInterval,
+			LeadTime: s.Autoscale.LeadTime, PeakWindow: s.Autoscale.PeakWindow,
+		},
+		Token: e.token,
+		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason,
+			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn}},
+		CreatedAt: e.CreatedAt,
+	}
+	for _, ev := range e.Events {
+		r.Status.Events = append(r.Status.Events, endpointEventRecord(ev))
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("server: encode endpoint %s: %v", s.Name, err)) // only plain data: cannot happen
+	}
+	return b
+}
+
+func decodeEndpoint(b []byte) (*Endpoint, error) {
+	var r endpointRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	s := r.Spec
+	if s.Name == "" {
+		return nil, fmt.Errorf("endpoint record without a name")
+	}
+	e := &Endpoint{
+		Spec: model.EndpointSpec{
+			Name: s.Name, Tenant: s.Tenant, Model: s.Model, Command: s.Command, Env: s.Env,
+			Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: s.GPUs, GPUMilli: s.GPUMilli,
+				GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
+			Priority:    model.Priority{Class: model.Class(s.Class), Value: s.Value},
+			MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, SLO: model.SLO{P95: s.SLOP95},
+			Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, DataRegion: s.DataRegion,
+				Reservation: s.Reservation},
+			Throughput: s.Throughput,
+			Autoscale: model.EndpointAutoscale{ScaleInAfter: s.ScaleInAft, ScaleInInterval: s.ScaleInInt,
+				LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},
+		},
+		Desired: r.Status.Desired, Reason: r.Status.Reason, CreatedAt: r.CreatedAt, token: r.Token,
+		State: autoscale.State{LowSince: r.Status.Autoscaler.LowSince, LowMax: r.Status.Autoscaler.LowMax,
+			LastScaleIn: r.Status.Autoscaler.LastScaleIn},
+	}
+	for _, ev := range r.Status.Events {
+		e.Events = append(e.Events, EndpointEvent(ev))
+	}
+	return e, nil
+}
+
+func encodeTokenRecord(r tokenRecord) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(fmt.Sprintf("server: encode token: %v", err)) // only plain data: cannot happen
+	}
+	return b
+}

@@ -1,0 +1,77 @@
+package spec
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// EndpointDocument is an endpoint spec in the form of an endpoint file:
+// the same field names and units, so that ParseEndpoints reads it back to
+// the same spec. The API shows endpoints in this form.
+type EndpointDocument struct {
+	Name        string             `json:"name"`
+	Tenant      string             `json:"tenant"`
+	Model       string             `json:"model"`
+	Command     []string           `json:"command,omitempty"`
+	Env         map[string]string  `json:"env,omitempty"`
+	Resources   replicaDoc         `json:"resources"`
+	Priority    string             `json:"priority"`
+	MinReplicas int                `json:"min_replicas"`
+	MaxReplicas int                `json:"max_replicas"`
+	SLO         sloDoc             `json:"slo"`
+	Placement   *placementDoc      `json:"placement,omitempty"`
+	Throughput  map[string]float64 `json:"throughput"`
+	Autoscale   *autoscaleDoc      `json:"autoscale,omitempty"`
+}
+
+// replicaDoc is the resources section of an endpoint file: one replica.
+type replicaDoc struct {
+	GPUsPerInstance int      `json:"gpus_per_instance"`
+	GPUMilli        int64    `json:"gpu_milli,omitempty"`
+	GPUModels       []string `json:"gpu_models,omitempty"`
+	CPU             string   `json:"cpu,omitempty"`    // milli-cores, "500m"
+	Memory          string   `json:"memory,omitempty"` // MiB, "8192Mi"
+}
+
+// sloDoc is the slo section of an endpoint file.
+type sloDoc struct {
+	P95Ms float64 `json:"p95_ms"`
+}
+
+// autoscaleDoc is the autoscale section of an endpoint file.
+type autoscaleDoc struct {
+	ScaleInAfter    string `json:"scale_in_after,omitempty"`
+	ScaleInInterval string `json:"scale_in_interval,omitempty"`
+	LeadTime        string `json:"lead_time,omitempty"`
+	PeakWindow      string `json:"peak_window,omitempty"`
+}
+
+// EndpointDocumentOf returns s in endpoint-file form.
+func EndpointDocumentOf(s model.EndpointSpec) EndpointDocument {
+	r := s.Resources
+	d := EndpointDocument{
+		Name: s.Name, Tenant: s.Tenant, Model: s.Model, Command: s.Command, Env: s.Env,
+		Resources:   replicaDoc{GPUsPerInstance: r.GPUsPerInstance, GPUMilli: r.GPUMilli, GPUModels: r.GPUModels},
+		Priority:    s.Priority.String(),
+		MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas,
+		SLO:        sloDoc{P95Ms: float64(s.SLO.P95) / float64(time.Millisecond)},
+		Throughput: s.Throughput,
+	}
+	if r.CPUMilli != 0 {
+		d.Resources.CPU = fmt.Sprintf("%dm", r.CPUMilli)
+	}
+	if r.MemoryMiB != 0 {
+		d.Resources.Memory = fmt.Sprintf("%dMi", r.MemoryMiB)
+	}
+	if p := s.Placement; len(p.Regions) > 0 || p.Residency != "" || p.Interconnect != "" || p.DataRegion != "" || p.Reservation != "" {
+		d.Placement = &placementDoc{Regions: p.Regions, Residency: p.Residency, Interconnect: string(p.Interconnect),
+			DataRegion: p.DataRegion, Reservation: p.Reservation}
+	}
+	if a := s.Autoscale; a != (model.EndpointAutoscale{}) {
+		d.Autoscale = &autoscaleDoc{ScaleInAfter: durationText(a.ScaleInAfter), ScaleInInterval: durationText(a.ScaleInInterval),
+			LeadTime: durationText(a.LeadTime), PeakWindow: durationText(a.PeakWindow)}
+	}
+	return d
+}
