@@ -22,8 +22,11 @@ import (
 type cache struct {
 	log *slog.Logger
 
-	mu           sync.RWMutex // guards the fields below
-	jobs         map[string]jobEntry
+	mu   sync.RWMutex // guards the fields below
+	jobs map[string]jobEntry
+	// live is the jobs not ended (queued or holding capacity): what a cycle
+	// reads, without walking the history of finished jobs.
+	live         map[string]struct{}
 	reservations map[string]reservationEntry
 	tokens       map[string]tokenEntry // by SHA-256 hex of the token
 	nodes        map[string]nodeEntry
@@ -65,6 +68,7 @@ func newCache(log *slog.Logger, onCount func(model.State, int)) *cache {
 	return &cache{
 		log:          log,
 		jobs:         map[string]jobEntry{},
+		live:         map[string]struct{}{},
 		reservations: map[string]reservationEntry{},
 		tokens:       map[string]tokenEntry{},
 		nodes:        map[string]nodeEntry{},
@@ -223,6 +227,11 @@ func (c *cache) setJobLocked(j *model.Job, modRev int64) {
 		c.count(e.job.Status.State, -1)
 	}
 	c.jobs[j.ID] = jobEntry{job: j, modRev: modRev}
+	if j.Status.State.Terminal() {
+		delete(c.live, j.ID)
+	} else {
+		c.live[j.ID] = struct{}{}
+	}
 	c.count(j.Status.State, +1)
 	c.jobRev = max(c.jobRev, modRev)
 	close(c.jobChanged)
@@ -255,6 +264,7 @@ func (c *cache) delLocked(key string, rev int64) {
 			}
 			c.count(e.job.Status.State, -1)
 			delete(c.jobs, id)
+			delete(c.live, id)
 		}
 	case strings.HasPrefix(key, prefixReservations):
 		name := key[len(prefixReservations):]
@@ -321,8 +331,8 @@ func (c *cache) holding() []*model.Job {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var out []*model.Job
-	for _, e := range c.jobs {
-		if e.job.Status.State.Holds() {
+	for id := range c.live {
+		if e := c.jobs[id]; e.job.Status.State.Holds() {
 			out = append(out, e.job)
 		}
 	}
@@ -403,7 +413,8 @@ func (c *cache) snapshot() snapshot {
 	defer c.mu.RUnlock()
 	n := c.counts[model.StateQueued] + c.counts[model.StatePreparing] + c.counts[model.StateRunning] + c.counts[model.StatePreempted]
 	s := snapshot{jobs: make([]*model.Job, 0, n), modRev: make(map[string]int64, n), fence: c.fence, gen: c.worldGen}
-	for id, e := range c.jobs {
+	for id := range c.live {
+		e := c.jobs[id]
 		st := e.job.Status.State
 		if st == model.StateQueued || st.Holds() {
 			s.jobs = append(s.jobs, e.job)
