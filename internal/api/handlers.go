@@ -121,8 +121,12 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request, p server.Principal
 		return
 	}
 	j := why.Job
+	pol := why.Policies
+	if pol == nil {
+		pol = []string{}
+	}
 	writeJSON(w, http.StatusOK, Why{ID: j.ID, State: string(j.Status.State), Reason: j.Status.Reason,
-		Detail: j.Status.Detail, EstimatedStart: why.EstimatedStart})
+		Detail: j.Status.Detail, EstimatedStart: why.EstimatedStart, Policies: pol})
 }
 
 func (h *handler) nodes(w http.ResponseWriter, _ *http.Request, _ server.Principal) {

@@ -285,6 +285,7 @@ func FuzzScope(f *testing.F) {
 		"POST /v1/endpoints":                     `{"name":"fz-ep","model":"m","command":["x"],"resources":{"gpu_milli":250,"gpu_models":["T4"]},"slo":{"p95_ms":100},"throughput":{"T4":10}}`,
 		"POST /v1/endpoints/{name}/scale":        `{"min_replicas":1,"max_replicas":2}`,
 		"POST /v1/endpoints/{name}/metrics":      `{"requests_per_sec":5,"p95_ms":10,"utilisation":0.5,"replica":"r"}`,
+		"PUT /v1/policies":                       "scheduling_policies:\n  - {name: p, conditions: [{resource_type: gpu_cluster, utilization_threshold: 1%}], actions: [{type: migrate, target: batch_jobs, destination: low_priority_pool}]}\n",
 	}
 	for ri, rt := range lab.routes {
 		for pi := range lab.names {

@@ -101,6 +101,9 @@ type Why struct {
 	Reason         string     `json:"reason"`
 	Detail         string     `json:"detail"`
 	EstimatedStart *time.Time `json:"estimated_start"`
+	// Policies say what operator policies did to the job's priority in
+	// the last cycle; the job's spec keeps its own.
+	Policies []string `json:"policies"`
 }
 
 func newNode(n server.NodeStatus) Node {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,8 +131,10 @@ func endpointTable(eps []client.Endpoint, now time.Time) table {
 }
 
 // millis writes a latency in milliseconds.
+// millis writes a latency in ms with at most one decimal: "150 ms",
+// "21.4 ms".
 func millis(v float64) string {
-	return strconv.FormatFloat(v, 'f', -1, 64) + " ms"
+	return strconv.FormatFloat(math.Round(v*10)/10, 'f', -1, 64) + " ms"
 }
 
 func newEndpointListCmd(conn *connection) *cobra.Command {

@@ -319,6 +319,9 @@ and an estimated start when the scheduler can give one.`,
 				fs.add("State", w.State)
 				fs.add("Reason", orDash(w.Reason))
 				fs.add("Detail", orDash(w.Detail))
+				for _, p := range w.Policies {
+					fs.add("Policy", p)
+				}
 				start := "unknown"
 				if !w.EstimatedStart.IsZero() {
 					start = timestamp(w.EstimatedStart)

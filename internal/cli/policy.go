@@ -26,10 +26,11 @@ clear. Actions only change the priority class of the work they target; the
 scheduling core still decides every bind and preemption. docs/policies.md
 gives the meaning of every field.
 
-These commands work offline, on files. Applying policies to a running server
-(policy apply, list, delete) comes with the server's wiring of them.`,
+validate and test work offline, on files. apply, list and delete manage the
+policies of a running server (admin token): it evaluates them at every
+scheduling cycle, and 'allot job why' says what they did to a job.`,
 	}
-	cmd.AddCommand(newPolicyValidateCmd(), newPolicyTestCmd())
+	cmd.AddCommand(newPolicyValidateCmd(), newPolicyTestCmd(), newPolicyApplyCmd(), newPolicyListCmd(), newPolicyDeleteCmd())
 	return cmd
 }
 

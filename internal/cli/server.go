@@ -29,6 +29,7 @@ import (
 // serveFlags are the flags shared by allot server and allot up.
 type serveFlags struct {
 	data, listen, fleet, tenants string
+	policies                     string
 	tick                         time.Duration
 	rate                         float64
 	burst                        int
@@ -45,6 +46,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the API on (port 0 picks a free one)")
 	fl.StringVar(&f.fleet, "fleet", "examples/fleet.yaml", "fleet file")
 	fl.StringVar(&f.tenants, "tenants", "examples/tenants.yaml", "tenants, partitions, quotas and reservations file")
+	fl.StringVar(&f.policies, "policies", "", "operator policies file applied at start, unless it is the file applied at the previous start (docs/policies.md)")
 	fl.DurationVar(&f.tick, "tick", server.DefaultTick, "interval of scheduling cycles when nothing happens")
 	fl.Float64Var(&f.rate, "rate-limit", api.DefaultRate, "requests per second per tenant (0: no limit)")
 	fl.IntVar(&f.burst, "rate-burst", api.DefaultBurst, "requests a tenant may make at once")
@@ -110,6 +112,17 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if err != nil {
 		return Usage(err)
 	}
+	var policies *server.PolicyFile
+	if f.policies != "" {
+		text, err := os.ReadFile(f.policies)
+		if err != nil {
+			return Usage(fmt.Errorf("read policies: %w", err))
+		}
+		if _, err := spec.ParsePolicies(f.policies, text); err != nil {
+			return Usage(err)
+		}
+		policies = &server.PolicyFile{Name: f.policies, Text: text}
+	}
 	if err := os.MkdirAll(f.data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -139,7 +152,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	defer ln.Close()
 	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		MaxLost: f.maxLost, URL: selfURL(ln.Addr())})
+		MaxLost: f.maxLost, URL: selfURL(ln.Addr()), Policies: policies})
 	if err != nil {
 		return err
 	}

@@ -56,6 +56,9 @@ type Why struct {
 	Reason         string `json:"reason"`
 	Detail         string `json:"detail"`
 	EstimatedStart Time   `json:"estimated_start"` // zero when unknown
+	// Policies say what operator policies did to the job's priority in
+	// the server's last cycle.
+	Policies []string `json:"policies"`
 }
 
 // Priority is a job's priority as text: "standard", "spot:5". It decodes

@@ -38,6 +38,8 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"post", "/v1/endpoints", "201"}, {"get", "/v1/endpoints", "200"}, {"get", "/v1/endpoints/{name}", "200"},
 		{"post", "/v1/endpoints/{name}/scale", "200"}, {"delete", "/v1/endpoints/{name}", "204"},
 		{"post", "/v1/endpoints/{name}/metrics", "204"},
+		{"put", "/v1/policies", "200"}, {"get", "/v1/policies", "200"}, {"delete", "/v1/policies", "200"},
+		{"delete", "/v1/policies/{name}", "200"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -51,7 +53,9 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 	for name, v := range map[string]any{"Job": client.Job{}, "Why": client.Why{}, "Node": client.Node{}, "SKU": client.SKU{},
 		"Usage": client.Usage{}, "Reservation": client.Reservation{}, "Token": client.Token{},
 		"Endpoint": client.Endpoint{}, "EndpointReplica": client.EndpointReplica{}, "EndpointMetrics": client.EndpointMetrics{},
-		"EndpointEvent": client.EndpointEvent{}, "MetricsReport": client.MetricsReport{}} {
+		"EndpointEvent": client.EndpointEvent{}, "MetricsReport": client.MetricsReport{},
+		"PolicySet": client.PolicySet{}, "Policy": client.Policy{}, "PolicyCondition": client.PolicyCondition{},
+		"PolicyOverride": client.PolicyOverride{}, "PolicyEvent": client.PolicyEvent{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)

@@ -27,11 +27,13 @@ const maxReplans = 5
 //     the world (fleet with node health, tenancy with reservations);
 //  2. collect facts: jobs whose work ended (node layer) or whose node left
 //     the fleet; they no longer hold capacity in this cycle;
-//  3. plan: the core turns the snapshot and the clock's now into a Plan;
-//  4. commit the facts and the Plan in one store transaction whose
+//  3. policies: record the metrics the operator's policies read, evaluate
+//     them, and adjust the core's copy of the snapshot (policies.go);
+//  4. plan: the core turns the snapshot and the clock's now into a Plan;
+//  5. commit the facts and the Plan in one store transaction whose
 //     conditions are the ModRev of every job it writes and the scheduling
 //     fence; on a conflict, wait for the cache to catch up and go to 1;
-//  5. publish: record the written jobs in the cache and log each decision.
+//  6. publish: record the written jobs in the cache and log each decision.
 func (s *Server) Cycle(ctx context.Context) error {
 	s.cycleMu.Lock()
 	defer s.cycleMu.Unlock()
@@ -190,10 +192,13 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		}
 	}
 
-	// 3. Plan.
-	plan := s.core.Schedule(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: input}, now)
+	// 3. Policies.
+	in := s.applyPolicies(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: input}, now)
 
-	// 4. Commit.
+	// 4. Plan.
+	plan := s.core.Schedule(in, now)
+
+	// 5. Commit.
 	for _, p := range plan.Preemptions {
 		j := preemptJob(byID[p.Job], p, now, s.agentMode)
 		out = append(out, j)
@@ -250,7 +255,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		return fmt.Errorf("commit plan: %w", err)
 	}
 
-	// 5. Publish.
+	// 6. Publish.
 	s.cache.putJobs(out, rev)
 	s.cache.putKV(keyFence, fence, rev)
 	s.m.binds.Add(float64(len(plan.Binds)))

@@ -184,6 +184,9 @@ type Why struct {
 	// EstimatedStart is when a queued job could start by the estimate
 	// described at Estimate; nil when there is none.
 	EstimatedStart *time.Time
+	// Policies say what operator policies did to the job's priority in
+	// the last cycle (policies.go); the job's spec keeps its own.
+	Policies []string
 }
 
 // Explain returns the job's reason and detail from the last cycle and, for
@@ -193,7 +196,7 @@ func (s *Server) Explain(p Principal, id string) (Why, error) {
 	if err != nil {
 		return Why{}, err
 	}
-	w := Why{Job: j}
+	w := Why{Job: j, Policies: s.jobPolicies(j.ID)}
 	if j.Status.State == model.StateQueued {
 		now := s.clock.Now()
 		w.EstimatedStart = s.Estimate(j, now)

@@ -59,6 +59,9 @@ type Config struct {
 	// set once it listens; endpoint replicas report their metrics there.
 	// Empty: replicas get no ALLOT_ENDPOINT_METRICS_URL.
 	URL string
+	// Policies, when set, is applied at start unless it is the file the
+	// previous start applied (policy_store.go).
+	Policies *PolicyFile
 }
 
 // Server is allot's control plane: a cache of the store, the scheduling
@@ -93,6 +96,7 @@ type Server struct {
 	beats       map[string]time.Time
 	logs        *logBook
 	ep          *endpointBook // inference endpoints (endpoints.go)
+	pol         policyBook    // operator policies (policies.go)
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -145,6 +149,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if err := s.recordNodes(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.loadPolicies(ctx, cfg.Policies); err != nil {
 		return nil, err
 	}
 	return s, nil
