@@ -15,8 +15,10 @@
 //
 // Cycles run on events (submit, cancel, reservation change, a job's end)
 // and on a tick; at most one is in flight and events arriving meanwhile
-// coalesce into one more. A cycle snapshots the cache, asks the core
-// (package sched) for a Plan at the Clock's now, and commits the Plan in one
+// coalesce into one more. A cycle snapshots the cache, lets the operator's
+// policies adjust the core's input (policies.go: priority overrides in the
+// snapshot only, never written to jobs), asks the core (package sched) for
+// a Plan at the Clock's now, and commits the Plan in one
 // store transaction conditioned on the ModRev of every job it writes and of
 // the fence: if anything it decided on changed since the snapshot (a cancel,
 // another scheduler) the commit fails with store.ErrConflict and the cycle
@@ -42,5 +44,12 @@
 // ReportCheckpoint; lifecycle.go has the transitions): a bound job is
 // Preparing until every instance started, a preempted one is Preempted
 // until its processes exited. NodeAssignments long-polls what a node should
-// run. Agents' log chunks are kept in memory (logs.go).
+// run. Agents' log chunks are kept in memory (logs.go). A job requeued
+// because its node was lost waits out a back-off and, when the node stopped
+// answering, its grace (fencing: lifecycle.go, docs/security.md).
+//
+// Inference endpoints (endpoints.go, endpoint_reconcile.go) are stored
+// objects whose replicas are ordinary jobs: a reconcile loop feeds the
+// replicas' reported load to the autoscaler (package autoscale) and submits
+// or cancels replicas to match its decision.
 package server
