@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/policy"
 	"github.com/allot-dev/allot/internal/server"
 )
@@ -38,29 +39,12 @@ type Policy struct {
 	Ignored    []PolicyOverride  `json:"ignored"`
 }
 
-// PolicyCondition is the value a condition found: utilisation as a
-// fraction, latency in seconds.
-type PolicyCondition struct {
-	Metric    string  `json:"metric"`
-	Key       string  `json:"key"`
-	Held      bool    `json:"held"`
-	Seen      bool    `json:"seen"`
-	Current   float64 `json:"current"`
-	Lowest    float64 `json:"lowest"`
-	Threshold float64 `json:"threshold"`
-	For       string  `json:"for"`
-	Text      string  `json:"text"`
-}
-
-// PolicyOverride is a job whose priority class a policy changed in the
-// last cycle (or, among ignored, wanted to).
-type PolicyOverride struct {
-	Job    string `json:"job"`
-	Action string `json:"action"`
-	From   string `json:"from"`
-	To     string `json:"to"`
-	Detail string `json:"detail"`
-}
+// PolicyCondition and PolicyOverride are shared with the other side of
+// the API (package wire).
+type (
+	PolicyCondition = wire.PolicyCondition
+	PolicyOverride  = wire.PolicyOverride
+)
 
 // PolicyEvent is a policy that fired, cleared or stopped.
 type PolicyEvent struct {

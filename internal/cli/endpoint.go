@@ -149,21 +149,8 @@ the load and p95 latency their replicas last reported, and the SLO.`,
 		Aliases: []string{"ls"},
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, f, err := conn.client()
-			if err != nil {
-				return err
-			}
-			eps, err := cl.ListEndpoints(cmd.Context())
-			if err != nil {
-				return fromAPI(err)
-			}
-			if eps == nil {
-				eps = []client.Endpoint{}
-			}
-			v := struct {
-				Endpoints []client.Endpoint `json:"endpoints"`
-			}{eps}
-			return show(cmd.OutOrStdout(), f, v, func() printer { return endpointTable(eps, time.Now()) })
+			return fetchAndList(cmd, conn, "endpoints", (*client.Client).ListEndpoints,
+				func(eps []client.Endpoint) printer { return endpointTable(eps, time.Now()) })
 		},
 	}
 }
@@ -195,15 +182,10 @@ server gave. With -o json or -o yaml it prints the API's Endpoint object.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeEndpoints(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, f, err := conn.client()
-			if err != nil {
-				return err
+			get := func(cl *client.Client, ctx context.Context) (client.Endpoint, error) {
+				return cl.GetEndpoint(ctx, args[0])
 			}
-			e, err := cl.GetEndpoint(cmd.Context(), args[0])
-			if err != nil {
-				return fromAPI(err)
-			}
-			return show(cmd.OutOrStdout(), f, e, func() printer { return endpointSections(e) })
+			return fetchAndShow(cmd, conn, get, func(e client.Endpoint) printer { return endpointSections(e) })
 		},
 	}
 }

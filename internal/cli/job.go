@@ -208,15 +208,8 @@ including the job document as submitted (spec).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, f, err := conn.client()
-			if err != nil {
-				return err
-			}
-			j, err := cl.GetJob(cmd.Context(), args[0])
-			if err != nil {
-				return fromAPI(err)
-			}
-			return show(cmd.OutOrStdout(), f, j, func() printer { return jobFields(j) })
+			get := func(cl *client.Client, ctx context.Context) (client.Job, error) { return cl.GetJob(ctx, args[0]) }
+			return fetchAndShow(cmd, conn, get, func(j client.Job) printer { return jobFields(j) })
 		},
 	}
 }

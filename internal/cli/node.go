@@ -31,21 +31,7 @@ GPU), and the IDs of the jobs on it.`,
 		Aliases: []string{"ls"},
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, f, err := conn.client()
-			if err != nil {
-				return err
-			}
-			nodes, err := cl.Nodes(cmd.Context())
-			if err != nil {
-				return fromAPI(err)
-			}
-			if nodes == nil {
-				nodes = []client.Node{}
-			}
-			v := struct {
-				Nodes []client.Node `json:"nodes"`
-			}{nodes}
-			return show(cmd.OutOrStdout(), f, v, func() printer {
+			return fetchAndList(cmd, conn, "nodes", (*client.Client).Nodes, func(nodes []client.Node) printer {
 				t := table{header: []string{"NAME", "SKU", "REGION", "CLUSTER", "LEAF", "RACK", "HEALTH", "GPUS", "FREE", "JOBS"}}
 				for _, n := range nodes {
 					t.add(n.Name, n.SKU, n.Region, orDash(n.Cluster), orDash(n.Leaf), orDash(n.Rack), n.Health,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/allot-dev/allot/internal/client"
@@ -204,4 +206,35 @@ func span(d time.Duration) string {
 // up to three decimals.
 func gpus(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}
+
+// fetchAndShow calls get with the command's client and shows what it
+// returns: as JSON or YAML, or for a person through human. An API error
+// becomes the CLI's (fromAPI). get has the shape of a method expression
+// such as (*client.Client).Policies.
+func fetchAndShow[T any](cmd *cobra.Command, conn *connection, get func(*client.Client, context.Context) (T, error),
+	human func(T) printer) error {
+	cl, f, err := conn.client()
+	if err != nil {
+		return err
+	}
+	v, err := get(cl, cmd.Context())
+	if err != nil {
+		return fromAPI(err)
+	}
+	return show(cmd.OutOrStdout(), f, v, func() printer { return human(v) })
+}
+
+// fetchAndList is fetchAndShow for a list, which JSON and YAML show as
+// {key: [items]}, an empty list rather than null.
+func fetchAndList[T any](cmd *cobra.Command, conn *connection, key string,
+	list func(*client.Client, context.Context) ([]T, error), human func([]T) printer) error {
+	get := func(cl *client.Client, ctx context.Context) (map[string][]T, error) {
+		items, err := list(cl, ctx)
+		if items == nil {
+			items = []T{}
+		}
+		return map[string][]T{key: items}, err
+	}
+	return fetchAndShow(cmd, conn, get, func(v map[string][]T) printer { return human(v[key]) })
 }

@@ -156,21 +156,8 @@ them for an admin, with their SKU, region, node count and time window.`,
 		Aliases: []string{"ls"},
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, f, err := conn.client()
-			if err != nil {
-				return err
-			}
-			rs, err := cl.ListReservations(cmd.Context())
-			if err != nil {
-				return fromAPI(err)
-			}
-			if rs == nil {
-				rs = []client.Reservation{}
-			}
-			v := struct {
-				Reservations []client.Reservation `json:"reservations"`
-			}{rs}
-			return show(cmd.OutOrStdout(), f, v, func() printer { return reservationTable(rs) })
+			return fetchAndList(cmd, conn, "reservations", (*client.Client).ListReservations,
+				func(rs []client.Reservation) printer { return reservationTable(rs) })
 		},
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,19 +35,7 @@ var (
 func TestAbuse(t *testing.T) {
 	needServer(t)
 	dir := t.TempDir()
-	log := &syncBuffer{}
-	url, admin, stop, err := startServerArgs(filepath.Join(dir, "data"), log, "up", "--data", filepath.Join(dir, "data"),
-		"--listen", "127.0.0.1:0", "--fleet", filepath.Join(root, "examples/fleet.yaml"),
-		"--tenants", filepath.Join(root, "examples/tenants.yaml"), "--log-level", "warn")
-	if err != nil {
-		t.Fatalf("start allot up: %v\n%s", err, log.String())
-	}
-	defer stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("server log (last 8 KiB):\n%s", tail(log.String(), 8<<10))
-		}
-	}()
+	url, admin := startUp(t, dir)
 	copilot := strings.TrimSpace(allotMust(t, url, admin, "token", "create", "--tenant", "copilot"))
 	hobbyist := strings.TrimSpace(allotMust(t, url, admin, "token", "create", "--tenant", "hobbyist"))
 	host := strings.TrimPrefix(url, "http://")

@@ -24,19 +24,7 @@ func TestEndpointScalesWithLoad(t *testing.T) {
 	needServer(t)
 	start := time.Now()
 	dir := t.TempDir()
-	log := &syncBuffer{}
-	url, admin, stop, err := startServerArgs(filepath.Join(dir, "data"), log, "up", "--data", filepath.Join(dir, "data"),
-		"--listen", "127.0.0.1:0", "--fleet", filepath.Join(root, "examples/fleet.yaml"),
-		"--tenants", filepath.Join(root, "examples/tenants.yaml"), "--log-level", "warn")
-	if err != nil {
-		t.Fatalf("start allot up: %v\n%s", err, log.String())
-	}
-	defer stop()
-	defer func() {
-		if t.Failed() {
-			t.Logf("server log (last 8 KiB):\n%s", tail(log.String(), 8<<10))
-		}
-	}()
+	url, admin := startUp(t, dir)
 	tok := strings.TrimSpace(allotMust(t, url, admin, "token", "create", "--tenant", "copilot"))
 
 	// T4 quarters rated at 15 requests/s: 60 requests/s needs more than

@@ -268,3 +268,25 @@ func tail(s string, n int) string {
 	}
 	return s[len(s)-n:]
 }
+
+// startUp runs 'allot up' with the example fleet on a free loopback port
+// with its data in dir/data, stops it when the test ends (showing the end
+// of its log if the test failed), and returns its URL and admin token.
+func startUp(t *testing.T, dir string) (url, admin string) {
+	t.Helper()
+	log := &syncBuffer{}
+	data := filepath.Join(dir, "data")
+	url, admin, stop, err := startServerArgs(data, log, "up", "--data", data, "--listen", "127.0.0.1:0",
+		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml"),
+		"--log-level", "warn")
+	if err != nil {
+		t.Fatalf("start allot up: %v\n%s", err, log.String())
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("server log (last 8 KiB):\n%s", tail(log.String(), 8<<10))
+		}
+	})
+	return url, admin
+}

@@ -11,13 +11,17 @@ import (
 )
 
 // The core, the model and the pure functions the server and the simulators
-// share with it (operator policies) are pure: no I/O, no network, no
-// storage, no wall clock. This test reads their sources and fails on a
-// forbidden import or a call of time.Now, time.Since or time.Until.
+// share with it (operator policies, the autoscaler) are pure: no I/O, no
+// network, no storage, no randomness, no logging, no wall clock, no
+// goroutines. This test reads their sources and fails on a forbidden
+// import, a call of the clock (time.Now, Since, Sleep, …) or a go
+// statement.
 func TestCoreIsPure(t *testing.T) {
-	forbidden := []string{"net", "os", "io/ioutil", "syscall", "go.etcd.io/", "math/rand", "github.com/allot-dev/allot/internal/store"}
-	clock := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true, "Tick": true, "NewTimer": true, "NewTicker": true}
-	for _, dir := range []string{".", "../model", "../policy"} {
+	forbidden := []string{"net", "os", "io", "syscall", "go.etcd.io/", "math/rand", "crypto/rand", "log", "sync",
+		"github.com/allot-dev/allot/internal/store"}
+	clock := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true, "AfterFunc": true,
+		"Tick": true, "NewTimer": true, "NewTicker": true}
+	for _, dir := range []string{".", "../model", "../policy", "../autoscale"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -42,6 +46,9 @@ func TestCoreIsPure(t *testing.T) {
 				}
 			}
 			ast.Inspect(file, func(n ast.Node) bool {
+				if g, ok := n.(*ast.GoStmt); ok {
+					t.Errorf("%s: starts a goroutine; the caller owns concurrency", fset.Position(g.Pos()))
+				}
 				sel, ok := n.(*ast.SelectorExpr)
 				if !ok {
 					return true
