@@ -390,7 +390,7 @@ func (a *Agent) isolate() error {
 			a.cgroup = dir
 		}
 	}
-	a.log.Info("isolation", "work", a.cfg.Work, "users", []string{"agent's own", "dynamic", "run-as"}[a.ident],
+	a.log.Debug("isolation", "work", a.cfg.Work, "users", []string{"agent's own", "dynamic", "run-as"}[a.ident],
 		"cgroup", a.cgroup)
 	return nil
 }

@@ -175,7 +175,7 @@ func (h *handler) appendLog(w http.ResponseWriter, r *http.Request, p server.Pri
 	if !ok {
 		return
 	}
-	if err := h.srv.AppendLog(p, r.PathValue("id"), n, body); err != nil {
+	if err := h.srv.AppendLog(r.Context(), p, r.PathValue("id"), n, body); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -197,7 +197,7 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request, p server.Principa
 	}
 	follow := q.Get("follow") == "1" || q.Get("follow") == "true"
 	id := r.PathValue("id")
-	c, err := h.srv.Log(p, id, n, 0)
+	c, err := h.srv.Log(r.Context(), p, id, n, 0)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -220,7 +220,7 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request, p server.Principa
 		case <-c.Changed:
 		case <-time.After(500 * time.Millisecond): // the attempt may have ended
 		}
-		next, err := h.srv.Log(p, id, c.Attempt, c.Next)
+		next, err := h.srv.Log(r.Context(), p, id, c.Attempt, c.Next)
 		if err != nil {
 			return
 		}

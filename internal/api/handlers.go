@@ -88,7 +88,11 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request, p server.Prin
 		}
 		f.Tenant = v
 	}
-	jobs := h.srv.Jobs(p, f)
+	jobs, err := h.srv.Jobs(r.Context(), p, f)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	out := make([]Job, len(jobs))
 	for i, j := range jobs {
 		out[i] = NewJob(j)
@@ -97,7 +101,7 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request, p server.Prin
 }
 
 func (h *handler) getJob(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	j, err := h.srv.Job(p, r.PathValue("id"))
+	j, err := h.srv.Job(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -115,7 +119,7 @@ func (h *handler) cancel(w http.ResponseWriter, r *http.Request, p server.Princi
 }
 
 func (h *handler) why(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	why, err := h.srv.Explain(p, r.PathValue("id"))
+	why, err := h.srv.Explain(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -292,7 +292,7 @@ func TestScopesAndBodies(t *testing.T) {
 		}
 	}
 	var bound string
-	for _, j := range lab.srv.Jobs(server.Principal{Admin: true}, server.JobFilter{}) {
+	for _, j := range mustJobs(t, lab.srv, server.Principal{Admin: true}, server.JobFilter{}) {
 		if n := lastNodes(j); len(n) == 1 && n[0] == lab.nodes[0] {
 			bound = j.ID
 		}

@@ -92,10 +92,10 @@ func newScopeLab(t testing.TB) *scopeLab {
 		t.Fatal(err)
 	}
 	bound := map[string]bool{}
-	for _, j := range srv.Jobs(admin, server.JobFilter{}) {
+	for _, j := range mustJobs(t, srv, admin, server.JobFilter{}) {
 		if n := lastNodes(j); len(n) == 1 {
 			bound[n[0]] = true
-			if err := srv.AppendLog(admin, j.ID, 1, []byte("log of "+j.ID+"\n")); err != nil {
+			if err := srv.AppendLog(t.Context(), admin, j.ID, 1, []byte("log of "+j.ID+"\n")); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -116,7 +116,7 @@ func newScopeLab(t testing.TB) *scopeLab {
 			t.Fatal(err)
 		}
 		lab.eps = append(lab.eps, name)
-		for _, j := range srv.Jobs(admin, server.JobFilter{Tenant: tn}) {
+		for _, j := range mustJobs(t, srv, admin, server.JobFilter{Tenant: tn}) {
 			if j.Spec.Labels[server.LabelEndpoint] == name {
 				lab.tokens["endpoint:"+name] = j.Spec.Env[server.EnvEndpointToken]
 			}
@@ -164,9 +164,13 @@ func (lab *scopeLab) world() world {
 	for _, kv := range kvs {
 		w.kvs[kv.Key] = kv
 	}
-	for _, j := range lab.srv.Jobs(admin, server.JobFilter{}) {
+	jobs, err := lab.srv.Jobs(ctx, admin, server.JobFilter{})
+	if err != nil {
+		lab.t.Fatal(err)
+	}
+	for _, j := range jobs {
 		w.jobs[j.ID] = j
-		if c, err := lab.srv.Log(admin, j.ID, 0, 0); err == nil {
+		if c, err := lab.srv.Log(ctx, admin, j.ID, 0, 0); err == nil {
 			w.logs[j.ID] = string(c.Data)
 		}
 	}
@@ -415,4 +419,14 @@ func union[V any](a, b map[string]V) map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+// mustJobs lists jobs as p sees them, failing the test on a store error.
+func mustJobs(t testing.TB, srv *server.Server, p server.Principal, f server.JobFilter) []*model.Job {
+	t.Helper()
+	jobs, err := srv.Jobs(t.Context(), p, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
 }

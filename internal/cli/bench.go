@@ -218,10 +218,14 @@ func runBenchAPI(ctx context.Context, out, errOut io.Writer, f benchAPIFlags) er
 		i := min(len(lat)-1, int(p*float64(len(lat))))
 		return float64(lat[i].Microseconds()) / 1000
 	}
+	atEnd, err := srv.Jobs(ctx, server.Principal{Admin: true}, server.JobFilter{})
+	if err != nil {
+		return err
+	}
 	r := benchAPIResult{
 		Clients: f.clients, DurationS: elapsed.Seconds(), Submits: len(lat), Errors: errs,
 		SubmitsPerSec: float64(len(lat)) / elapsed.Seconds(), P50Ms: pct(0.50), P99Ms: pct(0.99), MaxMs: pct(1),
-		Cycles: srv.Cycles() - cycles0, JobsAtEnd: len(srv.Jobs(server.Principal{Admin: true}, server.JobFilter{})),
+		Cycles: srv.Cycles() - cycles0, JobsAtEnd: len(atEnd),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), LoadAvgAtStart: string(bytes.TrimSpace(load)),
 	}
 	if c := stats1.Commits - stats0.Commits; c > 0 {

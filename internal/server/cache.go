@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
+	"unique"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/store"
@@ -19,6 +21,7 @@ import (
 //
 // Cached *model.Job values are never modified: a change replaces the
 // pointer. Snapshots and readers may therefore share them without copying.
+// Of a job that ended the cache keeps only its listing fields (ended.go).
 type cache struct {
 	log *slog.Logger
 
@@ -40,9 +43,15 @@ type cache struct {
 	jobChanged   chan struct{}          // closed (and replaced) when a job changes
 }
 
+// jobEntry is one cached job. tenant, state and submitted are set for every
+// job; job is nil once the job ended (compact in ended.go), and the store
+// holds the rest.
 type jobEntry struct {
-	job    *model.Job
-	modRev int64
+	job       *model.Job
+	modRev    int64
+	tenant    unique.Handle[string]
+	state     model.State
+	submitted time.Time // UTC
 }
 
 type reservationEntry struct {
@@ -79,38 +88,58 @@ func newCache(log *slog.Logger, onCount func(model.State, int)) *cache {
 	}
 }
 
-// load replaces nothing: it applies every key of a full listing at rev and
-// drops cached keys the listing no longer has (deleted while a watch was
-// broken).
-func (c *cache) load(kvs []store.KV, rev int64) {
+// empty reports whether the cache holds no key yet (before the first
+// listing).
+func (c *cache) empty() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.jobs)+len(c.reservations)+len(c.tokens)+len(c.nodes) == 0 && c.fence == 0
+}
+
+// loadPage applies one page of a listing; listed, when not nil, collects
+// the keys for sweep.
+func (c *cache) loadPage(kvs []store.KV, listed map[string]struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	live := make(map[string]bool, len(kvs))
 	for _, kv := range kvs {
-		live[kv.Key] = true
+		if listed != nil {
+			listed[kv.Key] = struct{}{}
+		}
 		c.putLocked(kv.Key, kv.Value, kv.ModRev)
 	}
+}
+
+// loaded ends a listing at rev whose pages loadPage applied. When listed
+// is not nil (the cache held keys before the listing) it drops the cached
+// keys the listing no longer has: deleted while a watch was broken.
+func (c *cache) loaded(listed map[string]struct{}, rev int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rev = max(c.rev, rev)
+	if listed == nil {
+		return
+	}
+	live := func(k string) bool { _, ok := listed[k]; return ok }
 	for id, e := range c.jobs {
-		if !live[prefixJobs+id] && e.modRev <= rev {
+		if !live(prefixJobs+id) && e.modRev <= rev {
 			c.delLocked(prefixJobs+id, rev)
 		}
 	}
 	for name, e := range c.reservations {
-		if !live[prefixReservations+name] && e.modRev <= rev {
+		if !live(prefixReservations+name) && e.modRev <= rev {
 			c.delLocked(prefixReservations+name, rev)
 		}
 	}
 	for h, e := range c.tokens {
-		if !live[prefixTokens+h] && e.modRev <= rev {
+		if !live(prefixTokens+h) && e.modRev <= rev {
 			c.delLocked(prefixTokens+h, rev)
 		}
 	}
 	for n, e := range c.nodes {
-		if !live[prefixNodes+n] && e.modRev <= rev {
+		if !live(prefixNodes+n) && e.modRev <= rev {
 			c.delLocked(prefixNodes+n, rev)
 		}
 	}
-	c.rev = max(c.rev, rev)
 }
 
 // event applies one watch event.
@@ -169,12 +198,12 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 		if !c.newer(key, modRev, e.modRev, ok) {
 			return
 		}
-		j, err := decodeJob(value)
+		id, je, err := decodeEntry(value, modRev)
 		if err != nil {
 			c.log.Error("skipping unreadable job record", "key", key, "err", err)
 			return
 		}
-		c.setJobLocked(j, modRev)
+		c.setEntryLocked(id, je)
 	case strings.HasPrefix(key, prefixReservations):
 		name := key[len(prefixReservations):]
 		e, ok := c.reservations[name]
@@ -218,22 +247,24 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 	}
 }
 
-func (c *cache) setJobLocked(j *model.Job, modRev int64) {
-	e, ok := c.jobs[j.ID]
-	if ok && e.modRev >= modRev {
+func (c *cache) setJobLocked(j *model.Job, modRev int64) { c.setEntryLocked(j.ID, entryOf(j, modRev)) }
+
+func (c *cache) setEntryLocked(id string, n jobEntry) {
+	e, ok := c.jobs[id]
+	if ok && e.modRev >= n.modRev {
 		return
 	}
 	if ok {
-		c.count(e.job.Status.State, -1)
+		c.count(e.state, -1)
 	}
-	c.jobs[j.ID] = jobEntry{job: j, modRev: modRev}
-	if j.Status.State.Terminal() {
-		delete(c.live, j.ID)
+	c.jobs[id] = n
+	if n.state.Terminal() {
+		delete(c.live, id)
 	} else {
-		c.live[j.ID] = struct{}{}
+		c.live[id] = struct{}{}
 	}
-	c.count(j.Status.State, +1)
-	c.jobRev = max(c.jobRev, modRev)
+	c.count(n.state, +1)
+	c.jobRev = max(c.jobRev, n.modRev)
 	close(c.jobChanged)
 	c.jobChanged = make(chan struct{})
 }
@@ -262,7 +293,7 @@ func (c *cache) delLocked(key string, rev int64) {
 			if e.modRev > rev {
 				return
 			}
-			c.count(e.job.Status.State, -1)
+			c.count(e.state, -1)
 			delete(c.jobs, id)
 			delete(c.live, id)
 		}
@@ -298,20 +329,51 @@ func (c *cache) delLocked(key string, rev int64) {
 	c.tomb[key] = rev
 }
 
-// job returns the cached job and its ModRev.
-func (c *cache) job(id string) (*model.Job, int64, bool) {
+// job returns the cached job and its ModRev; ok is true and the job nil
+// when the job ended and the cache keeps it compact (Server.job reads it).
+func (c *cache) job(id string) (ref jobRef, modRev int64, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	e, ok := c.jobs[id]
-	return e.job, e.modRev, ok
+	return jobRef{id: id, job: e.job}, e.modRev, ok
 }
 
-// jobList returns the jobs for which keep reports true, newest first.
-func (c *cache) jobList(keep func(*model.Job) bool) []*model.Job {
+// jobList returns the jobs whose tenant and state keep accepts, newest
+// first.
+func (c *cache) jobList(keep func(tenant string, st model.State) bool) []jobRef {
+	type item struct {
+		ref       jobRef
+		submitted time.Time
+	}
+	c.mu.RLock()
+	items := make([]item, 0, 64)
+	for id, e := range c.jobs {
+		if keep(e.tenant.Value(), e.state) {
+			items = append(items, item{jobRef{id: id, job: e.job}, e.submitted})
+		}
+	}
+	c.mu.RUnlock()
+	sort.Slice(items, func(a, b int) bool {
+		x, y := items[a], items[b]
+		if !x.submitted.Equal(y.submitted) {
+			return x.submitted.After(y.submitted)
+		}
+		return x.ref.id > y.ref.id
+	})
+	out := make([]jobRef, len(items))
+	for i, it := range items {
+		out[i] = it.ref
+	}
+	return out
+}
+
+// wholeJobs returns the jobs the cache holds whole (not ended, or ended
+// replicas) for which keep reports true, newest first.
+func (c *cache) wholeJobs(keep func(*model.Job) bool) []*model.Job {
 	c.mu.RLock()
 	out := make([]*model.Job, 0, 64)
 	for _, e := range c.jobs {
-		if keep(e.job) {
+		if e.job != nil && keep(e.job) {
 			out = append(out, e.job)
 		}
 	}

@@ -9,9 +9,12 @@
 // hex of the token>, node health under /nodes/<name> and the scheduling fence at
 // /sched/fence, all as JSON of this package's record types. The fleet and the
 // tenancy come from files given at start; API reservations are added to the
-// tenancy the core sees. New lists the store and rebuilds the cache, so a
-// restart loses nothing that was acknowledged; Run then follows the store's
-// watch (relisting if it falls behind) and runs cycles.
+// tenancy the core sees. New lists the store (a page at a time, at one
+// revision) and rebuilds the cache, so a restart loses nothing that was
+// acknowledged; Run then follows the store's watch (relisting if it falls
+// behind) and runs cycles. Of a job that ended the cache keeps only what
+// listing and counting it need; showing or listing it reads the rest from
+// the store (ended.go).
 //
 // Cycles run on events (submit, cancel, reservation change, a job's end)
 // and on a tick; at most one is in flight and events arriving meanwhile

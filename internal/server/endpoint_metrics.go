@@ -71,7 +71,7 @@ func (s *Server) ReportEndpointMetrics(ctx context.Context, p Principal, name st
 	}
 	job := ""
 	if id, _, _ := strings.Cut(r.Replica, "."); id != "" {
-		if j, _, found := s.cache.job(id); found && isReplica(e, j) {
+		if ref, _, found := s.cache.job(id); found && ref.job != nil && isReplica(e, ref.job) {
 			job = id
 		}
 	}

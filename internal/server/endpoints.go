@@ -368,14 +368,13 @@ func replicaNode(w *world, j *model.Job) (node, gpuModel string) {
 // endpoint they name, oldest first.
 func (s *Server) replicaJobs() map[string][]*model.Job {
 	out := map[string][]*model.Job{}
-	for _, j := range s.cache.jobList(func(j *model.Job) bool {
-		return j.Spec.Labels[LabelEndpoint] != "" && j.Spec.Labels[LabelWorkload] == WorkloadInference
-	}) {
+	// Ended replicas stay whole in the cache (ended.go).
+	for _, j := range s.cache.wholeJobs(func(j *model.Job) bool { return replicaLabels(j.Spec.Labels) }) {
 		name := j.Spec.Labels[LabelEndpoint]
 		out[name] = append(out[name], j)
 	}
 	for _, js := range out {
-		slices.Reverse(js) // jobList is newest first
+		slices.Reverse(js) // wholeJobs is newest first
 	}
 	return out
 }

@@ -203,7 +203,7 @@ func TestEndpointScalesOutAndIn(t *testing.T) {
 	if len(ins) != 3 || ins[2].To != 1 || ins[1].At.Sub(ins[0].At) < 2*time.Second || !strings.Contains(ins[0].Reason, "scaling in from 4 to 3") {
 		t.Fatalf("scale-in events %+v", ins)
 	}
-	canceled := h.srv.Jobs(admin, JobFilter{State: model.StateCanceled})
+	canceled := mustJobs(t, h.srv, admin, JobFilter{State: model.StateCanceled})
 	if len(canceled) != 3 || !strings.Contains(canceled[0].Status.Detail, "endpoint:chat") {
 		t.Fatalf("%d canceled replicas (%+v), want 3 stopped by endpoint:chat", len(canceled), canceled)
 	}
@@ -245,7 +245,7 @@ func TestEndpointReplacesFailedReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if j, _ := srv.Job(team, first); j.Status.State != model.StateFailed {
+	if j, _ := srv.Job(t.Context(), team, first); j.Status.State != model.StateFailed {
 		t.Fatalf("replica %s is %s, want Failed", first, j.Status.State)
 	}
 	if err := srv.ReconcileEndpoints(ctx); err != nil {
@@ -300,7 +300,7 @@ func TestEndpointScaleAndDelete(t *testing.T) {
 		t.Fatalf("get after delete: %v", err)
 	}
 	h.reconcile()
-	if n := len(h.srv.Jobs(admin, JobFilter{State: model.StateQueued})) + len(h.srv.Jobs(admin, JobFilter{State: model.StateRunning})); n != 0 {
+	if n := len(mustJobs(t, h.srv, admin, JobFilter{State: model.StateQueued})) + len(mustJobs(t, h.srv, admin, JobFilter{State: model.StateRunning})); n != 0 {
 		t.Fatalf("%d replicas live after the delete and a reconcile", n)
 	}
 	// The name is free again; the old replicas are not the new endpoint's.

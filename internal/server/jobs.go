@@ -112,9 +112,17 @@ func newJobID(name string, now time.Time) string {
 	return base + "-" + string(id[:])
 }
 
-// Job returns the job with id as p may see it.
-func (s *Server) Job(p Principal, id string) (*model.Job, error) {
-	j, _, ok := s.cache.job(id)
+// Job returns the job with id as p may see it. A job that ended is read
+// from the store.
+func (s *Server) Job(ctx context.Context, p Principal, id string) (*model.Job, error) {
+	ref, _, ok := s.cache.job(id)
+	if !ok {
+		return nil, refuse(CodeNotFound, "", "no job %q", id)
+	}
+	j, ok, err := s.jobFrom(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, refuse(CodeNotFound, "", "no job %q", id)
 	}
@@ -130,12 +138,25 @@ type JobFilter struct {
 	Tenant string
 }
 
-// Jobs returns the jobs p may see that match f, newest first.
-func (s *Server) Jobs(p Principal, f JobFilter) []*model.Job {
-	return s.cache.jobList(func(j *model.Job) bool {
-		return p.sees(j.Spec.Tenant) && (f.State == "" || j.Status.State == f.State) &&
-			(f.Tenant == "" || j.Spec.Tenant == f.Tenant)
-	})
+// Jobs returns the jobs p may see that match f, newest first. Jobs that
+// ended are read from the store, one Get each.
+func (s *Server) Jobs(ctx context.Context, p Principal, f JobFilter) ([]*model.Job, error) {
+	match := func(tenant string, st model.State) bool {
+		return p.sees(tenant) && (f.State == "" || st == f.State) && (f.Tenant == "" || tenant == f.Tenant)
+	}
+	refs := s.cache.jobList(match)
+	out := make([]*model.Job, 0, len(refs))
+	for _, ref := range refs {
+		j, ok, err := s.jobFrom(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		// The store may be ahead of the cache: match what it holds.
+		if ok && match(j.Spec.Tenant, j.Status.State) {
+			out = append(out, j)
+		}
+	}
+	return out, nil
 }
 
 // Cancel ends a job that has not ended yet. Capacity it held is free for
@@ -191,8 +212,8 @@ type Why struct {
 
 // Explain returns the job's reason and detail from the last cycle and, for
 // a queued job, an estimated start.
-func (s *Server) Explain(p Principal, id string) (Why, error) {
-	j, err := s.Job(p, id)
+func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, error) {
+	j, err := s.Job(ctx, p, id)
 	if err != nil {
 		return Why{}, err
 	}

@@ -169,7 +169,7 @@ func TestAgentModeLifecycle(t *testing.T) {
 		}
 	}
 	state := func(id string) model.State {
-		j, _, _ := srv.cache.job(id)
+		j := wholeJob(t, srv, id)
 		return j.Status.State
 	}
 
@@ -203,7 +203,7 @@ func TestAgentModeLifecycle(t *testing.T) {
 	if s := state(j.ID); s != model.StatePreparing {
 		t.Fatalf("bound job is %s, want Preparing", s)
 	}
-	bound, _, _ := srv.cache.job(j.ID)
+	bound := wholeJob(t, srv, j.ID)
 	node := bound.Status.Allocations[0].Node
 	as, err := srv.NodeAssignments(ctx, node, 0, 0)
 	must(err)
@@ -230,7 +230,7 @@ func TestAgentModeLifecycle(t *testing.T) {
 		t.Fatalf("health %v, want %s NotReady and %s Ready", h, node, other)
 	}
 	must(srv.Cycle(ctx))
-	got, _, _ := srv.cache.job(j.ID)
+	got := wholeJob(t, srv, j.ID)
 	if got.Status.Attempts[0].Reason != "NodeLost" || got.Status.Retries != 0 {
 		t.Fatalf("attempt 1 %+v retries %d, want NodeLost and no retry", got.Status.Attempts[0], got.Status.Retries)
 	}
@@ -238,7 +238,7 @@ func TestAgentModeLifecycle(t *testing.T) {
 	// them (node timeout, already passed, plus the job's grace), so the
 	// job waits that long before it starts elsewhere.
 	must(srv.Cycle(ctx))
-	got, _, _ = srv.cache.job(j.ID)
+	got = wholeJob(t, srv, j.ID)
 	hold := got.Spec.Checkpoint.GraceOrDefault() + fenceMargin
 	if got.Status.State != model.StateQueued || got.Status.Reason != "BackingOff" || !got.Status.NotBefore.Equal(clock.Now().Add(hold)) {
 		t.Fatalf("right after NodeLost: %s %s %q not before %s, want Queued BackingOff until now+%s",
@@ -246,7 +246,7 @@ func TestAgentModeLifecycle(t *testing.T) {
 	}
 	clock.Advance(hold)
 	must(srv.Cycle(ctx))
-	got, _, _ = srv.cache.job(j.ID)
+	got = wholeJob(t, srv, j.ID)
 	if got.Status.State != model.StatePreparing || got.Status.Allocations[0].Node != other {
 		t.Fatalf("after NodeLost: %s on %v, want Preparing on %s", got.Status.State, got.Status.Allocations, other)
 	}
@@ -263,7 +263,7 @@ func TestAgentModeLifecycle(t *testing.T) {
 		must(err)
 		must(srv.Cycle(ctx))
 	}
-	got, _, _ = srv.cache.job(j.ID)
+	got = wholeJob(t, srv, j.ID)
 	if got.Status.State != model.StateFailed || len(got.Status.Attempts) != 3 || got.Status.Attempts[2].ExitCode != 7 {
 		t.Fatalf("got %s after %d attempts (%+v), want Failed after 3 with exit code 7", got.Status.State, len(got.Status.Attempts), got.Status.Attempts)
 	}
@@ -306,7 +306,7 @@ func TestNodeReportsOnlyItsOwnRanks(t *testing.T) {
 	if err := srv.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bound, _, _ := srv.cache.job(j.ID)
+	bound := wholeJob(t, srv, j.ID)
 	if len(bound.Status.Allocations) != 2 {
 		t.Fatalf("gang not bound: %+v", bound.Status)
 	}
@@ -324,7 +324,7 @@ func TestNodeReportsOnlyItsOwnRanks(t *testing.T) {
 	if _, err := srv.ReportEvent(ctx, Principal{Node: n0}, j.ID, 1, Event{Type: EventExited, Rank: 0, Node: n0}); err != nil {
 		t.Fatal(err)
 	}
-	after, _, _ := srv.cache.job(j.ID)
+	after := wholeJob(t, srv, j.ID)
 	if after.Status.State != model.StateRunning || !after.Status.Instances[1].Live() {
 		t.Fatalf("rank 1 still runs on %s, but the job is %s with instances %+v", n1, after.Status.State, after.Status.Instances)
 	}

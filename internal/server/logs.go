@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"sync"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -41,8 +42,15 @@ func (b *logBook) get(k logKey) *attemptLog {
 
 // AppendLog appends a chunk of attempt n's log of job id, keeping the last
 // MaxLogBytes. A node token may append only to jobs of its node.
-func (s *Server) AppendLog(p Principal, id string, n int, chunk []byte) error {
-	j, _, ok := s.cache.job(id)
+func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, chunk []byte) error {
+	ref, _, ok := s.cache.job(id)
+	if !ok {
+		return refuse(CodeNotFound, "", "no job %q", id)
+	}
+	j, ok, err := s.jobFrom(ctx, ref) // the last chunks may come after the job ended
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return refuse(CodeNotFound, "", "no job %q", id)
 	}
@@ -79,8 +87,8 @@ type LogChunk struct {
 
 // Log returns attempt n (0: the latest) of job id's log from offset from
 // on, as p may see it. Bytes dropped from the front are skipped.
-func (s *Server) Log(p Principal, id string, n int, from int64) (LogChunk, error) {
-	j, err := s.Job(p, id)
+func (s *Server) Log(ctx context.Context, p Principal, id string, n int, from int64) (LogChunk, error) {
+	j, err := s.Job(ctx, p, id)
 	if err != nil {
 		return LogChunk{}, err
 	}

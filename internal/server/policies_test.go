@@ -94,7 +94,7 @@ func (h *harness) events() []string {
 
 func (h *harness) why(id string) Why {
 	h.t.Helper()
-	w, err := h.srv.Explain(admin, id)
+	w, err := h.srv.Explain(h.t.Context(), admin, id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func h100Job(tenant string, i int) string {
 // its running jobs.
 func (h *harness) heldGPUs(tenant string) (int, []string) {
 	n, ids := 0, []string(nil)
-	for _, j := range h.srv.Jobs(admin, JobFilter{Tenant: tenant}) {
+	for _, j := range mustJobs(h.t, h.srv, admin, JobFilter{Tenant: tenant}) {
 		if j.Status.State.Holds() {
 			ids = append(ids, j.ID)
 			for _, a := range j.Status.Allocations {
@@ -421,7 +421,7 @@ func TestPolicyDeletedStops(t *testing.T) {
 	if n := len(st.Events); n != 2 || st.Events[1].Kind != PolicyStops || st.Events[1].Text != "deleted from the policy set" {
 		t.Fatalf("events %+v", st.Events)
 	}
-	for _, j := range h.srv.Jobs(admin, JobFilter{}) {
+	for _, j := range mustJobs(t, h.srv, admin, JobFilter{}) {
 		if w := h.why(j.ID); len(w.Policies) != 0 {
 			t.Fatalf("why %s after the delete: %q", j.ID, w.Policies)
 		}

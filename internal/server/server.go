@@ -157,13 +157,50 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// relist reads the whole store into the cache and returns its revision.
+// listPage is how many keys relist reads at a time.
+const listPage = 4096
+
+// relist reads the whole store into the cache, a page at a time at one
+// revision, so that the raw values of a large store are never all held at
+// once. A listing whose revision the store can no longer read (it moved on
+// too far while the pages were read) starts again at the current one.
 func (s *Server) relist(ctx context.Context) error {
-	kvs, rev, err := s.st.List(ctx, "/")
-	if err != nil {
-		return fmt.Errorf("server: list store: %w", err)
+	for try := 0; ; try++ {
+		err := s.listPages(ctx)
+		if errors.Is(err, store.ErrCompacted) && try < 10 {
+			s.log.Warn("store moved on during the listing; listing again", "err", err)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("server: list store: %w", err)
+		}
+		return nil
 	}
-	s.cache.load(kvs, rev)
+}
+
+func (s *Server) listPages(ctx context.Context) error {
+	// A cache that holds keys already must drop those the listing lacks.
+	var listed map[string]struct{}
+	if !s.cache.empty() {
+		listed = map[string]struct{}{}
+	}
+	var (
+		after string
+		rev   int64
+	)
+	for {
+		kvs, r, more, err := s.st.ListPage(ctx, "/", after, listPage, rev)
+		if err != nil {
+			return err
+		}
+		rev = r
+		s.cache.loadPage(kvs, listed)
+		if !more {
+			break
+		}
+		after = kvs[len(kvs)-1].Key
+	}
+	s.cache.loaded(listed, rev)
 	return nil
 }
 

@@ -72,7 +72,7 @@ func (h *harness) submit(p Principal, doc string) *model.Job {
 
 func (h *harness) job(id string) *model.Job {
 	h.t.Helper()
-	j, err := h.srv.Job(admin, id)
+	j, err := h.srv.Job(h.t.Context(), admin, id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestSubmitRefusals(t *testing.T) {
 			}
 		})
 	}
-	if n := len(h.srv.Jobs(admin, JobFilter{})); n != 0 {
+	if n := len(mustJobs(t, h.srv, admin, JobFilter{})); n != 0 {
 		t.Fatalf("%d jobs stored after refusals", n)
 	}
 }
@@ -238,7 +238,7 @@ func TestRestartRebuilds(t *testing.T) {
 		}
 	}
 	h.cycle() // resumes: must not bind anything twice
-	checkNoDoubleBinding(t, h.srv.Jobs(admin, JobFilter{}))
+	checkNoDoubleBinding(t, mustJobs(t, h.srv, admin, JobFilter{}))
 	for _, id := range ids {
 		if s := h.job(id).Status; s.State != model.StateRunning || len(s.Attempts) != 1 {
 			t.Fatalf("%s after restart and a cycle: %+v", id, s)
@@ -257,7 +257,7 @@ func TestPendingReasonWrittenOnlyWhenChanged(t *testing.T) {
 	if rev1 != rev2 {
 		t.Fatalf("unchanged pending job rewritten: mod rev %d -> %d", rev1, rev2)
 	}
-	w, err := h.srv.Explain(copilot, big.ID)
+	w, err := h.srv.Explain(t.Context(), copilot, big.ID)
 	if err != nil || w.Job.Status.Reason == "" {
 		t.Fatalf("why: %+v %v", w, err)
 	}
@@ -276,13 +276,13 @@ func TestManyJobsNoDoubleBinding(t *testing.T) {
 		if i%7 == 0 {
 			h.clock.Advance(20 * time.Minute)
 			h.cycle()
-			checkNoDoubleBinding(t, h.srv.Jobs(admin, JobFilter{}))
+			checkNoDoubleBinding(t, mustJobs(t, h.srv, admin, JobFilter{}))
 		}
 	}
 	for range 20 {
 		h.clock.Advance(30 * time.Minute)
 		h.cycle()
-		checkNoDoubleBinding(t, h.srv.Jobs(admin, JobFilter{}))
+		checkNoDoubleBinding(t, mustJobs(t, h.srv, admin, JobFilter{}))
 	}
 }
 
@@ -380,11 +380,32 @@ func TestEstimate(t *testing.T) {
 	j := h.submit(copilot, `{name: w, tenant: copilot, resources: {gpu_models: [T4]}, placement: {regions: [eastus]}}`)
 	h.clock.Advance(10 * time.Minute)
 	h.cycle()
-	w, err := h.srv.Explain(copilot, j.ID)
+	w, err := h.srv.Explain(t.Context(), copilot, j.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if w.Job.Status.State != model.StateQueued || w.EstimatedStart == nil || !w.EstimatedStart.Equal(t0.Add(time.Hour)) {
 		t.Fatalf("why: state %s reason %s, estimate %v, want %v", w.Job.Status.State, w.Job.Status.Reason, w.EstimatedStart, t0.Add(time.Hour))
 	}
+}
+
+// mustJobs lists jobs as p sees them, failing the test on a store error.
+func mustJobs(t testing.TB, srv *Server, p Principal, f JobFilter) []*model.Job {
+	t.Helper()
+	jobs, err := srv.Jobs(t.Context(), p, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// wholeJob returns job id whole, read from the store when the cache keeps
+// it compact.
+func wholeJob(t testing.TB, srv *Server, id string) *model.Job {
+	t.Helper()
+	j, err := srv.Job(t.Context(), Principal{Admin: true}, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

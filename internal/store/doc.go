@@ -24,6 +24,9 @@
 //   - Reads. Get and List read one consistent state; List returns keys sorted
 //     by byte order and the store revision the read observed, which is the
 //     revision to pass to Watch to continue from that state without gaps.
+//     ListPage reads the same listing in pages, every page at the revision
+//     of the first, so that a caller need not hold the whole store at once;
+//     the concatenated pages equal List at that revision.
 //   - Watch. Watch delivers every change with a revision greater than
 //     fromRev under a prefix, in revision order and, within a revision, in key
 //     order. Backends retain a bounded history; a fromRev older than that

@@ -30,6 +30,18 @@ type Store interface {
 	// the store revision at which they were read. An empty prefix lists
 	// everything.
 	List(ctx context.Context, prefix string) (kvs []KV, rev int64, err error)
+	// ListPage returns, sorted by key, at most limit live keys that start
+	// with prefix and sort after after ("" starts at the first), as they
+	// were at revision rev, and that revision. rev 0 reads the current
+	// revision: pass the revision the first page returned to read the next
+	// pages of the same listing. more reports that keys may remain after the
+	// last one returned; continue with after set to it. A page may be short
+	// (or, only when more is false, empty). A revision the backend can no
+	// longer read returns an error matching ErrCompacted: list again from
+	// rev 0. limit must be positive and rev not above the current revision
+	// (ErrInvalid). This is etcd's Range with a start key, a limit and a
+	// revision.
+	ListPage(ctx context.Context, prefix, after string, limit int, rev int64) (kvs []KV, atRev int64, more bool, err error)
 	// Rev returns the current store revision.
 	Rev(ctx context.Context) (int64, error)
 	// Txn applies txn atomically once it is durable and returns the revision

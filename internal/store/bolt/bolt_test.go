@@ -118,3 +118,30 @@ func TestWatchFallsBehindHistory(t *testing.T) {
 		t.Fatalf("watch across an oversized txn: %+v, want ErrCompacted", ev)
 	}
 }
+
+// TestListPageCompacted: a listing whose revision has left the history is
+// refused with ErrCompacted, and listing again from revision 0 works.
+func TestListPageCompacted(t *testing.T) {
+	s := openTemp(t, &Options{History: 8})
+	ctx := t.Context()
+	for _, k := range []string{"/a", "/b", "/c"} {
+		if _, err := s.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(k, []byte(k))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, r, more, err := s.ListPage(ctx, "/", "", 1, 0)
+	if err != nil || !more {
+		t.Fatalf("first page: more %v, err %v", more, err)
+	}
+	for range 20 {
+		if _, err := s.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp("/z", []byte("z"))}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, _, err := s.ListPage(ctx, "/", "/a", 1, r); !errors.Is(err, store.ErrCompacted) {
+		t.Fatalf("page at compacted revision %d: err %v, want ErrCompacted", r, err)
+	}
+	if kvs, _, _, err := s.ListPage(ctx, "/", "", 10, 0); err != nil || len(kvs) != 4 {
+		t.Fatalf("listing again: %d keys, err %v", len(kvs), err)
+	}
+}

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unique"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// Finished jobs are most of the store (a million after a few months) and
+// nothing in a cycle reads them, so the cache keeps of an ended job only
+// what listing and counting it need: its tenant, state and submit time
+// (jobEntry). Everything else, for job show, why, logs and the full
+// listing, is read back from the store by key (Server.jobFrom). Ended
+// replicas of endpoints stay whole: endpoint reconciliation reads their
+// status every few seconds.
+
+// compact reports whether the cache keeps only j's listing fields.
+func compact(j *model.Job) bool {
+	return j.Status.State.Terminal() && !replicaLabels(j.Spec.Labels)
+}
+
+func replicaLabels(l map[string]string) bool {
+	return l[LabelEndpoint] != "" && l[LabelWorkload] == WorkloadInference
+}
+
+// entryOf returns the cache entry of j at modRev: j itself while it runs,
+// only its listing fields once it ended.
+func entryOf(j *model.Job, modRev int64) jobEntry {
+	e := jobEntry{modRev: modRev, tenant: unique.Make(j.Spec.Tenant), state: knownState(j.Status.State),
+		submitted: j.Status.SubmittedAt.UTC()}
+	if !compact(j) {
+		e.job = j
+	}
+	return e
+}
+
+// knownState returns s sharing the constant's bytes, so that a million
+// cached entries do not each hold a copy of "Succeeded".
+func knownState(s model.State) model.State {
+	for _, k := range []model.State{model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut,
+		model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted} {
+		if s == k {
+			return k
+		}
+	}
+	return s
+}
+
+// jobHead is the part of a job record the cache decodes first: enough to
+// keep an ended job without decoding the rest.
+type jobHead struct {
+	ID   string `json:"id"`
+	Spec struct {
+		Tenant string            `json:"tenant"`
+		Labels map[string]string `json:"labels"`
+	} `json:"spec"`
+	Status struct {
+		State       string    `json:"state"`
+		SubmittedAt time.Time `json:"submitted_at"`
+	} `json:"status"`
+}
+
+// decodeEntry decodes a job record into its cache entry at modRev.
+func decodeEntry(b []byte, modRev int64) (string, jobEntry, error) {
+	var h jobHead
+	if err := json.Unmarshal(b, &h); err != nil {
+		return "", jobEntry{}, err
+	}
+	st := knownState(model.State(h.Status.State))
+	if h.ID != "" && st.Terminal() && !replicaLabels(h.Spec.Labels) {
+		return h.ID, jobEntry{modRev: modRev, tenant: unique.Make(h.Spec.Tenant), state: st,
+			submitted: h.Status.SubmittedAt.UTC()}, nil
+	}
+	j, err := decodeJob(b)
+	if err != nil {
+		return "", jobEntry{}, err
+	}
+	return j.ID, entryOf(j, modRev), nil
+}
+
+// jobRef is one job of a listing: the cached job, or only its ID when the
+// cache keeps it compact.
+type jobRef struct {
+	id  string
+	job *model.Job
+}
+
+// jobFrom returns ref's job, reading an ended one from the store. ok is
+// false when the store no longer has it.
+func (s *Server) jobFrom(ctx context.Context, ref jobRef) (j *model.Job, ok bool, err error) {
+	if ref.job != nil {
+		return ref.job, true, nil
+	}
+	kv, err := s.st.Get(ctx, prefixJobs+ref.id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read job %s: %w", ref.id, err)
+	}
+	j, err = decodeJob(kv.Value)
+	if err != nil {
+		return nil, false, fmt.Errorf("read job %s: %w", ref.id, err)
+	}
+	return j, true, nil
+}
