@@ -161,11 +161,13 @@ type labJob struct {
 		Node string `json:"node"`
 	} `json:"allocations"`
 	AttemptHistory []struct {
-		Number   int      `json:"number"`
-		Nodes    []string `json:"nodes"`
-		ExitCode int      `json:"exit_code"`
-		Reason   string   `json:"reason"`
-		Detail   string   `json:"detail"`
+		Number   int       `json:"number"`
+		Nodes    []string  `json:"nodes"`
+		Started  time.Time `json:"started"`
+		Ended    time.Time `json:"ended"`
+		ExitCode int       `json:"exit_code"`
+		Reason   string    `json:"reason"`
+		Detail   string    `json:"detail"`
 	} `json:"attempt_history"`
 	CheckpointPath string `json:"checkpoint_path"`
 	Preemptions    int    `json:"preemptions"`

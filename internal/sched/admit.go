@@ -88,9 +88,8 @@ func (st *state) groupStage(a *attempt, g *group, v *verdict) stage {
 	if a.req.GPUs == 0 {
 		return stageBorrow // CPU-only work is outside quotas and partitions
 	}
-	k := quotaKey{a.tenant.idx, g.series}
-	if limit, ok := st.quota[k]; ok && st.quotaUsed[k]+a.total > limit {
-		v.quota, v.quotaBlocked = k, true
+	if t := a.tenant; t.quota != nil && t.quota[g.series] >= 0 && t.quotaUsed[g.series]+a.total > t.quota[g.series] {
+		v.quota, v.quotaBlocked = quotaKey{t.idx, g.series}, true
 		return stageReady
 	}
 	if !st.partitionAllows(a.tenant.partition, g.pool, a.total) {
@@ -136,7 +135,7 @@ func (st *state) partitionAllows(p *partitionState, k int, milli int64) bool {
 // than p do not lend.
 func (st *state) protected(k int, p *partitionState) int64 {
 	var sum int64
-	for _, q := range st.partitions {
+	for _, q := range st.partitionList {
 		if q == p {
 			continue
 		}
@@ -290,7 +289,7 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 	case stageReady:
 		k, sk := v.quota, st.series[v.quota.series]
 		return QuotaExceeded, fmt.Sprintf("tenant %s: %s GPUs in %s: %s of %s used, job needs %s",
-			a.tenant.name, sk.series, sk.region, gpusText(st.quotaUsed[k]), gpusText(st.quota[k]), gpusText(a.total))
+			a.tenant.name, sk.series, sk.region, gpusText(a.tenant.quotaUsed[k.series]), gpusText(st.quota[k]), gpusText(a.total))
 	case stageQuota:
 		k, pk, p := v.borrowPool, st.pools[v.borrowPool], a.tenant.partition
 		name, used, guar := "(none)", int64(0), int64(0)

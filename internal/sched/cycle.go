@@ -102,6 +102,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		freed := st.freedScratch()
 		for _, v := range victims {
 			st.markFreed(v.rj, freed)
+			st.unindexRunning(v.rj)
 			if v.rj.fresh {
 				// Bound earlier in this cycle: it never starts.
 				plan.unbind(v.rj.job.ID)
@@ -135,7 +136,7 @@ func (st *state) bind(a *attempt, p placement, plan *Plan) {
 	rj := &running{job: a.job, tenant: a.tenant, req: a.req, nodes: p.nodes, gpus: p.gpus,
 		pool: st.groups[st.groupOf[p.nodes[0]]].pool, fresh: true}
 	st.commit(rj)
-	st.indexRunning(rj)
+	st.indexRunning(rj, true)
 	b := Bind{Job: a.job.ID, Nodes: make([]Placement, len(p.nodes))}
 	for i, n := range p.nodes {
 		b.Nodes[i] = Placement{Node: st.nodes[n].Name, GPUs: p.gpus[i], GPUMilli: a.req.Milli}

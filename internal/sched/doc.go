@@ -45,7 +45,11 @@
 // running work by class and on reserved nodes; the groups each pool, quota
 // series, rack and region spans) and keeps them in step as it binds and
 // releases, so a decision costs what could change it rather than the size of
-// the fleet. A driver that wants to time decisions passes a Config.Observer:
+// the fleet. Preemption reads running work cheapest first only as far down
+// as it needs (kept in that order by class, partition and pool), and answers
+// a trial victim set from bounds on the room it leaves, or from the node or
+// domain the previous trial found, before running the filters; none of this
+// changes which victims are chosen. A driver that wants to time decisions passes a Config.Observer:
 // it is told of each decision and changes none.
 //
 // "Does not fit" is a Reason in the Plan, never an error. Preemption

@@ -19,9 +19,10 @@ func (st *state) buildDomains() {
 		if !ok {
 			id = len(st.domains)
 			domainID[key] = id
-			st.domains = append(st.domains, &domain{name: n0.Cluster + "/" + n0.GPUModel})
+			st.domains = append(st.domains, &domain{id: id, name: n0.Cluster + "/" + n0.GPUModel})
 		}
 		g.domain = id
+		st.domains[id].groups = append(st.domains[id].groups, g)
 		for _, n := range g.nodes {
 			lk := [2]string{key[0] + "/" + key[1], n.Leaf}
 			li, ok := leafID[lk]
@@ -49,6 +50,40 @@ func (st *state) indexReady() {
 				if st.resOf[n.Index] >= 0 {
 					g.reservedReady = append(g.reservedReady, n.Index)
 				}
+			}
+		}
+	}
+}
+
+// indexPower marks the groups whose gang slots are not simply counted
+// against power caps (group.unevenPower): a capped rack is uneven when its
+// nodes differ in draw per GPU or belong to more than one gang domain.
+func (st *state) indexPower() {
+	type draw struct {
+		powerW int64
+		gpus   int
+		domain int
+	}
+	first := make([]draw, len(st.racks))
+	seen := make([]bool, len(st.racks))
+	mixed := make([]bool, len(st.racks))
+	for _, n := range st.nodes {
+		r := st.rackOf[n.Index]
+		if r < 0 || st.racks[r].capW <= 0 {
+			continue
+		}
+		d := draw{n.PowerW, n.GPUs(), st.groups[st.groupOf[n.Index]].domain}
+		if !seen[r] {
+			seen[r], first[r] = true, d
+		} else if d != first[r] {
+			mixed[r] = true
+		}
+	}
+	for _, g := range st.groups {
+		g.unevenPower = g.region.capW > 0
+		for _, n := range g.nodes {
+			if r := st.rackOf[n.Index]; r >= 0 && mixed[r] {
+				g.unevenPower = true
 			}
 		}
 	}

@@ -96,22 +96,76 @@ func (st *state) place(a *attempt) (placement, Reason, string) {
 		}
 		return placement{}, InsufficientCapacity, "no placement found"
 	}
-	return st.placeGang(a)
+	return st.placeGang(a, false)
 }
 
 // placeable reports whether place would find a placement for a, without
-// explaining a failure (preemption tries victim sets with it).
+// explaining a failure or choosing nodes (preemption tries victim sets with
+// it).
 func (st *state) placeable(a *attempt) bool {
-	v := st.candidates(a, a.count == 1)
+	if a.count == 1 {
+		return st.anyPlaced(a)
+	}
+	if st.gangHolds(a) {
+		return true
+	}
+	v := st.candidates(a, false)
 	if v.furthest < stagePlaced {
 		return false
 	}
-	if a.count == 1 {
-		_, ok := st.placeOne(a)
-		return ok
-	}
-	_, r, _ := st.placeGang(a)
+	_, r, _ := st.placeGang(a, true)
 	return r == ReasonNone
+}
+
+// anyPlaced reports whether some node passes every filter for a single
+// instance. placeOne then always finds a node: its Chooser asks the same of
+// the same candidates (Ready, GPU model, free capacity, power), so it
+// succeeds exactly when the quick candidate pass reaches stagePlaced. The
+// pass stops at the first such node.
+func (st *state) anyPlaced(a *attempt) bool {
+	var v verdict
+	ok := func(n *NodeInfo) bool {
+		if n.Ready && st.reservationAllows(a, n.Index) && n.FitsResources(&a.req) && st.powerAllows(n, a.req.TotalMilli()) {
+			st.room.node = n.Index
+			return true
+		}
+		return false
+	}
+	// The node that passed last time usually still does: the trials of one
+	// preemption differ by a victim or two.
+	if w := st.room.node; w >= 0 && st.room.a == a && st.groupStage(a, st.groups[st.groupOf[w]], &v) >= stageBorrow && ok(st.nodes[w]) {
+		return true
+	}
+	for _, g := range st.groups {
+		if st.groupStage(a, g, &v) < stageBorrow {
+			continue
+		}
+		for _, n := range g.open {
+			if ok(n) {
+				return true
+			}
+		}
+		if a.req.GPUs == 0 {
+			for _, n := range g.full {
+				if ok(n) {
+					return true
+				}
+			}
+		}
+		for p := g.idleFrom; p < len(g.nodes); p++ {
+			n := g.nodes[p]
+			if n.Pods > 0 {
+				if p == g.idleFrom {
+					g.idleFrom++
+				}
+				continue
+			}
+			if ok(n) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // powerFilter is the per-node filter the Chooser applies after capacity.
@@ -147,7 +201,9 @@ func (st *state) placeOne(a *attempt) (placement, bool) {
 // one cluster, so every instance sees the same accelerator and one fabric
 // (the cluster's) whether or not the job names an interconnect.
 type domain struct {
+	id     int // in state.domains
 	name   string
+	groups []*group // the groups of its nodes
 	leaves []*leaf
 	slots  int
 	stamp  uint64 // the gangDomains call that filled leaves and slots
@@ -161,8 +217,9 @@ type leaf struct {
 }
 
 // placeGang places all instances of a gang on one domain, using the fewest
-// leaf groups, or none of them.
-func (st *state) placeGang(a *attempt) (placement, Reason, string) {
+// leaf groups, or none of them. With trial set it only says whether it
+// would, and returns no placement.
+func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 	domains := st.gangDomains(a)
 	best, bestLeaves, bestSpare := -1, 0, 0
 	most := 0
@@ -199,6 +256,10 @@ func (st *state) placeGang(a *attempt) (placement, Reason, string) {
 	for _, l := range d.leaves[:bestLeaves] {
 		nodes = append(nodes, l.nodes...)
 	}
+	if trial && st.powerSlack(a, d.leaves[:bestLeaves]) {
+		st.room.domain, st.room.domainHeld = d.id, st.room.simple
+		return placement{}, ReasonNone, ""
+	}
 	// Place instance by instance with the scorer, holding each on the node
 	// copy so the next sees it, then give everything back: the caller
 	// commits the whole gang at once.
@@ -220,6 +281,9 @@ func (st *state) placeGang(a *attempt) (placement, Reason, string) {
 	}
 	if !ok {
 		return placement{}, TopologyUnsatisfiable, fmt.Sprintf("%s: the gang did not fit its %d leaf groups", d.name, bestLeaves)
+	}
+	if trial {
+		st.room.domain, st.room.domainHeld = d.id, st.room.simple
 	}
 	return p, ReasonNone, ""
 }
@@ -306,4 +370,49 @@ func slots(n *NodeInfo, r *Request, limit int) int {
 		s = min(s, n.FreeWhole/r.GPUs)
 	}
 	return s
+}
+
+// powerSlack reports whether the instance-by-instance placement of a on the
+// nodes of leaves cannot fail, so a trial may skip it. The leaves hold at
+// least a.count slots; each instance the Chooser places takes exactly one
+// slot of one node (whole GPUs, CPU and memory shrink by one instance's
+// worth; a fraction goes to a GPU it fits), and a node with a slot left
+// passes the Chooser's fit test. Only a power cap could turn a node with a
+// slot away, so the placement cannot fail when every capped rack and region
+// has headroom for all the slots of these nodes at once. A Scorer that
+// chooses GPUs itself might spend them otherwise, so it always gets the full
+// placement.
+func (st *state) powerSlack(a *attempt, leaves []*leaf) bool {
+	if _, ok := st.chooser.Scorer.(GPUChooser); ok {
+		return false
+	}
+	st.stamp++
+	stamp := st.stamp
+	for _, l := range leaves {
+		for _, n := range l.nodes {
+			need := st.powerOf(n, a.req.TotalMilli())
+			if need == 0 {
+				continue
+			}
+			w := int64(slots(n, &a.req, a.count)) * need
+			if r := st.rackOf[n.Index]; r >= 0 && st.racks[r].capW > 0 {
+				rk := &st.racks[r]
+				if rk.stamp != stamp {
+					rk.stamp, rk.left = stamp, rk.capW-rk.drawW
+				}
+				if rk.left -= w; rk.left < 0 {
+					return false
+				}
+			}
+			if reg := st.regionOf[n.Index]; reg.capW > 0 {
+				if reg.stamp != stamp {
+					reg.stamp, reg.left = stamp, reg.capW-reg.drawW
+				}
+				if reg.left -= w; reg.left < 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -22,41 +23,94 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 	if st.cfg.DisablePreemption || a.class == model.ClassSpot {
 		return nil, time.Time{}
 	}
-	cands, until := st.victims(a)
-	if len(cands) == 0 {
-		return nil, until
+	vs := &st.victims
+	st.startVictims(a)
+	if !st.nextVictim() {
+		return nil, vs.until
+	}
+	// have reads the cheapest-first list down to its k-th victim, when
+	// there are that many, and says how far it got.
+	have := func(k int) int {
+		for len(vs.out) < k && st.nextVictim() {
+		}
+		return min(k, len(vs.out))
 	}
 	// Evicting more never hurts feasibility, so find the shortest prefix of
 	// the cheapest-first list that lets the job fit. released is how much
 	// of the list is released now: each trial moves it to its own length.
+	// A trial whose victims leave no room for the job fails without
+	// running the filters (roomFor).
+	st.startRoom(a)
 	released := 0
 	releaseTo := func(k int) {
 		for ; released < k; released++ {
-			st.release(cands[released].rj)
+			st.moveVictim(vs.out[released].rj, true)
 		}
 		for ; released > k; released-- {
-			st.restore(cands[released-1].rj)
+			st.moveVictim(vs.out[released-1].rj, false)
 		}
 	}
 	fits := func(k int) bool {
 		releaseTo(k)
-		return st.placeable(a)
+		return st.roomFor(a) && st.placeable(a)
 	}
-	if !fits(len(cands)) {
-		releaseTo(0)
-		return nil, until
+	// A short list is bounded before anything is released: when even all
+	// of it could not let the job in, no trial is made (the first would
+	// release it all, and fail).
+	if have(roomShortList+1) <= roomShortList && !st.roomCouldHold(a, vs.out) {
+		return nil, vs.until
 	}
-	k := sort.Search(len(cands), func(k int) bool { return k > 0 && fits(k) })
+	var k int
+	if st.trialsMonotone(a) {
+		// Releasing one more victim never turns a fit into a misfit, so the
+		// shortest prefix is the first that fits: it is no shorter than
+		// the first that leaves room, and found by doubling, then halving,
+		// from there. Only the list down to it is read and released.
+		for !st.roomFor(a) && have(released+1) > released {
+			releaseTo(released + 1)
+		}
+		if !st.roomFor(a) {
+			releaseTo(0)
+			return nil, vs.until
+		}
+		lo, hi := max(0, released-1), -1 // the prefix of length lo does not fit (none of length 0 does)
+		for step := 1; hi < 0; step *= 2 {
+			switch k := have(lo + step); {
+			case k > lo && fits(k):
+				hi = k
+			case vs.done && k == len(vs.out):
+				releaseTo(0)
+				return nil, vs.until
+			default:
+				lo = k
+			}
+		}
+		for hi-lo > 1 {
+			if m := lo + (hi-lo)/2; fits(m) {
+				hi = m
+			} else {
+				lo = m
+			}
+		}
+		k = hi
+	} else {
+		n := have(math.MaxInt)
+		if !fits(n) {
+			releaseTo(0)
+			return nil, vs.until
+		}
+		k = sort.Search(n, func(k int) bool { return k > 0 && fits(k) })
+	}
 	releaseTo(k)
-	chosen := cands[:k]
+	chosen := vs.out[:k]
 	// ...then spare every victim, costliest first, that the job can do without.
 	for i := len(chosen) - 1; i >= 0; i-- {
-		st.restore(chosen[i].rj)
-		if st.placeable(a) {
+		st.moveVictim(chosen[i].rj, false)
+		if st.roomFor(a) && st.placeable(a) {
 			chosen[i].rj = nil
 			continue
 		}
-		st.release(chosen[i].rj)
+		st.moveVictim(chosen[i].rj, true)
 	}
 	for _, c := range chosen {
 		if c.rj != nil {
@@ -72,66 +126,159 @@ func (st *state) restore(rj *running) {
 	rj.evicted = false
 }
 
-// victims lists the running jobs a may evict, cheapest first (victimLess),
-// and the earliest time a protected one becomes evictable.
-func (st *state) victims(a *attempt) ([]victim, time.Time) {
-	var out []victim
-	var until time.Time
+// victimStream reads, for one preemption, the running work a may evict,
+// cheapest first (victimLess), and only as far down that order as preempt
+// asks. It merges the lists of running work that indexRunning keeps in
+// that order: the buckets of work off reserved nodes whose class,
+// partition and pool let a evict them where a's filters admit the pool,
+// and the work on reserved nodes. Who may be evicted is decided on the
+// state before the preemption released anyone (evictable reads
+// partitionState.usedBefore), as if the whole list were drawn up first.
+type victimStream struct {
+	a       *attempt
+	reclaim bool
+	stamp   uint64       // groupPass mark of the groups a's filters admit
+	lists   [][]*running // each in victimLess order
+	heads   []int        // heap of the lists not read to the end, by their next entry
+	pos     []int        // by list: the next to read
+	out     []victim     // read so far, cheapest first
+	done    bool         // every list is read
+	until   time.Time    // the earliest time protected work read so far becomes evictable
+	poolOK  []bool       // by pool: some group of it passed a's group filters
+}
+
+// startVictims starts reading the victims of a.
+func (st *state) startVictims(a *attempt) {
+	vs := &st.victims
+	vs.a, vs.out, vs.done, vs.until = a, vs.out[:0], false, time.Time{}
+	vs.lists = vs.lists[:0]
 	if st.groupPass == nil {
 		st.groupPass = make([]uint64, len(st.groups))
 	}
 	st.stamp++
-	stamp := st.stamp
+	vs.stamp = st.stamp
+	vs.poolOK = append(vs.poolOK[:0], make([]bool, len(st.pools))...)
 	var v verdict
 	for gi, g := range st.groups {
 		if st.groupStage(a, g, &v) >= stageBorrow {
-			st.groupPass[gi] = stamp
+			st.groupPass[gi] = vs.stamp
+			vs.poolOK[g.pool] = true
 		}
+	}
+	for _, p := range st.partitionList {
+		p.usedBefore = append(p.usedBefore[:0], p.used...)
 	}
 	// Work of a's class or above is evictable only to reclaim a guarantee
 	// or to clear a reservation of a's tenant; when a's partition reclaims
 	// nothing, only lower classes and work on reserved nodes are read.
-	reclaim := st.mayReclaim(a)
-	for c, l := range st.byClass {
-		if model.Class(c) >= a.class && !reclaim {
+	vs.reclaim = st.mayReclaim(a)
+	for _, b := range st.runBuckets {
+		if len(b.work) == 0 || (!vs.poolOK[b.pool] && !b.spread) || (b.class >= a.class && !vs.reclaim) {
 			continue
 		}
-		for _, rj := range l {
-			if !rj.evicted && rj.job != a.job {
-				st.considerVictim(a, rj, stamp, &out, &until)
-			}
+		// Whether a may evict work off reserved nodes depends on its
+		// bucket alone (evictable).
+		if st.evictableOff(a, b.class, b.partition, b.pool) == ReasonNone {
+			continue
 		}
+		vs.lists = append(vs.lists, b.work)
 	}
-	if !reclaim {
-		for _, rj := range st.onReserved {
-			if rj.class >= a.class && !rj.evicted && rj.job != a.job {
-				st.considerVictim(a, rj, stamp, &out, &until)
-			}
-		}
+	if len(st.onReserved) > 0 {
+		vs.lists = append(vs.lists, st.onReserved)
 	}
-	sort.Slice(out, func(i, j int) bool { return victimLess(out[i].rj, out[j].rj) })
-	return out, until
+	vs.pos = append(vs.pos[:0], make([]int, len(vs.lists))...)
+	vs.heads = vs.heads[:0]
+	for i := range vs.lists {
+		vs.heads = append(vs.heads, i)
+	}
+	for i := len(vs.heads)/2 - 1; i >= 0; i-- {
+		vs.down(i)
+	}
 }
 
-// considerVictim adds rj to out when a may evict it now, and lowers until
-// when a may evict it later.
-func (st *state) considerVictim(a *attempt, rj *running, stamp uint64, out *[]victim, until *time.Time) {
-	{
-		reason := st.evictable(a, rj)
-		if reason == ReasonNone {
+func (vs *victimStream) head(h int) *running {
+	l := vs.heads[h]
+	return vs.lists[l][vs.pos[l]]
+}
+
+// down restores the heap order below position i of heads.
+func (vs *victimStream) down(i int) {
+	n := len(vs.heads)
+	for {
+		m, l, r := i, 2*i+1, 2*i+2
+		if l < n && victimLess(vs.head(l), vs.head(m)) {
+			m = l
+		}
+		if r < n && victimLess(vs.head(r), vs.head(m)) {
+			m = r
+		}
+		if m == i {
 			return
 		}
-		if !st.relevant(a, rj, stamp) {
-			return
-		}
-		if t := st.protectedUntil(rj); t.After(st.now) {
-			if until.IsZero() || t.Before(*until) {
-				*until = t
-			}
-			return
-		}
-		*out = append(*out, victim{rj: rj, reason: reason, cost: rj.cost})
+		vs.heads[i], vs.heads[m] = vs.heads[m], vs.heads[i]
+		i = m
 	}
+}
+
+// nextVictim reads the list on to the next victim and appends it to
+// victims.out, or reports that none is left.
+func (st *state) nextVictim() bool {
+	vs := &st.victims
+	a := vs.a
+	for len(vs.heads) > 0 {
+		rj := vs.head(0)
+		if l := vs.heads[0]; vs.pos[l]+1 < len(vs.lists[l]) {
+			vs.pos[l]++
+		} else {
+			last := len(vs.heads) - 1
+			vs.heads[0] = vs.heads[last]
+			vs.heads = vs.heads[:last]
+		}
+		vs.down(0)
+		if rj.evicted || rj.job == a.job {
+			continue
+		}
+		if rj.onReserved && !vs.readsReserved(rj) {
+			continue
+		}
+		if st.considerVictim(a, rj, vs.stamp, &vs.out, &vs.until) {
+			return true
+		}
+	}
+	vs.done = true
+	return false
+}
+
+// readsReserved reports whether the victim list includes rj, running on a
+// reserved node: work of a lower class always, work of a's class or above
+// when a's partition reclaims nothing (evictable then looks for a
+// reservation of a's tenant).
+func (vs *victimStream) readsReserved(rj *running) bool {
+	inClass := rj.class >= model.ClassSpot && rj.class <= model.ClassReserved
+	if vs.reclaim {
+		return inClass
+	}
+	return (inClass && rj.class < vs.a.class) || rj.class >= vs.a.class
+}
+
+// considerVictim adds rj to out and reports true when a may evict it now,
+// and lowers until when a may evict it later.
+func (st *state) considerVictim(a *attempt, rj *running, stamp uint64, out *[]victim, until *time.Time) bool {
+	reason := st.evictable(a, rj)
+	if reason == ReasonNone {
+		return false
+	}
+	if !st.relevant(a, rj, stamp) {
+		return false
+	}
+	if t := rj.guarded; !t.IsZero() {
+		if until.IsZero() || t.Before(*until) {
+			*until = t
+		}
+		return false
+	}
+	*out = append(*out, victim{rj: rj, reason: reason, cost: rj.cost})
+	return true
 }
 
 // mayReclaim reports whether a's partition is below its guarantee, with
@@ -167,7 +314,8 @@ func victimLess(x, y *running) bool {
 	return x.job.ID < y.job.ID
 }
 
-// evictable says why a may evict rj, or ReasonNone. Guarantees hold
+// evictable says why a may evict rj, or ReasonNone, on the partitions' use
+// before the current preemption (startVictims). Guarantees hold
 // against every class: a higher class evicts spot work anywhere, other work
 // only inside its own partition or where the victim's partition borrows.
 func (st *state) evictable(a *attempt, rj *running) Reason {
@@ -179,14 +327,20 @@ func (st *state) evictable(a *attempt, rj *running) Reason {
 			return ReservationOwner
 		}
 	}
-	p, q, k := a.tenant.partition, rj.tenant.partition, rj.pool
-	borrowing := q == nil || q.used[k] > q.guar[k]
-	if c := rj.class; c < a.class && (c == model.ClassSpot || borrowing || p == q) {
+	return st.evictableOff(a, rj.class, rj.tenant.partition, rj.pool)
+}
+
+// evictableOff is evictable for work of class c of partition q (nil for
+// none) in pool k, with no instance on a reserved node.
+func (st *state) evictableOff(a *attempt, c model.Class, q *partitionState, k int) Reason {
+	p := a.tenant.partition
+	borrowing := q == nil || q.usedBefore[k] > q.guar[k]
+	if c < a.class && (c == model.ClassSpot || borrowing || p == q) {
 		return HigherClass
 	}
 	// Reclaim: a's partition is below its guarantee in the victim's pool and
 	// stays within it with the job, and the victim's partition borrows there.
-	if p == nil || p == q || !borrowing || p.used[k]+a.total > p.guar[k] {
+	if p == nil || p == q || !borrowing || p.usedBefore[k]+a.total > p.guar[k] {
 		return ReasonNone
 	}
 	return ReclaimGuarantee
@@ -258,4 +412,25 @@ func (st *state) lostGPUSeconds(rj *running) float64 {
 func preemptionDetail(v victim, a *attempt) string {
 	return fmt.Sprintf("%s (%s) needs %s; %.0f GPU-seconds since the last checkpoint are lost",
 		a.job.ID, a.job.Spec.Priority, gpusText(a.total), v.cost)
+}
+
+// roomShortList is the longest victim list that preempt bounds before
+// trying it (roomCouldHold): a long one costs more to bound than the
+// trials cost that find the prefix, when one exists.
+const roomShortList = 256
+
+// trialsMonotone reports whether, for a, releasing one
+// more victim can never turn a placeable job into an unplaceable one, so
+// preempt may take the first prefix that fits for the shortest.
+//
+// Releasing frees capacity and power and lowers quota and partition use,
+// and each filter only gains from that, with three exceptions: a victim on
+// a NotReady node gives back partition use without free capacity, which can
+// lower what other partitions lend; a gang's slots are counted node after
+// node against a power cap, so where a capped rack mixes nodes of different
+// draw, or a region cap spans several groups, freeing one node can take
+// power another would have used; and a Scorer that chooses GPUs itself may
+// leave a gang short of slots it counted.
+func (st *state) trialsMonotone(a *attempt) bool {
+	return !st.workOnNotReady && (a.count == 1 || st.room.simple)
 }

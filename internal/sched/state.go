@@ -1,6 +1,8 @@
 package sched
 
 import (
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -37,6 +39,11 @@ type group struct {
 	notReady  int      // nodes not Ready
 	// Ready nodes a reservation holds in this cycle, by node index.
 	reservedReady []int
+	// unevenPower is set when the group's region has a power cap, or one
+	// of its nodes sits in a capped rack with nodes of another draw per
+	// GPU or of another gang domain (indexPower): counting gang slots
+	// against the cap then depends on the order of the nodes.
+	unevenPower bool
 }
 
 type regionState struct {
@@ -65,13 +72,16 @@ type reservationState struct {
 }
 
 type partitionState struct {
-	name   string
-	guar   []int64 // milli-GPU by pool
-	used   []int64
-	borrow []int64 // borrowing cap beyond guar; -1: none
-	lend   []int64 // lending cap; -1: all idle guarantee
-	weight float64 // sum of member weights
-	total  int64   // guaranteed milli over all pools
+	name string
+	guar []int64 // milli-GPU by pool
+	used []int64
+	// used when the current preemption began (startVictims): whom it may
+	// evict is decided on that.
+	usedBefore []int64
+	borrow     []int64 // borrowing cap beyond guar; -1: none
+	lend       []int64 // lending cap; -1: all idle guarantee
+	weight     float64 // sum of member weights
+	total      int64   // guaranteed milli over all pools
 }
 
 type tenantState struct {
@@ -81,6 +91,9 @@ type tenantState struct {
 	weight    float64
 	used      int64   // milli-GPU held now
 	entitled  float64 // milli-GPU this tenant may count as its own
+	// By numbered series: the hard quota in milli-GPU (-1 for none; nil
+	// when the tenant has no quota at all) and what the tenant holds.
+	quota, quotaUsed []int64
 }
 
 // share is the tenant's used capacity over what it is entitled to; the
@@ -104,6 +117,9 @@ type running struct {
 	// onReserved is set when an instance runs on a node a reservation
 	// holds in this cycle (see markReserved).
 	onReserved bool
+	onNotReady bool      // an instance runs on a node that is not Ready
+	guarded    time.Time // when protection from preemption ends, if after now (protectedUntil)
+	bucket     int       // in state.runBuckets, -1 for none
 }
 
 // state is the core's private, mutable copy of the world for one cycle.
@@ -125,36 +141,46 @@ type state struct {
 	res        []reservationState
 	resByName  map[string]int
 	partitions map[string]*partitionState
-	tenants    map[string]*tenantState
-	pools      []poolKey
-	poolID     map[poolKey]int
-	series     []seriesKey
-	seriesID   map[seriesKey]int
-	quota      map[quotaKey]int64 // limit in milli-GPU
-	quotaUsed  map[quotaKey]int64
-	poolFree   []int64 // free milli-GPU on Ready nodes, by pool
-	running    []*running
-	byNode     [][]*running // node index -> jobs with an instance there
+	// partitionList holds the partitions of the map, in the tenancy's
+	// order, for loops that visit them all.
+	partitionList []*partitionState
+	tenants       map[string]*tenantState
+	pools         []poolKey
+	poolID        map[poolKey]int
+	series        []seriesKey
+	seriesID      map[seriesKey]int
+	quota         map[quotaKey]int64 // limit in milli-GPU (also in tenantState.quota)
+	poolFree      []int64            // free milli-GPU on Ready nodes, by pool
+	running       []*running
+	byNode        [][]*running // node index -> jobs with an instance there
 
 	domains []*domain // gang domains: one GPU model in one cluster
 	leaves  []*leaf   // leaf groups inside domains
 	leafOf  []int     // node index -> leaf index
 
 	chooser    Chooser
-	cands      []*NodeInfo                         // scratch: the nodes that passed the filters
-	candGroups []*group                            // scratch: the groups cands came from, in order
-	local      []*NodeInfo                         // scratch: candidates in the job's data region
-	stamp      uint64                              // numbers calls that keep scratch marks (gangDomains, victims)
-	domOrder   []*domain                           // scratch of gangDomains
-	groupPass  []uint64                            // scratch of victims: group -> stamp when a's filters admit it
-	byClass    [model.ClassReserved + 1][]*running // running work by priority class (indexRunning)
-	onReserved []*running                          // running work with an instance on a reserved node
+	cands      []*NodeInfo // scratch: the nodes that passed the filters
+	candGroups []*group    // scratch: the groups cands came from, in order
+	local      []*NodeInfo // scratch: candidates in the job's data region
+	stamp      uint64      // numbers calls that keep scratch marks (gangDomains, startVictims, room)
+	domOrder   []*domain   // scratch of gangDomains
+	groupPass  []uint64    // scratch of startVictims: group -> stamp when a's filters admit it
+	// Running work off reserved nodes by class, partition and pool, and
+	// running work with an instance on a reserved node, each in victimLess
+	// order (indexRunning). workOnNotReady is set when some running work has
+	// an instance on a node that is not Ready.
+	runBuckets     []*runBucket
+	runBucketOf    map[runKey]int
+	onReserved     []*running
+	workOnNotReady bool
+	victims        victimStream // scratch of preempt
 
 	// Groups by pool, series, rack and region (buildFreedIndex), to drop
 	// only the cached verdicts a preemption can change.
 	poolGroups, seriesGroups, rackGroups [][]uint64
 	regionGroups                         map[string][]uint64
 	freed                                []uint64 // scratch of scheduleJob
+	room                                 room     // scratch of preempt
 }
 
 func newState(s *Snapshot, now time.Time, cfg Config) *state {
@@ -169,7 +195,6 @@ func newState(s *Snapshot, now time.Time, cfg Config) *state {
 		poolID:     map[poolKey]int{},
 		seriesID:   map[seriesKey]int{},
 		quota:      map[quotaKey]int64{},
-		quotaUsed:  map[quotaKey]int64{},
 	}
 	st.chooser.Scorer = cfg.Scorer
 	st.buildFleet(s.Fleet)
@@ -178,9 +203,15 @@ func newState(s *Snapshot, now time.Time, cfg Config) *state {
 	st.buildRunning(s.Jobs)
 	st.reserve()
 	st.indexReady()
+	st.indexPower()
 	for _, rj := range st.running {
-		st.indexRunning(rj)
+		st.indexRunning(rj, false)
 	}
+	for _, b := range st.runBuckets {
+		l := b.work
+		sort.Slice(l, func(i, j int) bool { return victimLess(l[i], l[j]) })
+	}
+	sort.Slice(st.onReserved, func(i, j int) bool { return victimLess(st.onReserved[i], st.onReserved[j]) })
 	return st
 }
 
@@ -289,6 +320,12 @@ func (st *state) buildTenancy(t *model.Tenancy) {
 				ps.lend[k] = int64(*g.LendLimit) * model.MilliPerGPU
 			}
 		}
+		if _, dup := st.partitions[p.Name]; !dup {
+			st.partitionList = append(st.partitionList, ps)
+		} else {
+			st.partitionList = slices.DeleteFunc(st.partitionList, func(q *partitionState) bool { return q.name == p.Name })
+			st.partitionList = append(st.partitionList, ps)
+		}
 		st.partitions[p.Name] = ps
 	}
 	for _, x := range t.Tenants {
@@ -299,6 +336,7 @@ func (st *state) buildTenancy(t *model.Tenancy) {
 		if ts.partition != nil {
 			ts.partition.weight += ts.weight
 		}
+		ts.quotaUsed = make([]int64, len(st.series))
 		st.tenants[x.Name] = ts
 	}
 	for _, ts := range st.tenants {
@@ -312,7 +350,15 @@ func (st *state) buildTenancy(t *model.Tenancy) {
 	}
 	for _, q := range t.Quotas {
 		if ts, ok := st.tenants[q.Tenant]; ok {
-			st.quota[quotaKey{ts.idx, st.seriesID[seriesKey{q.Region, q.Series}]}] = int64(q.GPUs) * model.MilliPerGPU
+			k := quotaKey{ts.idx, st.seriesID[seriesKey{q.Region, q.Series}]}
+			st.quota[k] = int64(q.GPUs) * model.MilliPerGPU
+			if ts.quota == nil {
+				ts.quota = make([]int64, len(st.series))
+				for i := range ts.quota {
+					ts.quota[i] = -1
+				}
+			}
+			ts.quota[k.series] = st.quota[k]
 		}
 	}
 	for _, r := range t.Reservations {
@@ -328,7 +374,8 @@ func (st *state) tenant(name string) (*tenantState, bool) {
 	if t, ok := st.tenants[name]; ok {
 		return t, true
 	}
-	t := &tenantState{idx: len(st.tenants), name: name, weight: 1, entitled: model.MilliPerGPU}
+	t := &tenantState{idx: len(st.tenants), name: name, weight: 1, entitled: model.MilliPerGPU,
+		quotaUsed: make([]int64, len(st.series))}
 	st.tenants[name] = t
 	return t, false
 }
@@ -384,22 +431,95 @@ func (st *state) commit(rj *running) {
 
 // indexRunning files rj by priority class and, when an instance runs on a
 // node a reservation holds (reservations hold their nodes for the whole
-// cycle once reserve ran), on the list of such work; victims reads these
-// lists instead of all running work.
-func (st *state) indexRunning(rj *running) {
+// cycle once reserve ran), on the list of such work; preempt reads these
+// lists instead of all running work. With sorted set rj goes to its place
+// in victimLess order; otherwise it is appended and the caller sorts.
+func (st *state) indexRunning(rj *running, sorted bool) {
 	rj.class = rj.job.Spec.Priority.Class
-	rj.onReserved = false
+	if t := st.protectedUntil(rj); t.After(st.now) {
+		rj.guarded = t
+	}
+	rj.onReserved, rj.onNotReady, rj.bucket = false, false, -1
 	for _, i := range rj.nodes {
 		if st.resOf[i] >= 0 {
 			rj.onReserved = true
 		}
+		if !st.nodes[i].Ready {
+			rj.onNotReady, st.workOnNotReady = true, true
+		}
 	}
-	if c := int(rj.class); c >= 0 && c < len(st.byClass) {
-		st.byClass[c] = append(st.byClass[c], rj)
+	file := func(l []*running) []*running {
+		if !sorted {
+			return append(l, rj)
+		}
+		at := sort.Search(len(l), func(i int) bool { return victimLess(rj, l[i]) })
+		return slices.Insert(l, at, rj)
+	}
+	switch {
+	case rj.onReserved && st.inOwnReservation(rj):
+		// Never evicted (evictable), so never read.
+	case rj.onReserved:
+		st.onReserved = file(st.onReserved)
+	case rj.class >= model.ClassSpot && rj.class <= model.ClassReserved:
+		k := runKey{class: rj.class, partition: rj.tenant.partition, pool: rj.pool}
+		for _, i := range rj.nodes {
+			if st.groups[st.groupOf[i]].pool != rj.pool {
+				k.spread = true
+			}
+		}
+		bi, ok := st.runBucketOf[k]
+		if !ok {
+			if st.runBucketOf == nil {
+				st.runBucketOf = map[runKey]int{}
+			}
+			bi = len(st.runBuckets)
+			st.runBucketOf[k] = bi
+			st.runBuckets = append(st.runBuckets, &runBucket{runKey: k})
+		}
+		b := st.runBuckets[bi]
+		b.work = file(b.work)
+		rj.bucket = bi
+	}
+}
+
+// unindexRunning takes rj, evicted for good, off the lists of running work
+// that indexRunning filed it on, so that later preemptions do not read past
+// it.
+func (st *state) unindexRunning(rj *running) {
+	drop := func(l []*running) []*running {
+		at := sort.Search(len(l), func(i int) bool { return !victimLess(l[i], rj) })
+		if at < len(l) && l[at] == rj {
+			return slices.Delete(l, at, at+1)
+		}
+		return l
 	}
 	if rj.onReserved {
-		st.onReserved = append(st.onReserved, rj)
+		st.onReserved = drop(st.onReserved)
+		return
 	}
+	if rj.bucket >= 0 {
+		b := st.runBuckets[rj.bucket]
+		b.work = drop(b.work)
+	}
+}
+
+// runKey is what decides whether running work off reserved nodes is
+// evictable (evictable): its class, its tenant's partition (nil for none)
+// and the pool of its first instance; and whether all of it runs in that
+// pool, so that a job whose filters admit no group of the pool gains
+// nothing from evicting it (relevant).
+type runKey struct {
+	class     model.Class
+	partition *partitionState
+	pool      int
+	spread    bool // some instance runs in another pool
+}
+
+// runBucket is the running work off reserved nodes of one runKey, in
+// victimLess order.
+type runBucket struct {
+	runKey
+	work []*running
 }
 
 // release returns an evicted job's capacity.
@@ -426,7 +546,7 @@ func (st *state) account(rj *running, sign int64) {
 			p.used[g.pool] += sign * m
 		}
 		if m != 0 {
-			st.quotaUsed[quotaKey{rj.tenant.idx, g.series}] += sign * m
+			rj.tenant.quotaUsed[g.series] += sign * m
 		}
 		rj.tenant.used += sign * m
 	}
