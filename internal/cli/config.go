@@ -154,6 +154,9 @@ func fromAPI(err error) error {
 	var e *client.APIError
 	if errors.As(err, &e) {
 		switch {
+		case e.Status == 401:
+			return fmt.Errorf("%w (the token comes from --token, else $ALLOT_TOKEN, else the config file; "+
+				"allot up and allot server write the admin token to DATA/admin-token)", err)
 		case e.Status == 400, e.Status == 404, e.Status == 409, e.Status == 413, e.Status == 422:
 			return Usage(err)
 		case e.Status/100 == 4 && e.Field != "": // e.g. 403 for a job of another tenant

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/allot-dev/allot/internal/client"
 )
 
 // isolate clears the environment that client commands read, so that the
@@ -200,5 +202,36 @@ func runCases(t *testing.T, cases []commandCase) {
 				}
 			}
 		})
+	}
+}
+
+// A refused token says where the CLI took it from and where allot up put
+// the admin token; other refusals keep their own words.
+func TestFromAPIExplainsUnauthorized(t *testing.T) {
+	err := fromAPI(&client.APIError{Status: 401, Code: "Unauthorized", Message: "unknown token"})
+	for _, want := range []string{"unknown token", "--token", "$ALLOT_TOKEN", "DATA/admin-token"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("401: %q lacks %q", err, want)
+		}
+	}
+	if err := fromAPI(&client.APIError{Status: 403, Code: "Forbidden", Message: "another tenant's job"}); strings.Contains(err.Error(), "ALLOT_TOKEN") {
+		t.Errorf("403 got the token hint: %q", err)
+	}
+}
+
+// up's next steps name a command that runs: allot when it is on PATH, else
+// go run from the repository.
+func TestSelfCommand(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	if got := selfCommand(); got != "go run ./cmd/allot" {
+		t.Errorf("without allot on PATH: %q", got)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "allot"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	if got := selfCommand(); got != "allot" {
+		t.Errorf("with allot on PATH: %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -196,12 +197,12 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		fmt.Fprintf(out, `
 Try next, in another shell:
   export ALLOT_SERVER=%s ALLOT_TOKEN=$(cat %s)
-  allot job submit -f examples/jobs/copilot-chat.yaml
-  allot job list
-  allot job why <id>
-  allot job logs <id> -f        # with the in-process agents (the default) the command really runs
-Metrics: %s/metrics   API: %s/v1/openapi.json   Stop: Ctrl-C
-`, url, shellQuote(tokenPath), url, url)
+  %[3]s job submit -f examples/jobs/copilot-chat.yaml
+  %[3]s job list
+  %[3]s job why <id>
+  %[3]s job logs <id> -f        # with the in-process agents (the default) the command really runs
+Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
+`, url, shellQuote(tokenPath), selfCommand())
 	}
 
 	var failed error
@@ -288,4 +289,13 @@ func shellQuote(s string) string {
 		}
 	}
 	return s
+}
+
+// selfCommand is how a person runs this CLI from a shell: allot when one
+// is on PATH, else through go run from the repository.
+func selfCommand() string {
+	if _, err := exec.LookPath("allot"); err == nil {
+		return "allot"
+	}
+	return "go run ./cmd/allot"
 }
