@@ -36,8 +36,8 @@ reports the share of GPU capacity allocated against the share arrived
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimFrag(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.nodes, "nodes", "../shared/traces/openb/openb_node_list_gpu_node.csv", "openb node list CSV")
-	fl.StringVar(&f.pods, "pods", "../shared/traces/openb/openb_pod_list_default.csv", "openb pod list CSV")
+	fl.StringVar(&f.nodes, "nodes", "data/traces/openb/openb_node_list_gpu_node.csv", "openb node list CSV")
+	fl.StringVar(&f.pods, "pods", "data/traces/openb/openb_pod_list_default.csv", "openb pod list CSV")
 	fl.StringVar(&f.policy, "policy", "allot", "placement policy: "+strings.Join(score.Names(), ", "))
 	fl.StringVar(&f.seeds, "seeds", "42-51", "seeds: a range A-B or a comma-separated list")
 	fl.Float64Var(&f.inflate, "inflate", 1.3, "pods arrive up to this multiple of GPU capacity")

@@ -9,11 +9,11 @@ import (
 	"testing"
 )
 
-const openbDir = "../../../shared/traces/openb/"
+const openbDir = "../../data/traces/openb/"
 
 func TestSimFragJSON(t *testing.T) {
 	if _, err := os.Stat(openbDir); err != nil {
-		t.Skipf("traces not available: %v", err)
+		t.Fatalf("the traces the repository ships (data/traces): %v", err)
 	}
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), []string{"sim", "frag",
@@ -42,7 +42,7 @@ func TestSimFragJSON(t *testing.T) {
 
 func TestSimFragTable(t *testing.T) {
 	if _, err := os.Stat(openbDir); err != nil {
-		t.Skipf("traces not available: %v", err)
+		t.Fatalf("the traces the repository ships (data/traces): %v", err)
 	}
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), []string{"sim", "frag",

@@ -48,8 +48,8 @@ of results and --report plots them together.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimReplay(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.jobs, "jobs", "../shared/traces/philly/philly_jobs.csv", "Philly jobs CSV")
-	fl.StringVar(&f.vcs, "vcs", "../shared/traces/philly/philly_vc.csv", "virtual clusters CSV")
+	fl.StringVar(&f.jobs, "jobs", "data/traces/philly/philly_jobs.csv", "Philly jobs CSV")
+	fl.StringVar(&f.vcs, "vcs", "data/traces/philly/philly_vc.csv", "virtual clusters CSV")
 	fl.StringVar(&f.policy, "policy", "allot", "queue policy: "+strings.Join(replay.Policies, ", ")+", a list, or all")
 	fl.StringVar(&f.sharing, "sharing", "borrow", "static, borrow, or both as static,borrow")
 	fl.Float64Var(&f.scale, "cluster-scale", 1, "keep ⌈nodes × F⌉ nodes of every virtual cluster")

@@ -10,11 +10,11 @@ import (
 	"testing"
 )
 
-const phillyDir = "../../../shared/traces/philly/"
+const phillyDir = "../../data/traces/philly/"
 
 func TestSimReplayJSON(t *testing.T) {
 	if _, err := os.Stat(phillyDir); err != nil {
-		t.Skipf("traces not available: %v", err)
+		t.Fatalf("the traces the repository ships (data/traces): %v", err)
 	}
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -55,7 +55,7 @@ func TestSimReplayJSON(t *testing.T) {
 
 func TestSimReplayTableAndErrors(t *testing.T) {
 	if _, err := os.Stat(phillyDir); err != nil {
-		t.Skipf("traces not available: %v", err)
+		t.Fatalf("the traces the repository ships (data/traces): %v", err)
 	}
 	var stdout, stderr bytes.Buffer
 	code := Run(context.Background(), []string{"sim", "replay",

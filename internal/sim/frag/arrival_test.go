@@ -6,13 +6,13 @@ import (
 	"github.com/allot-dev/allot/internal/trace/openb"
 )
 
-const traces = "../../../../shared/traces/openb/"
+const traces = "../../../data/traces/openb/"
 
 func loadTrace(t testing.TB, workload string) ([]openb.Node, []openb.Pod) {
 	t.Helper()
 	nodes, err := openb.ReadNodesFile(traces + "openb_node_list_gpu_node.csv")
 	if err != nil {
-		t.Skipf("traces not available: %v", err)
+		t.Fatalf("the traces the repository ships (data/traces): %v", err)
 	}
 	pods, err := openb.ReadPodsFile(traces + "openb_pod_list_" + workload + ".csv")
 	if err != nil {

@@ -5,7 +5,7 @@
 // nowhere. Nothing ever leaves. The experiment records the share of GPU
 // capacity allocated against the share that has arrived.
 //
-// The arrival order follows ../shared/traces/FGD-PROTOCOL.md exactly: one
+// The arrival order follows data/traces/FGD-PROTOCOL.md exactly: one
 // math/rand (v1) source per seed, one discarded Int, a Shuffle of the
 // name-sorted pods, Intn draws with replacement while the inflated total
 // (counted, like the paper, in per-GPU milli) stays within bounds, then a

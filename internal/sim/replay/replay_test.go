@@ -10,12 +10,12 @@ import (
 	"github.com/allot-dev/allot/internal/trace/philly"
 )
 
-const traceDir = "../../../../shared/traces/philly/"
+const traceDir = "../../../data/traces/philly/"
 
 func loadTrace(t testing.TB) ([]philly.Job, []philly.VC) {
 	t.Helper()
 	if _, err := os.Stat(traceDir + "philly_jobs.csv"); err != nil {
-		t.Skipf("shared traces not present: %v", err)
+		t.Fatalf("the traces the repository ships (data/traces): %v", err)
 	}
 	jobs, err := philly.ReadJobsFile(traceDir + "philly_jobs.csv")
 	if err != nil {

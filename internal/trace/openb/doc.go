@@ -2,7 +2,7 @@
 // list (`sn,cpu_milli,memory_mib,gpu,model`) and the pod list
 // (`name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,qos,pod_phase,
 // creation_time,deletion_time,scheduled_time]`) as shipped in
-// ../shared/traces/openb.
+// data/traces/openb.
 //
 // Readers locate columns by header name, so column order and trailing
 // optional columns may vary. Every error names the file, the line (1-based,

@@ -96,12 +96,12 @@ func TestReadNodes(t *testing.T) {
 	}
 }
 
-// TestReadShippedTraces reads every openb file of ../shared/traces.
+// TestReadShippedTraces reads every openb file of data/traces.
 func TestReadShippedTraces(t *testing.T) {
-	const dir = "../../../../shared/traces/openb/"
+	const dir = "../../../data/traces/openb/"
 	nodes, err := ReadNodesFile(dir + "openb_node_list_gpu_node.csv")
 	if err != nil {
-		t.Skipf("traces not available: %v", err)
+		t.Fatalf("the traces the repository ships (data/traces): %v", err)
 	}
 	gpus := 0
 	for _, n := range nodes {

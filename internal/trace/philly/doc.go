@@ -1,5 +1,5 @@
 // Package philly reads the Microsoft Philly trace as reduced by the Sia
-// (SOSP'23) artifact and shipped in ../shared/traces/philly:
+// (SOSP'23) artifact and shipped in data/traces/philly:
 //
 //   - philly_jobs.csv: `timestamp,duration,num_gpus,gpu_time,cluster`, one
 //     job a row: submit time (UTC, "2006-01-02 15:04:05"), run time in

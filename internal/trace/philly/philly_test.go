@@ -90,9 +90,9 @@ func TestReadVCs(t *testing.T) {
 
 // TestSharedTrace reads the shipped trace when it is there.
 func TestSharedTrace(t *testing.T) {
-	const dir = "../../../../shared/traces/philly/"
+	const dir = "../../../data/traces/philly/"
 	if _, err := os.Stat(dir + "philly_jobs.csv"); err != nil {
-		t.Skip("shared traces not present")
+		t.Fatal("the traces the repository ships (data/traces) are missing")
 	}
 	jobs, err := ReadJobsFile(dir + "philly_jobs.csv")
 	if err != nil {
