@@ -64,9 +64,14 @@ func (e *regressionError) Error() string {
 		baselineTolerance*100, e.path, strings.Join(e.worse, "; "))
 }
 
-// addBaselineFlag registers --baseline on a bench command.
-func addBaselineFlag(cmd *cobra.Command, path *string) {
-	cmd.Flags().StringVar(path, "baseline", "", fmt.Sprintf("JSON of an earlier run (-o json) to compare with: exit %d when a figure is more than %.0f %% worse",
+// addBenchFlags registers what every bench command takes: -o, --baseline,
+// and the hidden --cpuprofile of what it measures.
+func addBenchFlags(cmd *cobra.Command, output, cpuProfile, baseline *string, measured string) {
+	fl := cmd.Flags()
+	fl.StringVarP(output, "output", "o", "table", "output format: table or json")
+	fl.StringVar(cpuProfile, "cpuprofile", "", "write a CPU profile of "+measured+" to this file")
+	_ = fl.MarkHidden("cpuprofile")
+	fl.StringVar(baseline, "baseline", "", fmt.Sprintf("JSON of an earlier run (-o json) to compare with: exit %d when a figure is more than %.0f %% worse",
 		ExitRegressed, baselineTolerance*100))
 }
 

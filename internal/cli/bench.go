@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"sync"
 	"text/tabwriter"
@@ -74,10 +73,7 @@ limiting is off; everything else is the production path.`,
 	fl.DurationVar(&f.warmup, "warmup", time.Second, "submits before measuring, not counted")
 	fl.StringVar(&f.fleet, "fleet", "examples/fleet.yaml", "fleet file")
 	fl.StringVar(&f.tenants, "tenants", "examples/tenants.yaml", "tenants file")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured part to this file")
-	_ = fl.MarkHidden("cpuprofile")
-	addBaselineFlag(cmd, &f.baseline)
+	addBenchFlags(cmd, &f.output, &f.cpuProfile, &f.baseline, "the measured part")
 	return cmd
 }
 
@@ -196,17 +192,11 @@ func runBenchAPI(ctx context.Context, out, errOut io.Writer, f benchAPIFlags) er
 	}
 	time.Sleep(time.Until(warmEnd))
 	stats0, cycles0 = st.Stats(), srv.Cycles()
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startProfile(f.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	cw.Wait()
 	elapsed := f.duration
 	stats1 := st.Stats()

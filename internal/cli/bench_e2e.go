@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,10 +85,7 @@ Rate limiting is off; everything else is the production path.`,
 	fl.IntVar(&f.clients, "clients", 16, "concurrent HTTP clients")
 	fl.IntVar(&f.history, "history", 0, "finished jobs to write into the store before the server starts")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up when not every job is Running after this long")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile from first submit to all running to this file")
-	_ = fl.MarkHidden("cpuprofile")
-	addBaselineFlag(cmd, &f.baseline)
+	addBenchFlags(cmd, &f.output, &f.cpuProfile, &f.baseline, "from first submit to all running")
 	return cmd
 }
 
@@ -235,14 +231,7 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 	run := e2eRun{server: bs, jobs: f.jobs, clients: f.clients, capacity: f.nodes * e2eGPUsPerNode, timeout: f.timeout,
 		progress: progress, client: &http.Client{Transport: &http.Transport{MaxIdleConns: f.clients + 1,
 			MaxIdleConnsPerHost: f.clients + 1, DisableCompression: true}, Timeout: time.Minute}}
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		run.profile = pf
-	}
+	run.profile = f.cpuProfile
 	if err := run.measure(ctx, &r); err != nil {
 		return err
 	}
@@ -286,8 +275,8 @@ type e2eRun struct {
 	jobs, clients, capacity int
 	timeout                 time.Duration
 	progress                func(string)
-	profile                 io.Writer // of the CPU while measuring; nil: none
-	firstErr                string    // of the submits that failed
+	profile                 string // file of a CPU profile while measuring; "": none
+	firstErr                string // of the submits that failed
 }
 
 // measure lets the clients submit the jobs while it watches /metrics until
@@ -299,12 +288,11 @@ func (e *e2eRun) measure(ctx context.Context, r *benchE2EResult) error {
 		return err
 	}
 	cycles0 := e.server.srv.Cycles()
-	if e.profile != nil {
-		if err := pprof.StartCPUProfile(e.profile); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startProfile(e.profile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	cpu0 := cpuTime()
 
 	var next, acked, refused atomic.Int64

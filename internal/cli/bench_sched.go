@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"runtime/pprof"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -109,10 +108,7 @@ are the machine's. A progress bar goes to stderr when it is a terminal.`,
 	fl.Float64Var(&f.fill, "fill", 0.9, "share of the GPUs running work holds before the first cycle, 0 to 1")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the world and of its churn")
 	fl.IntVar(&f.cycles, "cycles", 100, "steady-state cycles after the first")
-	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
-	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the measured cycles to this file")
-	_ = fl.MarkHidden("cpuprofile")
-	addBaselineFlag(cmd, &f.baseline)
+	addBenchFlags(cmd, &f.output, &f.cpuProfile, &f.baseline, "the measured cycles")
 	return cmd
 }
 
@@ -224,17 +220,11 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 	digest := sha256.New()
 	clock := &decisionClock{}
 	s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, Observer: clock})
-	if f.cpuProfile != "" {
-		pf, err := os.Create(f.cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stopProfile, err := startProfile(f.cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	cycle := func() (time.Duration, int, sched.Plan, error) {
 		queued := 0
 		for _, j := range b.World.Jobs {

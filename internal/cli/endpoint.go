@@ -303,20 +303,7 @@ token. Only its tenant or an admin may delete it.`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeEndpoints(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, f, err := conn.client()
-			if err != nil {
-				return err
-			}
-			if err := cl.DeleteEndpoint(cmd.Context(), args[0]); err != nil {
-				return fromAPI(err)
-			}
-			v := struct {
-				Name    string `json:"name"`
-				Deleted bool   `json:"deleted"`
-			}{args[0], true}
-			return show(cmd.OutOrStdout(), f, v, func() printer {
-				return table{rows: [][]string{{"deleted endpoint " + args[0]}}}
-			})
+			return deleteAndShow(cmd, conn, "endpoint", args[0], (*client.Client).DeleteEndpoint)
 		},
 	}
 }

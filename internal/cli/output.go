@@ -238,3 +238,21 @@ func fetchAndList[T any](cmd *cobra.Command, conn *connection, key string,
 	}
 	return fetchAndShow(cmd, conn, get, func(v map[string][]T) printer { return human(v[key]) })
 }
+
+// deleteAndShow deletes the named object with del and says so: as
+// {"name", "deleted": true} in JSON or YAML, or "deleted KIND NAME".
+func deleteAndShow(cmd *cobra.Command, conn *connection, kind, name string,
+	del func(*client.Client, context.Context, string) error) error {
+	cl, f, err := conn.client()
+	if err != nil {
+		return err
+	}
+	if err := del(cl, cmd.Context(), name); err != nil {
+		return fromAPI(err)
+	}
+	v := struct {
+		Name    string `json:"name"`
+		Deleted bool   `json:"deleted"`
+	}{name, true}
+	return show(cmd.OutOrStdout(), f, v, func() printer { return table{rows: [][]string{{"deleted " + kind + " " + name}}} })
+}

@@ -181,20 +181,7 @@ owner or an admin may delete it.`,
 			return out, err
 		}),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, f, err := conn.client()
-			if err != nil {
-				return err
-			}
-			if err := cl.DeleteReservation(cmd.Context(), args[0]); err != nil {
-				return fromAPI(err)
-			}
-			v := struct {
-				Name    string `json:"name"`
-				Deleted bool   `json:"deleted"`
-			}{args[0], true}
-			return show(cmd.OutOrStdout(), f, v, func() printer {
-				return table{rows: [][]string{{"deleted reservation " + args[0]}}}
-			})
+			return deleteAndShow(cmd, conn, "reservation", args[0], (*client.Client).DeleteReservation)
 		},
 	}
 }

@@ -74,16 +74,8 @@ func DocumentOf(s model.JobSpec) Document {
 		Duration: durationText(s.Duration),
 		Labels:   s.Labels,
 	}
-	if r.CPUMilli != 0 {
-		d.Resources.CPU = fmt.Sprintf("%dm", r.CPUMilli)
-	}
-	if r.MemoryMiB != 0 {
-		d.Resources.Memory = fmt.Sprintf("%dMi", r.MemoryMiB)
-	}
-	if p := s.Placement; len(p.Regions) > 0 || p.Residency != "" || p.Interconnect != "" || p.DataRegion != "" || p.Reservation != "" {
-		d.Placement = &placementDoc{Regions: p.Regions, Residency: p.Residency, Interconnect: string(p.Interconnect),
-			DataRegion: p.DataRegion, Reservation: p.Reservation}
-	}
+	d.Resources.CPU, d.Resources.Memory = cpuMemoryText(r)
+	d.Placement = placementDocOf(s.Placement)
 	if s.Retry != (model.Retry{}) {
 		d.Retry = &retryDoc{MaxRetries: s.Retry.MaxRetries, Timeout: durationText(s.Retry.Timeout)}
 	}
@@ -91,4 +83,25 @@ func DocumentOf(s model.JobSpec) Document {
 		d.Checkpoint = &checkpointDoc{Interval: durationText(s.Checkpoint.Interval), Grace: durationText(s.Checkpoint.Grace)}
 	}
 	return d
+}
+
+// cpuMemoryText writes a request's CPU and memory as a spec file does
+// ("500m", "8192Mi"), empty when not set.
+func cpuMemoryText(r model.Resources) (cpu, memory string) {
+	if r.CPUMilli != 0 {
+		cpu = fmt.Sprintf("%dm", r.CPUMilli)
+	}
+	if r.MemoryMiB != 0 {
+		memory = fmt.Sprintf("%dMi", r.MemoryMiB)
+	}
+	return cpu, memory
+}
+
+// placementDocOf is p in file form, nil when nothing of it is set.
+func placementDocOf(p model.Placement) *placementDoc {
+	if len(p.Regions) == 0 && p.Residency == "" && p.Interconnect == "" && p.DataRegion == "" && p.Reservation == "" {
+		return nil
+	}
+	return &placementDoc{Regions: p.Regions, Residency: p.Residency, Interconnect: string(p.Interconnect),
+		DataRegion: p.DataRegion, Reservation: p.Reservation}
 }

@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -59,16 +58,8 @@ func EndpointDocumentOf(s model.EndpointSpec) EndpointDocument {
 		SLO:        sloDoc{P95Ms: float64(s.SLO.P95) / float64(time.Millisecond)},
 		Throughput: s.Throughput,
 	}
-	if r.CPUMilli != 0 {
-		d.Resources.CPU = fmt.Sprintf("%dm", r.CPUMilli)
-	}
-	if r.MemoryMiB != 0 {
-		d.Resources.Memory = fmt.Sprintf("%dMi", r.MemoryMiB)
-	}
-	if p := s.Placement; len(p.Regions) > 0 || p.Residency != "" || p.Interconnect != "" || p.DataRegion != "" || p.Reservation != "" {
-		d.Placement = &placementDoc{Regions: p.Regions, Residency: p.Residency, Interconnect: string(p.Interconnect),
-			DataRegion: p.DataRegion, Reservation: p.Reservation}
-	}
+	d.Resources.CPU, d.Resources.Memory = cpuMemoryText(r)
+	d.Placement = placementDocOf(s.Placement)
 	if a := s.Autoscale; a != (model.EndpointAutoscale{}) {
 		d.Autoscale = &autoscaleDoc{ScaleInAfter: durationText(a.ScaleInAfter), ScaleInInterval: durationText(a.ScaleInInterval),
 			LeadTime: durationText(a.LeadTime), PeakWindow: durationText(a.PeakWindow)}
