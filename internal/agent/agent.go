@@ -9,12 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/agent/launch"
+	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/client"
 )
 
@@ -22,7 +25,9 @@ import (
 const (
 	DefaultHeartbeat = 5 * time.Second
 	DefaultWait      = 30 * time.Second
-	DefaultShipEvery = time.Second
+	// DefaultShipEvery keeps a line's way to 'allot job logs -f' under a
+	// second: a quarter of it waiting here, the rest on the wire.
+	DefaultShipEvery = 250 * time.Millisecond
 )
 
 // Config is what one node's agent runs on. Client, Node, GPUs, Data and
@@ -316,7 +321,9 @@ func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
 			close(p.done)
 			a.mu.Unlock()
 			a.log.Error("start failed", "job", k.job, "attempt", k.attempt, "rank", k.rank, "err", err)
-			a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: 127, Outcome: "Exited"})
+			msg := eventMessage("could not start: " + err.Error())
+			a.tell(ctx, k, msg)
+			a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: 127, Outcome: "Exited", Message: msg})
 			return
 		}
 		a.mu.Unlock()
@@ -396,7 +403,11 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 	e := p.p.Exit()
 	a.log.Info("instance exited", "job", k.job, "attempt", k.attempt, "rank", k.rank, "outcome", e.Outcome,
 		"exit_code", e.ExitCode, "signal", e.Signal, "killed", e.Killed)
-	a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: e.ExitCode, Outcome: string(e.Outcome), Killed: e.Killed})
+	msg := exitMessage(e)
+	if msg != "" {
+		a.tell(ctx, k, msg)
+	}
+	a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: e.ExitCode, Outcome: string(e.Outcome), Killed: e.Killed, Message: msg})
 	// launch killed and released what the instance left; nothing of it is
 	// left to fence.
 	a.removeRecord(p.sb.recordKey)
@@ -406,6 +417,46 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 	delete(a.procs, k)
 	close(p.done)
 	a.mu.Unlock()
+}
+
+// tell adds a line of the agent's own to the attempt's log, after what the
+// job wrote, so that the tenant reads why an instance could not start or
+// how it ended where it reads the job's output.
+func (a *Agent) tell(ctx context.Context, k key, msg string) {
+	line := fmt.Sprintf("allot: rank %d on %s: %s\n", k.rank, a.cfg.Node, msg)
+	if err := a.cfg.Client.AppendLog(ctx, k.job, k.attempt, []byte(line)); err != nil {
+		a.log.Warn("ship log failed", "job", k.job, "attempt", k.attempt, "err", err)
+	}
+}
+
+// exitMessage says how an instance that did not exit 0 by itself ended,
+// or "" when it did.
+func exitMessage(e launch.Exit) string {
+	switch {
+	case e.Outcome != launch.Exited:
+		return ""
+	case e.Killed:
+		return eventMessage(fmt.Sprintf("killed after the grace (exit code %d)", e.ExitCode))
+	case e.Signal != "":
+		return eventMessage(fmt.Sprintf("ended by signal %s (exit code %d)", e.Signal, e.ExitCode))
+	case e.ExitCode != 0:
+		return eventMessage(fmt.Sprintf("exited with code %d", e.ExitCode))
+	}
+	return ""
+}
+
+// eventMessage makes s fit AttemptEvent.Message: printable, bounded.
+func eventMessage(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || !unicode.IsPrint(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > wire.MaxEventMessage {
+		s = strings.ToValidUTF8(s[:wire.MaxEventMessage-3], "") + "..."
+	}
+	return s
 }
 
 // maxChunk bounds one log shipment.
@@ -492,7 +543,7 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) launch.Spec {
 	if sb.cgroup != "" {
 		track = &launch.Cgroup{Path: sb.cgroup}
 	}
-	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: x.Env, GPUs: gpus,
+	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: x.Env, ArrayIndex: x.ArrayIndex, GPUs: gpus,
 		GPUMilli: x.GPUMilli, CheckpointDir: sb.ckptDir, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
 		Dir: sb.dir, LogPath: sb.logPath, Timeout: timeout, Grace: grace, Credential: sb.cred, Tracker: track,

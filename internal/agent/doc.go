@@ -29,7 +29,8 @@
 //     directory; the next attempt gets it as ALLOT_RESUME_FROM when it lies
 //     inside the job's checkpoint directory on that host, and else none.
 //   - Logs are DATA/logs/JOB/attempt-N.log (attempt-N.rank-R.log in a
-//     gang), shipped in whole lines about every second.
+//     gang), shipped in whole lines every Config.ShipEvery (250 ms by default,
+//     so that a line reaches 'allot job logs -f' within a second).
 //
 // Contract with jobs, which are hostile code (built in sandbox.go):
 //

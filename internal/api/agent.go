@@ -102,7 +102,7 @@ func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.P
 			timeout = x.Timeout.String()
 		}
 		as := Assignment{Job: x.Job, Attempt: x.Attempt, Rank: x.Rank, WorldSize: x.WorldSize, Command: x.Command,
-			Env: x.Env, GPUs: make([]AssignedGPU, len(x.GPUs)), GPUMilli: x.GPUMilli, MasterAddr: x.MasterAddr,
+			Env: x.Env, ArrayIndex: x.ArrayIndex, GPUs: make([]AssignedGPU, len(x.GPUs)), GPUMilli: x.GPUMilli, MasterAddr: x.MasterAddr,
 			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, Timeout: timeout,
 			Grace: x.Grace.String(), Started: x.Started}
 		for k, g := range x.GPUs {
@@ -135,8 +135,17 @@ func (h *handler) event(w http.ResponseWriter, r *http.Request, p server.Princip
 	if !h.decodeBody(w, r, &e) {
 		return
 	}
+	if len(e.Message) > wire.MaxEventMessage {
+		writeError(w, codeInvalidSpec, "message", fmt.Sprintf("is %d bytes, over the limit of %d", len(e.Message), wire.MaxEventMessage))
+		return
+	}
+	var fe *model.FieldError
+	if errors.As(model.Printable("message", e.Message), &fe) {
+		writeError(w, codeInvalidSpec, fe.Field, fe.Msg)
+		return
+	}
 	j, err := h.srv.ReportEvent(r.Context(), p, r.PathValue("id"), n, server.Event{Type: e.Type, Rank: e.Rank, Node: e.Node,
-		ExitCode: e.ExitCode, Outcome: e.Outcome, Killed: e.Killed})
+		ExitCode: e.ExitCode, Outcome: e.Outcome, Killed: e.Killed, Message: e.Message})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -209,11 +218,11 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request, p server.Principa
 	if !follow {
 		return
 	}
-	flusher, _ := w.(http.Flusher)
+	// The route's writers wrap w: flush through them, each time the
+	// client is to wait, so that a line reaches it as soon as it came.
+	rc := http.NewResponseController(w)
 	for !c.Done {
-		if flusher != nil {
-			flusher.Flush()
-		}
+		_ = rc.Flush()
 		select {
 		case <-r.Context().Done():
 			return

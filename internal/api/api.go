@@ -147,9 +147,13 @@ func (h *handler) routes() []route {
 			_, _ = w.Write(openAPI)
 		}},
 		{"POST /v1/jobs", tenants, h.submit},
+		{"POST /v1/jobs/batch", tenants, h.submitBatch},
 		{"GET /v1/jobs", tenants, h.listJobs},
 		{"GET /v1/jobs/{id}", tenants, h.getJob},
 		{"POST /v1/jobs/{id}/cancel", tenants, h.cancel},
+		{"POST /v1/jobs/{id}/hold", tenants, h.hold},
+		{"POST /v1/jobs/{id}/release", tenants, h.release},
+		{"PATCH /v1/jobs/{id}", tenants, h.patchJob},
 		{"GET /v1/jobs/{id}/why", tenants, h.why},
 		{"GET /v1/jobs/{id}/logs", tenants, h.logs},
 		{"POST /v1/jobs/{id}/checkpoint", reporters, h.checkpoint},
@@ -158,12 +162,15 @@ func (h *handler) routes() []route {
 		{"GET /v1/partitions", admins, h.partitions},
 		{"GET /v1/quotas", admins, h.quotas},
 		{"GET /v1/usage", tenants, h.usage},
+		{"GET /v1/accounting", tenants, h.accounting},
 		{"GET /v1/skus", tenants, h.skus},
 		{"POST /v1/reservations", tenants, h.createReservation},
 		{"GET /v1/reservations", tenants, h.listReservations},
 		{"GET /v1/reservations/{name}", tenants, h.getReservation},
 		{"DELETE /v1/reservations/{name}", tenants, h.deleteReservation},
 		{"POST /v1/tokens", admins, h.createToken},
+		{"GET /v1/tokens", admins, h.listTokens},
+		{"DELETE /v1/tokens/{id}", admins, h.revokeToken},
 		{"PUT /v1/policies", admins, h.applyPolicies},
 		{"GET /v1/policies", admins, h.listPolicies},
 		{"DELETE /v1/policies", admins, h.deletePolicies},
@@ -245,6 +252,10 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (server.P
 		return server.Principal{}, false
 	}
 	w.Header().Set("WWW-Authenticate", `Bearer realm="allot", error="invalid_token"`)
+	if at, ok := h.srv.TokenExpired(tok); ok {
+		writeError(w, codeUnauthorized, "", "token expired at "+at.UTC().Format(time.RFC3339)+"; ask an admin for a new one")
+		return server.Principal{}, false
+	}
 	writeError(w, codeUnauthorized, "", "unknown token")
 	return server.Principal{}, false
 }

@@ -102,7 +102,7 @@ func TestAuthAndErrors(t *testing.T) {
 		{"submit for another tenant", "POST", "/v1/jobs", acme, `{"name":"x","tenant":"copilot"}`, 403, "Forbidden", "tenant"},
 		{"bad field", "POST", "/v1/jobs", cop, `{"name":"x","resources":{"gpus_per_instance":99}}`, 400, "InvalidSpec", "resources.gpus_per_instance"},
 		{"unknown field", "POST", "/v1/jobs", cop, `{"name":"x","resorces":{}}`, 400, "InvalidSpec", "resorces"},
-		{"no sku", "POST", "/v1/jobs", cop, `{"name":"x","resources":{"gpu_models":["Z9"]}}`, 400, "SkuNotAvailable", ""},
+		{"no sku", "POST", "/v1/jobs", cop, `{"name":"x","resources":{"gpu_models":["Z9"]}}`, 400, "SkuNotAvailable", "resources.gpu_models[0]"},
 		{"quota", "POST", "/v1/jobs", acme, `{"name":"x","resources":{"instance_count":4,"gpus_per_instance":8,"gpu_models":["H100"]},"placement":{"regions":["eastus"]}}`, 400, "QuotaExceeded", ""},
 		{"two jobs", "POST", "/v1/jobs", cop, "name: a\n---\nname: b\n", 400, "InvalidSpec", ""},
 		{"admin without tenant", "POST", "/v1/jobs", e.admin, `{"name":"x"}`, 400, "InvalidSpec", "tenant"},

@@ -24,10 +24,9 @@
 // form (NewJobDocument), so a job read back can be submitted again.
 //
 // GET /v1/jobs/{id}/why returns the reason and detail of the last cycle and,
-// for a queued job, estimated_start from server.Server.Estimate: the
-// earliest time at which, assuming running jobs with a duration end at
-// started_at + duration, the Ready nodes of an acceptable GPU model in the
-// job's allowed regions have room for all its instances (ignoring topology,
-// CPU, memory, power, quotas and jobs queued ahead); null when it cannot be
-// told.
+// for a queued job, estimated_start with estimate_how (or estimate_none)
+// from server.Server.Estimate: the scheduling core run forward on the
+// server's own view (package forecast); for a job allowed in several
+// regions, regions compares them (estimated start, price, distance, score)
+// and region names the one the server chose.
 package api

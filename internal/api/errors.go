@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/server"
 )
 
@@ -27,7 +28,12 @@ type Error struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Errors lists every problem of a refused batch (POST /v1/jobs/batch).
+	Errors []JobError `json:"errors,omitempty"`
 }
+
+// JobError is one problem of a refused batch.
+type JobError = wire.JobError
 
 var statusOf = map[string]int{
 	string(server.CodeInvalidSpec):     http.StatusBadRequest,
@@ -41,6 +47,10 @@ var statusOf = map[string]int{
 	codeRateLimited:                    http.StatusTooManyRequests,
 	codeRequestTimeout:                 http.StatusRequestTimeout,
 	codeInternal:                       http.StatusInternalServerError,
+
+	// A job that can never run, refused with the core's reason.
+	string(server.CodeResidencyForbidden):    http.StatusBadRequest,
+	string(server.CodeTopologyUnsatisfiable): http.StatusBadRequest,
 }
 
 func writeError(w http.ResponseWriter, code, field, msg string) {

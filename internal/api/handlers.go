@@ -20,7 +20,7 @@ import (
 func parseJob(body []byte, p server.Principal) (model.JobSpec, *Error) {
 	specs, err := spec.ParseJobs("job", body, nil)
 	var se *spec.Error
-	if errors.As(err, &se) && !p.Admin && se.Field == "tenant" && se.Msg == "must not be empty" {
+	if err != nil && !p.Admin && lacksTenant(err) {
 		specs, err = spec.ParseJobs("job", body, []string{"tenant=" + strconv.Quote(p.Tenant)})
 	}
 	if err != nil {
@@ -35,7 +35,7 @@ func parseJob(body []byte, p server.Principal) (model.JobSpec, *Error) {
 	}
 	if len(specs) != 1 {
 		return model.JobSpec{}, &Error{Code: codeInvalidSpec,
-			Message: fmt.Sprintf("the body holds %d jobs; submit one job per request", len(specs))}
+			Message: fmt.Sprintf("the body holds %d jobs; submit one job per request, or several with POST /v1/jobs/batch", len(specs))}
 	}
 	return specs[0], nil
 }
@@ -72,23 +72,21 @@ func parseState(v string) (model.State, bool) {
 
 func (h *handler) listJobs(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	q := r.URL.Query()
-	var f server.JobFilter
-	if v := q.Get("state"); v != "" {
-		s, ok := parseState(v)
-		if !ok {
-			writeError(w, codeInvalidSpec, "state", fmt.Sprintf("unknown state %q (want Queued, Preparing, Running, Preempted, Succeeded, Failed, Canceled or TimedOut)", v))
+	f, e := parseJobQuery(q, p)
+	if e == nil {
+		var paged bool
+		var limit int
+		var from *server.JobCursor
+		if paged, limit, from, e = parsePage(q); e == nil && paged {
+			h.pageJobs(w, r, p, f, from, limit)
 			return
 		}
-		f.State = s
 	}
-	if v := q.Get("tenant"); v != "" {
-		if !p.Admin && v != p.Tenant {
-			writeError(w, codeForbidden, "tenant", "a tenant token lists only its own jobs")
-			return
-		}
-		f.Tenant = v
+	if e != nil {
+		writeError(w, e.Code, e.Field, e.Message)
+		return
 	}
-	jobs, err := h.srv.Jobs(r.Context(), p, f)
+	jobs, err := h.srv.QueryJobs(r.Context(), p, f)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -97,7 +95,25 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request, p server.Prin
 	for i, j := range jobs {
 		out[i] = NewJob(j)
 	}
-	writeJSON(w, http.StatusOK, map[string][]Job{"jobs": out})
+	writeJSON(w, http.StatusOK, JobList{Jobs: out})
+}
+
+// pageJobs answers one page of a paged listing, in ID order.
+func (h *handler) pageJobs(w http.ResponseWriter, r *http.Request, p server.Principal, f server.JobQuery,
+	from *server.JobCursor, limit int) {
+	page, err := h.srv.PageJobs(r.Context(), p, f, from, limit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := JobList{Jobs: make([]Job, len(page.Jobs))}
+	for i, j := range page.Jobs {
+		out.Jobs[i] = NewJob(j)
+	}
+	if page.Next != nil {
+		out.Continue = encodeCursor(*page.Next)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (h *handler) getJob(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -124,13 +140,7 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request, p server.Principal
 		h.fail(w, r, err)
 		return
 	}
-	j := why.Job
-	pol := why.Policies
-	if pol == nil {
-		pol = []string{}
-	}
-	writeJSON(w, http.StatusOK, Why{ID: j.ID, State: string(j.Status.State), Reason: j.Status.Reason,
-		Detail: j.Status.Detail, EstimatedStart: why.EstimatedStart, Policies: pol})
+	writeJSON(w, http.StatusOK, newWhy(why))
 }
 
 func (h *handler) nodes(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
@@ -320,35 +330,20 @@ func (h *handler) createToken(w http.ResponseWriter, r *http.Request, _ server.P
 	if !ok {
 		return
 	}
-	var req struct {
-		Tenant string `json:"tenant"`
-		Node   string `json:"node"`
-	}
-	if e := decodeStrict(body, &req); e != nil {
+	o, e := parseTokenRequest(body)
+	if e != nil {
 		writeError(w, e.Code, e.Field, e.Message)
 		return
 	}
-	if req.Node != "" {
-		if req.Tenant != "" {
-			writeError(w, codeInvalidSpec, "node", "give tenant or node, not both")
-			return
-		}
-		tok, err := h.srv.CreateNodeToken(r.Context(), req.Node)
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		writeJSON(w, http.StatusCreated, Token{Token: tok, Node: req.Node})
-		return
-	}
-	if req.Tenant == "" {
-		writeError(w, codeInvalidSpec, "tenant", "must not be empty")
-		return
-	}
-	tok, err := h.srv.CreateToken(r.Context(), req.Tenant)
+	tok, info, err := h.srv.CreateTokenFor(r.Context(), o)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, Token{Token: tok, Tenant: req.Tenant})
+	out := Token{Token: tok, Tenant: o.Tenant, Node: o.Node, ID: info.ID, Name: info.Name}
+	if !info.ExpiresAt.IsZero() {
+		t := info.ExpiresAt
+		out.ExpiresAt = &t
+	}
+	writeJSON(w, http.StatusCreated, out)
 }

@@ -101,9 +101,59 @@ type Why struct {
 	Reason         string     `json:"reason"`
 	Detail         string     `json:"detail"`
 	EstimatedStart *time.Time `json:"estimated_start"`
+	// EstimateHow says how the estimate was made (the core run forward
+	// and its assumptions); EstimateNone why there is none. Both are
+	// empty for a job that is not queued.
+	EstimateHow  string `json:"estimate_how"`
+	EstimateNone string `json:"estimate_none"`
+	// Region is the region the server chose for a job allowed in several
+	// (the core places it there while it waits); empty when none.
+	Region string `json:"region"`
+	// Regions compares a queued job's allowed regions, best first; empty
+	// when it may run in one region only.
+	Regions []RegionEstimate `json:"regions"`
 	// Policies say what operator policies did to the job's priority in
 	// the last cycle; the job's spec keeps its own.
 	Policies []string `json:"policies"`
+}
+
+// RegionEstimate is one allowed region of a queued job in Why.Regions.
+type RegionEstimate struct {
+	Region         string     `json:"region"`
+	EstimatedStart *time.Time `json:"estimated_start"`
+	// NoEstimate says why there is no estimated start in the region.
+	NoEstimate      string  `json:"no_estimate"`
+	PricePerGPUHour float64 `json:"price_per_gpu_hour"`
+	Distance        int     `json:"distance"`
+	Score           float64 `json:"score"`
+	Chosen          bool    `json:"chosen"`
+}
+
+// newWhy writes the server's explanation as the API shows it.
+func newWhy(why server.Why) Why {
+	j := why.Job
+	out := Why{ID: j.ID, State: string(j.Status.State), Reason: j.Status.Reason, Detail: j.Status.Detail,
+		EstimatedStart: why.EstimatedStart, EstimateHow: why.Estimate.How, Region: j.Status.Region,
+		Regions: []RegionEstimate{}, Policies: why.Policies}
+	if why.EstimatedStart == nil {
+		out.EstimateNone = why.Estimate.Why
+	}
+	if j.Status.State != model.StateQueued {
+		out.Region = ""
+	}
+	if out.Policies == nil {
+		out.Policies = []string{}
+	}
+	for _, o := range why.Regions {
+		r := RegionEstimate{Region: o.Region, NoEstimate: o.Estimate.Why, PricePerGPUHour: o.PricePerGPUHour,
+			Distance: o.Distance, Score: o.Score, Chosen: o.Chosen}
+		if o.Estimate.Known() {
+			t := o.Estimate.Start.UTC()
+			r.EstimatedStart = &t
+		}
+		out.Regions = append(out.Regions, r)
+	}
+	return out
 }
 
 func newNode(n server.NodeStatus) Node {

@@ -2,14 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/allot-dev/allot/internal/spec"
@@ -113,7 +109,7 @@ func TestJobSubmit(t *testing.T) {
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 403, checkBody: sameSpec,
 				body: `{"code":"Forbidden","message":"a token of tenant \"b\" may not submit jobs of tenant \"a\"","field":"tenant"}`},
 			wantCode: ExitUsage, wantErr: []string{"allot: Forbidden: ", "(field tenant)"}},
-		{name: "SkuNotAvailable exits 2", args: []string{"job", "submit", "-f", "../../examples/jobs/research-b200.yaml"},
+		{name: "SkuNotAvailable exits 2", args: []string{"job", "submit", "-f", "../../examples/refused/research-b200.yaml"},
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 400,
 				body: `{"code":"SkuNotAvailable","message":"no region sells B200 nodes","field":"resources.gpu_models"}`},
 			wantCode: ExitUsage, wantErr: []string{"allot: SkuNotAvailable: no region sells B200 nodes (field resources.gpu_models)\n"}},
@@ -128,11 +124,13 @@ func TestJobSubmitJSONContentType(t *testing.T) {
 			t.Errorf("body is not JSON: %v", err)
 		}
 	}})
-	if _, errOut, code := runCLI(t, "job", "submit", "-f", "../../examples/jobs/eu-batch.yaml", "--server", url); code != 0 {
+	if _, errOut, code := runCLI(t, "job", "submit", "-f", "../../examples/jobs/train-llama.yaml", "--server", url); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 }
 
+// TestJobSubmitManyDocuments checks that the jobs of a file of several
+// go to the server in one batch request.
 func TestJobSubmitManyDocuments(t *testing.T) {
 	isolate(t)
 	path := writeJob(t, `name: a
@@ -142,9 +140,16 @@ resources: {gpus_per_instance: 1}
 - {name: b, tenant: acme}
 - {name: c, tenant: acme}
 `)
-	url, hits := stub(t, exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob})
+	url, hits := stub(t, exchange{method: "POST", path: "/v1/jobs/batch", status: 201,
+		body: `{"jobs":[` + queuedJob + `,` + queuedJob + `,` + queuedJob + `]}`,
+		checkBody: func(t *testing.T, body []byte) {
+			var docs []spec.Document
+			if err := json.Unmarshal(body, &docs); err != nil || len(docs) != 3 || docs[2].Name != "c" {
+				t.Errorf("batch body %s (%v), want a list of the three documents", body, err)
+			}
+		}})
 	out, errOut, code := runCLI(t, "job", "submit", "-f", path, "--server", url, "-o", "json")
-	if code != 0 || hits.Load() != 3 {
+	if code != 0 || hits.Load() != 1 {
 		t.Fatalf("exit %d, %d requests: %s", code, hits.Load(), errOut)
 	}
 	var ids []struct{ ID string }
@@ -235,28 +240,21 @@ func TestCompletion(t *testing.T) {
 	}
 }
 
-// TestJobSubmitGoesOnAfterARejection checks that one rejected job of many
-// is reported by name and the others are still submitted.
-func TestJobSubmitGoesOnAfterARejection(t *testing.T) {
+// TestJobSubmitAllOrNothing checks that a batch the server refuses
+// submits nothing, prints every refusal and exits 2.
+func TestJobSubmitAllOrNothing(t *testing.T) {
 	isolate(t)
 	path := writeJob(t, "- {name: a, tenant: acme}\n- {name: b, tenant: acme}\n- {name: c, tenant: acme}\n")
-	var n atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if n.Add(1) == 2 {
-			w.WriteHeader(400)
-			io.WriteString(w, `{"code":"QuotaExceeded","message":"too big"}`)
-			return
-		}
-		w.WriteHeader(201)
-		io.WriteString(w, queuedJob)
-	}))
-	defer srv.Close()
-	out, errOut, code := runCLI(t, "job", "submit", "-f", path, "--server", srv.URL)
-	if code != ExitUsage || n.Load() != 3 || out != "j-1\nj-1\n" {
-		t.Errorf("exit %d, %d requests, stdout %q; want 2, 3 and two IDs", code, n.Load(), out)
+	url, hits := stub(t, exchange{method: "POST", path: "/v1/jobs/batch", status: 400,
+		body: `{"code":"QuotaExceeded","message":"2 of 3 jobs refused; none was submitted","errors":[` +
+			`{"index":1,"name":"b","code":"QuotaExceeded","message":"too big"},` +
+			`{"index":2,"name":"c","code":"TopologyUnsatisfiable","message":"no infiniband"}]}`})
+	out, errOut, code := runCLI(t, "job", "submit", "-f", path, "--server", url)
+	if code != ExitUsage || hits.Load() != 1 || out != "" {
+		t.Errorf("exit %d, %d requests, stdout %q; want 2, 1 and nothing", code, hits.Load(), out)
 	}
-	for _, s := range []string{"allot: job b: QuotaExceeded: too big\n", "allot: 1 of 3 jobs not submitted\n"} {
+	for _, s := range []string{"allot: job 1 b: QuotaExceeded: too big\n", "allot: job 2 c: TopologyUnsatisfiable: no infiniband\n",
+		"2 problems in 3 jobs; none was submitted"} {
 		if !strings.Contains(errOut, s) {
 			t.Errorf("stderr lacks %q:\n%s", s, errOut)
 		}

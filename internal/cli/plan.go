@@ -10,26 +10,30 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/allot-dev/allot/internal/admission"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/spec"
 )
 
 type planFlags struct {
-	fleet, tenants, jobs, output, now string
-	running, sets                     []string
-	minRun                            time.Duration
+	fleet, tenants, output, now string
+	jobs                        []string
+	running, sets               []string
+	minRun                      time.Duration
 }
 
 func newPlanCmd() *cobra.Command {
 	f := planFlags{}
 	cmd := &cobra.Command{
-		Use:   "plan --fleet F --tenants T --jobs DIR_OR_FILE",
+		Use:   "plan --fleet F --tenants T --jobs DIR_OR_FILE...",
 		Short: "Run one scheduling cycle offline and print the plan",
 		Long: `plan reads a fleet, its tenancy and queued jobs from YAML files, runs one
 cycle of allot's scheduling core, and prints what it would do: the jobs it
 binds and where, the running jobs it preempts and for whom, and why every
-other job stays pending.
+other job stays pending. A queued job that can never run on the fleet is
+pending with the reason and detail that 'allot job submit' refuses it with
+(SkuNotAvailable, ResidencyForbidden, TopologyUnsatisfiable, QuotaExceeded).
 
 With --running PATH[@AGE], the jobs in that file or directory are placed
 first, by a cycle of their own, as work that started AGE (default 1h) before
@@ -37,10 +41,11 @@ first, by a cycle of their own, as work that started AGE (default 1h) before
 which may preempt them (work younger than --min-run-time is protected).
 
 Without --jobs and --running, plan runs the example scenario of the
-repository: examples/running/*.yaml already running, examples/jobs queued.`,
+repository: examples/running/*.yaml already running, examples/jobs and
+examples/refused (jobs that submit refuses: they can never run) queued.`,
 		Example: `  allot plan --fleet examples/fleet.yaml --tenants examples/tenants.yaml \
       --running examples/running/batch.yaml@2h --running examples/running/resumed.yaml@5m \
-      --jobs examples/jobs
+      --jobs examples/jobs --jobs examples/refused
   allot plan --fleet examples/fleet.yaml --tenants examples/tenants.yaml \
       --jobs examples/jobs/train-llama.yaml --set priority=spot -o json`,
 		Args: cobra.NoArgs,
@@ -54,7 +59,7 @@ repository: examples/running/*.yaml already running, examples/jobs queued.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.fleet, "fleet", "examples/fleet.yaml", "fleet file")
 	fl.StringVar(&f.tenants, "tenants", "examples/tenants.yaml", "tenants, partitions, quotas and reservations file")
-	fl.StringVar(&f.jobs, "jobs", "", "queued jobs: a YAML file or a directory of them (default: the example scenario)")
+	fl.StringArrayVar(&f.jobs, "jobs", nil, "queued jobs: a YAML file or a directory of them, repeatable (default: the example scenario)")
 	fl.StringArrayVar(&f.running, "running", nil, "jobs already running, as PATH[@AGE]: a YAML file or directory, started AGE ago (repeatable)")
 	fl.StringArrayVar(&f.sets, "set", nil, "override a job field for every queued job, e.g. --set priority=spot (repeatable)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
@@ -66,12 +71,12 @@ repository: examples/running/*.yaml already running, examples/jobs queued.`,
 // The example scenario: batch work running for two hours, work resumed
 // five minutes ago, and a queue that meets every rule of the core.
 var (
-	exampleJobs    = "examples/jobs"
+	exampleJobs    = []string{"examples/jobs", "examples/refused"}
 	exampleRunning = []string{"examples/running/batch.yaml@2h", "examples/running/resumed.yaml@5m"}
 )
 
 func runPlan(out io.Writer, f planFlags) error {
-	if f.jobs == "" {
+	if len(f.jobs) == 0 {
 		return Usage(fmt.Errorf("--jobs is required with --running"))
 	}
 	if f.output != "table" && f.output != "json" {
@@ -93,9 +98,13 @@ func runPlan(out io.Writer, f planFlags) error {
 	if err != nil {
 		return Usage(err)
 	}
-	queued, err := readJobSet(f.jobs, f.sets, now)
-	if err != nil {
-		return err
+	var queued []*model.Job
+	for _, path := range f.jobs {
+		set, err := readJobSet(path, f.sets, now)
+		if err != nil {
+			return err
+		}
+		queued = append(queued, set...)
 	}
 	s := sched.New(sched.Config{MinRunTime: f.minRun})
 	var jobs []*model.Job
@@ -126,12 +135,31 @@ func runPlan(out io.Writer, f planFlags) error {
 	}
 	jobs = append(jobs, queued...)
 	plan := s.Schedule(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: jobs}, now)
+	admit(s, fleet, tenancy, queued, plan.Pending, now)
 	if f.output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(plan)
 	}
 	return writePlanTable(out, plan)
+}
+
+// admit gives each pending queued job that can never run the reason and
+// detail a submit of it is refused with (package admission), so that plan
+// and the server agree on the same job.
+func admit(s *sched.Scheduler, fleet *model.Fleet, tenancy *model.Tenancy, queued []*model.Job, pending []sched.Pending, now time.Time) {
+	specs := make(map[string]*model.JobSpec, len(queued))
+	for _, j := range queued {
+		specs[j.ID] = &j.Spec
+	}
+	ideal := admission.Ideal(fleet)
+	for i, p := range pending {
+		if spec, ok := specs[p.Job]; ok {
+			if v := admission.Check(s, ideal, tenancy, *spec, now); v.Never() {
+				pending[i].Reason, pending[i].Detail = v.Reason, v.Detail
+			}
+		}
+	}
 }
 
 // pathAge splits "PATH@AGE"; the age defaults to an hour.

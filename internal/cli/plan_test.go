@@ -19,6 +19,7 @@ func examplesArgs(extra ...string) []string {
 		"--running", filepath.Join(root, "examples/running/batch.yaml") + "@2h",
 		"--running", filepath.Join(root, "examples/running/resumed.yaml") + "@5m",
 		"--jobs", filepath.Join(root, "examples/jobs"),
+		"--jobs", filepath.Join(root, "examples/refused"),
 		"--now", "2026-12-01T12:00:00Z"}
 	return append(args, extra...)
 }

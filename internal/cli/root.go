@@ -91,7 +91,7 @@ Start with 'allot up' for a local control plane with the example fleet, or
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newAgentCmd(), newBenchCmd(), newPolicyCmd(), newDemoCmd(), newEndpointCmd())
+	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newAgentCmd(), newBenchCmd(), newPolicyCmd(), newDemoCmd(), newEndpointCmd(), newVersionCmd(), newUsageCmd())
 	return root
 }
 
@@ -103,6 +103,6 @@ func newSimCmd() *cobra.Command {
 traces, so a policy can be measured before it runs a fleet.`,
 	}
 	// Each experiment registers itself here.
-	sim.AddCommand(newSimFragCmd(), newSimReplayCmd())
+	sim.AddCommand(newSimFragCmd(), newSimReplayCmd(), newSimScenarioCmd())
 	return sim
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/api"
 	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
@@ -39,6 +40,9 @@ type serveFlags struct {
 	nodeTimeout                  time.Duration
 	limits                       api.Limits // of the HTTP API; zero fields take the defaults
 	maxLost                      int
+	regionMoveAfter              time.Duration
+	regionWeights                forecast.Weights
+	checkIncremental             bool // hidden: plan from scratch too and stop on a difference (tests)
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
@@ -62,6 +66,11 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.IntVar(&f.limits.UnauthBurst, "unauth-burst", api.DefaultUnauthBurst, "requests with a missing or unknown token a source address may make at once")
 	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
 	fl.IntVar(&f.maxLost, "max-lost-attempts", server.DefaultMaxLost, "attempts of one job that may be lost with their node (with a doubling back-off from 10s between them) before the job fails")
+	fl.DurationVar(&f.regionMoveAfter, "region-move-after", server.DefaultRegionMoveAfter, "a queued job allowed in several regions that waited this long in the one chosen for it moves to another where it would start sooner (negative: never)")
+	fl.Float64Var(&f.regionWeights.Price, "region-price-weight", forecast.DefaultWeights.Price, "hours of predicted wait one USD per GPU-hour is worth when ranking a job's regions")
+	fl.Float64Var(&f.regionWeights.Distance, "region-distance-weight", forecast.DefaultWeights.Distance, "hours of predicted wait one step of distance from a job's data region is worth (1: same residency zone, 2: another)")
+	fl.BoolVar(&f.checkIncremental, "check-incremental", false, "also plan every cycle from scratch and exit if that Plan differs from the incremental one (tests; doubles a cycle's work)")
+	_ = fl.MarkHidden("check-incremental")
 }
 
 func newServerCmd() *cobra.Command {
@@ -153,7 +162,8 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	defer ln.Close()
 	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		MaxLost: f.maxLost, URL: selfURL(ln.Addr()), Policies: policies})
+		MaxLost: f.maxLost, URL: selfURL(ln.Addr()), Policies: policies,
+		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental})
 	if err != nil {
 		return err
 	}
@@ -174,6 +184,12 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
+	// Requests that stream (job logs -f, long polls) end when shutdown
+	// begins, instead of holding it for its whole timeout.
+	reqCtx, endRequests := context.WithCancel(context.WithoutCancel(ctx))
+	defer endRequests()
+	hs.BaseContext = func(net.Listener) context.Context { return reqCtx }
+	hs.RegisterOnShutdown(endRequests)
 	runErr := make(chan error, 1)
 	go func() { runErr <- srv.Run(runCtx) }()
 	serveErr := make(chan error, 1)
@@ -181,9 +197,11 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 
 	url := "http://" + ln.Addr().String()
 	agentsErr := make(chan error, 1)
+	agentsCtx, stopAgents := context.WithCancel(runCtx)
+	defer stopAgents()
 	if f.agents == "virtual" {
 		go func() {
-			agentsErr <- runVirtualAgents(runCtx, url, token, fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
+			agentsErr <- runVirtualAgents(agentsCtx, url, token, fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
 				f.nodeTimeout, log)
 		}()
 	}
@@ -219,8 +237,23 @@ Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 		if err != nil {
 			failed = fmt.Errorf("virtual agents: %w", err)
 		}
+		agentsErr <- nil
 	}
+	// Shut down from the edge in: the in-process agents first (they stop
+	// their jobs' processes while the API still hears their reports),
+	// then the API, the scheduling loop and the store.
 	log.Info("shutting down")
+	stopAgents()
+	if f.agents == "virtual" {
+		select {
+		case err := <-agentsErr:
+			if err != nil && failed == nil {
+				failed = fmt.Errorf("virtual agents: %w", err)
+			}
+		case <-time.After(15 * time.Second):
+			log.Warn("virtual agents did not stop within 15s")
+		}
+	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(shutCtx)

@@ -14,25 +14,29 @@ func newTokenCmd() *cobra.Command {
 		`token creates API tokens. The server bootstraps one admin token (printed by
 'allot server' or 'allot up' and written to DATA/admin-token); with it, an
 operator creates a token per tenant. The server stores only a token's hash,
-so a token is shown once.`, conn)
-	cmd.AddCommand(newTokenCreateCmd(conn))
+so a token is shown once; 'token list' shows what is known of each token
+(never the token) and 'token revoke' ends one.`, conn)
+	cmd.AddCommand(newTokenCreateCmd(conn), newTokenListCmd(conn), newTokenRevokeCmd(conn))
 	return cmd
 }
 
 func newTokenCreateCmd(conn *connection) *cobra.Command {
-	var tenant, node string
+	var tenant, node, name, ttl string
 	cmd := &cobra.Command{
-		Use:   "create --tenant T | --node N",
+		Use:   "create --tenant T | --node N [--name NAME] [--ttl 720h]",
 		Short: "Create a token for a tenant or a node's agent and print it",
 		Long: `create asks the server for a new token of a tenant, and prints the token
 alone on standard output, so a script can capture it. It needs an admin
 token. A tenant token sees and changes only its tenant's jobs, reservations
 and usage. A node token (--node) is for that node's 'allot agent': it may
 register, heartbeat and poll that node, and report events, logs and
-checkpoints of the jobs running there, nothing else.`,
+checkpoints of the jobs running there, nothing else. --ttl makes the token
+expire (a request with it is then refused: 401, "token expired"); --name
+labels it in 'allot token list'.`,
 		Example: `  allot token create --tenant acme --token "$(cat data/admin-token)"
   export ALLOT_TOKEN=$(allot token create --tenant acme --token "$ADMIN")
-  allot token create --node eastus-h100-01 --token "$ADMIN"`,
+  allot token create --node eastus-h100-01 --token "$ADMIN"
+  allot token create --tenant acme --name ci --ttl 720h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (tenant == "") == (node == "") {
@@ -42,12 +46,7 @@ checkpoints of the jobs running there, nothing else.`,
 			if err != nil {
 				return err
 			}
-			var tok client.Token
-			if node != "" {
-				tok, err = cl.CreateNodeToken(cmd.Context(), node)
-			} else {
-				tok, err = cl.CreateToken(cmd.Context(), tenant)
-			}
+			tok, err := cl.CreateTokenWith(cmd.Context(), client.TokenRequest{Tenant: tenant, Node: node, Name: name, TTL: ttl})
 			if err != nil {
 				return fromAPI(err)
 			}
@@ -63,5 +62,7 @@ checkpoints of the jobs running there, nothing else.`,
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant the token acts for")
 	cmd.Flags().StringVar(&node, "node", "", "the fleet node whose agent the token is for")
+	cmd.Flags().StringVar(&name, "name", "", "a name for the token, shown by 'token list' (letters, digits, - _ .)")
+	cmd.Flags().StringVar(&ttl, "ttl", "", "how long the token is valid, e.g. 720h or 30d (default: until revoked)")
 	return cmd
 }

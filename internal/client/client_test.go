@@ -165,7 +165,7 @@ func TestErrors(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Fatalf("want *APIError, got %T %v", err, err)
 			}
-			if *e != tt.want {
+			if !reflect.DeepEqual(*e, tt.want) {
 				t.Errorf("got %+v, want %+v", *e, tt.want)
 			}
 			if e.Error() != tt.text {

@@ -20,6 +20,10 @@ const (
 	CodeBodyTooLarge    = "BodyTooLarge"
 	CodeRateLimited     = "RateLimited"
 	CodeInternal        = "Internal"
+
+	// A job that can never run is refused with the core's reason.
+	CodeResidencyForbidden    = "ResidencyForbidden"
+	CodeTopologyUnsatisfiable = "TopologyUnsatisfiable"
 )
 
 // APIError is an error answered by the server.
@@ -30,6 +34,8 @@ type APIError struct {
 	Field   string // the field at fault, when one is
 	// RetryAfter is the server's Retry-After on 429, zero when absent.
 	RetryAfter time.Duration
+	// Errors lists every problem of a refused batch (SubmitBatch).
+	Errors []JobError
 }
 
 // Error formats e as "Code: message (field f)".
@@ -54,12 +60,13 @@ func (e *APIError) Error() string {
 func decodeError(resp *http.Response, data []byte) *APIError {
 	e := &APIError{Status: resp.StatusCode}
 	var body struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-		Field   string `json:"field"`
+		Code    string     `json:"code"`
+		Message string     `json:"message"`
+		Field   string     `json:"field"`
+		Errors  []JobError `json:"errors"`
 	}
 	if json.Unmarshal(data, &body) == nil && body.Code != "" {
-		e.Code, e.Message, e.Field = body.Code, body.Message, body.Field
+		e.Code, e.Message, e.Field, e.Errors = body.Code, body.Message, body.Field, body.Errors
 	} else {
 		e.Code = codeOf(resp.StatusCode)
 		msg, _, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")

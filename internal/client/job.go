@@ -56,9 +56,30 @@ type Why struct {
 	Reason         string `json:"reason"`
 	Detail         string `json:"detail"`
 	EstimatedStart Time   `json:"estimated_start"` // zero when unknown
+	// EstimateHow says how the estimate was made; EstimateNone why there
+	// is none.
+	EstimateHow  string `json:"estimate_how"`
+	EstimateNone string `json:"estimate_none"`
+	// Region is the region the server chose for a job allowed in several.
+	Region string `json:"region"`
+	// Regions compares the job's allowed regions, best first.
+	Regions []RegionEstimate `json:"regions"`
 	// Policies say what operator policies did to the job's priority in
 	// the server's last cycle.
 	Policies []string `json:"policies"`
+}
+
+// RegionEstimate is one allowed region of a queued job: its estimated
+// start there, price per GPU-hour, distance from the job's data, and the
+// score that ranks the regions (lower first).
+type RegionEstimate struct {
+	Region          string  `json:"region"`
+	EstimatedStart  Time    `json:"estimated_start"` // zero when unknown
+	NoEstimate      string  `json:"no_estimate"`
+	PricePerGPUHour float64 `json:"price_per_gpu_hour"`
+	Distance        int     `json:"distance"`
+	Score           float64 `json:"score"`
+	Chosen          bool    `json:"chosen"`
 }
 
 // Priority is a job's priority as text: "standard", "spot:5". It decodes
@@ -131,24 +152,60 @@ func (c *Client) Submit(ctx context.Context, body []byte, contentType string) (J
 
 // JobFilter narrows ListJobs; empty fields match everything.
 type JobFilter struct {
-	State  string
+	State  string   // one state; kept for older callers
+	States []string // any of these states
 	Tenant string
+	// Name is a substring of the job's name, or a glob (* ? [) of all of it.
+	Name string
+	// Limit asks for one page of at most Limit jobs, in ID order, and
+	// Continue for the page after the one that returned it.
+	Limit    int
+	Continue string
 }
 
-// ListJobs returns the jobs the token may see, newest first.
-func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]Job, error) {
+func (f JobFilter) query() url.Values {
 	q := url.Values{}
 	if f.State != "" {
-		q.Set("state", f.State)
+		q.Add("state", f.State)
+	}
+	for _, s := range f.States {
+		q.Add("state", s)
 	}
 	if f.Tenant != "" {
 		q.Set("tenant", f.Tenant)
 	}
-	var out struct {
-		Jobs []Job `json:"jobs"`
+	if f.Name != "" {
+		q.Set("name", f.Name)
 	}
-	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/jobs", query: q, out: &out})
-	return out.Jobs, err
+	if f.Limit > 0 {
+		q.Set("limit", strconv.Itoa(f.Limit))
+	}
+	if f.Continue != "" {
+		q.Set("continue", f.Continue)
+	}
+	return q
+}
+
+// JobList is one answer of GET /v1/jobs: the jobs, and when the listing
+// was paged and more may follow, the token that continues it.
+type JobList struct {
+	Jobs     []Job  `json:"jobs"`
+	Continue string `json:"continue,omitempty"`
+}
+
+// ListJobs returns the jobs the token may see, newest first (one page in ID
+// order when f.Limit or f.Continue is set).
+func (c *Client) ListJobs(ctx context.Context, f JobFilter) ([]Job, error) {
+	l, err := c.ListJobPage(ctx, f)
+	return l.Jobs, err
+}
+
+// ListJobPage returns the jobs as ListJobs does, with the token that
+// continues a paged listing.
+func (c *Client) ListJobPage(ctx context.Context, f JobFilter) (JobList, error) {
+	var out JobList
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/jobs", query: f.query(), out: &out})
+	return out, err
 }
 
 // GetJob returns the job with this ID.

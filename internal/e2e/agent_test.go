@@ -435,6 +435,38 @@ checkpoint: {grace: 1s}
 		}
 	})
 
+	t.Run("LaunchFailureVisible", func(t *testing.T) {
+		// A command that cannot start, one that exits non-zero and one a
+		// signal ends: each says why in job show, job why and its log
+		// (headed on stderr by how the attempt ended, and ended by the
+		// agent's own line).
+		for _, tc := range []struct{ name, command, cause string }{
+			{"no-binary", `["no-such-program-4711", "--epochs", "3"]`, `could not start: `},
+			{"exits-3", `["sh", "-c", "echo working; exit 3"]`, "exited with code 3"},
+			{"signalled", `["sh", "-c", "echo working; kill -9 $$"]`, "ended by signal killed"},
+		} {
+			id := lab.submit(t, "name: "+tc.name+"\ntenant: team\ncommand: "+tc.command+"\nresources: {gpus_per_instance: 1}\n")
+			j := lab.waitState(t, id, "Failed", 20*time.Second)
+			if !strings.Contains(j.Detail, tc.cause) {
+				t.Errorf("%s: job show detail %q, want the cause %q", tc.name, j.Detail, tc.cause)
+			}
+			if tc.name == "no-binary" && !strings.Contains(j.Detail, "no-such-program-4711") {
+				t.Errorf("%s: job show detail %q does not name the program", tc.name, j.Detail)
+			}
+			if why := lab.must(t, lab.team, "job", "why", id); !strings.Contains(why, tc.cause) {
+				t.Errorf("%s: job why does not say %q:\n%s", tc.name, tc.cause, why)
+			}
+			r := lab.run(t, lab.team, "job", "logs", id)
+			if r.code != 0 || !strings.HasPrefix(r.err, "# attempt 1: Failed: ") || !strings.Contains(r.err, tc.cause) {
+				t.Errorf("%s: job logs exit %d, stderr %q; want it headed by how attempt 1 failed", tc.name, r.code, r.err)
+			}
+			lines := strings.Split(strings.TrimSpace(r.out), "\n")
+			if last := lines[len(lines)-1]; !strings.HasPrefix(last, "allot: rank 0 on ") || !strings.Contains(last, tc.cause) {
+				t.Errorf("%s: log ends %q, want the agent's line with %q\n%s", tc.name, last, tc.cause, r.out)
+			}
+		}
+	})
+
 	t.Run("LogsFollow", func(t *testing.T) {
 		id := lab.submit(t, `name: chatty
 tenant: team

@@ -148,12 +148,13 @@ func TestSmallT4JobRuns(t *testing.T) {
 
 func TestQueuedJobSaysWhy(t *testing.T) {
 	needServer(t)
-	research := tokenFor(t, "research")
-	// T4 nodes sit on Ethernet only: a gang that needs InfiniBand waits.
-	id := submit(t, research, filepath.Join(root, "examples/jobs/t4-ring.yaml"))
+	research := tokenFor(t, "acme")
+	// The job's reservation is active only from 2027: it waits. (A job
+	// that can never run, like t4-ring, is refused at submit.)
+	id := submit(t, research, filepath.Join(root, "examples/jobs/acme-2027.yaml"))
 	j := waitJob(t, research, id, "got a reason", func(j job) bool { return j.Reason != "" })
 	if j.State != "Queued" {
-		t.Errorf("t4-ring is %s (%s), want Queued", j.State, j.Reason)
+		t.Errorf("acme-2027 is %s (%s), want Queued", j.State, j.Reason)
 	}
 	var why struct {
 		ID, State, Reason, Detail string
@@ -165,7 +166,7 @@ func TestQueuedJobSaysWhy(t *testing.T) {
 	if why.ID != id || why.Reason != j.Reason || why.Detail == "" {
 		t.Errorf("why = %+v, want reason %s with detail", why, j.Reason)
 	}
-	t.Logf("t4-ring: %s: %s", why.Reason, why.Detail)
+	t.Logf("acme-2027: %s: %s", why.Reason, why.Detail)
 	if out := must(t, research, "job", "why", id); !strings.Contains(out, why.Reason) || !strings.Contains(out, "Estimated start:") {
 		t.Errorf("job why table:\n%s", out)
 	}
@@ -175,7 +176,7 @@ func TestQueuedJobSaysWhy(t *testing.T) {
 func TestSubmitRejections(t *testing.T) {
 	needServer(t)
 	research := tokenFor(t, "research")
-	r := allot(t, research, "job", "submit", "-f", filepath.Join(root, "examples/jobs/research-b200.yaml"))
+	r := allot(t, research, "job", "submit", "-f", filepath.Join(root, "examples/refused/research-b200.yaml"))
 	if r.code != 2 || !strings.HasPrefix(r.err, "allot: SkuNotAvailable: ") {
 		t.Errorf("research-b200: exit %d, stderr %q; want 2 and SkuNotAvailable", r.code, r.err)
 	}

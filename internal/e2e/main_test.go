@@ -88,7 +88,13 @@ func startServer(data string, log *syncBuffer, extra ...string) (url, admin stri
 
 // startServerArgs runs allot with args (a server command on a free
 // loopback port, in data) and waits as startServer does.
+//
+// Every cycle of such a server also plans from scratch and the server exits
+// if that Plan differs from its incremental one (--check-incremental).
 func startServerArgs(data string, log *syncBuffer, args ...string) (url, admin string, stop func(), err error) {
+	if len(args) > 0 && (args[0] == "server" || args[0] == "up") {
+		args = append(args[:len(args):len(args)], "--check-incremental")
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = root
 	pr, pw := io.Pipe()

@@ -31,7 +31,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		t.Fatalf("openapi.json: %v", err)
 	}
 	for _, ep := range []struct{ method, path, status string }{
-		{"post", "/v1/jobs", "201"}, {"get", "/v1/jobs", "200"}, {"get", "/v1/jobs/{id}", "200"},
+		{"post", "/v1/jobs", "201"}, {"post", "/v1/jobs/batch", "201"}, {"get", "/v1/jobs", "200"}, {"get", "/v1/jobs/{id}", "200"},
 		{"post", "/v1/jobs/{id}/cancel", "200"}, {"get", "/v1/jobs/{id}/why", "200"}, {"get", "/v1/nodes", "200"},
 		{"get", "/v1/skus", "200"}, {"get", "/v1/usage", "200"}, {"post", "/v1/reservations", "201"},
 		{"get", "/v1/reservations", "200"}, {"delete", "/v1/reservations/{name}", "204"}, {"post", "/v1/tokens", "201"},
@@ -40,6 +40,8 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"post", "/v1/endpoints/{name}/metrics", "204"},
 		{"put", "/v1/policies", "200"}, {"get", "/v1/policies", "200"}, {"delete", "/v1/policies", "200"},
 		{"delete", "/v1/policies/{name}", "200"},
+		{"post", "/v1/jobs/{id}/hold", "200"}, {"post", "/v1/jobs/{id}/release", "200"}, {"patch", "/v1/jobs/{id}", "200"},
+		{"get", "/v1/tokens", "200"}, {"delete", "/v1/tokens/{id}", "200"}, {"get", "/v1/accounting", "200"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -50,12 +52,14 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 			t.Errorf("%s %s: no %s response in openapi.json", strings.ToUpper(ep.method), ep.path, ep.status)
 		}
 	}
-	for name, v := range map[string]any{"Job": client.Job{}, "Why": client.Why{}, "Node": client.Node{}, "SKU": client.SKU{},
+	for name, v := range map[string]any{"Job": client.Job{}, "Batch": client.Batch{}, "JobError": client.JobError{}, "Why": client.Why{}, "RegionEstimate": client.RegionEstimate{}, "Node": client.Node{}, "SKU": client.SKU{},
 		"Usage": client.Usage{}, "Reservation": client.Reservation{}, "Token": client.Token{},
 		"Endpoint": client.Endpoint{}, "EndpointReplica": client.EndpointReplica{}, "EndpointMetrics": client.EndpointMetrics{},
 		"EndpointEvent": client.EndpointEvent{}, "MetricsReport": client.MetricsReport{},
 		"PolicySet": client.PolicySet{}, "Policy": client.Policy{}, "PolicyCondition": client.PolicyCondition{},
-		"PolicyOverride": client.PolicyOverride{}, "PolicyEvent": client.PolicyEvent{}} {
+		"PolicyOverride": client.PolicyOverride{}, "PolicyEvent": client.PolicyEvent{},
+		"JobList": client.JobList{}, "TokenInfo": client.TokenInfo{}, "Accounting": client.Accounting{},
+		"AccountingRow": client.AccountingRow{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)

@@ -117,7 +117,7 @@ func (f *Fleet) Validate() error {
 		names[n.Name] = true
 		sku, ok := f.Catalog[n.SKU]
 		if !ok {
-			return fieldErr(p+".sku", "unknown SKU %q", n.SKU)
+			return fieldErr(p+".sku", "unknown SKU %q%s", n.SKU, DidYouMean(n.SKU, f.Catalog.Names()))
 		}
 		pl, ok := clusters[n.Cluster]
 		if !ok {

@@ -1,7 +1,9 @@
 package model
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -25,6 +27,10 @@ type JobSpec struct {
 	// Labels describe the work to operator policies (workload: batch);
 	// they add to and override those of the tenant and its partition.
 	Labels map[string]string
+	// ArrayIndex is the job's index in a job array (array.go); nil for a
+	// job that is not part of one. Its processes see it as
+	// ALLOT_ARRAY_INDEX.
+	ArrayIndex *int
 }
 
 // Resources is the shape of a job: InstanceCount instances (a gang when more
@@ -75,6 +81,12 @@ type Placement struct {
 	Reservation  string   // run inside this capacity reservation
 }
 
+// AllowsRegion reports whether work placed so may run in region: any
+// region when Regions is empty.
+func (p *Placement) AllowsRegion(region string) bool {
+	return len(p.Regions) == 0 || slices.Contains(p.Regions, region)
+}
+
 // Retry bounds how often and how long a job is tried.
 type Retry struct {
 	MaxRetries int
@@ -91,81 +103,111 @@ type Checkpoint struct {
 // DefaultGrace is the time between SIGTERM and SIGKILL when a job sets none.
 const DefaultGrace = 30 * time.Second
 
-// Validate checks the spec on its own (not against the fleet).
+// Validate checks the spec on its own (not against the fleet). It reports
+// every field at fault: the error is a *FieldError, or several joined
+// (errors.Join), first to last in the order of the job file.
 func (s *JobSpec) Validate() error {
 	r := s.Resources
+	var errs []error
+	add := func(field, format string, args ...any) { errs = append(errs, fieldErr(field, format, args...)) }
+	check := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	switch {
 	case s.Name == "":
-		return fieldErr("name", "must not be empty")
+		add("name", "must not be empty")
 	case len(s.Name) > 253:
-		return fieldErr("name", "must be at most 253 characters")
-	case s.Tenant == "":
-		return fieldErr("tenant", "must not be empty")
-	case r.InstanceCount < 1 || r.InstanceCount > 4096:
-		return fieldErr("resources.instance_count", "must be between 1 and 4096, got %d", r.InstanceCount)
-	case r.GPUsPerInstance < 0 || r.GPUsPerInstance > 64:
-		return fieldErr("resources.gpus_per_instance", "must be between 0 and 64, got %d", r.GPUsPerInstance)
-	case r.GPUMilli < 0 || r.GPUMilli > MilliPerGPU:
-		return fieldErr("resources.gpu_milli", "must be between 1 and 1000 (a fraction of one GPU), got %d", r.GPUMilli)
-	case r.Fractional() && r.GPUsPerInstance != 1:
-		return fieldErr("resources.gpu_milli", "a fraction (gpu_milli < 1000) needs gpus_per_instance: 1, got %d", r.GPUsPerInstance)
-	case r.CPUMilli < 0:
-		return fieldErr("resources.cpu", "must not be negative")
-	case r.MemoryMiB < 0:
-		return fieldErr("resources.memory", "must not be negative")
-	case r.GPUsPerInstance == 0 && r.CPUMilli == 0:
-		return fieldErr("resources", "a job must ask for GPUs or CPU")
-	case s.Priority.Class < ClassSpot || s.Priority.Class > ClassReserved:
-		return fieldErr("priority", "unknown class %d", s.Priority.Class)
-	case s.Placement.Interconnect != "" && !s.Placement.Interconnect.Valid():
-		return fieldErr("placement.interconnect", "must be infiniband, roce or ethernet, got %q", s.Placement.Interconnect)
-	case s.Retry.MaxRetries < 0 || s.Retry.MaxRetries > 1000:
-		return fieldErr("retry.max_retries", "must be between 0 and 1000, got %d", s.Retry.MaxRetries)
-	case s.Retry.Timeout < 0:
-		return fieldErr("retry.timeout", "must not be negative")
-	case s.Checkpoint.Interval < 0:
-		return fieldErr("checkpoint.interval", "must not be negative")
-	case s.Checkpoint.Grace < 0:
-		return fieldErr("checkpoint.grace", "must not be negative")
-	case s.Duration < 0:
-		return fieldErr("duration", "must not be negative")
+		add("name", "must be at most 253 characters")
+	default:
+		check(Printable("name", s.Name))
 	}
-	// No command at all is allowed (simulated nodes run nothing); a
-	// command given must name a program.
+	if s.Tenant == "" {
+		add("tenant", "must not be empty")
+	} else {
+		check(Printable("tenant", s.Tenant))
+	}
+	// No command at all is allowed (simulated nodes run nothing; a server
+	// whose agents run jobs refuses it); a command given must name a
+	// program.
 	if s.Command != nil && len(s.Command) == 0 {
-		return fieldErr("command", "must not be empty: give the program and its arguments, e.g. [python, train.py]")
+		add("command", "must not be empty: give the program and its arguments, e.g. [python, train.py]")
 	}
 	if len(s.Command) > 0 && strings.TrimSpace(s.Command[0]) == "" {
-		return fieldErr("command[0]", "the program name must not be empty")
+		add("command[0]", "the program name must not be empty")
 	}
-	for _, f := range []struct{ field, value string }{{"name", s.Name}, {"tenant", s.Tenant},
-		{"placement.residency", s.Placement.Residency}, {"placement.data_region", s.Placement.DataRegion},
-		{"placement.reservation", s.Placement.Reservation}} {
-		if err := Printable(f.field, f.value); err != nil {
-			return err
-		}
+	if r.InstanceCount < 1 || r.InstanceCount > 4096 {
+		add("resources.instance_count", "must be between 1 and 4096, got %d", r.InstanceCount)
 	}
-	if err := ValidateLabels("labels", s.Labels); err != nil {
-		return err
+	gpus := r.GPUsPerInstance >= 0 && r.GPUsPerInstance <= 64
+	if !gpus {
+		add("resources.gpus_per_instance", "must be between 0 and 64, got %d", r.GPUsPerInstance)
+	}
+	switch {
+	case r.GPUMilli < 0 || r.GPUMilli > MilliPerGPU:
+		add("resources.gpu_milli", "must be between 1 and 1000 (a fraction of one GPU), got %d", r.GPUMilli)
+	case r.Fractional() && r.GPUsPerInstance != 1:
+		add("resources.gpu_milli", "a fraction (gpu_milli < 1000) needs gpus_per_instance: 1, got %d", r.GPUsPerInstance)
 	}
 	for i, m := range r.GPUModels {
+		f := fmt.Sprintf("resources.gpu_models[%d]", i)
 		if m == "" {
-			return fieldErr(fmt.Sprintf("resources.gpu_models[%d]", i), "must not be empty")
+			add(f, "must not be empty")
+		} else {
+			check(Printable(f, m))
 		}
-		if err := Printable(fmt.Sprintf("resources.gpu_models[%d]", i), m); err != nil {
-			return err
-		}
+	}
+	if r.CPUMilli < 0 {
+		add("resources.cpu", "must not be negative")
+	}
+	if r.MemoryMiB < 0 {
+		add("resources.memory", "must not be negative")
+	}
+	if gpus && r.GPUsPerInstance == 0 && r.CPUMilli == 0 {
+		add("resources", "a job must ask for GPUs or CPU")
+	}
+	if s.Priority.Class < ClassSpot || s.Priority.Class > ClassReserved {
+		add("priority", "unknown class %d", s.Priority.Class)
 	}
 	for i, rg := range s.Placement.Regions {
+		f := fmt.Sprintf("placement.regions[%d]", i)
 		if rg == "" {
-			return fieldErr(fmt.Sprintf("placement.regions[%d]", i), "must not be empty")
-		}
-		if err := Printable(fmt.Sprintf("placement.regions[%d]", i), rg); err != nil {
-			return err
+			add(f, "must not be empty")
+		} else {
+			check(Printable(f, rg))
 		}
 	}
-	return nil
+	check(Printable("placement.residency", s.Placement.Residency))
+	if ic := s.Placement.Interconnect; ic != "" && !ic.Valid() {
+		add("placement.interconnect", "must be infiniband, roce or ethernet, got %q%s", ic, DidYouMean(string(ic), fabricNames))
+	}
+	check(Printable("placement.data_region", s.Placement.DataRegion))
+	check(Printable("placement.reservation", s.Placement.Reservation))
+	if s.Retry.MaxRetries < 0 || s.Retry.MaxRetries > 1000 {
+		add("retry.max_retries", "must be between 0 and 1000, got %d", s.Retry.MaxRetries)
+	}
+	if s.Retry.Timeout < 0 {
+		add("retry.timeout", "must not be negative")
+	}
+	if s.Checkpoint.Interval < 0 {
+		add("checkpoint.interval", "must not be negative")
+	}
+	if s.Checkpoint.Grace < 0 {
+		add("checkpoint.grace", "must not be negative")
+	}
+	if s.Duration < 0 {
+		add("duration", "must not be negative")
+	}
+	check(ValidateLabels("labels", s.Labels))
+	if i := s.ArrayIndex; i != nil && (*i < 0 || *i > MaxArrayIndex) {
+		add("array_index", "must be between 0 and %d, got %d", MaxArrayIndex, *i)
+	}
+	return errors.Join(errs...)
 }
+
+// fabricNames are the valid interconnects, for suggestions.
+var fabricNames = []string{string(FabricInfiniBand), string(FabricRoCE), string(FabricEthernet)}
 
 // GraceOrDefault returns the checkpoint grace, or DefaultGrace when none is set.
 func (c Checkpoint) GraceOrDefault() time.Duration {
@@ -260,9 +302,19 @@ type JobStatus struct {
 	// lost attempt, or the time the old attempt's processes are surely
 	// stopped (fencing). Zero means no hold.
 	NotBefore time.Time
+	// Held keeps a queued job out of scheduling until it is released
+	// ('allot job hold'); its reason is Held meanwhile.
+	Held bool
 	// Instances is what the agents reported of each instance (by rank) of
 	// the current attempt; empty when no agent runs the job.
 	Instances []Instance
+	// Region is the region the server chose for a job allowed in several;
+	// while the job is queued the core sees its allowed regions narrowed
+	// to this one. Empty: no choice, the spec's regions hold.
+	Region string
+	// RegionAt is when Region was chosen; a job that waited past the
+	// server's threshold since then may move to another allowed region.
+	RegionAt time.Time
 }
 
 // Instance is what an agent reported of one instance of an attempt.

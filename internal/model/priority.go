@@ -61,7 +61,8 @@ func ParsePriority(s string) (Priority, error) {
 	case "reserved":
 		p.Class = ClassReserved
 	default:
-		return p, fmt.Errorf("unknown priority class %q (want spot, standard or reserved)", name)
+		return p, fmt.Errorf("unknown priority class %q (want spot, standard or reserved)%s", name,
+			DidYouMean(name, []string{"spot", "standard", "reserved"}))
 	}
 	if hasVal {
 		v, err := strconv.Atoi(val)

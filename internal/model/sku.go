@@ -119,7 +119,7 @@ func (c Catalog) Names() []string {
 func (c Catalog) Lookup(name string) (SKU, error) {
 	s, ok := c[name]
 	if !ok {
-		return SKU{}, fmt.Errorf("unknown SKU %q (known: %v)", name, c.Names())
+		return SKU{}, fmt.Errorf("unknown SKU %q (known: %v)%s", name, c.Names(), DidYouMean(name, c.Names()))
 	}
 	return s, nil
 }

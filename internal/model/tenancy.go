@@ -95,6 +95,11 @@ func (r Reservation) ActiveAt(t time.Time) bool {
 
 // Tenancy is everything about who may use what.
 type Tenancy struct {
+	// Strategy is how the fleet shares capacity between partitions
+	// (static, dynamic or hybrid; empty means the tenancy as written).
+	// Package strategy turns it into what the core is given;
+	// docs/strategies.md.
+	Strategy     Strategy
 	Tenants      []Tenant
 	Partitions   []Partition
 	Quotas       []Quota
@@ -114,6 +119,9 @@ func (t *Tenancy) Tenant(name string) (Tenant, bool) {
 // Validate checks the tenancy against the fleet and resolves percentage
 // guarantees into GPU counts.
 func (t *Tenancy) Validate(f *Fleet) error {
+	if !t.Strategy.Valid() {
+		return fieldErr("strategy", "must be static, dynamic or hybrid, got %q", t.Strategy)
+	}
 	parts := map[string]bool{}
 	for i := range t.Partitions {
 		p := &t.Partitions[i]
@@ -182,7 +190,7 @@ func (t *Tenancy) Validate(f *Fleet) error {
 		case !tenants[q.Tenant]:
 			return fieldErr(fp+".tenant", "unknown tenant %q", q.Tenant)
 		case !hasRegion(f, q.Region):
-			return fieldErr(fp+".region", "unknown region %q", q.Region)
+			return fieldErr(fp+".region", "unknown region %q%s", q.Region, DidYouMean(q.Region, f.RegionNames()))
 		case q.Series == "":
 			return fieldErr(fp+".series", "must not be empty (e.g. ND, NC)")
 		case q.GPUs < 0:
@@ -220,10 +228,10 @@ func (r Reservation) Validate(f *Fleet, tenants map[string]bool) error {
 		}
 	}
 	if _, ok := f.Catalog[r.SKU]; !ok {
-		return fieldErr("sku", "unknown SKU %q", r.SKU)
+		return fieldErr("sku", "unknown SKU %q%s", r.SKU, DidYouMean(r.SKU, f.Catalog.Names()))
 	}
 	if !hasRegion(f, r.Region) {
-		return fieldErr("region", "unknown region %q", r.Region)
+		return fieldErr("region", "unknown region %q%s", r.Region, DidYouMean(r.Region, f.RegionNames()))
 	}
 	have := 0
 	for _, n := range f.Nodes {
@@ -239,7 +247,7 @@ func (r Reservation) Validate(f *Fleet, tenants map[string]bool) error {
 
 func (g *Guarantee) resolve(f *Fleet) error {
 	if !hasRegion(f, g.Region) {
-		return fieldErr("region", "unknown region %q", g.Region)
+		return fieldErr("region", "unknown region %q%s", g.Region, DidYouMean(g.Region, f.RegionNames()))
 	}
 	if g.GPUModel == "" {
 		return fieldErr("gpu_model", "must not be empty")

@@ -134,6 +134,10 @@ func saveQueueCDF(path string, runs []Run) error {
 		p.Legend.Add(r.Name, l)
 	}
 	p.Add(plotter.NewGrid())
+	// A log axis needs a range above 0 that is not a point (every job
+	// started at once: all delays 0 s).
+	p.X.Min = max(p.X.Min, 1)
+	p.X.Max = max(p.X.Max, 10*p.X.Min)
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
 

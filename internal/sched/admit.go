@@ -75,7 +75,7 @@ func (v *verdict) reach(s stage) {
 // groupStage applies the filters that are the same for every node of g.
 func (st *state) groupStage(a *attempt, g *group, v *verdict) stage {
 	spec := &a.job.Spec
-	if !allowsRegion(spec.Placement.Regions, g.region.name) || !st.capable(a, g) {
+	if !spec.Placement.AllowsRegion(g.region.name) || !st.capable(a, g) {
 		return stageNone
 	}
 	if r := spec.Placement.Residency; r != "" && r != g.residency {
@@ -225,18 +225,6 @@ func freeFor(n *NodeInfo, r *Request) int64 {
 	return int64(n.FreeWhole) * model.MilliPerGPU
 }
 
-func allowsRegion(allowed []string, region string) bool {
-	if len(allowed) == 0 {
-		return true
-	}
-	for _, r := range allowed {
-		if r == region {
-			return true
-		}
-	}
-	return false
-}
-
 func appendUnique(list []string, s string) []string {
 	for _, x := range list {
 		if x == s {
@@ -333,7 +321,13 @@ func shapeText(a *attempt) string {
 	if r.Fractional() {
 		gpu = fmt.Sprintf("%d milli-GPU of %s", r.GPUMilli, models)
 	}
-	return fmt.Sprintf("%s, %d mCPU, %d MiB per instance", gpu, r.CPUMilli, r.MemoryMiB)
+	if r.CPUMilli > 0 { // what the job did not ask for is left out
+		gpu += fmt.Sprintf(", %d mCPU", r.CPUMilli)
+	}
+	if r.MemoryMiB > 0 {
+		gpu += fmt.Sprintf(", %d MiB", r.MemoryMiB)
+	}
+	return gpu + " per instance"
 }
 
 func gpusText(milli int64) string {

@@ -1,16 +1,20 @@
 package sched
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 )
 
 // Scheduler runs scheduling cycles with one Config. It holds no state
-// between cycles.
+// between cycles; a Session (NewSession) carries it for drivers that
+// report what changed.
 type Scheduler struct {
 	cfg Config
 }
@@ -26,14 +30,18 @@ func New(cfg Config) *Scheduler {
 // Schedule runs one cycle over snap at now and returns its Plan. It never
 // modifies snap.
 func (s *Scheduler) Schedule(snap *Snapshot, now time.Time) Plan {
-	st := newState(snap, now, s.cfg)
+	return newState(snap, now, s.cfg).cycle(snap.Jobs)
+}
+
+// cycle decides the queued jobs among jobs on a state readied by begin.
+func (st *state) cycle(jobs []*model.Job) Plan {
 	var plan Plan
 	failed := map[string]failure{} // shape key -> outcome, valid until capacity it could use is freed
 
 	// 1. Order the queue: class; then tenants whose next job fits their
 	// guarantee; then fair share; then the tenant's own order.
-	queues := st.queues(snap.Jobs)
-	obs := s.cfg.Observer
+	queues := st.queues(jobs)
+	obs := st.cfg.Observer
 	if obs != nil {
 		obs.Prepared()
 	}
@@ -88,8 +96,10 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 	p, reason, detail := st.place(a)
 	if reason != ReasonNone {
 		// 4. Preempt.
+		counts := st.counts
 		victims, until := st.preempt(a)
 		if len(victims) == 0 {
+			st.counts = counts // every victim tried out was restored: use is as it was
 			if !until.IsZero() {
 				reason, detail = AwaitingPreemption, fmt.Sprintf("%s; work it may preempt is protected until %s",
 					detail, until.UTC().Format(time.RFC3339))
@@ -188,6 +198,13 @@ type tenantQueue struct {
 	state *tenantState
 	name  string
 	jobs  []*model.Job
+	// The tenant's share and whether jobs[0] fits within its guarantee,
+	// as next found them when keyHead was jobs[0] and the state's use was
+	// numbered keyCounts.
+	share     float64
+	within    bool
+	keyHead   *model.Job
+	keyCounts uint64
 }
 
 // next returns the tenant to serve: first those whose next job fits inside
@@ -201,15 +218,28 @@ func (q *classQueue) next(st *state) *tenantQueue {
 		if len(t.jobs) == 0 {
 			continue
 		}
-		sh, in := 0.0, false
-		if t.state != nil {
-			sh, in = t.state.share(), st.withinGuarantee(t.state, t.jobs[0])
+		if t.keyHead != t.jobs[0] || t.keyCounts != st.counts {
+			// Only a bind or release changes a share or a partition's
+			// use; only serving a tenant changes its head.
+			t.share, t.within = st.queueKey(t)
+			t.keyHead, t.keyCounts = t.jobs[0], st.counts
 		}
+		sh, in := t.share, t.within
 		if best == nil || (in && !bestIn) || (in == bestIn && sh < bestShare) {
 			best, bestShare, bestIn = t, sh, in
 		}
 	}
 	return best
+}
+
+// queueKey is what next orders t by: its share, and whether its next job
+// fits inside its partition's unused guarantee.
+func (st *state) queueKey(t *tenantQueue) (share float64, within bool) {
+	ts := t.state
+	if ts == nil {
+		return 0, false
+	}
+	return ts.share(), st.withinGuarantee(ts, t.jobs[0])
 }
 
 // withinGuarantee reports whether j fits inside what t's partition is
@@ -222,7 +252,7 @@ func (st *state) withinGuarantee(t *tenantState, j *model.Job) bool {
 	total := j.Spec.Resources.TotalMilli()
 	for k, g := range p.guar {
 		if g > 0 && p.used[k]+total <= g && j.Spec.Resources.AcceptsModel(st.pools[k].gpuModel) &&
-			allowsRegion(j.Spec.Placement.Regions, st.pools[k].region) {
+			j.Spec.Placement.AllowsRegion(st.pools[k].region) {
 			return true
 		}
 	}
@@ -256,15 +286,14 @@ func (st *state) queues(jobs []*model.Job) []*classQueue {
 		}
 		q := &classQueue{}
 		for _, tq := range m {
-			sort.SliceStable(tq.jobs, func(x, y int) bool {
-				a, b := tq.jobs[x], tq.jobs[y]
+			slices.SortStableFunc(tq.jobs, func(a, b *model.Job) int {
 				if a.Spec.Priority.Value != b.Spec.Priority.Value {
-					return a.Spec.Priority.Value > b.Spec.Priority.Value
+					return cmp.Compare(b.Spec.Priority.Value, a.Spec.Priority.Value)
 				}
-				if !a.Status.SubmittedAt.Equal(b.Status.SubmittedAt) {
-					return a.Status.SubmittedAt.Before(b.Status.SubmittedAt)
+				if c := a.Status.SubmittedAt.Compare(b.Status.SubmittedAt); c != 0 {
+					return c
 				}
-				return a.ID < b.ID
+				return strings.Compare(a.ID, b.ID)
 			})
 			q.tenants = append(q.tenants, tq)
 		}

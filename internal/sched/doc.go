@@ -41,16 +41,30 @@
 //  5. explain: every job left pending gets a Reason and a detail a person
 //     can act on.
 //
-// A cycle builds its own indexes from the Snapshot (nodes not full, by group;
-// running work by class and on reserved nodes; the groups each pool, quota
-// series, rack and region spans) and keeps them in step as it binds and
-// releases, so a decision costs what could change it rather than the size of
-// the fleet. Preemption reads running work cheapest first only as far down
-// as it needs (kept in that order by class, partition and pool), and answers
-// a trial victim set from bounds on the room it leaves, or from the node or
-// domain the previous trial found, before running the filters; none of this
-// changes which victims are chosen. A driver that wants to time decisions passes a Config.Observer:
-// it is told of each decision and changes none.
+// A cycle works on indexes (nodes not full, by group; running work by
+// class, partition and pool in victim order, and on reserved nodes; the
+// groups each pool, quota series, rack and region spans) that it keeps in
+// step as it binds and releases, so a decision costs what could change it
+// rather than the size of the fleet. Preemption first reads the victim
+// lists in no order to tell whether anyone may be evicted at all, and
+// whether a short list could make room; only then does it read running
+// work cheapest first, as far down as it needs, and answer a trial victim
+// set from bounds on the room it leaves, or from the node or domain the
+// previous trial found, before running the filters; none of this changes
+// which victims are chosen.
+//
+// Schedule builds that state from the Snapshot every cycle. A driver that
+// learns of changes one at a time keeps a Session instead: it carries the
+// nodes with what is bound on them, the running work, and the use of
+// tenants, partitions and quotas from one cycle to the next, kept in step
+// by deltas (Hold, Release, Update, SetHealth; Reset for a new fleet or
+// tenancy). Each cycle redoes only what depends on now (reservation windows
+// and their nodes, what evicting each job loses, protection, victim order),
+// runs the same steps, then takes back what it bound and released: the
+// driver reports the Plan once committed. A Session's Plan is Schedule's
+// for the same work, byte for byte (TestSessionMatchesSchedule). A driver
+// that wants to time decisions passes a Config.Observer: it is told of each
+// decision and changes none.
 //
 // "Does not fit" is a Reason in the Plan, never an error. Preemption
 // releases a victim's capacity in the same Plan that binds the preemptor; the

@@ -174,7 +174,7 @@ func (st *state) shapeGroups(a *attempt) []uint64 {
 	set := make([]uint64, (len(st.groups)+63)/64)
 	spec := &a.job.Spec
 	for gi, g := range st.groups {
-		if !allowsRegion(spec.Placement.Regions, g.region.name) || !st.capable(a, g) {
+		if !spec.Placement.AllowsRegion(g.region.name) || !st.capable(a, g) {
 			continue
 		}
 		if r := spec.Placement.Residency; r != "" && r != g.residency {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -25,6 +26,21 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 	}
 	vs := &st.victims
 	st.startVictims(a)
+	// Most jobs that get here find nobody they may evict, or too few to
+	// make room: reading the lists in no order, without merging them,
+	// answers those before the stream is read in order.
+	found := st.scanVictims()
+	if found == 0 {
+		return nil, vs.until
+	}
+	bounded := false // the whole list is short and could make room
+	if found <= roomShortList {
+		st.startRoom(a)
+		if !st.roomCouldHold(a, vs.scan) {
+			return nil, vs.until
+		}
+		bounded = true
+	}
 	if !st.nextVictim() {
 		return nil, vs.until
 	}
@@ -40,7 +56,9 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 	// of the list is released now: each trial moves it to its own length.
 	// A trial whose victims leave no room for the job fails without
 	// running the filters (roomFor).
-	st.startRoom(a)
+	if !bounded {
+		st.startRoom(a)
+	}
 	released := 0
 	releaseTo := func(k int) {
 		for ; released < k; released++ {
@@ -57,7 +75,7 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 	// A short list is bounded before anything is released: when even all
 	// of it could not let the job in, no trial is made (the first would
 	// release it all, and fail).
-	if have(roomShortList+1) <= roomShortList && !st.roomCouldHold(a, vs.out) {
+	if have(roomShortList+1) <= roomShortList && !bounded && !st.roomCouldHold(a, vs.out) {
 		return nil, vs.until
 	}
 	var k int
@@ -142,6 +160,7 @@ type victimStream struct {
 	heads   []int        // heap of the lists not read to the end, by their next entry
 	pos     []int        // by list: the next to read
 	out     []victim     // read so far, cheapest first
+	scan    []victim     // read by scanVictims, in no order
 	done    bool         // every list is read
 	until   time.Time    // the earliest time protected work read so far becomes evictable
 	poolOK  []bool       // by pool: some group of it passed a's group filters
@@ -249,6 +268,30 @@ func (st *state) nextVictim() bool {
 	return false
 }
 
+// scanVictims reads the lists startVictims chose in no order, into
+// victims.scan, as far as the victim after the roomShortList-th, and
+// returns how many it read. When there are no more, it set victims.until
+// as reading the stream in order to its end would. The stream itself is
+// left unread.
+func (st *state) scanVictims() int {
+	vs := &st.victims
+	a := vs.a
+	var until time.Time
+	vs.scan = vs.scan[:0]
+	for _, l := range vs.lists {
+		for _, rj := range l {
+			if rj.evicted || rj.job == a.job || (rj.onReserved && !vs.readsReserved(rj)) {
+				continue
+			}
+			if st.considerVictim(a, rj, vs.stamp, &vs.scan, &until) && len(vs.scan) > roomShortList {
+				return len(vs.scan)
+			}
+		}
+	}
+	vs.until = until
+	return len(vs.scan)
+}
+
 // readsReserved reports whether the victim list includes rj, running on a
 // reserved node: work of a lower class always, work of a's class or above
 // when a's partition reclaims nothing (evictable then looks for a
@@ -312,6 +355,29 @@ func victimLess(x, y *running) bool {
 		return x.job.Status.StartedAt.After(y.job.Status.StartedAt)
 	}
 	return x.job.ID < y.job.ID
+}
+
+// victimCmp is victimLess as a comparison: negative when x is cheaper.
+func victimCmp(x, y *running) int {
+	switch {
+	case x.cost < y.cost:
+		return -1
+	case x.cost > y.cost:
+		return 1
+	}
+	if cx, cy := x.job.Spec.Priority, y.job.Spec.Priority; cx != cy {
+		if cx.Less(cy) {
+			return -1
+		}
+		return 1
+	}
+	if sx, sy := x.job.Status.StartedAt, y.job.Status.StartedAt; !sx.Equal(sy) {
+		if sx.After(sy) {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(x.job.ID, y.job.ID)
 }
 
 // evictable says why a may evict rj, or ReasonNone, on the partitions' use
@@ -398,15 +464,21 @@ func (st *state) lostGPUSeconds(rj *running) float64 {
 	if rj.fresh {
 		return 0
 	}
-	since := rj.job.Status.StartedAt
-	if c := rj.job.Status.LastCheckpoint; c.After(since) {
-		since = c
-	}
-	d := st.now.Sub(since).Seconds()
+	d := st.now.Sub(rj.since).Seconds()
 	if d < 0 {
 		d = 0
 	}
 	return d * float64(rj.req.TotalMilli()*int64(len(rj.nodes))) / model.MilliPerGPU
+}
+
+// lastSaved is when j last saved its work: its last checkpoint, or its
+// start when it has none since.
+func lastSaved(j *model.Job) time.Time {
+	since := j.Status.StartedAt
+	if c := j.Status.LastCheckpoint; c.After(since) {
+		since = c
+	}
+	return since
 }
 
 func preemptionDetail(v victim, a *attempt) string {

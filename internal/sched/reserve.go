@@ -1,6 +1,10 @@
 package sched
 
-import "sort"
+import (
+	"slices"
+	"sort"
+	"strings"
+)
 
 // reserve gives each active reservation, in the tenancy's order, Count of
 // the Ready nodes of its SKU and region that no earlier reservation took.
@@ -66,14 +70,23 @@ func (st *state) reserve() {
 // with the GPU-seconds its other tenants' work would lose.
 func (st *state) reserveCost(rs *reservationState, i int) (tier int, cost float64) {
 	named, foreign := false, false
-	for k, rj := range st.byNode[i] {
-		if k > 0 && st.byNode[i][k-1] == rj {
+	work := st.byNode[i]
+	if len(work) > 2 {
+		// Summed in job order, so that the cost does not depend on the
+		// order work was bound and released in (a Session's state and a
+		// cycle's own must agree to the last bit); two terms commute.
+		work = append(st.nodeWork[:0], work...)
+		slices.SortFunc(work, func(x, y *running) int { return strings.Compare(x.job.ID, y.job.ID) })
+		st.nodeWork = work
+	}
+	for k, rj := range work {
+		if k > 0 && work[k-1] == rj {
 			continue // another instance of the same job: it loses its work once
 		}
 		switch {
 		case rj.tenant.name != rs.Owner:
 			foreign = true
-			cost += st.lostGPUSeconds(rj)
+			cost += rj.cost // counted at begin
 		case rj.job.Spec.Placement.Reservation == rs.Name:
 			named = true
 		}

@@ -21,6 +21,7 @@ type room struct {
 	// series and pool.
 	bound, dbound                   []int
 	ownSeries, ownPool, freedByPool []int64
+	pass                            []bool     // by group: a's filters, quota and partition could let it in
 	after                           []NodeInfo // the nodes rest runs on, without it
 	afterMilli                      []int64    // their FreeMilli
 	afterOf                         []int      // by node: its copy in after
@@ -58,7 +59,7 @@ func (st *state) startRoom(a *attempt) {
 	r.simple = !picks
 	spec := &a.job.Spec
 	for gi, g := range st.groups {
-		ok := allowsRegion(spec.Placement.Regions, g.region.name) && st.capable(a, g) &&
+		ok := spec.Placement.AllowsRegion(g.region.name) && st.capable(a, g) &&
 			(spec.Placement.Residency == "" || spec.Placement.Residency == g.residency) &&
 			(spec.Placement.Interconnect == "" || spec.Placement.Interconnect == g.fabric)
 		r.groupOK[gi] = ok
@@ -122,11 +123,42 @@ func (st *state) roomFor(a *attempt) bool {
 // other partitions keep idle for themselves only grows as they leave).
 func (st *state) roomCouldHold(a *attempt, rest []victim) bool {
 	r := &st.room
-	r.bound = append(r.bound[:0], r.gslots...)
 	r.ownSeries = append(r.ownSeries[:0], make([]int64, len(st.series))...)
 	r.ownPool = append(r.ownPool[:0], make([]int64, len(st.pools))...)
 	r.freedByPool = append(r.freedByPool[:0], make([]int64, len(st.pools))...)
 	p := a.tenant.partition
+	for _, v := range rest {
+		m := v.rj.req.TotalMilli()
+		for _, i := range v.rj.nodes {
+			g := st.groups[st.groupOf[i]]
+			if v.rj.tenant == a.tenant {
+				r.ownSeries[g.series] += m
+			}
+			if p != nil && v.rj.tenant.partition == p {
+				r.ownPool[g.pool] += m
+			}
+			if st.nodes[i].Ready {
+				r.freedByPool[g.pool] += m
+			}
+		}
+	}
+	// Only the groups whose filters, quota and partition could let a in
+	// count; releasing never takes a slot away, so for one instance a slot
+	// there now settles it.
+	r.pass = append(r.pass[:0], make([]bool, len(st.groups))...)
+	some := false
+	for gi, g := range st.groups {
+		if r.groupOK[gi] && st.groupCouldPass(a, g) {
+			if a.count == 1 && r.gslots[gi] > 0 {
+				return true
+			}
+			r.pass[gi], some = true, true
+		}
+	}
+	if !some {
+		return false
+	}
+	r.bound = append(r.bound[:0], r.gslots...)
 	st.stamp++
 	stamp := st.stamp
 	r.after, r.afterMilli = r.after[:0], r.afterMilli[:0]
@@ -134,20 +166,9 @@ func (st *state) roomCouldHold(a *attempt, rest []victim) bool {
 		r.afterOf = make([]int, len(st.nodes))
 	}
 	for _, v := range rest {
-		m := v.rj.req.TotalMilli()
 		for k, i := range v.rj.nodes {
-			gi := st.groupOf[i]
-			g, n := st.groups[gi], st.nodes[i]
-			if v.rj.tenant == a.tenant {
-				r.ownSeries[g.series] += m
-			}
-			if p != nil && v.rj.tenant.partition == p {
-				r.ownPool[g.pool] += m
-			}
-			if n.Ready {
-				r.freedByPool[g.pool] += m
-			}
-			if !r.groupOK[gi] || !n.Ready || !st.reservationAllows(a, i) {
+			n := st.nodes[i]
+			if !r.pass[st.groupOf[i]] || !n.Ready || !st.reservationAllows(a, i) {
 				continue
 			}
 			if r.mark[i] != stamp {
@@ -171,7 +192,7 @@ func (st *state) roomCouldHold(a *attempt, rest []victim) bool {
 	}
 	r.dbound = append(r.dbound[:0], make([]int, len(st.domains))...)
 	for gi, g := range st.groups {
-		if !r.groupOK[gi] || r.bound[gi] <= 0 || !st.groupCouldPass(a, g) {
+		if !r.pass[gi] || r.bound[gi] <= 0 {
 			continue
 		}
 		if a.count == 1 {

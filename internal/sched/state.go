@@ -112,8 +112,12 @@ type running struct {
 	evicted bool
 	// fresh marks a job bound in this cycle; it is not a victim in the same one.
 	fresh bool
-	cost  float64 // GPU-seconds lost if evicted in this cycle
-	class model.Class
+	cost  float64   // GPU-seconds lost if evicted in this cycle
+	since time.Time // the last checkpoint or the start (lastSaved)
+	// released is set when a Session was told the job stopped holding; the
+	// next cycle drops it from state.running.
+	released bool
+	class    model.Class
 	// onReserved is set when an instance runs on a node a reservation
 	// holds in this cycle (see markReserved).
 	onReserved bool
@@ -151,8 +155,13 @@ type state struct {
 	seriesID      map[seriesKey]int
 	quota         map[quotaKey]int64 // limit in milli-GPU (also in tenantState.quota)
 	poolFree      []int64            // free milli-GPU on Ready nodes, by pool
-	running       []*running
-	byNode        [][]*running // node index -> jobs with an instance there
+	// counts numbers the states of use (account), so that what depends
+	// on use alone may be kept while it stays; a preemption that tried
+	// victims out and restored them all puts it back.
+	counts   uint64
+	running  []*running
+	byNode   [][]*running // node index -> jobs with an instance there, in no order
+	nodeWork []*running   // scratch of reserveCost
 
 	domains []*domain // gang domains: one GPU model in one cluster
 	leaves  []*leaf   // leaf groups inside domains
@@ -183,11 +192,21 @@ type state struct {
 	room                                 room     // scratch of preempt
 }
 
+// newState builds a cycle's state from scratch: the fleet and tenancy,
+// then the work holding capacity, then what depends on now.
 func newState(s *Snapshot, now time.Time, cfg Config) *state {
+	st := newBase(s.Fleet, s.Tenancy, cfg)
+	st.buildRunning(s.Jobs)
+	st.begin(now)
+	return st
+}
+
+// newBase builds what the fleet and the tenancy alone decide: nodes,
+// groups, pools, partitions, tenants, gang domains. No work is counted yet.
+func newBase(f *model.Fleet, t *model.Tenancy, cfg Config) *state {
 	st := &state{
-		now:        now,
 		cfg:        cfg,
-		nodeByName: make(map[string]int, len(s.Fleet.Nodes)),
+		nodeByName: make(map[string]int, len(f.Nodes)),
 		regions:    map[string]*regionState{},
 		resByName:  map[string]int{},
 		partitions: map[string]*partitionState{},
@@ -197,22 +216,54 @@ func newState(s *Snapshot, now time.Time, cfg Config) *state {
 		quota:      map[quotaKey]int64{},
 	}
 	st.chooser.Scorer = cfg.Scorer
-	st.buildFleet(s.Fleet)
-	st.buildTenancy(s.Tenancy)
+	st.buildFleet(f)
+	st.buildTenancy(t)
 	st.buildDomains()
-	st.buildRunning(s.Jobs)
+	st.indexPower()
+	return st
+}
+
+// begin readies a state holding the running work for a cycle at now: it
+// redoes everything that depends on the time (reservation windows and the
+// nodes they take, what evicting each job loses, protection, the victim
+// order) and leaves the counts of capacity as they are. A Session calls it
+// on the state it carries; newState on one built for the cycle.
+func (st *state) begin(now time.Time) {
+	st.now = now
+	st.room.a, st.victims.a = nil, nil
+	for i := range st.res {
+		rs := &st.res[i]
+		for _, n := range rs.nodes {
+			st.resOf[n] = -1
+		}
+		rs.nodes, rs.notReady, rs.heldByOthers = rs.nodes[:0], 0, 0
+		rs.active = rs.ActiveAt(now)
+	}
+	kept := st.running[:0]
+	for _, rj := range st.running {
+		if rj.released {
+			continue // a Session was told it stopped
+		}
+		rj.fresh, rj.evicted = false, false
+		rj.cost = st.lostGPUSeconds(rj)
+		kept = append(kept, rj)
+	}
+	clear(st.running[len(kept):])
+	st.running = kept
 	st.reserve()
 	st.indexReady()
-	st.indexPower()
+	// Running work in victim order, so that every list indexRunning files
+	// it on comes out in that order. A Session sorts the order of its
+	// previous cycle, which the passing minute changes little.
+	slices.SortFunc(st.running, victimCmp)
+	st.onReserved, st.workOnNotReady = st.onReserved[:0], false
+	for _, b := range st.runBuckets {
+		clear(b.work)
+		b.work = b.work[:0]
+	}
 	for _, rj := range st.running {
 		st.indexRunning(rj, false)
 	}
-	for _, b := range st.runBuckets {
-		l := b.work
-		sort.Slice(l, func(i, j int) bool { return victimLess(l[i], l[j]) })
-	}
-	sort.Slice(st.onReserved, func(i, j int) bool { return victimLess(st.onReserved[i], st.onReserved[j]) })
-	return st
 }
 
 func (st *state) buildFleet(f *model.Fleet) {
@@ -363,7 +414,7 @@ func (st *state) buildTenancy(t *model.Tenancy) {
 	}
 	for _, r := range t.Reservations {
 		st.resByName[r.Name] = len(st.res)
-		st.res = append(st.res, reservationState{Reservation: r, active: r.ActiveAt(st.now)})
+		st.res = append(st.res, reservationState{Reservation: r}) // active from begin
 	}
 }
 
@@ -418,13 +469,13 @@ func (st *state) buildRunning(jobs []*model.Job) {
 			continue
 		}
 		rj.pool = st.groups[st.groupOf[rj.nodes[0]]].pool
-		rj.cost = st.lostGPUSeconds(rj)
-		st.commit(rj)
+		st.commit(rj) // its cost is counted at begin
 	}
 }
 
 // commit charges a job's capacity everywhere it is counted.
 func (st *state) commit(rj *running) {
+	rj.since = lastSaved(rj.job)
 	st.account(rj, +1)
 	st.running = append(st.running, rj)
 }
@@ -435,7 +486,7 @@ func (st *state) commit(rj *running) {
 // lists instead of all running work. With sorted set rj goes to its place
 // in victimLess order; otherwise it is appended and the caller sorts.
 func (st *state) indexRunning(rj *running, sorted bool) {
-	rj.class = rj.job.Spec.Priority.Class
+	rj.class, rj.guarded = rj.job.Spec.Priority.Class, time.Time{}
 	if t := st.protectedUntil(rj); t.After(st.now) {
 		rj.guarded = t
 	}
@@ -529,6 +580,7 @@ func (st *state) release(rj *running) {
 }
 
 func (st *state) account(rj *running, sign int64) {
+	st.counts++
 	m := rj.req.TotalMilli()
 	for k, i := range rj.nodes {
 		n := st.nodes[i]

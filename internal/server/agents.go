@@ -187,6 +187,7 @@ type Assignment struct {
 	WorldSize  int
 	Command    []string
 	Env        map[string]string
+	ArrayIndex *int // the job's index in its array; nil when in none
 	GPUs       []AssignedGPU
 	GPUMilli   int64
 	MasterAddr string
@@ -269,7 +270,7 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 					continue
 				}
 				as := Assignment{Job: j.ID, Attempt: n, Rank: r, WorldSize: len(st.Allocations), Command: j.Spec.Command,
-					Env: j.Spec.Env, GPUMilli: a.GPUMilli, ResumeFrom: st.CheckpointPath, Timeout: j.Spec.Retry.Timeout,
+					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, ResumeFrom: st.CheckpointPath, Timeout: j.Spec.Retry.Timeout,
 					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n)}
 				for _, g := range a.GPUs {
 					as.GPUs = append(as.GPUs, AssignedGPU{Index: g, UUID: uuids[g]})
@@ -359,17 +360,9 @@ func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id, path str
 func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*model.Job) (*model.Job, string, error), args ...any) (*model.Job, error) {
 	key := prefixJobs + id
 	for try := 0; ; try++ {
-		kv, err := s.st.Get(ctx, key)
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
-			// An ID that cannot be a key (bad UTF-8, too long) names no job.
-			return nil, refuse(CodeNotFound, "", "no job %q", id)
-		}
+		kv, old, err := s.readJob(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("read job %s: %w", id, err)
-		}
-		old, err := decodeJob(kv.Value)
-		if err != nil {
-			return nil, fmt.Errorf("read job %s: %w", id, err)
+			return nil, err
 		}
 		if !p.mayReport(old) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant and does not run on this node", id)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unique"
 
@@ -60,8 +61,12 @@ type reservationEntry struct {
 }
 
 type tokenEntry struct {
-	p      Principal
-	modRev int64
+	p       Principal
+	expires time.Time // zero: never
+	// lastUse is when Authenticate last accepted the token (Unix ns; 0:
+	// not since the server started); shared by the entry's copies.
+	lastUse *atomic.Int64
+	modRev  int64
 }
 
 type nodeEntry struct {
@@ -228,7 +233,12 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 			c.log.Error("skipping unreadable token record", "key", key, "err", err)
 			return
 		}
-		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node, Endpoint: t.Endpoint}, modRev: modRev}
+		use := e.lastUse
+		if use == nil {
+			use = new(atomic.Int64)
+		}
+		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node, Endpoint: t.Endpoint},
+			expires: t.ExpiresAt, lastUse: use, modRev: modRev}
 	case strings.HasPrefix(key, prefixNodes):
 		n := key[len(prefixNodes):]
 		e, ok := c.nodes[n]

@@ -12,6 +12,7 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/store"
+	"github.com/allot-dev/allot/internal/strategy"
 )
 
 // maxReplans bounds how often one cycle recomputes a plan that lost a race
@@ -29,7 +30,9 @@ const maxReplans = 5
 //     the fleet; they no longer hold capacity in this cycle;
 //  3. policies: record the metrics the operator's policies read, evaluate
 //     them, and adjust the core's copy of the snapshot (policies.go);
-//  4. plan: the core turns the snapshot and the clock's now into a Plan;
+//  4. plan: the core turns the snapshot and the clock's now into a Plan,
+//     on a sched.Session told only what changed since the last cycle
+//     (session.go);
 //  5. commit the facts and the Plan in one store transaction whose
 //     conditions are the ModRev of every job it writes and the scheduling
 //     fence; on a conflict, wait for the cache to catch up and go to 1;
@@ -43,6 +46,9 @@ func (s *Server) Cycle(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		err := s.cycleContained(ctx)
 		var ce *store.ConflictError
+		if err != nil && !errors.As(err, &ce) {
+			s.inc.drop() // a cycle that failed may have left the Session half told
+		}
 		if errors.As(err, &ce) && attempt < maxReplans {
 			s.m.conflicts.Inc()
 			s.log.Info("plan was stale at commit; planning again", "key", ce.Key, "attempt", attempt)
@@ -184,19 +190,24 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		}
 	}
 	// Jobs held back (a lost attempt's back-off or fencing) wait with
-	// the reason nodeLost gave them; the tick's cycles pick them up.
+	// the reason nodeLost gave them; the tick's cycles pick them up. Jobs
+	// a person held ('job hold') wait until released.
 	input := make([]*model.Job, 0, len(snap.jobs))
 	for _, j := range snap.jobs {
-		if !gone[j.ID] && !(j.Status.State == model.StateQueued && now.Before(j.Status.NotBefore)) {
+		if !gone[j.ID] && !(j.Status.State == model.StateQueued && (now.Before(j.Status.NotBefore) || j.Status.Held)) {
 			input = append(input, j)
 		}
 	}
 
 	// 3. Policies.
-	in := s.applyPolicies(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: input}, now)
+	// The fleet's sharing strategy first (package strategy), as the simulator does.
+	in := s.applyPolicies(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input)}), now)
 
-	// 4. Plan.
-	plan := s.core.Schedule(in, now)
+	// 4. Plan, on the Session the server carries between cycles.
+	plan, err := s.plan(in, byID, now)
+	if err != nil {
+		return err
+	}
 
 	// 5. Commit.
 	for _, p := range plan.Preemptions {

@@ -21,7 +21,10 @@
 // coalesce into one more. A cycle snapshots the cache, lets the operator's
 // policies adjust the core's input (policies.go: priority overrides in the
 // snapshot only, never written to jobs), asks the core (package sched) for
-// a Plan at the Clock's now, and commits the Plan in one
+// a Plan at the Clock's now, on a sched.Session the server keeps across
+// cycles and tells only what changed (session.go; Config.CheckIncremental
+// also plans from scratch and fails on any difference), and commits the
+// Plan in one
 // store transaction conditioned on the ModRev of every job it writes and of
 // the fence: if anything it decided on changed since the snapshot (a cancel,
 // another scheduler) the commit fails with store.ErrConflict and the cycle

@@ -12,7 +12,6 @@ import (
 
 	"github.com/allot-dev/allot/internal/autoscale"
 	"github.com/allot-dev/allot/internal/model"
-	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/store"
 )
 
@@ -105,20 +104,7 @@ func (e *Endpoint) addEvent(at time.Time, kind string, from, to int, reason stri
 // EndpointParams returns the autoscaler's parameters for spec: the
 // defaults with the spec's autoscale tuning.
 func EndpointParams(spec model.EndpointSpec) autoscale.Params {
-	p, a := autoscale.DefaultParams, spec.Autoscale
-	if a.ScaleInAfter > 0 {
-		p.Stabilisation = a.ScaleInAfter
-	}
-	if a.ScaleInInterval > 0 {
-		p.ScaleInInterval = a.ScaleInInterval
-	}
-	if a.LeadTime > 0 {
-		p.LeadTime = a.LeadTime
-	}
-	if a.PeakWindow > 0 {
-		p.PeakWindow = a.PeakWindow
-	}
-	return p
+	return autoscale.ForEndpoint(spec)
 }
 
 // endpointBook is the server's endpoint state outside the store.
@@ -209,11 +195,8 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 	if err := replica.Validate(); err != nil {
 		return nil, fromField(err)
 	}
-	switch v := w.admit(s.core, replica, now); v.reason {
-	case sched.SkuNotAvailable, sched.ResidencyForbidden:
-		return nil, refuse(CodeSkuNotAvailable, "", "a replica: %s", v.detail)
-	case sched.QuotaExceeded:
-		return nil, refuse(CodeQuotaExceeded, "", "a replica: %s", v.detail)
+	if v := w.admit(s.core, replica, now); v.Never() {
+		return nil, refuse(neverCode(v), "", "a replica: %s", v.Detail)
 	}
 	e.addEvent(now, EventCreated, 0, spec.MinReplicas, fmt.Sprintf("created by %s with min_replicas %d and max_replicas %d: starting %d replicas",
 		p.Name(), spec.MinReplicas, spec.MaxReplicas, spec.MinReplicas))

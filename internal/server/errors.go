@@ -20,6 +20,11 @@ const (
 	CodeConflict        Code = "Conflict"
 	// CodeTooLarge: the object would be larger than the store keeps.
 	CodeTooLarge Code = "BodyTooLarge"
+
+	// CodeResidencyForbidden and CodeTopologyUnsatisfiable refuse a job
+	// that can never run, with the core's reason of the same name.
+	CodeResidencyForbidden    Code = "ResidencyForbidden"
+	CodeTopologyUnsatisfiable Code = "TopologyUnsatisfiable"
 )
 
 // Error is a request the server refuses, as opposed to a failure of the

@@ -5,12 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
-	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/store"
 )
 
@@ -21,35 +20,13 @@ const MaxJobRecord = store.MaxValueLen - 512<<10
 
 // Submit stores a new job for p and returns it once the store has made it
 // durable. It refuses (with an *Error) a job of another tenant, of an
-// unknown tenant, one that no SKU in its allowed regions can ever hold
-// (SkuNotAvailable) and one that alone exceeds its tenant's hard quota
-// everywhere it could run (QuotaExceeded). No lock is held while the store
+// unknown tenant, and one that can never run as written (admissible). No lock is held while the store
 // commits, so concurrent submits share one group commit.
 func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*model.Job, error) {
-	if !p.sees(spec.Tenant) {
-		return nil, refuse(CodeForbidden, "tenant", "a token of tenant %q may not submit jobs of tenant %q", p.Tenant, spec.Tenant)
-	}
-	if err := spec.Validate(); err != nil {
-		return nil, fromField(err)
-	}
-	w := s.world()
-	if !w.tenants[spec.Tenant] {
-		return nil, refuse(CodeInvalidSpec, "tenant", "unknown tenant %q", spec.Tenant)
-	}
 	now := s.clock.Now()
-	switch v := w.admit(s.core, spec, now); v.reason {
-	case sched.SkuNotAvailable, sched.ResidencyForbidden:
-		return nil, refuse(CodeSkuNotAvailable, "", "%s", v.detail)
-	case sched.QuotaExceeded:
-		return nil, refuse(CodeQuotaExceeded, "", "%s", v.detail)
-	}
-	j := &model.Job{Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
-	j.ID = newJobID(spec.Name, now)
-	rec := encodeJob(j)
-	if n := len(rec); n > MaxJobRecord {
-		return nil, refuse(CodeTooLarge, "", "the job takes %d bytes once stored, over the limit of %d KiB per job "+
-			"(limit: the store keeps values of at most %d KiB and a job needs room to record its attempts); "+
-			"shorten its command, env or name", n, MaxJobRecord>>10, store.MaxValueLen>>10)
+	j, rec, err := s.newJob(s.world(), p, spec, now)
+	if err != nil {
+		return nil, err
 	}
 	for try := 0; ; try++ {
 		if try > 0 {
@@ -159,22 +136,31 @@ func (s *Server) Jobs(ctx context.Context, p Principal, f JobFilter) ([]*model.J
 	return out, nil
 }
 
+// readJob reads the stored job id with the revision it was read at; an ID
+// that names no job (or cannot be a key: bad UTF-8, too long) is NotFound.
+func (s *Server) readJob(ctx context.Context, id string) (store.KV, *model.Job, error) {
+	kv, err := s.st.Get(ctx, prefixJobs+id)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
+		return store.KV{}, nil, refuse(CodeNotFound, "", "no job %q", id)
+	}
+	if err != nil {
+		return store.KV{}, nil, fmt.Errorf("read job %s: %w", id, err)
+	}
+	j, err := decodeJob(kv.Value)
+	if err != nil {
+		return store.KV{}, nil, fmt.Errorf("read job %s: %w", id, err)
+	}
+	return kv, j, nil
+}
+
 // Cancel ends a job that has not ended yet. Capacity it held is free for
 // the next cycle, which it triggers.
 func (s *Server) Cancel(ctx context.Context, p Principal, id string) (*model.Job, error) {
 	key := prefixJobs + id
 	for try := 0; ; try++ {
-		kv, err := s.st.Get(ctx, key)
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
-			// An ID that cannot be a key (bad UTF-8, too long) names no job.
-			return nil, refuse(CodeNotFound, "", "no job %q", id)
-		}
+		kv, old, err := s.readJob(ctx, id)
 		if err != nil {
-			return nil, fmt.Errorf("read job %s: %w", id, err)
-		}
-		old, err := decodeJob(kv.Value)
-		if err != nil {
-			return nil, fmt.Errorf("read job %s: %w", id, err)
+			return nil, err
 		}
 		if !p.sees(old.Spec.Tenant) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
@@ -202,16 +188,24 @@ func (s *Server) Cancel(ctx context.Context, p Principal, id string) (*model.Job
 // Why is the scheduler's explanation of a job.
 type Why struct {
 	Job *model.Job
-	// EstimatedStart is when a queued job could start by the estimate
-	// described at Estimate; nil when there is none.
+	// EstimatedStart is when a queued job is expected to start (see
+	// Estimate); nil when there is no estimate.
 	EstimatedStart *time.Time
+	// Estimate is the forecast behind EstimatedStart: how it was made, or
+	// why there is none. Zero for a job that is not queued.
+	Estimate forecast.Estimate
+	// Regions compares, for a queued job allowed in several regions, its
+	// estimated start, price and distance in each, best first; the
+	// region the server chose (Job.Status.Region) is the one the core
+	// now places it in.
+	Regions []forecast.RegionOption
 	// Policies say what operator policies did to the job's priority in
 	// the last cycle (policies.go); the job's spec keeps its own.
 	Policies []string
 }
 
 // Explain returns the job's reason and detail from the last cycle and, for
-// a queued job, an estimated start.
+// a queued job, its estimated start and the comparison of its regions.
 func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, error) {
 	j, err := s.Job(ctx, p, id)
 	if err != nil {
@@ -220,136 +214,41 @@ func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, erro
 	w := Why{Job: j, Policies: s.jobPolicies(j.ID)}
 	if j.Status.State == model.StateQueued {
 		now := s.clock.Now()
-		w.EstimatedStart = s.Estimate(j, now)
+		w.Estimate = s.Estimate(j, now)
+		if w.Estimate.Known() {
+			t := w.Estimate.Start.UTC()
+			w.EstimatedStart = &t
+		}
 		// A job held back after a lost attempt starts no earlier.
 		if hold := j.Status.NotBefore; now.Before(hold) && (w.EstimatedStart == nil || w.EstimatedStart.Before(hold)) {
 			w.EstimatedStart = &hold
+		}
+		w.Regions = s.weighRegions(s.world(), j, now)
+		for i := range w.Regions {
+			// Chosen marks the region the core places the job in now.
+			w.Regions[i].Chosen = j.Status.Region != "" && w.Regions[i].Region == j.Status.Region
 		}
 	}
 	return w, nil
 }
 
-// Estimate is a simple, optimistic estimate of when queued job j could
-// start. It looks only at capacity: the Ready nodes in j's allowed regions
-// (and residency) whose SKU has j's GPU model and room for one instance,
-// with the GPUs that running jobs hold on them now. Running jobs whose spec
-// has a duration are assumed to end at started_at + duration; the others
-// never. The estimate is the earliest of those ends (or now, for ends
-// already due) after which the nodes have room for every instance
-// (whole-GPU instances counted per node, a fraction on one GPU), ignoring
-// topology, CPU, memory, power, quotas and jobs queued ahead. It is nil when
-// j asks for no GPU, when its reason is not about capacity (no SKU, unknown
-// tenant, reservation, no ready nodes), when it fits already (something
-// other than capacity holds it), or when enough capacity never frees.
-func (s *Server) Estimate(j *model.Job, now time.Time) *time.Time {
-	r := j.Spec.Resources
-	if r.GPUsPerInstance == 0 {
-		return nil
-	}
-	switch j.Status.Reason {
-	case sched.SkuNotAvailable.String(), sched.ResidencyForbidden.String(), sched.UnknownTenant.String(),
-		sched.ReservationNotActive.String(), sched.NoReadyNodes.String():
-		return nil
-	}
+// Estimate is when queued job j is expected to start: the core run forward
+// from now on the server's own view (package forecast): running work ends
+// at started_at + its spec's duration (work without one is taken to run
+// on, unless Config.Forecast says otherwise), reservation windows open and
+// close when they say, the queue ahead is served as the core serves it, and
+// nothing new is submitted. Operator policies are not applied.
+func (s *Server) Estimate(j *model.Job, now time.Time) forecast.Estimate {
 	w := s.world()
-	residency := map[string]string{}
-	for _, rg := range w.fleet.Regions {
-		residency[rg.Name] = rg.Residency
+	snap := s.forecastSnapshot(w, nil)
+	found := false
+	for _, x := range snap.Jobs {
+		found = found || x.ID == j.ID
 	}
-	free := map[string][]int64{} // candidate node -> free milli per GPU
-	for _, n := range w.fleet.Nodes {
-		sku := w.fleet.Catalog[n.SKU]
-		if n.Health != model.NodeReady || sku.GPUs < r.GPUsPerInstance || !r.AcceptsModel(sku.GPUModel) ||
-			!allowed(j.Spec.Placement.Regions, n.Region) ||
-			(j.Spec.Placement.Residency != "" && residency[n.Region] != j.Spec.Placement.Residency) {
-			continue
-		}
-		f := make([]int64, sku.GPUs)
-		for i := range f {
-			f[i] = model.MilliPerGPU
-		}
-		free[n.Name] = f
+	if !found {
+		// Not in the cache's live set (a job read from the store only):
+		// weigh it as it is.
+		snap = s.forecastSnapshot(w, j)
 	}
-	if len(free) == 0 {
-		return nil
-	}
-	type end struct {
-		at  time.Time
-		job *model.Job
-	}
-	var ends []end
-	for _, h := range s.cache.holding() {
-		touches := false
-		for _, a := range h.Status.Allocations {
-			if f, ok := free[a.Node]; ok {
-				touches = true
-				for _, g := range a.GPUs {
-					if g >= 0 && g < len(f) {
-						f[g] -= a.GPUMilli
-					}
-				}
-			}
-		}
-		if touches && h.Spec.Duration > 0 && h.Status.State == model.StateRunning {
-			ends = append(ends, end{at: h.Status.StartedAt.Add(h.Spec.Duration), job: h})
-		}
-	}
-	fits := func() bool {
-		need := r.InstanceCount
-		for _, f := range free {
-			if r.Fractional() {
-				for _, g := range f {
-					need -= int(max(g, 0) / r.GPUMilli)
-				}
-			} else {
-				whole := 0
-				for _, g := range f {
-					if g == model.MilliPerGPU {
-						whole++
-					}
-				}
-				need -= whole / r.GPUsPerInstance
-			}
-			if need <= 0 {
-				return true
-			}
-		}
-		return need <= 0
-	}
-	if fits() {
-		return nil
-	}
-	sort.Slice(ends, func(a, b int) bool { return ends[a].at.Before(ends[b].at) })
-	for _, e := range ends {
-		for _, a := range e.job.Status.Allocations {
-			if f, ok := free[a.Node]; ok {
-				for _, g := range a.GPUs {
-					if g >= 0 && g < len(f) {
-						f[g] += a.GPUMilli
-					}
-				}
-			}
-		}
-		if fits() {
-			t := e.at
-			if t.Before(now) {
-				t = now
-			}
-			t = t.UTC()
-			return &t
-		}
-	}
-	return nil
-}
-
-func allowed(regions []string, region string) bool {
-	if len(regions) == 0 {
-		return true
-	}
-	for _, r := range regions {
-		if r == region {
-			return true
-		}
-	}
-	return false
+	return s.forecaster().Starts(snap, now, j.ID)[j.ID]
 }

@@ -43,6 +43,10 @@ type Event struct {
 	ExitCode int
 	Outcome  string
 	Killed   bool
+	// Message is the agent's account of the exit (why the command could
+	// not start, the signal that ended it); it replaces the exit code in
+	// the job's detail when set.
+	Message string
 }
 
 // bindAgentJob is bindJob in agent mode: the job waits in Preparing until
@@ -231,6 +235,9 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, maxLost int) (*mo
 	how := fmt.Sprintf("exited with code %d", e.ExitCode)
 	if in.Outcome == OutcomeStopped {
 		how = "was stopped"
+	}
+	if e.Message != "" {
+		how = e.Message
 	}
 	if e.Killed {
 		how += " (killed after the grace)"

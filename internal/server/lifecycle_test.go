@@ -144,7 +144,7 @@ func agentHarness(t *testing.T) (*Server, *ManualClock) {
 	st := servertest.Store(t, "")
 	clock := NewManualClock(t0)
 	srv, err := New(context.Background(), Config{Store: st, Fleet: fleet, Tenancy: ten, Clock: clock,
-		Nodes: Agents{Timeout: 2 * time.Second}})
+		Nodes: Agents{Timeout: 2 * time.Second}, CheckIncremental: true})
 	if err != nil {
 		t.Fatal(err)
 	}

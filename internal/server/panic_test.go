@@ -40,7 +40,7 @@ func TestCyclePanicIsContained(t *testing.T) {
 	scorer := &brokenScorer{}
 	h := &harness{t: t, st: st, clock: NewManualClock(t0)}
 	h.srv, err = New(ctx, Config{Store: st, Fleet: fleet, Tenancy: ten, Clock: h.clock,
-		Sched: sched.Config{Scorer: scorer}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		Sched: sched.Config{Scorer: scorer}, Logger: slog.New(slog.NewTextHandler(&logs, nil)), CheckIncremental: true})
 	if err != nil {
 		t.Fatal(err)
 	}

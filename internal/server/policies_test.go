@@ -48,7 +48,7 @@ func newRackHarness(t *testing.T) *harness {
 	h.st = servertest.Store(t, h.dir)
 	var err error
 	h.srv, err = New(context.Background(), Config{Store: h.st, Fleet: fleet, Tenancy: ten, Clock: h.clock,
-		Nodes: readyOnly{ready: func(n model.Node) bool { return n.Rack == "eastus-ib1-r2" }}})
+		Nodes: readyOnly{ready: func(n model.Node) bool { return n.Rack == "eastus-ib1-r2" }}, CheckIncremental: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,7 +375,7 @@ func TestPolicyStore(t *testing.T) {
 		fleet, ten := servertest.Example(t)
 		h.st = servertest.Store(t, h.dir)
 		if h.srv, err = New(ctx, Config{Store: h.st, Fleet: fleet, Tenancy: ten, Clock: h.clock,
-			Policies: &PolicyFile{Name: "policies.yaml", Text: text}}); err != nil {
+			Policies: &PolicyFile{Name: "policies.yaml", Text: text}, CheckIncremental: true}); err != nil {
 			t.Fatal(err)
 		}
 		st, err := h.srv.Policies(admin)

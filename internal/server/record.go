@@ -54,6 +54,7 @@ type specRecord struct {
 	CkptGrace   time.Duration     `json:"checkpoint_grace_ns,omitempty"`
 	Duration    time.Duration     `json:"duration_ns,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
+	ArrayIndex  *int              `json:"array_index,omitempty"`
 }
 
 type statusRecord struct {
@@ -71,7 +72,10 @@ type statusRecord struct {
 	Retries        int             `json:"retries,omitempty"`
 	Lost           int             `json:"lost,omitempty"`
 	NotBefore      time.Time       `json:"not_before,omitzero"`
+	Held           bool            `json:"held,omitempty"`
 	Instances      []instRecord    `json:"instances,omitempty"`
+	Region         string          `json:"region,omitempty"`
+	RegionAt       time.Time       `json:"region_at,omitzero"`
 }
 
 type instRecord struct {
@@ -116,13 +120,14 @@ func encodeJob(j *model.Job) []byte {
 			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation,
 			MaxRetries: s.Retry.MaxRetries, Timeout: s.Retry.Timeout,
 			CkptEvery: s.Checkpoint.Interval, CkptGrace: s.Checkpoint.Grace, Duration: s.Duration,
-			Labels: s.Labels,
+			Labels: s.Labels, ArrayIndex: s.ArrayIndex,
 		},
 		Status: statusRecord{
 			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
 			SubmittedAt: st.SubmittedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
 			LastCheckpoint: st.LastCheckpoint, CheckpointPath: st.CheckpointPath,
-			Preemptions: st.Preemptions, Retries: st.Retries, Lost: st.Lost, NotBefore: st.NotBefore,
+			Preemptions: st.Preemptions, Retries: st.Retries, Lost: st.Lost, NotBefore: st.NotBefore, Held: st.Held,
+			Region: st.Region, RegionAt: st.RegionAt,
 		},
 	}
 	for _, a := range st.Allocations {
@@ -161,12 +166,15 @@ func decodeJob(b []byte) (*model.Job, error) {
 			Checkpoint: model.Checkpoint{Interval: s.CkptEvery, Grace: s.CkptGrace},
 			Duration:   s.Duration,
 			Labels:     s.Labels,
+			ArrayIndex: s.ArrayIndex,
 		},
 		Status: model.JobStatus{
 			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,
 			SubmittedAt: r.Status.SubmittedAt, StartedAt: r.Status.StartedAt, EndedAt: r.Status.EndedAt,
 			LastCheckpoint: r.Status.LastCheckpoint, CheckpointPath: r.Status.CheckpointPath,
 			Preemptions: r.Status.Preemptions, Retries: r.Status.Retries, Lost: r.Status.Lost, NotBefore: r.Status.NotBefore,
+			Held:   r.Status.Held,
+			Region: r.Status.Region, RegionAt: r.Status.RegionAt,
 		},
 	}
 	if j.ID == "" {
@@ -218,6 +226,10 @@ type tokenRecord struct {
 	Node      string    `json:"node,omitempty"`
 	Endpoint  string    `json:"endpoint,omitempty"`
 	CreatedAt time.Time `json:"created_at,omitzero"`
+	// Name is what the admin called the token; ExpiresAt, when set, is
+	// when it stops being accepted.
+	Name      string    `json:"name,omitempty"`
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // nodeRecord is a node's last known health. The simulated node layer writes

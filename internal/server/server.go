@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/store"
@@ -62,6 +64,24 @@ type Config struct {
 	// Policies, when set, is applied at start unless it is the file the
 	// previous start applied (policy_store.go).
 	Policies *PolicyFile
+	// Forecast bounds the forward runs of the core behind estimated
+	// starts and region choice (region.go); zero fields take the
+	// forecast package's defaults.
+	Forecast forecast.Options
+	// RegionWeights weigh price and distance against predicted wait when
+	// a job allowed in several regions is placed; zero means
+	// forecast.DefaultWeights.
+	RegionWeights forecast.Weights
+	// RegionMoveAfter is how long a queued job waits in the region chosen
+	// for it before it may move to another allowed region where it would
+	// start sooner; 0 means DefaultRegionMoveAfter, negative never.
+	RegionMoveAfter time.Duration
+	// CheckIncremental makes every cycle also plan from scratch
+	// (Scheduler.Schedule on the cycle's snapshot) and compare that Plan
+	// with the one of the server's incremental Session (session.go): a
+	// difference is logged with both Plans, fails the cycle with
+	// ErrIncremental and stops Run. For tests; it doubles a cycle's work.
+	CheckIncremental bool
 }
 
 // Server is allot's control plane: a cache of the store, the scheduling
@@ -83,7 +103,11 @@ type Server struct {
 	// watching is set while the store's watch feeds the cache.
 	watching atomic.Bool
 
-	cycleMu sync.Mutex // serialises cycles: at most one in flight
+	cycleMu sync.Mutex  // serialises cycles: at most one in flight; guards inc
+	inc     incremental // the core's state carried between cycles (session.go)
+	// scratch is the core without its observer: it plans from scratch
+	// beside the Session when Config.CheckIncremental is set.
+	scratch *sched.Scheduler
 
 	reserveMu sync.Mutex // serialises creating reservations (limits are checked against the others)
 
@@ -97,6 +121,7 @@ type Server struct {
 	logs        *logBook
 	ep          *endpointBook // inference endpoints (endpoints.go)
 	pol         policyBook    // operator policies (policies.go)
+	regions     regionBook    // when queued jobs were last weighed for a move (region.go)
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -124,6 +149,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.MaxPendingWrites <= 0 {
 		cfg.MaxPendingWrites = DefaultMaxPendingWrites
 	}
+	if cfg.RegionMoveAfter == 0 {
+		cfg.RegionMoveAfter = DefaultRegionMoveAfter
+	}
+	if w := cfg.RegionWeights; w.Price < 0 || w.Distance < 0 || math.IsNaN(w.Price) || math.IsNaN(w.Distance) ||
+		math.IsInf(w.Price, 0) || math.IsInf(w.Distance, 0) {
+		return nil, fmt.Errorf("server: region weights must be finite and not negative, got price %v, distance %v", w.Price, w.Distance)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -133,6 +165,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{
 		cfg: cfg, st: cfg.Store, clock: cfg.Clock, nodes: cfg.Nodes, core: sched.New(cfg.Sched),
 		log: cfg.Logger, reg: cfg.Registry, kick: make(chan struct{}, 1),
+	}
+	if cfg.CheckIncremental {
+		c := cfg.Sched
+		c.Observer = nil
+		s.scratch = sched.New(c)
 	}
 	if a, ok := cfg.Nodes.(Agents); ok {
 		s.agentMode, s.nodeTimeout = true, a.Timeout
@@ -265,6 +302,7 @@ func (s *Server) Run(ctx context.Context) error {
 		go s.checkHeartbeatsEvery(ctx, max(s.nodeTimeout/4, 10*time.Millisecond))
 	}
 	go s.reconcileEndpointsEvery(ctx)
+	go s.moveWaitingEvery(ctx)
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	s.Kick() // the first cycle: resume what the store holds
@@ -282,6 +320,9 @@ func (s *Server) Run(ctx context.Context) error {
 		if err := s.Cycle(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if errors.Is(err, ErrIncremental) {
+				return err // Config.CheckIncremental: fail loudly
 			}
 			s.log.Error("scheduling cycle failed", "err", err)
 		}

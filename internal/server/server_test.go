@@ -36,7 +36,8 @@ func (h *harness) open() {
 	fleet, ten := servertest.Example(h.t)
 	h.st = servertest.Store(h.t, h.dir)
 	var err error
-	h.srv, err = New(context.Background(), Config{Store: h.st, Fleet: fleet, Tenancy: ten, Clock: h.clock})
+	h.srv, err = New(context.Background(), Config{Store: h.st, Fleet: fleet, Tenancy: ten, Clock: h.clock,
+		CheckIncremental: true})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -119,6 +120,9 @@ func TestSubmitRefusals(t *testing.T) {
 		{"over quota alone", Principal{Tenant: "acme"}, `{name: x, tenant: acme, resources: {instance_count: 4, gpus_per_instance: 8, gpu_models: [H100]}, placement: {regions: [eastus]}}`, CodeQuotaExceeded},
 		{"other tenant", copilot, `{name: x, tenant: acme, resources: {gpus_per_instance: 1}}`, CodeForbidden},
 		{"unknown tenant", admin, `{name: x, tenant: nobody, resources: {gpus_per_instance: 1}}`, CodeInvalidSpec},
+		{"larger than the fleet", copilot, `{name: x, tenant: copilot, resources: {instance_count: 100, gpus_per_instance: 8, gpu_models: [H100]}}`, CodeSkuNotAvailable},
+		{"no IB for T4", copilot, `{name: x, tenant: copilot, resources: {instance_count: 2, gpus_per_instance: 4, gpu_models: [T4]}, placement: {interconnect: infiniband}}`, CodeTopologyUnsatisfiable},
+		{"residency", Principal{Tenant: "globex"}, `{name: x, tenant: globex, resources: {gpus_per_instance: 8, gpu_models: [A100]}, placement: {residency: eu}}`, CodeResidencyForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			specs, err := spec.ParseJobs("t", []byte(tc.doc), nil)
@@ -221,7 +225,7 @@ func TestRestartRebuilds(t *testing.T) {
 	for range 5 {
 		ids = append(ids, h.submit(copilot, chat).ID)
 	}
-	big := h.submit(copilot, `{name: big, tenant: copilot, resources: {instance_count: 40, gpus_per_instance: 8, gpu_models: [H100]}}`)
+	big := h.submit(copilot, `{name: big, tenant: copilot, resources: {instance_count: 4, gpus_per_instance: 8, gpu_models: [H100]}, placement: {reservation: later}}`)
 	h.cycle()
 	before := map[string]model.JobStatus{}
 	for _, id := range append(ids, big.ID) {
@@ -248,7 +252,7 @@ func TestRestartRebuilds(t *testing.T) {
 
 func TestPendingReasonWrittenOnlyWhenChanged(t *testing.T) {
 	h := newHarness(t)
-	big := h.submit(copilot, `{name: big, tenant: copilot, resources: {instance_count: 40, gpus_per_instance: 8, gpu_models: [H100]}}`)
+	big := h.submit(copilot, `{name: big, tenant: copilot, resources: {instance_count: 4, gpus_per_instance: 8, gpu_models: [H100]}, placement: {reservation: later}}`)
 	h.cycle()
 	_, rev1, _ := h.srv.cache.job(big.ID)
 	h.cycle()
@@ -408,4 +412,38 @@ func wholeJob(t testing.TB, srv *Server, id string) *model.Job {
 		t.Fatal(err)
 	}
 	return j
+}
+
+// TestSubmitNeedsCommandWithAgents checks that a job without a command is
+// refused when agents run the jobs (it could only fail), and accepted by
+// simulated nodes, which run nothing.
+func TestSubmitNeedsCommandWithAgents(t *testing.T) {
+	h := newHarness(t)
+	doc := `{name: x, tenant: copilot, resources: {gpu_milli: 250, gpu_models: [T4]}}`
+	specs, err := spec.ParseJobs("t", []byte(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.srv.Submit(context.Background(), copilot, specs[0]); err != nil {
+		t.Fatalf("simulated nodes: %v, want the job accepted", err)
+	}
+	h.srv.agentMode = true
+	_, err = h.srv.Submit(context.Background(), copilot, specs[0])
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeInvalidSpec || se.Field != "command" {
+		t.Fatalf("agents: %v, want InvalidSpec naming command", err)
+	}
+}
+
+func TestUnknownTenantSuggested(t *testing.T) {
+	h := newHarness(t)
+	specs, err := spec.ParseJobs("t", []byte(`{name: x, tenant: copilt, resources: {gpus_per_instance: 1}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.srv.Submit(context.Background(), admin, specs[0])
+	var se *Error
+	if !errors.As(err, &se) || se.Msg != `unknown tenant "copilt" (did you mean copilot?)` {
+		t.Fatalf("err %v, want the tenant meant", err)
+	}
 }

@@ -305,7 +305,15 @@ func (s *Server) Authenticate(token string) (Principal, bool) {
 	if token == "" {
 		return Principal{}, false
 	}
-	return s.cache.token(HashToken(token))
+	e, ok := s.cache.tokenEntry(HashToken(token))
+	now := s.clock.Now()
+	if !ok || e.expired(now) {
+		return Principal{}, false
+	}
+	if e.lastUse != nil {
+		e.lastUse.Store(now.UnixNano())
+	}
+	return e.p, true
 }
 
 // CreateToken makes a token for tenant and stores only its hash.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/allot-dev/allot/internal/admission"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 )
@@ -26,14 +27,8 @@ type world struct {
 	nodes   map[string]model.Node
 	fromAPI map[string]bool // reservation names created through the API
 
-	mu       sync.Mutex         // guards verdicts
-	verdicts map[string]verdict // admission verdicts by job shape
-}
-
-// verdict is what the core said of a job on the ideal fleet.
-type verdict struct {
-	reason sched.Reason
-	detail string
+	mu       sync.Mutex                   // guards verdicts
+	verdicts map[string]admission.Verdict // admission verdicts by job shape
 }
 
 // world returns the current world, rebuilding it when reservations or node
@@ -57,11 +52,9 @@ func (s *Server) world() *world {
 
 func buildWorld(f *model.Fleet, t *model.Tenancy, health map[string]model.Health, res []model.Reservation, gen uint64) *world {
 	w := &world{gen: gen, tenants: map[string]bool{}, nodes: map[string]model.Node{}, fromAPI: map[string]bool{},
-		verdicts: map[string]verdict{}}
+		verdicts: map[string]admission.Verdict{}}
 	fl := *f
 	fl.Nodes = make([]model.Node, len(f.Nodes))
-	ideal := *f
-	ideal.Nodes = make([]model.Node, len(f.Nodes))
 	for i, n := range f.Nodes {
 		if h, ok := health[n.Name]; ok {
 			n.Health = h
@@ -70,10 +63,8 @@ func buildWorld(f *model.Fleet, t *model.Tenancy, health map[string]model.Health
 		}
 		fl.Nodes[i] = n
 		w.nodes[n.Name] = n
-		n.Health = model.NodeReady
-		ideal.Nodes[i] = n
 	}
-	w.fleet, w.ideal = &fl, &ideal
+	w.fleet, w.ideal = &fl, admission.Ideal(f)
 	ten := *t
 	ten.Reservations = append(append([]model.Reservation(nil), t.Reservations...), res...)
 	for _, r := range res {
@@ -87,13 +78,11 @@ func buildWorld(f *model.Fleet, t *model.Tenancy, health map[string]model.Health
 	return w
 }
 
-// admit asks the core what it would say of spec alone on the ideal fleet
-// (every node Ready, nothing running): SkuNotAvailable and
-// ResidencyForbidden there mean no SKU in the allowed regions can ever hold
-// the job, QuotaExceeded that the job alone exceeds its tenant's hard quota
-// in every region and series it could use. Verdicts are kept per job shape
-// for the life of the world.
-func (w *world) admit(core *sched.Scheduler, spec model.JobSpec, now time.Time) verdict {
+// admit asks admission what it says of spec on the ideal fleet (every node
+// Ready, nothing running, no reservations): a verdict that Never holds
+// means the job can never run as written (package admission). Verdicts are
+// kept per job shape for the life of the world.
+func (w *world) admit(core *sched.Scheduler, spec model.JobSpec, now time.Time) admission.Verdict {
 	key := shape(&spec)
 	w.mu.Lock()
 	v, ok := w.verdicts[key]
@@ -101,15 +90,7 @@ func (w *world) admit(core *sched.Scheduler, spec model.JobSpec, now time.Time) 
 	if ok {
 		return v
 	}
-	j := &model.Job{ID: "admission-check", Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
-	ten := *w.tenancy
-	ten.Reservations = nil // reservations come and go; they never make a job impossible
-	plan := core.Schedule(&sched.Snapshot{Fleet: w.ideal, Tenancy: &ten, Jobs: []*model.Job{j}}, now)
-	for _, p := range plan.Pending {
-		if p.Job == j.ID {
-			v = verdict{reason: p.Reason, detail: p.Detail}
-		}
-	}
+	v = admission.Check(core, w.ideal, w.tenancy, spec, now)
 	w.mu.Lock()
 	if len(w.verdicts) < 4096 {
 		w.verdicts[key] = v

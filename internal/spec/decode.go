@@ -180,6 +180,7 @@ func (d *decoder) visit(n *yaml.Node, path string) error {
 func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value, seen map[string]*yaml.Node, merged bool, depth int) error {
 	fields := fieldsOf(v.Type())
 	var merges []*yaml.Node
+	var errs []error // of fields; reading goes on to report them all
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if isMerge(k) {
@@ -199,11 +200,19 @@ func (d *decoder) decodeStruct(n *yaml.Node, path string, v reflect.Value, seen 
 		seen[k.Value] = k
 		f, ok := fields.index[k.Value]
 		if !ok {
-			return d.errorAt(k, fp, "unknown field %q (known fields: %s)", k.Value, strings.Join(fields.names, ", "))
+			errs = append(errs, d.errorAt(k, fp, "unknown field %q (known fields: %s)%s", k.Value,
+				strings.Join(fields.names, ", "), didYouMean(k.Value, fields.names)))
+			continue
 		}
 		if err := d.decode(val, fp, v.Field(f)); err != nil {
-			return err
+			if tooLarge(err) {
+				return err
+			}
+			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 {
+		return joinErrors(errs...)
 	}
 	if len(merges) > 0 && depth >= maxMergeDepth {
 		return d.errorAt(n, path, "merge keys (<<) nest too deeply")

@@ -24,7 +24,9 @@
 // defaults to Ready.
 //
 // A tenants file lists partitions (with guarantees of GPUs, or percent of a
-// region's GPUs of one model), tenants, quotas and reservations.
+// region's GPUs of one model), tenants, quotas and reservations, and may name
+// the fleet's sharing strategy (strategy: static, dynamic or hybrid; left
+// out, the tenancy is used as written; docs/strategies.md).
 //
 // A jobs file holds one or more YAML documents separated by "---", each a
 // job or a list of jobs; JSON is read the same way, so the API accepts the
@@ -33,7 +35,17 @@
 // command given as a string runs as /bin/sh -c string. Overrides (--set
 // key=value, the key a dotted path such as retry.max_retries or env.NAME,
 // the value parsed as YAML) are applied to the node tree of each job before
-// it is read; an empty value resets the field to its default.
+// it is read; an empty value resets the field to its default. A job with
+// array: A-B[:STEP] (or a list, 1,5,9; model.ParseArray) stands for one job
+// per index, named NAME[IDX] with array_index IDX; a file expands to at
+// most MaxJobs jobs.
+//
+// A read reports every problem of its files at once (at most MaxErrors):
+// every field of every job of every document and file, each an *Error
+// (Errors lists them); a field whose value could not be read is not also
+// reported by validation. An unknown field or --set key, and an
+// enum-like value (priority class, interconnect), names the nearest valid
+// one (model.Nearest).
 //
 // An endpoints file holds inference endpoints the same way (documents, lists
 // or JSON): a job's fields without instance_count, retry, checkpoint and

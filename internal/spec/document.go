@@ -22,6 +22,7 @@ type Document struct {
 	Checkpoint *checkpointDoc    `json:"checkpoint,omitempty"`
 	Duration   string            `json:"duration,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
+	ArrayIndex *int              `json:"array_index,omitempty"`
 }
 
 // resourcesDoc is the resources section of a job file.
@@ -70,9 +71,10 @@ func DocumentOf(s model.JobSpec) Document {
 		Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env,
 		Resources: resourcesDoc{InstanceCount: r.InstanceCount, GPUsPerInstance: r.GPUsPerInstance,
 			GPUMilli: r.GPUMilli, GPUModels: r.GPUModels},
-		Priority: s.Priority.String(),
-		Duration: durationText(s.Duration),
-		Labels:   s.Labels,
+		Priority:   s.Priority.String(),
+		Duration:   durationText(s.Duration),
+		Labels:     s.Labels,
+		ArrayIndex: s.ArrayIndex,
 	}
 	d.Resources.CPU, d.Resources.Memory = cpuMemoryText(r)
 	d.Placement = placementDocOf(s.Placement)

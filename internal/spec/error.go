@@ -95,22 +95,27 @@ func (d *decoder) errorAtPath(root *yaml.Node, path, format string, args ...any)
 	return d.errorAt(locate(root, path), path, format, args...)
 }
 
-// fromModel maps an error from model validation back to the file. A
-// *model.FieldError's path is rewritten by rewrite (nil keeps it) and then
+// fromModel maps an error from model validation, or several joined, back
+// to the file. A *model.FieldError's path is rewritten by rewrite (nil keeps it) and then
 // located under root; other errors are reported against the whole file.
 func (d *decoder) fromModel(root *yaml.Node, err error, rewrite func(string) string) error {
 	if err == nil {
 		return nil
 	}
-	var fe *model.FieldError
-	if !errors.As(err, &fe) {
-		return &Error{File: d.file, Msg: err.Error()}
+	var out []error
+	for _, e := range flatten(err) {
+		var fe *model.FieldError
+		if !errors.As(e, &fe) {
+			out = append(out, &Error{File: d.file, Msg: e.Error()})
+			continue
+		}
+		path := fe.Field
+		if rewrite != nil {
+			path = rewrite(path)
+		}
+		out = append(out, d.errorAtPath(root, path, "%s", fe.Msg))
 	}
-	path := fe.Field
-	if rewrite != nil {
-		path = rewrite(path)
-	}
-	return d.errorAtPath(root, path, "%s", fe.Msg)
+	return joinErrors(out...)
 }
 
 // locate walks a dotted field path such as "regions[1].clusters[0].fabric"

@@ -20,6 +20,16 @@ func checkFuzzError(t *testing.T, err error) {
 	if e.Msg == "" || e.Error() == "" {
 		t.Fatalf("error %#v has no message", e)
 	}
+	// Every problem of a read that reports several is an *Error.
+	list := flatten(err)
+	if len(list) > MaxErrors+1 {
+		t.Fatalf("%d problems reported, over the limit of %d", len(list), MaxErrors)
+	}
+	for _, p := range list {
+		if pe, ok := p.(*Error); !ok || pe.Msg == "" {
+			t.Fatalf("problem %v is a %T without a message, want *spec.Error", p, p)
+		}
+	}
 }
 
 // addFile adds the file at path to the seed corpus when it exists.
@@ -88,6 +98,8 @@ func FuzzParseJobs(f *testing.F) {
 	f.Add([]byte("- &b {name: a, tenant: t, resources: {cpu: 500m, gpus_per_instance: 0}}\n- {<<: *b, name: b}\n"), "retry.max_retries=5")
 	f.Add([]byte("name: j\ntenant: t\n---\nname: k\ntenant: t\npriority: {class: spot, value: 3}\n"), "env.A=b")
 	f.Add([]byte(`{"name": "j", "tenant": "t", "resources": {"memory": "8Gi", "gpu_milli": 500}}`), "priority=spot")
+	f.Add([]byte("name: s\ntenant: t\narray: 0-9:3\n---\nname: u\ntenant: t\narray_index: 4\n"), "array=1,5")
+	f.Add([]byte("name: a\nresoures: {gpus: 99}\npriority: standrd\n---\n- {name: b, tenant: t, array: 5-1}\n"), "")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string
 		if set != "" {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,8 @@ type jobFile struct {
 	Checkpoint checkpointEntry   `yaml:"checkpoint"`
 	Duration   duration          `yaml:"duration"`
 	Labels     map[string]string `yaml:"labels"`
+	Array      arrayRange        `yaml:"array"`
+	ArrayIndex *int              `yaml:"array_index"`
 }
 
 type resourcesEntry struct {
@@ -96,6 +99,53 @@ func (p *priority) decodeNode(d *decoder, n *yaml.Node, path string) error {
 	return fmt.Errorf("want a class like standard or standard:10, or {class: standard, value: 10}, got %s", describe(n))
 }
 
+// MaxJobs is the most jobs one file may hold once its arrays are expanded.
+const MaxJobs = 10 * model.MaxArraySize
+
+func tooManyJobs(file string) *Error {
+	return &Error{File: file, Msg: fmt.Sprintf("the file holds more than %d jobs once its arrays are expanded (limit: %d per file)", MaxJobs, MaxJobs)}
+}
+
+// besides leaves out of the validation errors verr those about a field
+// that already has an error of reading in derr (or lies inside or around
+// one): the value validated there is a default, not what the file says.
+func besides(verr, derr error) error {
+	bad := Errors(derr)
+	var out []error
+	for _, v := range flatten(verr) {
+		var ve *Error
+		keep := true
+		if errors.As(v, &ve) {
+			for _, b := range bad {
+				if ve.Field == b.Field || strings.HasPrefix(ve.Field, b.Field+".") || strings.HasPrefix(ve.Field, b.Field+"[") ||
+					strings.HasPrefix(b.Field, ve.Field+".") || b.Field == "" {
+					keep = false
+				}
+			}
+		}
+		if keep {
+			out = append(out, v)
+		}
+	}
+	return joinErrors(out...)
+}
+
+// arrayRange is a job array's range as written: "0-99", "0-99:10",
+// "1,5,9" or a single index (model.ParseArray); nil when not set.
+type arrayRange []int
+
+func (a *arrayRange) decodeNode(_ *decoder, n *yaml.Node, _ string) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want a range such as 0-99 or 0-99:10, got %s", describe(n))
+	}
+	idx, err := model.ParseArray(n.Value)
+	if err != nil {
+		return err
+	}
+	*a = idx
+	return nil
+}
+
 // ReadJobs reads the jobs in the file at pathOrDir or, when it is a
 // directory, in its *.yaml, *.yml and *.json files in name order. See
 // ParseJobs.
@@ -114,8 +164,9 @@ func ReadJobs(pathOrDir string, sets []string) ([]model.JobSpec, error) {
 
 // readSpecFiles calls parse with the name and content of the file at
 // pathOrDir or, when it is a directory, of each of its *.yaml, *.yml and
-// *.json files in name order, stopping at the first error. what names the
-// files' contents in errors of reading ("jobs").
+// *.json files in name order. It reads every file and returns the problems
+// of all of them (at most MaxErrors), stopping only when a file cannot be
+// read. what names the files' contents in errors of reading ("jobs").
 func readSpecFiles(what, pathOrDir string, parse func(file string, data []byte) error) error {
 	info, err := os.Stat(pathOrDir)
 	if err != nil {
@@ -140,16 +191,15 @@ func readSpecFiles(what, pathOrDir string, parse func(file string, data []byte) 
 			return fmt.Errorf("read %s: no *.yaml, *.yml or *.json files in %s", what, pathOrDir)
 		}
 	}
+	var errs []error
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", what, err)
 		}
-		if err := parse(f, data); err != nil {
-			return err
-		}
+		errs = append(errs, parse(f, data))
 	}
-	return nil
+	return joinErrors(errs...)
 }
 
 // ParseJobs reads the jobs in the file named name. The file holds one or
@@ -168,6 +218,7 @@ func ParseJobs(name string, data []byte, sets []string) ([]model.JobSpec, error)
 	}
 	d := newDecoder(name)
 	var specs []model.JobSpec
+	var errs []error // of every job: a person fixes the file in one go
 	for _, doc := range docs {
 		if doc.Kind != yaml.SequenceNode {
 			root, err := d.applySets(doc, overrides)
@@ -175,10 +226,13 @@ func ParseJobs(name string, data []byte, sets []string) ([]model.JobSpec, error)
 				return nil, err
 			}
 			s, err := d.job(root, root, "")
-			if err != nil {
+			if tooLarge(err) {
 				return nil, err
 			}
-			specs = append(specs, s)
+			specs, errs = append(specs, s...), append(errs, err)
+			if len(specs) > MaxJobs {
+				return nil, tooManyJobs(name)
+			}
 			continue
 		}
 		// A list of jobs: work on a copy, so that aliases to items stay intact.
@@ -191,11 +245,17 @@ func ParseJobs(name string, data []byte, sets []string) ([]model.JobSpec, error)
 			}
 			list.Content[i] = item
 			s, err := d.job(&list, item, fmt.Sprintf("[%d]", i))
-			if err != nil {
+			if tooLarge(err) {
 				return nil, err
 			}
-			specs = append(specs, s)
+			specs, errs = append(specs, s...), append(errs, err)
+			if len(specs) > MaxJobs {
+				return nil, tooManyJobs(name)
+			}
 		}
+	}
+	if err := joinErrors(errs...); err != nil {
+		return nil, err
 	}
 	if len(specs) == 0 {
 		return nil, &Error{File: name, Msg: "file is empty: want a job (name: …, tenant: …, resources: …)"}
@@ -203,11 +263,13 @@ func ParseJobs(name string, data []byte, sets []string) ([]model.JobSpec, error)
 	return specs, nil
 }
 
-// job reads and validates the job at n, whose path from root is path.
-func (d *decoder) job(root, n *yaml.Node, path string) (model.JobSpec, error) {
+// job reads and validates the job at n, whose path from root is path: one
+// spec, or one per index of its array.
+func (d *decoder) job(root, n *yaml.Node, path string) ([]model.JobSpec, error) {
 	j := newJobFile()
-	if err := d.decode(n, path, reflect.ValueOf(&j).Elem()); err != nil {
-		return model.JobSpec{}, err
+	derr := d.decode(n, path, reflect.ValueOf(&j).Elem())
+	if derr != nil && (tooLarge(derr) || n.Kind != yaml.MappingNode) {
+		return nil, derr
 	}
 	r := j.Resources
 	s := model.JobSpec{
@@ -229,14 +291,32 @@ func (d *decoder) job(root, n *yaml.Node, path string) (model.JobSpec, error) {
 		Checkpoint: model.Checkpoint{Interval: time.Duration(j.Checkpoint.Interval), Grace: time.Duration(j.Checkpoint.Grace)},
 		Duration:   time.Duration(j.Duration),
 		Labels:     j.Labels,
+		ArrayIndex: j.ArrayIndex,
+	}
+	var verr error
+	if j.Array != nil && j.ArrayIndex != nil {
+		verr = d.errorAtPath(root, join(path, "array_index"), "a job sets array (the range of a new array) or array_index (one member), not both")
 	}
 	if err := s.Validate(); err != nil {
-		return model.JobSpec{}, d.fromModel(root, err, func(f string) string {
+		verr = joinErrors(verr, d.fromModel(root, err, func(f string) string {
 			if path == "" {
 				return f
 			}
 			return path + "." + strings.TrimPrefix(f, ".")
-		})
+		}))
 	}
-	return s, nil
+	if derr != nil || verr != nil {
+		return nil, joinErrors(derr, besides(verr, derr))
+	}
+	if j.Array == nil {
+		return []model.JobSpec{s}, nil
+	}
+	out := make([]model.JobSpec, len(j.Array))
+	for i, idx := range j.Array {
+		out[i] = model.ArrayMember(s, idx)
+		if err := out[i].Validate(); err != nil { // the name grew
+			return nil, d.fromModel(root, err, func(string) string { return join(path, "name") })
+		}
+	}
+	return out, nil
 }

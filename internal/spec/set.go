@@ -60,7 +60,7 @@ func checkKey(t reflect.Type, path []string) error {
 				if parent != "" {
 					where = " under " + parent
 				}
-				return fmt.Errorf("unknown key %q (known keys%s: %s)", seg, where, strings.Join(f.names, ", "))
+				return fmt.Errorf("unknown key %q (known keys%s: %s)%s", seg, where, strings.Join(f.names, ", "), didYouMean(seg, f.names))
 			}
 			t = ft
 		case t.Kind() == reflect.Map:

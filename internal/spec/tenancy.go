@@ -11,6 +11,7 @@ import (
 
 // tenancyFile is the layout of a tenants file.
 type tenancyFile struct {
+	Strategy     string             `yaml:"strategy"`
 	Partitions   []partitionEntry   `yaml:"partitions"`
 	Tenants      []tenantEntry      `yaml:"tenants"`
 	Quotas       []quotaEntry       `yaml:"quotas"`
@@ -97,7 +98,7 @@ func ParseTenancy(name string, data []byte, fleet *model.Fleet) (*model.Tenancy,
 	if err := d.decode(root, "", reflect.ValueOf(&tf).Elem()); err != nil {
 		return nil, err
 	}
-	t := &model.Tenancy{}
+	t := &model.Tenancy{Strategy: model.Strategy(tf.Strategy)}
 	for _, p := range tf.Partitions {
 		part := model.Partition{Name: p.Name, Tier: p.Tier, Labels: p.Labels}
 		for _, g := range p.Guarantees {

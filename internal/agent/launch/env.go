@@ -35,7 +35,7 @@ func Environ(s Spec) []string {
 		env[k] = v
 	}
 	for _, k := range []string{"ALLOT_RESUME_FROM", "ALLOT_RANK", "ALLOT_WORLD_SIZE", "ALLOT_MASTER_ADDR",
-		"ALLOT_MASTER_PORT", "ALLOT_GPU_MILLI"} {
+		"ALLOT_MASTER_PORT", "ALLOT_GPU_MILLI", "ALLOT_ARRAY_INDEX"} {
 		delete(env, k)
 	}
 	env["CUDA_VISIBLE_DEVICES"] = strings.Join(s.GPUs, ",")
@@ -44,6 +44,9 @@ func Environ(s Spec) []string {
 	env["ALLOT_CHECKPOINT_DIR"] = s.CheckpointDir
 	if s.ResumeFrom != "" {
 		env["ALLOT_RESUME_FROM"] = s.ResumeFrom
+	}
+	if s.ArrayIndex != nil {
+		env["ALLOT_ARRAY_INDEX"] = strconv.Itoa(*s.ArrayIndex)
 	}
 	if s.WorldSize > 1 {
 		env["ALLOT_RANK"] = strconv.Itoa(s.Rank)

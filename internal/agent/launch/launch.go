@@ -17,6 +17,9 @@ type Spec struct {
 	Attempt int
 	Command []string
 	Env     map[string]string
+	// ArrayIndex is the job's index in its job array, nil when it is in
+	// none; the process sees it as ALLOT_ARRAY_INDEX.
+	ArrayIndex *int
 	// GPUs are the device IDs (indices or UUIDs) for CUDA_VISIBLE_DEVICES.
 	GPUs []string
 	// GPUMilli is the fraction of each GPU, 1000 for whole GPUs.

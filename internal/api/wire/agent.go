@@ -30,6 +30,7 @@ type Assignment struct {
 	WorldSize  int               `json:"world_size"`
 	Command    []string          `json:"command"`
 	Env        map[string]string `json:"env,omitempty"`
+	ArrayIndex *int              `json:"array_index,omitempty"`
 	GPUs       []AssignedGPU     `json:"gpus"`
 	GPUMilli   int64             `json:"gpu_milli"`
 	MasterAddr string            `json:"master_addr"`
@@ -63,7 +64,14 @@ type AttemptEvent struct {
 	ExitCode int    `json:"exit_code"`
 	Outcome  string `json:"outcome"`
 	Killed   bool   `json:"killed"`
+	// Message says why an instance could not start or how it ended, in
+	// words the tenant can act on (at most MaxEventMessage bytes of
+	// printable text).
+	Message string `json:"message,omitempty"`
 }
+
+// MaxEventMessage bounds AttemptEvent.Message.
+const MaxEventMessage = 512
 
 // CheckpointRequest is the body of POST /v1/jobs/{id}/checkpoint.
 type CheckpointRequest struct {

@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // Node is a fleet node as the API shows it.
 type Node struct {
 	Name         string   `json:"name"`
@@ -34,4 +36,9 @@ type Token struct {
 	Token  string `json:"token"`
 	Tenant string `json:"tenant,omitempty"`
 	Node   string `json:"node,omitempty"`
+	// ID names the token in 'allot token list' and revoke: the first
+	// digits of its hash, never the token.
+	ID        string     `json:"id,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }

@@ -29,6 +29,9 @@ type Busy struct {
 	rng   *rand.Rand
 	next  int // jobs made so far, for IDs
 	owner map[string]model.Reservation
+	// Done holds the jobs the last Step completed, for a driver that
+	// reports changes to a sched.Session.
+	Done []*model.Job
 }
 
 // busyReservations is how many reservations the world holds, each of
@@ -202,10 +205,13 @@ func (b *Busy) Step() (completed, arrived int) {
 		done[running[b.rng.IntN(len(running))]] = true
 	}
 	k := 0
+	b.Done = b.Done[:0]
 	for i, j := range w.Jobs {
 		if !done[i] {
 			w.Jobs[k] = j
 			k++
+		} else {
+			b.Done = append(b.Done, j)
 		}
 	}
 	clear(w.Jobs[k:])

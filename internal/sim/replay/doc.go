@@ -13,11 +13,15 @@
 // left out and counted, as are jobs larger than all the capacity they may
 // use (never_fit).
 //
-// Every decision is the core's: at each moment something changes — jobs
+// Every decision is the core's, and the loop is package sim/engine's: the
+// trace's arrivals are its events; at each moment something changes — jobs
 // arrive (all of one timestamp together), jobs complete, or the protection
-// of running work that a pending job waits on ends — the replay builds a
-// sched.Snapshot of the fleet, the tenancy and the queued and running jobs,
-// calls Schedule and commits the Plan with Plan.Apply. A cycle that
+// of running work that a pending job waits on ends — the engine asks the
+// replay for a sched.Snapshot (Config.Select: the running jobs and the queue
+// window below), calls Schedule and commits the Plan with Plan.Apply. The
+// replay keeps its books (queues by VC, free GPUs per node, the policy's
+// state) and its metrics as the engine's Recorder (recorder.go), and tells
+// it how long a bound job runs (Config.RunFor: the spread penalty). A cycle that
 // preempts is followed at once by another, so victims may take what is left;
 // a job left AwaitingPreemption brings a cycle when the first protection
 // ends. The Snapshot holds the running jobs and, of the queue, the window

@@ -70,7 +70,7 @@ type Tenant struct {
 
 func (s *sim) summarise() {
 	r := s.res
-	r.Cycles, r.IdleCycles = s.cycles, s.idle
+	r.Cycles, r.IdleCycles = s.eng.Cycles(), s.eng.Idle()
 	r.Preemptions = s.preempts
 	r.GPUHoursLost = s.lostGPUs / 3600
 	r.Makespan = float64(s.now)

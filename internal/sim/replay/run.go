@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/sim/engine"
 	"github.com/allot-dev/allot/internal/trace/philly"
 )
 
@@ -34,7 +34,6 @@ type simJob struct {
 	slow      float64 // run-time factor of the current attempt (spread penalty)
 	attained  float64 // GPU-seconds run so far, lost work included (LAS)
 	ran       float64 // seconds run so far, lost work included
-	gen       int     // bumps on preemption, to drop stale completions
 	pos       int     // index in sim.running, -1 when not running
 	probe     bool    // owner job counted for max_owner_wait_s
 	shape     int     // for allot's policy: index of its VC and GPU count
@@ -42,35 +41,9 @@ type simJob struct {
 	nodes     []int   // node index per instance while running
 }
 
-// completion is a running job's end, valid while gen matches the job's.
-type completion struct {
-	at  int64
-	gen int
-	j   *simJob
-}
-
-type completions []completion
-
-func (h completions) Len() int { return len(h) }
-func (h completions) Less(a, b int) bool {
-	if h[a].at != h[b].at {
-		return h[a].at < h[b].at
-	}
-	return h[a].j.idx < h[b].j.idx
-}
-func (h completions) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *completions) Push(x any)   { *h = append(*h, x.(completion)) }
-func (h *completions) Pop() any {
-	old := *h
-	c := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return c
-}
-
 // sim is the state of one replay.
 type sim struct {
 	cfg     Config
-	core    *sched.Scheduler
 	pol     policy
 	fleet   model.Fleet
 	ten     model.Tenancy
@@ -83,8 +56,10 @@ type sim struct {
 	running []*simJob    // in no order
 	dirty   []bool       // per VC: something changed since its last cycle
 	snap    []*model.Job // scratch: the core's Snapshot.Jobs
-	done    completions
-	wake    int64 // a cycle is due when protection of running work ends; -1 for none
+	eng     *engine.Engine
+	ctx     context.Context
+	drop    bool  // jobs started since the queues were last cleaned
+	runFor  int64 // seconds the job just started runs (see started)
 
 	now      int64
 	busy     int   // GPUs held
@@ -94,21 +69,8 @@ type sim struct {
 	vcFirst  []int // index of each VC's first node
 	finished int
 
-	// accumulators
-	busyInt   float64   // GPU-seconds held
-	vcUsedInt []float64 // per VC
-	buckets   []float64 // GPU-seconds held per Sample bucket
-	jct       []float64
-	queue     []float64
-	preempts  int
-	lostGPUs  float64 // GPU-seconds
-	cycles    int
-	idle      int // cycles that changed nothing
-	maxOwner  []float64
-	vcJCT     []float64 // sum per VC
-	vcJobs    []int
-	owners    []int
-	res       *Result
+	metrics
+	res *Result
 }
 
 // Run replays cfg.Jobs on cfg.VCs and measures the outcome. It is
@@ -118,7 +80,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.normalise(); err != nil {
 		return nil, err
 	}
-	s := &sim{cfg: cfg, wake: -1, byID: map[string]*simJob{}}
+	s := &sim{cfg: cfg, byID: map[string]*simJob{}, ctx: ctx}
 	s.vcs = scaleVCs(cfg.VCs, cfg.ClusterScale)
 	s.fleet = buildFleet(s.vcs, cfg.LeafNodes)
 	s.ten = buildTenancy(s.vcs, cfg.Sharing)
@@ -128,7 +90,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := s.ten.Validate(&s.fleet); err != nil {
 		return nil, fmt.Errorf("replay tenancy: %w", err)
 	}
-	s.core = sched.New(sched.Config{MinRunTime: cfg.MinRunTime})
 	n := len(s.vcs)
 	s.vcUsed, s.vcQueued, s.vcUsedInt = make([]int, n), make([]int, n), make([]float64, n)
 	s.maxOwner, s.owners = make([]float64, n), make([]int, n)
@@ -150,7 +111,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	s.load(cfg.Jobs)
 	s.pol = newPolicy(cfg.Policy, len(s.vcs), s.jobs)
-	if err := s.loop(ctx); err != nil {
+	if err := s.loop(); err != nil {
 		return nil, err
 	}
 	s.summarise()
@@ -221,52 +182,28 @@ func (s *sim) load(trace []philly.Job) {
 
 func (s *sim) at(t int64) time.Time { return s.base.Add(time.Duration(t) * time.Second) }
 
-// loop runs the event loop: at every moment something changes (arrivals,
-// completions, the end of a protection the queue waits for), one cycle.
-func (s *sim) loop(ctx context.Context) error {
-	next := 0
-	for next < len(s.jobs) || s.done.Len() > 0 {
-		if s.cycles%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
+// loop runs the replay on the simulation engine: the arrivals are its
+// events; completions, the cycles at every moment something changed, and
+// the wake when the protection of running work a job waits on ends are
+// the engine's.
+func (s *sim) loop() error {
+	s.eng = engine.New(engine.Config{Fleet: &s.fleet, Tenancy: &s.ten, Start: s.base,
+		Core:     sched.Config{MinRunTime: s.cfg.MinRunTime},
+		Select:   s.selectJobs,
+		RunFor:   func(*model.Job, time.Time) time.Duration { return time.Duration(s.runFor) * time.Second },
+		Input:    s.input,
+		Recorder: (*recorder)(s)})
+	for _, j := range s.jobs {
+		s.eng.At(s.at(j.submit), func(time.Time) {
+			if err := s.eng.Submit(j.job, 0); err != nil {
+				s.eng.Abort(err)
+				return
 			}
-			if s.cfg.Progress != nil {
-				s.cfg.Progress(s.finished, len(s.jobs))
-			}
-		}
-		for s.done.Len() > 0 && s.done[0].gen != s.done[0].j.gen {
-			heap.Pop(&s.done)
-		}
-		t := int64(math.MaxInt64)
-		if next < len(s.jobs) {
-			t = s.jobs[next].submit
-		}
-		if s.done.Len() > 0 {
-			t = min(t, s.done[0].at)
-		}
-		if s.wake >= 0 {
-			t = min(t, s.wake)
-		}
-		if t == math.MaxInt64 {
-			break
-		}
-		s.advance(t)
-		if s.wake == t {
-			s.wake = -1
-		}
-		for s.done.Len() > 0 && s.done[0].at == t {
-			c := heap.Pop(&s.done).(completion)
-			if c.gen == c.j.gen {
-				s.complete(c.j)
-			}
-		}
-		for next < len(s.jobs) && s.jobs[next].submit == t {
-			s.arrive(s.jobs[next])
-			next++
-		}
-		if err := s.cycle(); err != nil {
-			return err
-		}
+			s.arrive(j)
+		})
+	}
+	if err := s.eng.Drain(); err != nil {
+		return err
 	}
 	if s.cfg.Progress != nil {
 		s.cfg.Progress(s.finished, len(s.jobs))
@@ -277,29 +214,18 @@ func (s *sim) loop(ctx context.Context) error {
 	return nil
 }
 
-// advance moves the clock to t, integrating what is held.
-func (s *sim) advance(t int64) {
-	dt := t - s.now
-	if dt <= 0 {
-		return
-	}
-	s.busyInt += float64(s.busy) * float64(dt)
-	for v, u := range s.vcUsed {
-		s.vcUsedInt[v] += float64(u) * float64(dt)
-	}
-	if s.busy > 0 {
-		bucket := int64(s.cfg.Sample / time.Second)
-		for from := s.now; from < t; {
-			b := from / bucket
-			to := min(t, (b+1)*bucket)
-			for int64(len(s.buckets)) <= b {
-				s.buckets = append(s.buckets, 0)
-			}
-			s.buckets[b] += float64(s.busy) * float64(to-from)
-			from = to
+// input counts the core's cycles for the progress report and stops the
+// run when its context ends; the core schedules the Snapshot as it is.
+func (s *sim) input(snap *sched.Snapshot, _ time.Time) *sched.Snapshot {
+	if n := s.eng.Cycles(); n%1024 == 0 {
+		if err := s.ctx.Err(); err != nil {
+			s.eng.Abort(err)
+		}
+		if s.cfg.Progress != nil {
+			s.cfg.Progress(s.finished, len(s.jobs))
 		}
 	}
-	s.now = t
+	return snap
 }
 
 func (s *sim) arrive(j *simJob) {
@@ -343,9 +269,6 @@ func (s *sim) stopRunning(j *simJob) {
 func (s *sim) complete(j *simJob) {
 	s.busy -= j.gpus
 	s.vcUsed[j.vc] -= j.gpus
-	j.job.Status.State = model.StateSucceeded
-	j.job.Status.EndedAt = s.at(s.now)
-	j.job.Status.Allocations = nil
 	j.ran += float64(s.now - j.runStart)
 	j.attained += float64(s.now-j.runStart) * float64(j.gpus)
 	j.work = 0
@@ -359,80 +282,38 @@ func (s *sim) complete(j *simJob) {
 	s.pol.finished(j)
 }
 
-// cycle runs the core over the running work and the queue window (see
-// window) and applies its Plan. A cycle that preempts is followed by
-// another at the same moment, so the requeued victims may take capacity the
-// first left free.
-func (s *sim) cycle() error {
-	now := s.at(s.now)
-	snap := &sched.Snapshot{Fleet: &s.fleet, Tenancy: &s.ten}
-	for round := 0; round < 8; round++ {
-		s.snap = s.snap[:0]
-		iv := int64(s.cfg.Checkpoint / time.Second)
-		for _, j := range s.running {
-			if !s.dirty[j.vc] {
-				continue
-			}
-			if iv > 0 {
-				j.job.Status.LastCheckpoint = s.at(j.runStart + (s.now-j.runStart)/iv*iv)
-			}
-			s.snap = append(s.snap, j.job)
-		}
-		held := len(s.snap)
-		for v := range s.vcs {
-			if s.dirty[v] {
-				s.snap = s.window(v, s.snap)
-			}
-		}
-		if s.cfg.Sharing == Static {
-			clear(s.dirty)
-		}
-		if len(s.snap) == held {
-			return nil
-		}
-		snap.Jobs = s.snap
-		plan := s.core.Schedule(snap, now)
-		s.cycles++
-		if len(plan.Binds) == 0 && len(plan.Preemptions) == 0 {
-			s.idle++
-		}
-		if err := plan.Apply(s.snap, now); err != nil {
-			return fmt.Errorf("replay at %s: %w", now.Format(time.RFC3339), err)
-		}
-		for _, p := range plan.Preemptions {
-			s.preempted(s.byID[p.Job], p)
-		}
-		for _, b := range plan.Binds {
-			s.started(s.byID[b.Job], b)
-		}
-		if len(plan.Binds) > 0 {
-			s.dropStarted()
-		}
-		for _, p := range plan.Pending {
-			if p.Reason == sched.AwaitingPreemption {
-				s.wakeForProtection()
-				break
-			}
-		}
-		if len(plan.Preemptions) == 0 {
-			return nil
-		}
+// selectJobs is the Snapshot of a cycle: the running work and the queue
+// window (see window) of the VCs where something changed.
+func (s *sim) selectJobs(time.Time) []*model.Job {
+	if s.drop {
+		s.dropStarted()
+		s.drop = false
 	}
-	return nil
-}
-
-// wakeForProtection asks for a cycle when the first protected running job
-// becomes preemptible.
-func (s *sim) wakeForProtection() {
-	mrt := int64(s.cfg.MinRunTime / time.Second)
+	s.snap = s.snap[:0]
+	iv := int64(s.cfg.Checkpoint / time.Second)
 	for _, j := range s.running {
-		if t := j.runStart + mrt; t > s.now && (s.wake < 0 || t < s.wake) {
-			s.wake = t
+		if !s.dirty[j.vc] {
+			continue
+		}
+		if iv > 0 {
+			j.job.Status.LastCheckpoint = s.at(j.runStart + (s.now-j.runStart)/iv*iv)
+		}
+		s.snap = append(s.snap, j.job)
+	}
+	for v := range s.vcs {
+		if s.dirty[v] {
+			s.snap = s.window(v, s.snap)
 		}
 	}
+	if s.cfg.Sharing == Static {
+		clear(s.dirty)
+	}
+	return s.snap
 }
 
-func (s *sim) started(j *simJob, b sched.Bind) {
+// started books a job the core bound (its Allocations are set) and the
+// time it will run, slowed by the spread of its placement.
+func (s *sim) started(j *simJob) {
 	s.busy += j.gpus
 	s.vcUsed[j.vc] += j.gpus
 	s.vcQueued[j.vc] -= j.gpus
@@ -448,28 +329,28 @@ func (s *sim) started(j *simJob, b sched.Bind) {
 	}
 	j.runStart = s.now
 	j.nodes = j.nodes[:0]
-	for _, p := range b.Nodes {
-		i := nodeIndex(p.Node)
+	for _, a := range j.job.Status.Allocations {
+		i := nodeIndex(a.Node)
 		j.nodes = append(j.nodes, i)
-		s.nodeFree[i] -= len(p.GPUs)
+		s.nodeFree[i] -= len(a.GPUs)
 	}
 	s.startRunning(j)
 	s.queued--
-	j.slow = 1 + s.cfg.SpreadPenalty*float64(s.spread(j, b))
-	end := s.now + int64(math.Ceil(j.work*j.slow))
-	j.gen++
-	heap.Push(&s.done, completion{at: end, gen: j.gen, j: j})
+	s.drop = true
+	j.slow = 1 + s.cfg.SpreadPenalty*float64(s.spread(j))
+	s.runFor = int64(math.Ceil(j.work * j.slow))
 }
 
 // spread is how many nodes beyond the fewest a job needs, plus how many
 // leaf groups beyond the fewest those nodes need, its placement spans.
-func (s *sim) spread(j *simJob, b sched.Bind) int {
-	if len(b.Nodes) < 2 {
+func (s *sim) spread(j *simJob) int {
+	allocs := j.job.Status.Allocations
+	if len(allocs) < 2 {
 		return 0
 	}
 	var nodes, leaves []string
-	for _, p := range b.Nodes {
-		n := s.fleet.Nodes[nodeIndex(p.Node)]
+	for _, a := range allocs {
+		n := s.fleet.Nodes[nodeIndex(a.Node)]
 		if !slices.Contains(nodes, n.Name) {
 			nodes = append(nodes, n.Name)
 		}
@@ -499,7 +380,6 @@ func (s *sim) preempted(j *simJob, p sched.Preemption) {
 	j.work -= float64(saved) / j.slow
 	j.ran += float64(ran)
 	j.attained += float64(ran) * float64(j.gpus)
-	j.gen++
 	s.preempts++
 	s.lostGPUs += p.LostGPUSeconds
 	s.stopRunning(j)

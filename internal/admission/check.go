@@ -1,0 +1,224 @@
+package admission
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+)
+
+// Verdict is what admission says of a job: the core's reason on the ideal
+// fleet, rewritten where admission knows more, and its detail. Reason is
+// ReasonNone when the job fits the ideal fleet.
+type Verdict struct {
+	Reason sched.Reason
+	Detail string
+	// Field is the field at fault when admission can name one: a GPU
+	// model or region the fleet does not have.
+	Field string
+}
+
+// Never reports whether the job can never run as written: the submit is
+// refused with this reason.
+func (v Verdict) Never() bool {
+	switch v.Reason {
+	case sched.SkuNotAvailable, sched.ResidencyForbidden, sched.TopologyUnsatisfiable, sched.QuotaExceeded:
+		return true
+	}
+	return false
+}
+
+// Ideal returns a copy of f with every node Ready: the fleet admission
+// checks against.
+func Ideal(f *model.Fleet) *model.Fleet {
+	ideal := *f
+	ideal.Nodes = make([]model.Node, len(f.Nodes))
+	for i, n := range f.Nodes {
+		n.Health = model.NodeReady
+		ideal.Nodes[i] = n
+	}
+	return &ideal
+}
+
+// Check asks core what it says of spec alone on ideal (a fleet from Ideal)
+// under t without its reservations, at now.
+func Check(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenancy, spec model.JobSpec, now time.Time) Verdict {
+	j := &model.Job{ID: "admission-check", Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
+	ten := *t
+	ten.Reservations = nil
+	plan := core.Schedule(&sched.Snapshot{Fleet: ideal, Tenancy: &ten, Jobs: []*model.Job{j}}, now)
+	var v Verdict
+	for _, p := range plan.Pending {
+		if p.Job == j.ID {
+			v = Verdict{Reason: p.Reason, Detail: p.Detail}
+		}
+	}
+	switch {
+	case v.Reason == sched.SkuNotAvailable:
+		if field, hint := unknownNames(ideal, &spec); hint != "" {
+			v.Field, v.Detail = field, v.Detail+"; "+hint
+		}
+	case v.Reason == sched.InsufficientCapacity:
+		// Nothing runs and every node is Ready: the fleet is too small.
+		v.Reason = sched.SkuNotAvailable
+		v.Detail = fmt.Sprintf("the fleet can never hold the job, even with every node Ready and nothing running: %s; %s",
+			v.Detail, capacityText(ideal, &spec))
+	case v.Reason == sched.TopologyUnsatisfiable && spec.Placement.Interconnect != "":
+		v.Detail += "; " + fabricText(ideal, &spec)
+	}
+	return v
+}
+
+// unknownNames names the first GPU model and region of the job that the
+// fleet does not have, with the nearest name it has: "no node has GPU
+// model "h100" (did you mean H100?)".
+func unknownNames(f *model.Fleet, s *model.JobSpec) (field, hint string) {
+	models, regions := f.GPUModels(), f.RegionNames()
+	var hints []string
+	for i, m := range s.Resources.GPUModels {
+		if !contains(models, m) {
+			if field == "" {
+				field = fmt.Sprintf("resources.gpu_models[%d]", i)
+			}
+			hints = append(hints, fmt.Sprintf("no node has GPU model %q%s", m, didYouMean(m, models)))
+		}
+	}
+	for i, r := range s.Placement.Regions {
+		if !contains(regions, r) {
+			if field == "" {
+				field = fmt.Sprintf("placement.regions[%d]", i)
+			}
+			hints = append(hints, fmt.Sprintf("no region %q%s", r, didYouMean(r, regions)))
+		}
+	}
+	return field, strings.Join(hints, "; ")
+}
+
+// didYouMean is model.DidYouMean, or the names there are when none is
+// near.
+func didYouMean(word string, names []string) string {
+	if s := model.DidYouMean(word, names); s != "" {
+		return s
+	}
+	return " (the fleet has " + strings.Join(names, ", ") + ")"
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// capacityText says how many instances of the job's shape each allowed
+// region could hold on its own: "the most that exists: eastus 2 instances
+// (2 nodes of 8×H100)".
+func capacityText(f *model.Fleet, s *model.JobSpec) string {
+	r := s.Resources
+	type room struct {
+		instances, nodes int
+		models           []string
+	}
+	byRegion := map[string]*room{}
+	for _, n := range f.Nodes {
+		sku, ok := f.Catalog[n.SKU]
+		if !ok || !s.Placement.AllowsRegion(n.Region) || !r.AcceptsModel(sku.GPUModel) || sku.GPUs == 0 {
+			continue
+		}
+		per := 0
+		switch {
+		case r.Fractional():
+			per = sku.GPUs * int(model.MilliPerGPU/r.GPUMilli)
+		case r.GPUsPerInstance > 0:
+			per = sku.GPUs / r.GPUsPerInstance
+		}
+		if per == 0 {
+			continue
+		}
+		rm := byRegion[n.Region]
+		if rm == nil {
+			rm = &room{}
+			byRegion[n.Region] = rm
+		}
+		rm.instances += per
+		rm.nodes++
+		rm.models = appendUnique(rm.models, fmt.Sprintf("%d×%s", sku.GPUs, sku.GPUModel))
+	}
+	if len(byRegion) == 0 {
+		return "no node in the allowed regions has room for one instance"
+	}
+	regions := make([]string, 0, len(byRegion))
+	for rg := range byRegion {
+		regions = append(regions, rg)
+	}
+	sort.Slice(regions, func(a, b int) bool {
+		x, y := byRegion[regions[a]], byRegion[regions[b]]
+		if x.instances != y.instances {
+			return x.instances > y.instances
+		}
+		return regions[a] < regions[b]
+	})
+	parts := make([]string, len(regions))
+	for i, rg := range regions {
+		rm := byRegion[rg]
+		parts[i] = fmt.Sprintf("%s %d %s (%d %s of %s)", rg, rm.instances, plural(rm.instances, "instance"),
+			rm.nodes, plural(rm.nodes, "node"), strings.Join(rm.models, ", "))
+	}
+	return "the most that exists: " + strings.Join(parts, "; ")
+}
+
+// fabricText names the clusters of the allowed regions that have the
+// job's fabric and the GPU models on them.
+func fabricText(f *model.Fleet, s *model.JobSpec) string {
+	want := s.Placement.Interconnect
+	models := map[string][]string{} // region/cluster -> GPU models
+	for _, n := range f.Nodes {
+		if sku, ok := f.Catalog[n.SKU]; ok && sku.GPUs > 0 {
+			key := n.Region + "/" + n.Cluster
+			models[key] = appendUnique(models[key], sku.GPUModel)
+		}
+	}
+	var with []string
+	for _, rg := range f.Regions {
+		if !s.Placement.AllowsRegion(rg.Name) {
+			continue
+		}
+		for _, c := range rg.Clusters {
+			if c.Fabric != want {
+				continue
+			}
+			key := rg.Name + "/" + c.Name
+			ms := models[key]
+			sort.Strings(ms)
+			if len(ms) == 0 {
+				ms = []string{"no GPUs"}
+			}
+			with = append(with, fmt.Sprintf("%s (%s)", key, strings.Join(ms, ", ")))
+		}
+	}
+	if len(with) == 0 {
+		return fmt.Sprintf("no cluster in the allowed regions has %s", want)
+	}
+	return fmt.Sprintf("clusters with %s: %s", want, strings.Join(with, "; "))
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}

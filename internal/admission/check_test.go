@@ -1,0 +1,96 @@
+package admission_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/admission"
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+// example reads the example fleet and tenancy of the repository.
+func example(t *testing.T) (*model.Fleet, *model.Tenancy) {
+	t.Helper()
+	f, err := spec.ReadFleet("../../examples/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := spec.ReadTenancy("../../examples/tenants.yaml", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, ten
+}
+
+func job(t *testing.T, doc string) model.JobSpec {
+	t.Helper()
+	specs, err := spec.ParseJobs("job.yaml", []byte(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs[0]
+}
+
+func TestCheck(t *testing.T) {
+	f, ten := example(t)
+	// Make every node NotReady: admission looks at the ideal fleet.
+	for i := range f.Nodes {
+		f.Nodes[i].Health = model.NodeNotReady
+	}
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	core := sched.New(sched.Config{})
+	tests := []struct {
+		name, doc string
+		never     bool
+		reason    sched.Reason
+		want      []string // in the detail
+	}{
+		{name: "larger than any region", doc: "name: big\ntenant: research\nresources: {instance_count: 100, gpus_per_instance: 8, gpu_models: [H100]}\n",
+			never: true, reason: sched.SkuNotAvailable,
+			want: []string{"can never hold", "of 100 instances", "the most that exists: ", "instances (", "8×H100"}},
+		{name: "no IB for T4", doc: "name: ring\ntenant: research\nresources: {instance_count: 2, gpus_per_instance: 4, gpu_models: [T4]}\nplacement: {interconnect: infiniband}\n",
+			never: true, reason: sched.TopologyUnsatisfiable,
+			want: []string{"clusters with infiniband: ", "eastus/eastus-ib1 (H100)", "westus/westus-ib1 (A100)"}},
+		{name: "no such model", doc: "name: b\ntenant: research\nresources: {gpus_per_instance: 8, gpu_models: [B200]}\n",
+			never: true, reason: sched.SkuNotAvailable, want: []string{"no SKU in any region has 8×B200 per instance"}},
+		{name: "residency", doc: "name: g\ntenant: globex\nresources: {gpus_per_instance: 8, gpu_models: [A100]}\nplacement: {residency: eu}\n",
+			never: true, reason: sched.ResidencyForbidden, want: []string{"outside residency"}},
+		{name: "wrong case", doc: "name: c\ntenant: research\nresources: {gpus_per_instance: 8, gpu_models: [h100]}\n",
+			never: true, reason: sched.SkuNotAvailable, want: []string{`no node has GPU model "h100" (did you mean H100?)`}},
+		{name: "misspelt region", doc: "name: c\ntenant: research\nresources: {gpus_per_instance: 8}\nplacement: {regions: [eastuss]}\n",
+			never: true, reason: sched.SkuNotAvailable, want: []string{`no region "eastuss" (did you mean eastus?)`}},
+		{name: "fits an idle fleet", doc: "name: small\ntenant: research\nresources: {gpu_milli: 250, gpu_models: [T4]}\n"},
+		{name: "asks for CPU", doc: "name: c\ntenant: research\nresources: {gpus_per_instance: 8, gpu_models: [B200], cpu: 4, memory: 1Gi}\n",
+			never: true, reason: sched.SkuNotAvailable, want: []string{"8×B200, 4000 mCPU, 1024 MiB per instance"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := admission.Check(core, admission.Ideal(f), ten, job(t, tc.doc), now)
+			if v.Never() != tc.never || (tc.never && v.Reason != tc.reason) {
+				t.Fatalf("verdict %s (never %v): %s; want never %v with %s", v.Reason, v.Never(), v.Detail, tc.never, tc.reason)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(v.Detail, w) {
+					t.Errorf("detail %q lacks %q", v.Detail, w)
+				}
+			}
+			if strings.Contains(v.Detail, " 0 mCPU") || strings.Contains(v.Detail, " 0 MiB") {
+				t.Errorf("detail %q names a CPU or memory the job did not ask for", v.Detail)
+			}
+		})
+	}
+}
+
+// TestIdealLeavesFleet checks that Ideal copies: the fleet it is given
+// keeps its health.
+func TestIdealLeavesFleet(t *testing.T) {
+	f, _ := example(t)
+	f.Nodes[0].Health = model.NodeNotReady
+	ideal := admission.Ideal(f)
+	if ideal.Nodes[0].Health != model.NodeReady || f.Nodes[0].Health != model.NodeNotReady {
+		t.Errorf("ideal node %s, fleet node %s; want Ready and NotReady", ideal.Nodes[0].Health, f.Nodes[0].Health)
+	}
+}

@@ -1,0 +1,102 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+// Batch is the answer of POST /v1/jobs/batch: the jobs created, in the
+// order of the body.
+type Batch struct {
+	Jobs []Job `json:"jobs"`
+}
+
+// parseBatch reads the jobs of a batch body: YAML documents, lists of
+// jobs or JSON, as a job file (arrays expand to their members). A tenant
+// token's tenant is filled in when a job has none. Every problem of the
+// body is reported at once.
+func parseBatch(body []byte, p server.Principal) ([]model.JobSpec, *Error) {
+	specs, err := spec.ParseJobs("jobs", body, nil)
+	if err != nil && !p.Admin && lacksTenant(err) {
+		specs, err = spec.ParseJobs("jobs", body, []string{"tenant=" + strconv.Quote(p.Tenant)})
+	}
+	if err == nil {
+		return specs, nil
+	}
+	e := &Error{Code: codeInvalidSpec, Message: err.Error()}
+	if errors.Is(err, spec.ErrTooLarge) {
+		e.Code = codeBodyTooLarge
+	}
+	for i, se := range spec.Errors(err) {
+		if i == 0 {
+			e.Field = se.Field
+		}
+		e.Errors = append(e.Errors, JobError{Code: e.Code, Message: se.Error(), Field: se.Field})
+	}
+	return nil, e
+}
+
+// lacksTenant reports whether one of the problems of err is a job without
+// a tenant.
+func lacksTenant(err error) bool {
+	for _, se := range spec.Errors(err) {
+		if se.Field == "tenant" || (len(se.Field) > 7 && se.Field[len(se.Field)-7:] == ".tenant") {
+			if se.Msg == "must not be empty" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// submitBatch creates every job of the body, or none (server.SubmitBatch).
+func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	specs, perr := parseBatch(body, p)
+	if perr != nil {
+		writeJSON(w, statusOf[perr.Code], perr)
+		return
+	}
+	jobs, err := h.srv.SubmitBatch(r.Context(), p, specs)
+	var be *server.BatchError
+	if errors.As(err, &be) {
+		writeBatchError(w, be)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := Batch{Jobs: make([]Job, len(jobs))}
+	for i, j := range jobs {
+		out.Jobs[i] = NewJob(j)
+	}
+	writeJSON(w, http.StatusCreated, out)
+}
+
+// writeBatchError answers a refused batch with the code and status of its
+// first refusal and every refusal in errors.
+func writeBatchError(w http.ResponseWriter, be *server.BatchError) {
+	first := be.Refusals[0].Err
+	e := Error{Code: string(first.Code), Field: first.Field,
+		Message: fmt.Sprintf("%d of %d jobs refused; none was submitted. First: job %d (%s): %s",
+			len(be.Refusals), be.Total, be.Refusals[0].Index, be.Refusals[0].Name, first.Msg)}
+	for _, rf := range be.Refusals {
+		i := rf.Index
+		e.Errors = append(e.Errors, JobError{Index: &i, Name: rf.Name, Code: string(rf.Err.Code), Message: rf.Err.Msg, Field: rf.Err.Field})
+	}
+	status, ok := statusOf[e.Code]
+	if !ok {
+		status = http.StatusBadRequest
+	}
+	writeJSON(w, status, e)
+}

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestSubmitBatch checks POST /v1/jobs/batch: every job or none, every
+// problem listed.
+func TestSubmitBatch(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	cop := e.tokens["copilot"]
+	count := func() int {
+		var l struct{ Jobs []Job }
+		_ = json.Unmarshal(e.do("GET", "/v1/jobs", cop, nil).Body.Bytes(), &l)
+		return len(l.Jobs)
+	}
+	// A job that can never run refuses the whole batch.
+	rec := e.do("POST", "/v1/jobs/batch", cop, []byte(`[`+chatJSON+`,
+		{"name":"ring","resources":{"instance_count":2,"gpus_per_instance":4,"gpu_models":["T4"]},"placement":{"interconnect":"infiniband"}},
+		{"name":"big","resources":{"instance_count":100,"gpus_per_instance":8,"gpu_models":["H100"]}}]`))
+	var er Error
+	if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || rec.Code != http.StatusBadRequest ||
+		er.Code != "TopologyUnsatisfiable" || len(er.Errors) != 2 {
+		t.Fatalf("refused batch: %d %s", rec.Code, rec.Body)
+	}
+	if x := er.Errors[1]; x.Index == nil || *x.Index != 2 || x.Name != "big" || x.Code != "SkuNotAvailable" ||
+		!strings.Contains(x.Message, "the most that exists") {
+		t.Errorf("second refusal %+v", x)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("%d jobs stored by a refused batch", n)
+	}
+	// Problems of the body: every one, with its line.
+	rec = e.do("POST", "/v1/jobs/batch", cop, []byte("name: a\nresources: {gpus_per_instance: 99}\n---\nname: b\nresources: {gpu_milli: 2000}\n"))
+	er = Error{}
+	_ = json.Unmarshal(rec.Body.Bytes(), &er)
+	if rec.Code != http.StatusBadRequest || er.Code != "InvalidSpec" || len(er.Errors) != 2 ||
+		!strings.Contains(er.Errors[1].Message, "jobs:5:") || er.Errors[1].Field != "resources.gpu_milli" {
+		t.Fatalf("bad body: %d %s", rec.Code, rec.Body)
+	}
+	// A good batch, with an array: all stored, tenant filled in.
+	rec = e.do("POST", "/v1/jobs/batch", cop, []byte("name: sweep\narray: 0-2\nresources: {gpu_milli: 100, gpu_models: [T4]}\n---\n"+chatJSON))
+	var b Batch
+	if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil || rec.Code != http.StatusCreated || len(b.Jobs) != 4 {
+		t.Fatalf("good batch: %d %s", rec.Code, rec.Body)
+	}
+	if b.Jobs[2].Name != "sweep[2]" || b.Jobs[2].Tenant != "copilot" || b.Jobs[3].Name != "chat" {
+		t.Errorf("jobs %s, %s (%s), %s", b.Jobs[0].Name, b.Jobs[2].Name, b.Jobs[2].Tenant, b.Jobs[3].Name)
+	}
+	if n := count(); n != 4 {
+		t.Errorf("%d jobs stored, want 4", n)
+	}
+}
+
+// FuzzSubmitBatch holds POST /v1/jobs/batch to its contract on any body:
+// 201 with the jobs, or an error body with a code; never a 5xx.
+func FuzzSubmitBatch(f *testing.F) {
+	e := newEnv(f, -1, 0)
+	for _, s := range []string{"[" + chatJSON + "]", "[" + chatJSON + "," + chatJSON + "]", "", "[]", "{", "name: x\narray: 0-3\nresources: {gpu_milli: 100}",
+		"name: x\narray: 0-99999\n", "- {name: a}\n- {name: b, array: 5-1}", "[{\"name\":\"a\",\"array_index\":-1}]", "\x00\xff",
+		"name: &a [*a]", "---\n---\n", "name: y\narray: [1]\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := e.do("POST", "/v1/jobs/batch", e.tokens["copilot"], body)
+		if rec.Code >= 500 {
+			t.Fatalf("%d for %q: %s", rec.Code, body, rec.Body)
+		}
+		if rec.Code == http.StatusCreated {
+			var b Batch
+			if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil || len(b.Jobs) == 0 {
+				t.Fatalf("201 body %q", rec.Body)
+			}
+			return
+		}
+		var er Error
+		if err := json.Unmarshal(rec.Body.Bytes(), &er); err != nil || er.Code == "" {
+			t.Fatalf("error body %q", rec.Body)
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/client"
+)
+
+func newJobHoldCmd(conn *connection) *cobra.Command {
+	var sel jobSelection
+	cmd := &cobra.Command{
+		Use:   "hold ID... | --state S --name N --tenant T",
+		Short: "Keep queued jobs from being scheduled until released",
+		Long: `hold keeps queued jobs out of scheduling: the scheduler does not consider
+them, and their reason is Held ('job list', 'job why') until 'job release'.
+Only a queued job can be held. Give IDs, or select jobs as 'job cancel'
+does (without --state, the queued ones). It prints each job's outcome and
+exits with status 1 if any could not be held.`,
+		Example: `  allot job hold train-llama-1k8lhkvh808cr
+  allot job hold --name 'sweep-*'`,
+		ValidArgsFunction: completeJobs(conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return actOnJobs(cmd, conn, sel, args, func(cl *client.Client, id string) (client.Job, error) {
+				return cl.Hold(cmd.Context(), id)
+			})
+		},
+	}
+	sel.register(cmd, "hold")
+	return cmd
+}
+
+func newJobReleaseCmd(conn *connection) *cobra.Command {
+	var sel jobSelection
+	cmd := &cobra.Command{
+		Use:   "release ID... | --state S --name N --tenant T",
+		Short: "Let held jobs be scheduled again",
+		Long: `release undoes 'job hold': the next scheduling cycle considers the jobs
+again and gives them their reason. Releasing a job that is not held changes
+nothing. It prints each job's outcome and exits with status 1 if any
+failed.`,
+		Example: `  allot job release train-llama-1k8lhkvh808cr
+  allot job release --name 'sweep-*'`,
+		ValidArgsFunction: completeJobs(conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return actOnJobs(cmd, conn, sel, args, func(cl *client.Client, id string) (client.Job, error) {
+				return cl.Release(cmd.Context(), id)
+			})
+		},
+	}
+	sel.register(cmd, "release")
+	return cmd
+}
+
+// actOnJobs runs a bulk action on the jobs named or selected; a filter
+// without --state selects queued jobs (the only ones hold and release act on).
+func actOnJobs(cmd *cobra.Command, conn *connection, sel jobSelection, args []string,
+	act func(*client.Client, string) (client.Job, error)) error {
+	cl, f, err := conn.client()
+	if err != nil {
+		return err
+	}
+	if len(sel.states) == 0 && sel.any() {
+		sel.states = []string{"Queued"}
+	}
+	ids, err := sel.ids(cmd, cl, args)
+	if err != nil {
+		return err
+	}
+	return eachJob(cmd, f, ids, len(args) == 1, func(id string) (client.Job, error) { return act(cl, id) })
+}
+
+func newJobUpdateCmd(conn *connection) *cobra.Command {
+	var priority string
+	cmd := &cobra.Command{
+		Use:   "update ID... --priority CLASS[:VALUE]",
+		Short: "Change the priority of queued jobs",
+		Long: `update changes what can change of a queued job: its priority, a class
+(spot, standard, reserved) and optionally a value inside it (higher first).
+The next scheduling cycle orders the queue by it. A job that has started
+keeps its priority: changing it is refused (Conflict), as its placement and
+any preemption were decided by it. It prints each job's outcome and exits
+with status 1 if any failed (status 2 for one job the server refused).`,
+		Example: `  allot job update train-llama-1k8lhkvh808cr --priority standard:50
+  allot job update j-1 j-2 --priority spot`,
+		Args:              cobra.MinimumNArgs(1),
+		ValidArgsFunction: completeJobs(conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if priority == "" {
+				return Usage(fmt.Errorf("--priority: want a class (spot, standard, reserved), optionally :VALUE"))
+			}
+			cl, f, err := conn.client()
+			if err != nil {
+				return err
+			}
+			return eachJob(cmd, f, args, len(args) == 1, func(id string) (client.Job, error) {
+				return cl.SetPriority(cmd.Context(), id, priority)
+			})
+		},
+	}
+	cmd.Flags().StringVar(&priority, "priority", "", "the new priority: spot, standard or reserved, optionally :VALUE (required)")
+	return cmd
+}

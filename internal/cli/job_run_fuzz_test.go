@@ -1,0 +1,40 @@
+package cli
+
+import (
+	"testing"
+)
+
+// FuzzRunSpecs holds the job 'job run' builds from its flags to the
+// contract of a job file: any flag values give valid jobs or an error
+// with a message, never a panic.
+func FuzzRunSpecs(f *testing.F) {
+	f.Add("train", "acme", "spot:5", "0-3", "2", "8Gi", "H100", "python", 1, 1, int64(0))
+	f.Add("", "", "", "", "", "", "", "x", 0, 1, int64(250))
+	f.Add("n\x00", "t", "urgent", "5-1", "-1", "1Ti", "", "\xff", 99, 0, int64(5000))
+	f.Add("a", "b", "reserved", "1,2,3", "500m", "512Mi", "t4", "sh", 8, 4097, int64(-1))
+	f.Fuzz(func(t *testing.T, name, tenant, priority, array, cpu, memory, model, prog string, gpus, instances int, milli int64) {
+		r := runFlags{name: name, tenant: tenant, priority: priority, array: array, cpu: cpu, memory: memory,
+			gpus: gpus, instances: instances, gpuMilli: milli}
+		if model != "" {
+			r.models = []string{model}
+		}
+		specs, err := runSpecs(r, []string{prog, "--flag"})
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("error without a message")
+			}
+			return
+		}
+		if len(specs) == 0 {
+			t.Fatal("no job and no error")
+		}
+		for _, s := range specs {
+			if tenant == "" {
+				s.Tenant = "filled-in-by-the-server"
+			}
+			if err := s.Validate(); err != nil {
+				t.Fatalf("job %+v fails Validate: %v", s, err)
+			}
+		}
+	})
+}

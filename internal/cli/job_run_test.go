@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+func TestJobRun(t *testing.T) {
+	one := func(check func(t *testing.T, d spec.Document)) func(t *testing.T, body []byte) {
+		return func(t *testing.T, body []byte) {
+			var d spec.Document
+			if err := json.Unmarshal(body, &d); err != nil {
+				t.Fatalf("body %s: %v", body, err)
+			}
+			check(t, d)
+		}
+	}
+	cases := []commandCase{
+		{name: "inline job", args: []string{"job", "run", "--gpus", "8", "--gpu-model", "H100", "--tenant", "acme", "--priority", "spot:5",
+			"--", "torchrun", "--nproc-per-node", "8", "train.py"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if d.Name != "torchrun" || d.Tenant != "acme" || d.Priority != "spot:5" || d.Resources.GPUsPerInstance != 8 ||
+					strings.Join(d.Resources.GPUModels, ",") != "H100" || strings.Join(d.Command, " ") != "torchrun --nproc-per-node 8 train.py" {
+					t.Errorf("document %+v", d)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
+		{name: "flags after the command are the command's", args: []string{"job", "run", "--name", "nb", "python", "-u", "x.py", "--gpus", "3"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if d.Name != "nb" || d.Tenant != "" || d.Resources.GPUsPerInstance != 1 || strings.Join(d.Command, " ") != "python -u x.py --gpus 3" {
+					t.Errorf("document %+v; want the token's tenant (none sent) and the command whole", d)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
+		{name: "array", args: []string{"job", "run", "--array", "0-4:2", "--gpu-milli", "250", "-o", "json", "--", "sh", "-c", "echo $ALLOT_ARRAY_INDEX"},
+			ex: exchange{method: "POST", path: "/v1/jobs/batch", status: 201,
+				body: `{"jobs":[` + queuedJob + `,` + queuedJob + `,` + queuedJob + `]}`,
+				checkBody: func(t *testing.T, body []byte) {
+					var docs []spec.Document
+					if err := json.Unmarshal(body, &docs); err != nil || len(docs) != 3 {
+						t.Fatalf("body %s (%v), want three documents", body, err)
+					}
+					for i, d := range docs {
+						if want := []string{"sh[0]", "sh[2]", "sh[4]"}[i]; d.Name != want || d.ArrayIndex == nil || *d.ArrayIndex != 2*i {
+							t.Errorf("member %d: %s index %v, want %s", i, d.Name, d.ArrayIndex, want)
+						}
+					}
+				}},
+			wantOut: []string{`"id": "j-1"`}},
+		{name: "refused", args: []string{"job", "run", "--gpus", "8", "--gpu-model", "B200", "--", "train"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 400,
+				body: `{"code":"SkuNotAvailable","message":"no SKU in any region has 8×B200 per instance"}`},
+			wantCode: ExitUsage, wantErr: []string{"SkuNotAvailable: no SKU in any region has 8×B200"}},
+	}
+	// As runCases, but with --server and --token before the command:
+	// what follows the command is the command's.
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			isolate(t)
+			tc.ex.token = "tok"
+			url, hits := stub(t, tc.ex)
+			args := append([]string{tc.args[0], tc.args[1], "--server", url, "--token", "tok"}, tc.args[2:]...)
+			out, errOut, code := runCLI(t, args...)
+			if code != tc.wantCode || hits.Load() != 1 {
+				t.Errorf("exit %d, %d requests; want %d and 1\nstdout: %s\nstderr: %s", code, hits.Load(), tc.wantCode, out, errOut)
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, out)
+				}
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(errOut, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestJobRunErrors checks that a bad flag fails before any request, naming
+// the flag, every problem at once.
+func TestJobRunErrors(t *testing.T) {
+	isolate(t)
+	url, hits := stub(t, exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob})
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--gpus", "99", "--instances", "0", "--", "x"}, []string{"--gpus: must be between 0 and 64", "--instances: must be between 1 and 4096"}},
+		{[]string{"--array", "5-1", "--", "x"}, []string{"--array: ", "runs backwards"}},
+		{[]string{"--array", "0-5000", "--", "x"}, []string{"more than 1000 indices"}},
+		{[]string{"--priority", "urgnt", "--", "x"}, []string{"--priority: ", "unknown priority class"}},
+		{[]string{"--priority", "standrd", "--", "x"}, []string{"did you mean standard?"}},
+		{[]string{"--gpus", "0", "--", "x"}, []string{"--gpus or --cpu: a job must ask for GPUs or CPU"}},
+		{[]string{"--env", "NOEQUALS", "--", "x"}, []string{"--env \"NOEQUALS\": want NAME=VALUE"}},
+		{[]string{"--gpus", "1"}, []string{"requires at least 1 arg"}},
+	} {
+		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2", tc.args, code)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%v: stderr lacks %q:\n%s", tc.args, w, errOut)
+			}
+		}
+	}
+	if hits.Load() != 0 {
+		t.Errorf("%d requests for bad flags, want none", hits.Load())
+	}
+}
+
+// TestJobSubmitArray checks 'job submit --array': one job per index, in
+// one batch; a bad range fails before any request.
+func TestJobSubmitArray(t *testing.T) {
+	isolate(t)
+	path := writeJob(t, "name: sweep\ntenant: acme\nresources: {gpus_per_instance: 1}\n")
+	url, hits := stub(t, exchange{method: "POST", path: "/v1/jobs/batch", status: 201,
+		body: `{"jobs":[` + queuedJob + `,` + queuedJob + `]}`,
+		checkBody: func(t *testing.T, body []byte) {
+			var docs []spec.Document
+			if err := json.Unmarshal(body, &docs); err != nil || len(docs) != 2 || docs[1].Name != "sweep[7]" {
+				t.Errorf("body %s (%v), want sweep[3] and sweep[7]", body, err)
+			}
+		}})
+	out, errOut, code := runCLI(t, "job", "submit", "-f", path, "--array", "3,7", "--server", url)
+	if code != 0 || hits.Load() != 1 || out != "j-1\nj-1\n" {
+		t.Fatalf("exit %d, %d requests, stdout %q: %s", code, hits.Load(), out, errOut)
+	}
+	_, errOut, code = runCLI(t, "job", "submit", "-f", path, "--array", "9-0", "--server", url)
+	if code != ExitUsage || hits.Load() != 1 || !strings.Contains(errOut, "--array: ") {
+		t.Errorf("bad --array: exit %d, %d requests: %s", code, hits.Load(), errOut)
+	}
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+// submitted is what submit prints of a new job.
+type submitted struct {
+	ID string `json:"id"`
+}
+
+// submitJobs sends the specs and prints the new IDs, one per line (-o
+// json: {"id"} for one job, a list for several). One job goes to POST
+// /v1/jobs; several go to POST /v1/jobs/batch in one request, which
+// submits all or none: when the server refuses any, every refusal is
+// printed to stderr and nothing is submitted.
+func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec) error {
+	var ids []submitted
+	if len(specs) == 1 {
+		doc, err := client.JobDocument(specs[0])
+		if err != nil {
+			return err
+		}
+		j, err := cl.Submit(cmd.Context(), doc, "application/json")
+		if err != nil {
+			return fromAPI(err)
+		}
+		return showIDs(cmd, f, []submitted{{j.ID}}, true)
+	}
+	docs := make([]spec.Document, len(specs))
+	for i, s := range specs {
+		docs[i] = spec.DocumentOf(s)
+	}
+	body, err := json.Marshal(docs)
+	if err != nil {
+		return err
+	}
+	b, err := cl.SubmitBatch(cmd.Context(), body, "application/json")
+	if err != nil {
+		return batchErr(cmd, err, specs)
+	}
+	for _, j := range b.Jobs {
+		ids = append(ids, submitted{j.ID})
+	}
+	return showIDs(cmd, f, ids, false)
+}
+
+func showIDs(cmd *cobra.Command, f format, ids []submitted, one bool) error {
+	var v any = ids
+	if one {
+		v = ids[0]
+	}
+	return show(cmd.OutOrStdout(), f, v, func() printer {
+		t := table{}
+		for _, id := range ids {
+			t.add(id.ID)
+		}
+		return t
+	})
+}
+
+// batchErr reports a refused batch: each refusal on its own line of
+// stderr, and a summary as the error.
+func batchErr(cmd *cobra.Command, err error, specs []model.JobSpec) error {
+	var e *client.APIError
+	if !errors.As(err, &e) || len(e.Errors) == 0 {
+		return fromAPI(err)
+	}
+	w := cmd.ErrOrStderr()
+	for _, je := range e.Errors {
+		field := ""
+		if je.Field != "" {
+			field = " (field " + je.Field + ")"
+		}
+		if je.Index != nil {
+			fmt.Fprintf(w, "allot: job %d %s: %s: %s%s\n", *je.Index, je.Name, je.Code, je.Message, field)
+		} else {
+			fmt.Fprintf(w, "allot: %s: %s\n", je.Code, je.Message)
+		}
+	}
+	refused := len(e.Errors)
+	return fromAPI(&client.APIError{Status: e.Status, Code: e.Code,
+		Message: fmt.Sprintf("%d problems in %d jobs; none was submitted", refused, len(specs))})
+}

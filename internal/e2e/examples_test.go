@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// exampleOutcome is what a job of examples/jobs must come to under
+// 'allot up' with nothing else submitted: a state, and for a job that is
+// meant to wait, the reason it waits with. (The comments in the files tell
+// the story of 'allot plan', where examples/running holds the fleet too:
+// there train-llama preempts, eu-train waits for protected spot work and
+// research-spot meets a rack at its power cap; on the empty fleet of
+// 'allot up' the three simply run.)
+type exampleOutcome struct {
+	states []string // any of these
+	reason string   // for Queued: the reason it must give
+}
+
+var exampleOutcomes = map[string]exampleOutcome{
+	"acme-2027":      {states: []string{"Queued"}, reason: "ReservationNotActive"},
+	"copilot-chat-0": {states: []string{"Running"}},
+	"copilot-chat-1": {states: []string{"Running"}},
+	"copilot-chat-2": {states: []string{"Running"}},
+	"eu-prep":        {states: []string{"Running", "Succeeded"}},
+	"eu-batch":       {states: []string{"Queued"}, reason: "InsufficientCapacity"},
+	"eu-train":       {states: []string{"Running", "Succeeded"}},
+	"research-spot":  {states: []string{"Running", "Succeeded"}},
+	"train-llama":    {states: []string{"Running", "Succeeded"}},
+	"westus-big":     {states: []string{"Queued"}, reason: "BorrowLimitReached"},
+}
+
+// TestExampleJobsUnderUp submits the whole of examples/jobs to 'allot up'
+// as the admin would and checks that every job comes to its outcome in
+// exampleOutcomes: the ones that run are started by up's agents (their
+// commands are allot's demo workloads, so they really run), the others wait
+// with the reason their file promises. A job file added without an entry
+// fails the test, as does an entry without a job.
+func TestExampleJobsUnderUp(t *testing.T) {
+	needServer(t)
+	url, admin := startUp(t, t.TempDir())
+	allotMust(t, url, admin, "job", "submit", "-f", filepath.Join(root, "examples/jobs"))
+
+	var last []job
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		var page struct{ Jobs []job }
+		if err := json.Unmarshal([]byte(allotMust(t, url, admin, "job", "list", "-o", "json")), &page); err != nil {
+			t.Fatalf("job list -o json: %v", err)
+		}
+		last = page.Jobs
+		settled := len(last) == len(exampleOutcomes)
+		for _, j := range last {
+			want, ok := exampleOutcomes[j.Name]
+			if !ok {
+				t.Fatalf("examples/jobs holds %q, which exampleOutcomes does not list", j.Name)
+			}
+			if !outcomeHolds(want, j.State, j.Reason) {
+				settled = false
+			}
+		}
+		if settled || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	seen := map[string]bool{}
+	sort.Slice(last, func(a, b int) bool { return last[a].Name < last[b].Name })
+	for _, j := range last {
+		seen[j.Name] = true
+		want := exampleOutcomes[j.Name]
+		t.Logf("%-15s %-9s %s %s", j.Name, j.State, j.Reason, j.Detail)
+		if !outcomeHolds(want, j.State, j.Reason) {
+			t.Errorf("%s is %s (%s: %s); want %s %s", j.Name, j.State, j.Reason, j.Detail, strings.Join(want.states, " or "), want.reason)
+		}
+		if j.State == "Queued" && j.Detail == "" {
+			t.Errorf("%s waits without a detail", j.Name)
+		}
+	}
+	for name := range exampleOutcomes {
+		if !seen[name] {
+			t.Errorf("exampleOutcomes lists %s, which examples/jobs did not submit", name)
+		}
+	}
+	allotMust(t, url, admin, "job", "cancel", "--state", "Queued,Running")
+}
+
+func outcomeHolds(want exampleOutcome, state, reason string) bool {
+	for _, s := range want.states {
+		if s == state && (s != "Queued" || reason == want.reason) {
+			return true
+		}
+	}
+	return false
+}

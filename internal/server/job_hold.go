@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// ReasonHeld is the reason of a queued job that a person holds.
+const ReasonHeld = "Held"
+
+// Hold keeps queued job id out of scheduling until Release: the cycle
+// leaves it out of its input, and its reason is Held. Only a queued job
+// can be held (Conflict otherwise); holding a held job changes nothing.
+func (s *Server) Hold(ctx context.Context, p Principal, id string) (*model.Job, error) {
+	return s.changeQueued(ctx, p, id, "hold", func(j *model.Job) bool {
+		if j.Status.Held {
+			return false
+		}
+		j.Status.Held = true
+		j.Status.Reason = ReasonHeld
+		j.Status.Detail = "held by " + p.Name() + "; 'allot job release " + id + "' lets the scheduler consider it again"
+		return true
+	})
+}
+
+// Release lets held job id be scheduled again; its reason is the next
+// cycle's. Releasing a job that is not held changes nothing.
+func (s *Server) Release(ctx context.Context, p Principal, id string) (*model.Job, error) {
+	return s.changeQueued(ctx, p, id, "release", func(j *model.Job) bool {
+		if !j.Status.Held {
+			return false
+		}
+		j.Status.Held = false
+		j.Status.Reason, j.Status.Detail = "", ""
+		return true
+	})
+}
+
+// SetPriority changes the priority of queued job id; the next cycle
+// orders the queue by it. A job that has started keeps its priority
+// (Conflict): its placement and its victims were chosen by it.
+func (s *Server) SetPriority(ctx context.Context, p Principal, id string, prio model.Priority) (*model.Job, error) {
+	var invalid error
+	j, err := s.changeQueued(ctx, p, id, "change the priority of", func(j *model.Job) bool {
+		if j.Spec.Priority == prio {
+			return false
+		}
+		j.Spec.Priority = prio
+		if invalid = j.Spec.Validate(); invalid != nil {
+			return false
+		}
+		return true
+	})
+	if invalid != nil {
+		return nil, fromField(invalid)
+	}
+	return j, err
+}
+
+// changeQueued applies change to a copy of queued job id and stores it if
+// change says it changed, retrying when a cycle wrote the job meanwhile.
+// what names the action in a refusal.
+func (s *Server) changeQueued(ctx context.Context, p Principal, id, what string, change func(*model.Job) bool) (*model.Job, error) {
+	key := prefixJobs + id
+	for try := 0; ; try++ {
+		kv, old, err := s.readJob(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !p.sees(old.Spec.Tenant) {
+			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
+		}
+		if old.Status.State != model.StateQueued {
+			return nil, refuse(CodeConflict, "", "job %s is %s: only a queued job can %s", id, old.Status.State, thisAction(what))
+		}
+		j := cloneJob(old)
+		if !change(j) {
+			return old, nil
+		}
+		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, kv.ModRev)},
+			Then: []store.Op{store.PutOp(key, encodeJob(j))}})
+		if errors.Is(err, store.ErrConflict) && try < 10 {
+			continue // a cycle wrote the job meanwhile: decide again on the new state
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s job %s: %w", what, id, err)
+		}
+		s.cache.putJobs([]*model.Job{j}, rev)
+		s.log.Info("job changed", "job", id, "action", what, "by", p.Name(), "held", j.Status.Held,
+			"priority", j.Spec.Priority.String(), "rev", rev)
+		s.Kick()
+		return j, nil
+	}
+}
+
+// thisAction words the refusal: "only a queued job can be held".
+func thisAction(what string) string {
+	switch what {
+	case "hold":
+		return "be held"
+	case "release":
+		return "be released"
+	}
+	return "have its priority changed"
+}

@@ -1,0 +1,139 @@
+package engine
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+)
+
+// cycle runs the core until a round preempts nothing (steps 3 and 4 of the
+// package documentation).
+func (e *Engine) cycle() error {
+	e.dirty = false
+	now := e.now
+	for round := 0; round < e.cfg.Rounds; round++ {
+		var jobs []*model.Job
+		if e.cfg.Select != nil {
+			jobs = e.cfg.Select(now)
+			if !anyQueued(jobs) {
+				return nil
+			}
+		} else {
+			jobs = e.snapshotJobs()
+		}
+		snap := &sched.Snapshot{Fleet: e.cfg.Fleet, Tenancy: e.cfg.Tenancy, Jobs: jobs}
+		in := snap
+		if e.cfg.Input != nil {
+			in = e.cfg.Input(snap, now)
+		}
+		plan := e.core.Schedule(in, now)
+		e.cycles++
+		if len(plan.Binds) == 0 && len(plan.Preemptions) == 0 {
+			e.idle++
+		}
+		if err := plan.Apply(jobs, now); err != nil {
+			return fmt.Errorf("engine at %s: %w", now.Format(time.RFC3339), err)
+		}
+		for _, p := range plan.Preemptions {
+			e.preempted(e.byID[p.Job], p)
+		}
+		for _, b := range plan.Binds {
+			e.started(e.byID[b.Job])
+		}
+		for _, p := range plan.Pending {
+			if p.Reason == sched.AwaitingPreemption {
+				e.wakeForProtection()
+				break
+			}
+		}
+		if len(plan.Preemptions) == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// snapshotJobs is the live jobs the core may look at: holding ones with
+// their last checkpoint, and queued ones not held back.
+func (e *Engine) snapshotJobs() []*model.Job {
+	jobs := make([]*model.Job, 0, len(e.live)-e.dead)
+	for _, x := range e.live {
+		if x == nil {
+			continue
+		}
+		j := x.job
+		switch {
+		case j.Status.State.Holds():
+			j.Status.LastCheckpoint = lastCheckpoint(j, e.now)
+		case j.Status.State == model.StateQueued && e.now.Before(j.Status.NotBefore):
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// lastCheckpoint is when running j last saved its state: every checkpoint
+// interval from the start of its attempt; the start itself without one.
+func lastCheckpoint(j *model.Job, now time.Time) time.Time {
+	iv := j.Spec.Checkpoint.Interval
+	if iv <= 0 {
+		return j.Status.StartedAt
+	}
+	ran := now.Sub(j.Status.StartedAt)
+	return j.Status.StartedAt.Add(ran / iv * iv)
+}
+
+func (e *Engine) started(x *entry) {
+	x.gen++
+	if e.cfg.Recorder != nil {
+		e.cfg.Recorder.Started(x.job, e.now)
+	}
+	switch {
+	case e.cfg.RunFor != nil:
+		e.push(event{at: e.now.Add(max(e.cfg.RunFor(x.job, e.now), 0)), job: x, gen: x.gen})
+	case x.remaining != Forever:
+		e.push(event{at: e.now.Add(max(x.remaining, 0)), job: x, gen: x.gen})
+	}
+}
+
+func anyQueued(jobs []*model.Job) bool {
+	for _, j := range jobs {
+		if j.Status.State == model.StateQueued {
+			return true
+		}
+	}
+	return false
+}
+
+// preempted keeps the work up to the victim's last checkpoint. Apply has
+// queued it again; its StartedAt is still that of the attempt it lost.
+func (e *Engine) preempted(x *entry, p sched.Preemption) {
+	x.gen++
+	if x.remaining != Forever && e.cfg.RunFor == nil {
+		saved := lastCheckpoint(x.job, e.now).Sub(x.job.Status.StartedAt)
+		x.remaining -= saved
+	}
+	if e.cfg.Recorder != nil {
+		e.cfg.Recorder.Preempted(x.job, p, e.now)
+	}
+}
+
+// wakeForProtection asks for a cycle when the first protected running job
+// becomes preemptible.
+func (e *Engine) wakeForProtection() {
+	mrt := e.cfg.Core.MinRunTime
+	if mrt <= 0 {
+		return // nothing is protected; the core waits on nothing
+	}
+	for _, x := range e.live {
+		if x == nil || x.job.Status.State != model.StateRunning {
+			continue
+		}
+		if t := x.job.Status.StartedAt.Add(mrt); t.After(e.now) && (e.wake.IsZero() || t.Before(e.wake)) {
+			e.wake = t
+		}
+	}
+}

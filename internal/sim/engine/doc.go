@@ -1,0 +1,32 @@
+// Package engine is allot's one discrete-event simulation loop: a virtual
+// clock, a queue of events, and the scheduling core run whenever something
+// changed. Trace replays and scenario generators are its inputs; they
+// submit and stop work and schedule their own events (arrivals, load
+// samples, autoscaler ticks) with At.
+//
+// Contract: the engine is pure. It reads no wall clock (time is Config.Start
+// moved forward by events), starts no goroutine and does no I/O; the same
+// inputs give the same run. It drives the same core as the server:
+//
+//  1. advance: the clock moves to the next event; the Recorder is told
+//     what held capacity over the interval;
+//  2. events of that moment: completions in submit order (a job whose
+//     work is done succeeds and frees its capacity), then callbacks in
+//     the order they were scheduled (they may Submit, Stop or Kick);
+//  3. cycle, when anything changed: the Snapshot of the queued and
+//     holding jobs (each running job's LastCheckpoint set from its
+//     checkpoint interval; or the driver's Config.Select) goes through Config.Input (strategy, operator
+//     policies) to sched.Scheduler.Schedule, and the Plan is committed to
+//     the engine's jobs with Plan.Apply. A cycle that preempted is
+//     followed at once by another (victims may take what is left), up to
+//     Config.Rounds;
+//  4. account: a bound job completes after its remaining work (or
+//     Config.RunFor, for a driver that slows work by its placement); a
+//     preempted one keeps the work up to its last checkpoint and loses
+//     the rest (Preemption.LostGPUSeconds, as the core computed it); a job
+//     left AwaitingPreemption brings a cycle when the first protection
+//     (Config.Core.MinRunTime) of running work ends.
+//
+// The Recorder hook sees every start, preemption and end and every
+// interval of time; metrics live there, not in the engine.
+package engine

@@ -1,0 +1,44 @@
+package replay
+
+import "time"
+
+// metrics is what a replay measures as it goes; summarise turns it into
+// the Result. The engine's Recorder calls (recorder.go) feed it.
+type metrics struct {
+	busyInt   float64   // GPU-seconds held
+	vcUsedInt []float64 // per VC
+	buckets   []float64 // GPU-seconds held per Sample bucket
+	jct       []float64
+	queue     []float64
+	preempts  int
+	lostGPUs  float64 // GPU-seconds
+	maxOwner  []float64
+	vcJCT     []float64 // sum per VC
+	vcJobs    []int
+	owners    []int
+}
+
+// advance moves the clock to t, integrating what is held.
+func (s *sim) advance(t int64) {
+	dt := t - s.now
+	if dt <= 0 {
+		return
+	}
+	s.busyInt += float64(s.busy) * float64(dt)
+	for v, u := range s.vcUsed {
+		s.vcUsedInt[v] += float64(u) * float64(dt)
+	}
+	if s.busy > 0 {
+		bucket := int64(s.cfg.Sample / time.Second)
+		for from := s.now; from < t; {
+			b := from / bucket
+			to := min(t, (b+1)*bucket)
+			for int64(len(s.buckets)) <= b {
+				s.buckets = append(s.buckets, 0)
+			}
+			s.buckets[b] += float64(s.busy) * float64(to-from)
+			from = to
+		}
+	}
+	s.now = t
+}

@@ -1,0 +1,101 @@
+package scenario
+
+// Result is one run of a scenario under one strategy.
+type Result struct {
+	Scenario    string  `json:"scenario"`
+	Strategy    string  `json:"strategy"`
+	Policies    bool    `json:"policies"`
+	FleetFactor float64 `json:"fleet_factor"`
+	Nodes       int     `json:"nodes"`
+	GPUs        int     `json:"gpus"`
+
+	Endpoints    []EndpointResult    `json:"endpoints"`
+	Partitions   []PartitionResult   `json:"partitions"`
+	Reservations []ReservationResult `json:"reservations"`
+	// ReservationsOnTimePct is the share of reservations whose work ran
+	// within on_time of the window opening.
+	ReservationsOnTimePct float64 `json:"reservations_on_time_pct"`
+	// SpotGPUHours is run by work in the spot class (submitted so, or the
+	// hybrid strategy's overflow); SpotLostGPUHours of it was lost to
+	// preemption (work since the last checkpoint).
+	SpotGPUHours     float64      `json:"spot_gpu_hours"`
+	SpotLostGPUHours float64      `json:"spot_lost_gpu_hours"`
+	Tiers            []TierResult `json:"queueing_by_tier"`
+	UtilisationPct   float64      `json:"gpu_utilisation_pct"`
+	Tenants          []TenantUse  `json:"gpu_hours_by_tenant"`
+	Preemptions      int          `json:"preemptions"`
+	LostGPUHours     float64      `json:"lost_gpu_hours"`
+	PolicyFirings    int          `json:"policy_firings"`
+	// PolicyOverrideCycles counts the cycles in which the policies changed
+	// the class of some work.
+	PolicyOverrideCycles int `json:"policy_override_cycles"`
+	Cycles               int `json:"cycles"`
+	// Meets is whether every endpoint kept its SLO in at least
+	// TargetAttainmentPct of the minutes, no guarantee was violated and
+	// every reservation was on time; Misses says what failed.
+	Meets       bool     `json:"meets_targets"`
+	Misses      []string `json:"misses,omitempty"`
+	WallSeconds float64  `json:"wall_seconds"`
+
+	// Series for the report.
+	HourlyUtilisation []float64 `json:"-"`
+	QueueDelays       []float64 `json:"-"`
+}
+
+// TargetAttainmentPct is the SLO attainment an endpoint must reach for a
+// run to meet its targets.
+const TargetAttainmentPct = 99.0
+
+// EndpointResult is one endpoint's service over the run.
+type EndpointResult struct {
+	Name   string  `json:"name"`
+	Tenant string  `json:"tenant"`
+	SLOMs  float64 `json:"slo_ms"`
+	// AttainmentPct is the share of minutes whose p95 was within the SLO.
+	AttainmentPct float64 `json:"slo_attainment_pct"`
+	Minutes       int     `json:"minutes"`
+	// RequestsPerDayM is the mean requests per day, in millions.
+	RequestsPerDayM float64 `json:"requests_per_day_millions"`
+	PeakReplicas    int     `json:"peak_replicas"`
+	WorstP95Ms      float64 `json:"worst_p95_ms"`
+}
+
+// PartitionResult is one partition's guarantee over the run.
+type PartitionResult struct {
+	Name           string `json:"name"`
+	Tier           string `json:"tier"`
+	GuaranteedGPUs int    `json:"guaranteed_gpus"`
+	// ViolationMinutes counts the minutes in which work of the partition
+	// that fits its unused guarantee (in one pool and one cluster of it)
+	// had waited longer than min_run_time.
+	ViolationMinutes int `json:"guarantee_violation_minutes"`
+	// FirstViolation says which work waited, when, and how much of the
+	// guarantee was unused; empty without a violation.
+	FirstViolation string `json:"first_violation,omitempty"`
+}
+
+// ReservationResult is one reservation's opening.
+type ReservationResult struct {
+	Name    string  `json:"name"`
+	Owner   string  `json:"owner"`
+	Opens   string  `json:"opens"`
+	WaitMin float64 `json:"wait_minutes"` // from the opening to its work's start; -1 if it never started
+	OnTime  bool    `json:"on_time"`
+}
+
+// TierResult is the queueing delay of one tier's jobs (a partition's
+// tier; "none" for tenants without a partition). Jobs that never started
+// count with their wait until the end of the run.
+type TierResult struct {
+	Tier       string  `json:"tier"`
+	Jobs       int     `json:"jobs"`
+	NeverRan   int     `json:"never_started"`
+	P50Minutes float64 `json:"p50_minutes"`
+	P99Minutes float64 `json:"p99_minutes"`
+}
+
+// TenantUse is a tenant's GPU-hours.
+type TenantUse struct {
+	Tenant   string  `json:"tenant"`
+	GPUHours float64 `json:"gpu_hours"`
+}

@@ -1,0 +1,246 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/policy"
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/sim/engine"
+	"github.com/allot-dev/allot/internal/strategy"
+)
+
+// Options choose what one run compares.
+type Options struct {
+	// Strategy overrides the tenants file's; empty keeps it.
+	Strategy model.Strategy
+	// Policies, when not nil, are the operator's policies in force.
+	Policies *model.PolicySet
+	// Factor scales every node count of the fleet; 0 means 1.
+	Factor float64
+}
+
+// run is the state of one run.
+type run struct {
+	f         *File
+	w         *World
+	opt       Options
+	eng       *engine.Engine
+	rec       *recorder
+	endpoints []*endpointSim
+	nodeModel map[string]string // node → GPU model
+	nodePool  map[string][2]string
+	clusters  map[string][]clusterNodes // region → its clusters
+	partOf    map[string]string         // tenant → partition
+
+	// operator policies, driven as the server's applyPolicies does
+	metrics    policy.Metrics
+	active     []policy.Firing
+	firings    int
+	overridden int // cycles in which a policy changed some work's class
+
+	violations     map[string]int    // partition → minutes
+	firstViolation map[string]string // partition → what waited first
+}
+
+// Run simulates the scenario once. It is deterministic: the same file and
+// Options give the same Result (but WallSeconds, which the caller sets).
+func Run(ctx context.Context, f *File, opt Options) (*Result, error) {
+	if opt.Factor == 0 {
+		opt.Factor = 1
+	}
+	w, err := f.Build(opt.Factor, opt.Strategy)
+	if err != nil {
+		return nil, err
+	}
+	work, err := f.Workload()
+	if err != nil {
+		return nil, err
+	}
+	r := &run{f: f, w: w, opt: opt, rec: newRecorder(w), nodeModel: map[string]string{}, nodePool: map[string][2]string{},
+		partOf: map[string]string{}, violations: map[string]int{}, firstViolation: map[string]string{}}
+	r.clusters = clustersOf(w.Fleet)
+	for _, n := range w.Fleet.Nodes {
+		m := w.Fleet.Catalog[n.SKU].GPUModel
+		r.nodeModel[n.Name] = m
+		r.nodePool[n.Name] = [2]string{n.Region, m}
+	}
+	for _, t := range w.Promised.Tenants {
+		r.partOf[t.Name] = t.Partition
+	}
+	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
+		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime)},
+		Input: r.input})
+	r.rec.eng = r.eng
+
+	// The workload.
+	for i, a := range work {
+		j := &model.Job{ID: fmt.Sprintf("job-%06d", i), Spec: a.Job}
+		spotLike := a.Job.Priority.Class == model.ClassSpot ||
+			(w.Tenancy.Strategy == model.StrategyHybrid && a.Job.Priority.Class == model.ClassStandard && strategy.NonUrgent(w.Tenancy, &a.Job))
+		r.eng.At(w.Start.Add(a.At), func(now time.Time) {
+			if err := r.eng.Submit(j, a.Work); err == nil {
+				r.rec.submit(j, spotLike, a.Reservation, now)
+			}
+		})
+	}
+	// The endpoints, at their min_replicas from the start. The run starts
+	// mid-stream: replicas placed at the start serve at once (their model
+	// loaded before the window opens); later ones take their startup.
+	for i, e := range f.Endpoints {
+		ep := newEndpointSim(e, f.Seed, i)
+		ep.warm = w.Start
+		r.endpoints = append(r.endpoints, ep)
+		if err := ep.add(r.eng, ep.spec.MinReplicas); err != nil {
+			return nil, err
+		}
+	}
+	// A minute's tick, from the first minute.
+	var tickErr error
+	var tick func(now time.Time)
+	tick = func(now time.Time) {
+		if err := r.tick(now); err != nil {
+			tickErr = err
+			return
+		}
+		if next := now.Add(time.Minute); !next.After(w.End) && ctx.Err() == nil {
+			r.eng.At(next, tick)
+		}
+	}
+	r.eng.At(w.Start.Add(time.Minute), tick)
+	if err := r.eng.Run(w.End); err != nil {
+		return nil, err
+	}
+	if tickErr != nil {
+		return nil, tickErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return r.result(), nil
+}
+
+// input is what the core schedules: the strategy's snapshot, then the
+// operator policies' adjustment of it, as the server's cycle does.
+func (r *run) input(snap *sched.Snapshot, now time.Time) *sched.Snapshot {
+	s := strategy.Apply(snap)
+	if r.opt.Policies == nil || len(r.active) == 0 {
+		return s
+	}
+	adj := policy.Adjust(s, r.opt.Policies, r.active, now)
+	if len(adj.Overrides) > 0 {
+		r.overridden++
+	}
+	return adj.Snapshot
+}
+
+// tick is one minute: the endpoints measure and scale, the operator
+// policies record and evaluate, and the guarantees are checked.
+func (r *run) tick(now time.Time) error {
+	p95 := make([]float64, len(r.endpoints))
+	for i, ep := range r.endpoints {
+		v, err := ep.tick(r.eng, r.nodeModel, now)
+		if err != nil {
+			return err
+		}
+		p95[i] = v
+	}
+	for _, ep := range r.endpoints {
+		for _, j := range ep.replicas {
+			if _, seen := r.rec.queuedAt[j.ID]; !seen && j.Status.State == model.StateQueued && j.Status.SubmittedAt.Equal(now) {
+				r.rec.replica(j, now)
+			}
+		}
+	}
+	if ps := r.opt.Policies; ps != nil && len(ps.Policies) > 0 {
+		snap := strategy.Apply(&sched.Snapshot{Fleet: r.w.Fleet, Tenancy: r.w.Tenancy, Jobs: r.eng.Jobs()})
+		policy.RecordUtilization(&r.metrics, snap, now)
+		for i, ep := range r.endpoints {
+			r.metrics.Add("p95_latency", ep.spec.Name, now, p95[i])
+		}
+		r.metrics.Trim(now.Add(-policy.Window(ps)))
+		next := policy.Evaluate(ps, policy.State{World: snap, Active: r.active}, &r.metrics, now)
+		if changed(r.active, next) {
+			r.eng.Kick()
+		}
+		for _, fi := range next {
+			if !applies(r.active, fi.Policy) {
+				r.firings++
+			}
+		}
+		r.active = next
+	}
+	r.checkGuarantees(now)
+	return nil
+}
+
+// changed reports whether the set of applying policies changed.
+func changed(a, b []policy.Firing) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	for i := range a {
+		if a[i].Policy != b[i].Policy {
+			return true
+		}
+	}
+	return false
+}
+
+func applies(active []policy.Firing, name string) bool {
+	for _, f := range active {
+		if f.Policy == name {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterNodes is a cluster's fabric and GPU nodes, for the guarantee
+// check.
+type clusterNodes struct {
+	name   string
+	fabric model.Fabric
+	nodes  []gpuNode
+	skus   []skuCount // GPU SKUs of the cluster with their node counts
+}
+
+type skuCount struct {
+	name, model string
+	gpus, nodes int
+}
+
+type gpuNode struct {
+	name, model string
+	gpus        int
+}
+
+// clustersOf lists each region's clusters with their GPU nodes.
+func clustersOf(f *model.Fleet) map[string][]clusterNodes {
+	out := map[string][]clusterNodes{}
+	index := map[string]*clusterNodes{}
+	for _, reg := range f.Regions {
+		for _, c := range reg.Clusters {
+			out[reg.Name] = append(out[reg.Name], clusterNodes{name: c.Name, fabric: c.Fabric})
+		}
+		for i := range out[reg.Name] {
+			index[out[reg.Name][i].name] = &out[reg.Name][i]
+		}
+	}
+	for _, n := range f.Nodes {
+		s := f.Catalog[n.SKU]
+		if c := index[n.Cluster]; c != nil && s.GPUs > 0 {
+			c.nodes = append(c.nodes, gpuNode{name: n.Name, model: s.GPUModel, gpus: s.GPUs})
+			i := slices.IndexFunc(c.skus, func(k skuCount) bool { return k.name == s.Name })
+			if i < 0 {
+				c.skus = append(c.skus, skuCount{name: s.Name, model: s.GPUModel, gpus: s.GPUs})
+				i = len(c.skus) - 1
+			}
+			c.skus[i].nodes++
+		}
+	}
+	return out
+}
