@@ -28,7 +28,10 @@ func (e *Engine) cycle() error {
 		if e.cfg.Input != nil {
 			in = e.cfg.Input(snap, now)
 		}
-		plan := e.core.Schedule(in, now)
+		plan, err := e.schedule(in, now)
+		if err != nil {
+			return err
+		}
 		e.cycles++
 		if len(plan.Binds) == 0 && len(plan.Preemptions) == 0 {
 			e.idle++

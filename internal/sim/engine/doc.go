@@ -12,14 +12,19 @@
 //     what held capacity over the interval;
 //  2. events of that moment: completions in submit order (a job whose
 //     work is done succeeds and frees its capacity), then callbacks in
-//     the order they were scheduled (they may Submit, Stop or Kick);
+//     the order they were scheduled (they may Submit, Stop, Kick or
+//     SetHealth);
 //  3. cycle, when anything changed: the Snapshot of the queued and
 //     holding jobs (each running job's LastCheckpoint set from its
-//     checkpoint interval; or the driver's Config.Select) goes through Config.Input (strategy, operator
-//     policies) to sched.Scheduler.Schedule, and the Plan is committed to
-//     the engine's jobs with Plan.Apply. A cycle that preempted is
-//     followed at once by another (victims may take what is left), up to
-//     Config.Rounds;
+//     checkpoint interval; or the driver's Config.Select) goes through
+//     Config.Input (strategy, operator policies) to the core, and the Plan
+//     is committed to the engine's jobs with Plan.Apply. The core plans on
+//     a sched.Session kept for the whole run and told only what changed
+//     since the last cycle (session.go); its Plans are those of
+//     sched.Scheduler.Schedule on the Snapshot, which
+//     Config.CheckIncremental checks every cycle. A cycle that preempted
+//     is followed at once by another (victims may take what is left), up
+//     to Config.Rounds;
 //  4. account: a bound job completes after its remaining work (or
 //     Config.RunFor, for a driver that slows work by its placement); a
 //     preempted one keeps the work up to its last checkpoint and loses

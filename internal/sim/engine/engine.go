@@ -37,6 +37,10 @@ type Config struct {
 	// itself. Nil means the job's remaining work, less what preemptions
 	// lost since each attempt's last checkpoint.
 	RunFor func(j *model.Job, now time.Time) time.Duration
+	// CheckIncremental also plans every cycle from scratch and makes Run
+	// fail with ErrIncremental when that Plan differs from the one on
+	// the engine's sched.Session (session.go). For tests.
+	CheckIncremental bool
 }
 
 // Recorder watches a run. Its methods are called on the engine's
@@ -72,6 +76,7 @@ type Engine struct {
 	cycles int
 	idle   int
 	abort  error
+	inc    incremental // the core's state carried between cycles
 }
 
 // entry is one job with what the engine knows of its work.

@@ -54,7 +54,7 @@ func job(id, tenant string, gpus int, checkpoint time.Duration) *model.Job {
 func TestJobsRunTheirWorkInTurn(t *testing.T) {
 	w := oneNode()
 	l := &log{}
-	e := engine.New(engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, Recorder: l})
+	e := engine.New(engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, CheckIncremental: true, Recorder: l})
 	l.eng = e
 	for _, id := range []string{"a", "b"} {
 		if err := e.Submit(job(id, "owner", 8, 0), time.Hour); err != nil {
@@ -87,7 +87,7 @@ func TestJobsRunTheirWorkInTurn(t *testing.T) {
 func TestReclaimLosesWorkSinceCheckpoint(t *testing.T) {
 	w := oneNode()
 	l := &log{}
-	cfg := engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, Recorder: l,
+	cfg := engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, CheckIncremental: true, Recorder: l,
 		Core: sched.Config{MinRunTime: 10 * time.Minute}}
 	e := engine.New(cfg)
 	l.eng = e
@@ -124,7 +124,7 @@ func TestReclaimLosesWorkSinceCheckpoint(t *testing.T) {
 func TestAwaitingPreemptionWakes(t *testing.T) {
 	w := oneNode()
 	l := &log{}
-	e := engine.New(engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, Recorder: l,
+	e := engine.New(engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, CheckIncremental: true, Recorder: l,
 		Core: sched.Config{MinRunTime: 10 * time.Minute}})
 	l.eng = e
 	if err := e.Submit(job("guest", "guest", 8, 0), engine.Forever); err != nil {
@@ -157,7 +157,7 @@ func TestCallbackOrderAndInput(t *testing.T) {
 	w := oneNode()
 	var order []string
 	inputs := 0
-	e := engine.New(engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch,
+	e := engine.New(engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, CheckIncremental: true,
 		Input: func(s *sched.Snapshot, _ time.Time) *sched.Snapshot { inputs++; return s }})
 	if err := e.Submit(job("a", "owner", 8, 0), time.Hour); err != nil {
 		t.Fatal(err)

@@ -66,6 +66,9 @@ type Config struct {
 	// Progress, when set, is called now and then with jobs finished and
 	// jobs to finish.
 	Progress func(done, total int)
+	// CheckIncremental is engine.Config.CheckIncremental: every cycle is
+	// also planned from scratch, and a different Plan fails the run.
+	CheckIncremental bool
 }
 
 func (c *Config) normalise() error {

@@ -53,7 +53,7 @@ const slack = 0.05
 func sliceConfig(jobs []philly.Job, vcs []philly.VC, policy string, sharing Sharing) Config {
 	return Config{Jobs: jobs, VCs: vcs, Policy: policy, Sharing: sharing, ClusterScale: 0.25,
 		Checkpoint: 30 * time.Minute, MinRunTime: 30 * time.Minute, SpreadPenalty: DefaultSpreadPenalty,
-		Limit: sliceJobs}
+		Limit: sliceJobs, CheckIncremental: true}
 }
 
 func TestReplayFloors(t *testing.T) {
@@ -164,7 +164,7 @@ func TestStaticNeverFit(t *testing.T) {
 		{Line: 4, Submit: time.Unix(5, 0).UTC(), Duration: 10, GPUs: 1, VC: "zz"},
 	}
 	vcs := []philly.VC{{Name: "a", Nodes: 1}, {Name: "b", Nodes: 1}}
-	r, err := Run(context.Background(), Config{Jobs: jobs, VCs: vcs, Policy: "fifo", Sharing: Static})
+	r, err := Run(context.Background(), Config{Jobs: jobs, VCs: vcs, Policy: "fifo", Sharing: Static, CheckIncremental: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestStaticNeverFit(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 	// Borrowing, the 16-GPU gang fits on both VCs' nodes.
-	r, err = Run(context.Background(), Config{Jobs: jobs, VCs: vcs, Policy: "fifo", Sharing: Borrow})
+	r, err = Run(context.Background(), Config{Jobs: jobs, VCs: vcs, Policy: "fifo", Sharing: Borrow, CheckIncremental: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestReclaim(t *testing.T) {
 	}
 	vcs := []philly.VC{{Name: "a", Nodes: 1}, {Name: "b", Nodes: 1}}
 	r, err := Run(context.Background(), Config{Jobs: jobs, VCs: vcs, Policy: "allot", Sharing: Borrow,
-		Checkpoint: 30 * time.Minute, MinRunTime: 0})
+		Checkpoint: 30 * time.Minute, MinRunTime: 0, CheckIncremental: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestStrictFIFO(t *testing.T) {
 	}
 	vcs := []philly.VC{{Name: "a", Nodes: 1}}
 	for policy, want := range map[string]float64{"fifo": (100 + 199 + 208) / 3.0, "fifo-backfill": (100 + 199 + 10) / 3.0} {
-		r, err := Run(context.Background(), Config{Jobs: jobs, VCs: vcs, Policy: policy, Sharing: Static})
+		r, err := Run(context.Background(), Config{Jobs: jobs, VCs: vcs, Policy: policy, Sharing: Static, CheckIncremental: true})
 		if err != nil {
 			t.Fatal(err)
 		}

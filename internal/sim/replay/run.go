@@ -192,7 +192,7 @@ func (s *sim) loop() error {
 		Select:   s.selectJobs,
 		RunFor:   func(*model.Job, time.Time) time.Duration { return time.Duration(s.runFor) * time.Second },
 		Input:    s.input,
-		Recorder: (*recorder)(s)})
+		Recorder: (*recorder)(s), CheckIncremental: s.cfg.CheckIncremental})
 	for _, j := range s.jobs {
 		s.eng.At(s.at(j.submit), func(time.Time) {
 			if err := s.eng.Submit(j.job, 0); err != nil {

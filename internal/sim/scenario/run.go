@@ -21,6 +21,9 @@ type Options struct {
 	Policies *model.PolicySet
 	// Factor scales every node count of the fleet; 0 means 1.
 	Factor float64
+	// CheckIncremental is engine.Config.CheckIncremental: every cycle is
+	// also planned from scratch, and a different Plan fails the run.
+	CheckIncremental bool
 }
 
 // run is the state of one run.
@@ -73,7 +76,7 @@ func Run(ctx context.Context, f *File, opt Options) (*Result, error) {
 	}
 	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
 		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime)},
-		Input: r.input})
+		Input: r.input, CheckIncremental: opt.CheckIncremental})
 	r.rec.eng = r.eng
 
 	// The workload.

@@ -112,7 +112,7 @@ func TestRunMeasuresEachStrategy(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range model.Strategies {
-		res, err := scenario.Run(context.Background(), f, scenario.Options{Strategy: s, Policies: ps})
+		res, err := scenario.Run(context.Background(), f, scenario.Options{Strategy: s, Policies: ps, CheckIncremental: true})
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
 		}
