@@ -121,6 +121,7 @@ func (s *Server) beat(name string) {
 	s.beatsMu.Lock()
 	s.beats[name] = s.clock.Now()
 	s.beatsMu.Unlock()
+	s.m.heartbeats.Inc()
 }
 
 func (s *Server) putNode(ctx context.Context, name string, rec nodeRecord) error {

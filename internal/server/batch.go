@@ -12,8 +12,10 @@ import (
 
 // newJob checks a job p submits — p may submit for its tenant, the spec
 // is valid, the tenant known, the job admissible — and returns it queued at
-// now, with a new ID and its stored form.
-func (s *Server) newJob(w *world, p Principal, spec model.JobSpec, now time.Time) (*model.Job, []byte, error) {
+// now, with a new ID and its stored form. chosen, when not nil, keeps the
+// regions chosen so far in a batch by job shape, so that the members of an
+// array (alike but for their index) cost one forecast, not one each.
+func (s *Server) newJob(w *world, p Principal, spec model.JobSpec, now time.Time, chosen map[string]string) (*model.Job, []byte, error) {
 	if !p.sees(spec.Tenant) {
 		return nil, nil, refuse(CodeForbidden, "tenant", "a token of tenant %q may not submit jobs of tenant %q", p.Tenant, spec.Tenant)
 	}
@@ -28,8 +30,18 @@ func (s *Server) newJob(w *world, p Principal, spec model.JobSpec, now time.Time
 	}
 	j := &model.Job{Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
 	j.ID = newJobID(spec.Name, now)
-	if r := s.chooseRegion(w, j, now); r != "" {
-		j.Status.Region, j.Status.RegionAt = r, now
+	if len(spec.Placement.Regions) >= 2 {
+		key := shape(&spec) + "|" + spec.Placement.DataRegion
+		r, ok := chosen[key]
+		if !ok {
+			r = s.chooseRegion(w, j, now)
+			if chosen != nil {
+				chosen[key] = r
+			}
+		}
+		if r != "" {
+			j.Status.Region, j.Status.RegionAt = r, now
+		}
 	}
 	rec := encodeJob(j)
 	if n := len(rec); n > MaxJobRecord {
@@ -86,8 +98,9 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 	jobs := make([]*model.Job, len(specs))
 	recs := make([][]byte, len(specs))
 	be := &BatchError{Total: len(specs)}
+	chosen := map[string]string{}
 	for i, spec := range specs {
-		j, rec, err := s.newJob(w, p, spec, now)
+		j, rec, err := s.newJob(w, p, spec, now, chosen)
 		if err != nil {
 			var se *Error
 			if !errors.As(err, &se) {

@@ -269,8 +269,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	// 6. Publish.
 	s.cache.putJobs(out, rev)
 	s.cache.putKV(keyFence, fence, rev)
-	s.m.binds.Add(float64(len(plan.Binds)))
-	s.m.preempts.Add(float64(len(plan.Preemptions)))
+	s.m.published(&plan, byID, now)
 	for _, d := range log {
 		args := append([]any{"job", d.job.ID, "tenant", d.job.Spec.Tenant, "rev", rev}, d.args...)
 		s.log.Info(d.msg, args...)

@@ -54,6 +54,13 @@
 // because its node was lost waits out a back-off and, when the node stopped
 // answering, its grace (fencing: lifecycle.go, docs/security.md).
 //
+// Metrics (metrics.go, metrics_fleet.go; docs/metrics.md lists every
+// series): counters and histograms are updated where their event happens
+// (a committed plan's publish step, O(binds and preemptions); a heartbeat;
+// an endpoint reconcile), the gauges of GPUs, queues and nodes are computed
+// from the world and the cache when Prometheus scrapes. Labels come from
+// configuration and fixed sets, never job IDs.
+//
 // Inference endpoints (endpoints.go, endpoint_reconcile.go) are stored
 // objects whose replicas are ordinary jobs: a reconcile loop feeds the
 // replicas' reported load to the autoscaler (package autoscale) and submits

@@ -62,6 +62,7 @@ func (s *Server) ReconcileEndpoints(ctx context.Context) error {
 	names := make(map[string]bool, len(kvs))
 	if len(kvs) == 0 {
 		s.ep.forgetAllBut(names)
+		s.m.keepEndpoints(names)
 		return nil
 	}
 	jobs := s.replicaJobs()
@@ -78,6 +79,7 @@ func (s *Server) ReconcileEndpoints(ctx context.Context) error {
 		}
 	}
 	s.ep.forgetAllBut(names)
+	s.m.keepEndpoints(names)
 	return errors.Join(errs...)
 }
 
@@ -124,6 +126,7 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 		e.addEvent(now, d.Event.String(), e.Desired, d.Desired, d.Reason)
 		e.Desired, e.Reason, changed = d.Desired, d.Reason, true
 	}
+	s.m.endpoint(name, viewOf(e, window, replicas, now))
 
 	// 4. Act.
 	var actErr error
@@ -220,4 +223,19 @@ func extras(live []*model.Job, n int) []*model.Job {
 		return b.Status.SubmittedAt.Compare(a.Status.SubmittedAt)
 	})
 	return order[:min(n, len(order))]
+}
+
+// viewOf is what the endpoint's metrics show after a decision: the newest
+// sample's p95 when it is fresh, the SLO and the replica counts.
+func viewOf(e *Endpoint, window []autoscale.Sample, replicas []autoscale.Replica, now time.Time) endpointView {
+	v := endpointView{slo: e.Spec.SLO.P95, desired: e.Desired, live: len(replicas)}
+	for _, r := range replicas {
+		if r.Ready {
+			v.ready++
+		}
+	}
+	if n := len(window); n > 0 && now.Sub(window[n-1].At) <= reportFresh {
+		v.p95 = time.Duration(window[n-1].P95Ms * float64(time.Millisecond))
+	}
+	return v
 }

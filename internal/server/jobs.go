@@ -24,7 +24,7 @@ const MaxJobRecord = store.MaxValueLen - 512<<10
 // commits, so concurrent submits share one group commit.
 func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*model.Job, error) {
 	now := s.clock.Now()
-	j, rec, err := s.newJob(s.world(), p, spec, now)
+	j, rec, err := s.newJob(s.world(), p, spec, now, nil)
 	if err != nil {
 		return nil, err
 	}

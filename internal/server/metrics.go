@@ -1,22 +1,51 @@
 package server
 
 import (
+	"sync"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
 )
 
-// metrics are the server's Prometheus series.
+// metrics are the server's Prometheus series; docs/metrics.md lists every
+// one with its labels. Counters and histograms are updated where the event
+// happens (a cycle's publish step, a heartbeat, a reconcile); the gauges of
+// GPUs, queues and nodes are computed from the cache at scrape time by
+// fleetCollector (metrics_fleet.go), so the cycle does no work for them.
+//
+// Labels are bounded by configuration, never by traffic: regions, clusters,
+// GPU models, partitions, tenants and nodes come from the fleet and tenants
+// files, endpoints from the stored endpoints, reasons and classes from
+// fixed sets. No job ID is ever a label.
 type metrics struct {
-	cycle     prometheus.Histogram
-	jobs      *prometheus.GaugeVec
-	binds     prometheus.Counter
-	preempts  prometheus.Counter
-	conflicts prometheus.Counter
-	panics    prometheus.Counter
-	submits   prometheus.Counter
+	cycle      prometheus.Histogram
+	jobs       *prometheus.GaugeVec
+	binds      *prometheus.CounterVec // by class
+	preempts   *prometheus.CounterVec // by reason
+	conflicts  prometheus.Counter
+	panics     prometheus.Counter
+	submits    prometheus.Counter
+	wait       *prometheus.HistogramVec // by tenant and class
+	heartbeats prometheus.Counter
+
+	epP95      *prometheus.GaugeVec // by endpoint
+	epSLO      *prometheus.GaugeVec
+	epReplicas *prometheus.GaugeVec // by endpoint and kind (desired, live, ready)
+
+	epMu    sync.Mutex      // guards epNames
+	epNames map[string]bool // endpoints with series, so that deleted ones lose theirs
 }
+
+// preemptReasons are the reasons the core preempts for; each has a series
+// from the start so that rate() over it works before the first preemption.
+var preemptReasons = []sched.Reason{sched.HigherClass, sched.ReclaimGuarantee, sched.ReservationOwner}
+
+// classes are the priority classes, in order.
+var classes = []model.Class{model.ClassSpot, model.ClassStandard, model.ClassReserved}
 
 func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{
@@ -29,14 +58,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_jobs",
 			Help: "Jobs by state.",
 		}, []string{"state"}),
-		binds: prometheus.NewCounter(prometheus.CounterOpts{
+		binds: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "allot_binds_total",
-			Help: "Jobs bound to GPUs by committed plans.",
-		}),
-		preempts: prometheus.NewCounter(prometheus.CounterOpts{
+			Help: "Jobs bound to GPUs by committed plans, by priority class.",
+		}, []string{"class"}),
+		preempts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "allot_preemptions_total",
-			Help: "Running jobs preempted by committed plans.",
-		}),
+			Help: "Running jobs preempted by committed plans, by reason.",
+		}, []string{"reason"}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "allot_plan_conflicts_total",
 			Help: "Plans rejected as stale at commit and recomputed.",
@@ -49,12 +78,106 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_submits_total",
 			Help: "Jobs accepted and durably stored.",
 		}),
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "allot_queue_wait_seconds",
+			Help:    "Time a job waited queued before a committed plan bound it (since submit, or since its previous attempt ended), by tenant and class.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10), // 1 s to about 3 days
+		}, []string{"tenant", "class"}),
+		heartbeats: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "allot_agent_heartbeats_total",
+			Help: "Heartbeats accepted from node agents.",
+		}),
+		epP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "allot_endpoint_p95_latency_seconds",
+			Help: "Worst p95 request latency the endpoint's replicas reported in the last minute, as of the last reconcile.",
+		}, []string{"endpoint"}),
+		epSLO: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "allot_endpoint_slo_p95_seconds",
+			Help: "The endpoint's p95 latency objective.",
+		}, []string{"endpoint"}),
+		epReplicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "allot_endpoint_replicas",
+			Help: "The endpoint's replicas: desired by the autoscaler, live (not ended) and ready (running).",
+		}, []string{"endpoint", "kind"}),
+		epNames: map[string]bool{},
 	}
-	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits,
+	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats,
+		m.epP95, m.epSLO, m.epReplicas,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
 		model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {
 		m.jobs.WithLabelValues(string(s)).Set(0)
 	}
+	for _, c := range classes {
+		m.binds.WithLabelValues(c.String())
+	}
+	for _, r := range preemptReasons {
+		m.preempts.WithLabelValues(r.String())
+	}
 	return m
+}
+
+// published records what one committed plan did: its binds (with each
+// job's wait) and preemptions. byID holds the jobs as the plan saw them.
+// It is O(binds + preemptions).
+func (m *metrics) published(plan *sched.Plan, byID map[string]*model.Job, now time.Time) {
+	for _, b := range plan.Binds {
+		j := byID[b.Job]
+		if j == nil {
+			continue
+		}
+		class := j.Spec.Priority.Class.String()
+		m.binds.WithLabelValues(class).Inc()
+		m.wait.WithLabelValues(j.Spec.Tenant, class).Observe(queuedFor(j, now).Seconds())
+	}
+	for _, p := range plan.Preemptions {
+		m.preempts.WithLabelValues(p.Reason.String()).Inc()
+	}
+}
+
+// queuedFor is how long j has been queued at now: since its last attempt
+// ended, or since it was submitted.
+func queuedFor(j *model.Job, now time.Time) time.Duration {
+	since := j.Status.SubmittedAt
+	if n := len(j.Status.Attempts); n > 0 && j.Status.Attempts[n-1].Ended.After(since) {
+		since = j.Status.Attempts[n-1].Ended
+	}
+	return max(0, now.Sub(since))
+}
+
+// endpointView is what one reconcile measured of an endpoint.
+type endpointView struct {
+	p95                  time.Duration // 0: no fresh report
+	slo                  time.Duration
+	desired, live, ready int
+}
+
+// endpoint sets the series of endpoint name.
+func (m *metrics) endpoint(name string, v endpointView) {
+	m.epMu.Lock()
+	defer m.epMu.Unlock()
+	m.epNames[name] = true
+	if v.p95 > 0 {
+		m.epP95.WithLabelValues(name).Set(v.p95.Seconds())
+	} else {
+		m.epP95.DeleteLabelValues(name)
+	}
+	m.epSLO.WithLabelValues(name).Set(v.slo.Seconds())
+	m.epReplicas.WithLabelValues(name, "desired").Set(float64(v.desired))
+	m.epReplicas.WithLabelValues(name, "live").Set(float64(v.live))
+	m.epReplicas.WithLabelValues(name, "ready").Set(float64(v.ready))
+}
+
+// keepEndpoints drops the series of endpoints not in names.
+func (m *metrics) keepEndpoints(names map[string]bool) {
+	m.epMu.Lock()
+	defer m.epMu.Unlock()
+	for n := range m.epNames {
+		if !names[n] {
+			m.epP95.DeleteLabelValues(n)
+			m.epSLO.DeleteLabelValues(n)
+			m.epReplicas.DeletePartialMatch(prometheus.Labels{"endpoint": n})
+			delete(m.epNames, n)
+		}
+	}
 }

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +153,33 @@ func BenchmarkExplain(b *testing.B) {
 		if w, err := srv.Explain(b.Context(), copilot, j.ID); err != nil || len(w.Regions) != 2 || w.EstimatedStart == nil {
 			b.Fatal(err, w.Regions)
 		}
+	}
+}
+
+// TestBatchChoosesRegionOnce: the members of an array alike but for their
+// index cost one region choice (one forecast per region), not one each,
+// and all go where it chose.
+func TestBatchChoosesRegionOnce(t *testing.T) {
+	var log bytes.Buffer
+	fleet, ten := servertest.Example(t)
+	srv, err := New(t.Context(), Config{Store: servertest.Store(t, t.TempDir()), Fleet: fleet, Tenancy: ten,
+		Clock: NewManualClock(t0), Logger: slog.New(slog.NewTextHandler(&log, nil)), CheckIncremental: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := batchSpecs(t, `{name: sweep, tenant: copilot, array: 0-9, duration: 30m, resources: {gpu_models: [T4]},
+		placement: {regions: [eastus, westus], data_region: eastus}}`)
+	jobs, err := srv.SubmitBatch(t.Context(), copilot, specs)
+	if err != nil || len(jobs) != 10 {
+		t.Fatalf("batch: %d jobs, %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if j.Status.Region != jobs[0].Status.Region || j.Status.Region == "" {
+			t.Fatalf("job %s chose %q, job %s %q: want one region for the array", j.ID, j.Status.Region, jobs[0].ID,
+				jobs[0].Status.Region)
+		}
+	}
+	if n := strings.Count(log.String(), "job region chosen"); n != 1 {
+		t.Fatalf("%d region choices logged for an array of 10, want 1:\n%s", n, log.String())
 	}
 }

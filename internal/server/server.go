@@ -182,6 +182,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.ep = newEndpointBook()
 	s.m = newMetrics(cfg.Registry)
 	s.cache = newCache(cfg.Logger, func(st model.State, n int) { s.m.jobs.WithLabelValues(string(st)).Set(float64(n)) })
+	cfg.Registry.MustRegister(fleetCollector{s})
 	if err := s.relist(ctx); err != nil {
 		return nil, err
 	}

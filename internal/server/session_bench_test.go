@@ -18,7 +18,7 @@ import (
 // not fit: a tick's cycle on a busy fleet, where nothing changes but the
 // time. "session" plans on the server's Session; "rebuild" drops it before
 // each cycle, so each builds the core's state anew as a from-scratch cycle
-// does.
+// does. "scrape" gathers the server's metrics.
 func BenchmarkCycleBusy(b *testing.B) {
 	const nodes, queued = 4000, 4000
 	w := schedtest.NewWorld().Region("r", "us", model.FabricInfiniBand).Nodes("n", nodes, "ND96-H100x8-IB", "l")
@@ -76,4 +76,13 @@ func BenchmarkCycleBusy(b *testing.B) {
 			}
 		})
 	}
+	// What a Prometheus scrape costs on this server (metrics_fleet.go
+	// walks the live jobs and the fleet's nodes).
+	b.Run("scrape", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := srv.reg.Gather(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

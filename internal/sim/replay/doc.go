@@ -9,7 +9,8 @@
 // with leaf groups of LeafNodes nodes. Each VC is a tenant in its own
 // partition guaranteed its nodes' GPUs. A job of up to 8 GPUs is one
 // instance; a larger one is a gang of ⌈g/8⌉ instances of g/instances GPUs
-// (8 when that does not divide). Jobs of VCs the file does not list are
+// (8 when that does not divide: 20 GPUs hold 3 × 8, and their nodes get
+// back the GPUs each allocation took). Jobs of VCs the file does not list are
 // left out and counted, as are jobs larger than all the capacity they may
 // use (never_fit).
 //

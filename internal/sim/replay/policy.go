@@ -71,7 +71,8 @@ func (las) finished(*simJob)                  {}
 // job's run time from the jobs of the same VC and GPU count submitted
 // nearest to it that have started — up to neighbours on each side, within
 // neighbourWindow of its submit time — because jobs of one sweep arrive
-// together and run alike: a finished neighbour counts with its run time, a
+// together and run alike: a finished neighbour counts with the run time
+// observed (not its true duration), a
 // running one with twice what it has run so far (a heavy-tailed job is
 // expected to run about as long again) but no less than the mean of its
 // kind (see observed); the prediction is their mean. With no such neighbour
@@ -195,15 +196,21 @@ func newQSSF(vcs int, jobs []*simJob) *qssf {
 }
 
 // observed is what a started neighbour says of the run time of its kind:
-// its run time once finished; while it runs, twice what it has run so far,
-// but no less than mean, the expected run time of its kind, since a job that
-// has run e is expected to run at least as long as any job (E[D | D > e] ≥
-// E[D]).
+// the run time observed once finished (ran: slowed by its spread, lost work
+// included, as the predicted remaining time is counted against ran);
+// before that, twice what it has run so far — ran, plus the current
+// attempt while it runs, never the time a preempted job waits — but no less
+// than mean, the expected run time of its kind, since a job that has run e
+// is expected to run at least as long as any job (E[D | D > e] ≥ E[D]).
 func observed(n *simJob, now int64, mean float64) float64 {
 	if n.done {
-		return n.duration
+		return n.ran
 	}
-	return max(2*(n.ran+float64(now-n.runStart)), mean)
+	run := n.ran
+	if n.pos >= 0 {
+		run += float64(now - n.runStart)
+	}
+	return max(2*run, mean)
 }
 
 // mean is the expected run time of j's kind from finished jobs: of its VC
@@ -253,8 +260,9 @@ func (q *qssf) started(j *simJob) {
 	}
 }
 
+// finished learns the run time observed, never the true duration.
 func (q *qssf) finished(j *simJob) {
-	q.byShape[j.shape].add(j.duration)
-	q.byVC[j.vc].add(j.duration)
-	q.all.add(j.duration)
+	q.byShape[j.shape].add(j.ran)
+	q.byVC[j.vc].add(j.ran)
+	q.all.add(j.ran)
 }

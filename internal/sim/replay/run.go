@@ -18,27 +18,27 @@ import (
 // simJob is one trace job during a replay. Times are seconds since the
 // first submit.
 type simJob struct {
-	job       *model.Job
-	idx       int // in submit order
-	line      int
-	vc        int
-	gpus      int
-	instances int
-	duration  float64 // true run time, seconds at full speed
-	work      float64 // remaining seconds of work at full speed
-	submit    int64
-	started   bool
-	done      bool
-	start     int64   // first start
-	runStart  int64   // current attempt
-	slow      float64 // run-time factor of the current attempt (spread penalty)
-	attained  float64 // GPU-seconds run so far, lost work included (LAS)
-	ran       float64 // seconds run so far, lost work included
-	pos       int     // index in sim.running, -1 when not running
-	probe     bool    // owner job counted for max_owner_wait_s
-	shape     int     // for allot's policy: index of its VC and GPU count
-	shapePos  int     // and position there in submit order
-	nodes     []int   // node index per instance while running
+	job      *model.Job
+	idx      int // in submit order
+	line     int
+	vc       int
+	gpus     int
+	duration float64 // true run time, seconds at full speed
+	work     float64 // remaining seconds of work at full speed
+	submit   int64
+	started  bool
+	done     bool
+	start    int64   // first start
+	runStart int64   // current attempt
+	slow     float64 // run-time factor of the current attempt (spread penalty)
+	attained float64 // GPU-seconds run so far, lost work included (LAS)
+	ran      float64 // seconds run so far, lost work included
+	pos      int     // index in sim.running, -1 when not running
+	probe    bool    // owner job counted for max_owner_wait_s
+	shape    int     // for allot's policy: index of its VC and GPU count
+	shapePos int     // and position there in submit order
+	nodes    []int   // node index per allocation while running
+	took     []int   // GPUs taken on nodes[k], given back as taken
 }
 
 // sim is the state of one replay.
@@ -161,7 +161,7 @@ func (s *sim) load(trace []philly.Job) {
 				Reason: fmt.Sprintf("needs %d nodes of %d GPUs, has %d", inst, GPUsPerNode, room)})
 			continue
 		}
-		j := &simJob{idx: len(s.jobs), line: tj.Line, vc: v, gpus: tj.GPUs, instances: inst,
+		j := &simJob{idx: len(s.jobs), line: tj.Line, vc: v, gpus: tj.GPUs,
 			duration: tj.Duration, work: tj.Duration, submit: int64(tj.Submit.Sub(s.base) / time.Second), pos: -1}
 		j.job = &model.Job{
 			ID: "j" + strconv.Itoa(1000000 + j.idx)[1:], // zero-padded: ID order is submit order
@@ -255,9 +255,8 @@ func (s *sim) startRunning(j *simJob) {
 }
 
 func (s *sim) stopRunning(j *simJob) {
-	per := j.gpus / j.instances
-	for _, i := range j.nodes {
-		s.nodeFree[i] += per
+	for k, i := range j.nodes {
+		s.nodeFree[i] += j.took[k]
 	}
 	last := len(s.running) - 1
 	s.running[j.pos] = s.running[last]
@@ -328,10 +327,11 @@ func (s *sim) started(j *simJob) {
 		}
 	}
 	j.runStart = s.now
-	j.nodes = j.nodes[:0]
+	j.nodes, j.took = j.nodes[:0], j.took[:0]
 	for _, a := range j.job.Status.Allocations {
 		i := nodeIndex(a.Node)
 		j.nodes = append(j.nodes, i)
+		j.took = append(j.took, len(a.GPUs))
 		s.nodeFree[i] -= len(a.GPUs)
 	}
 	s.startRunning(j)

@@ -8,4 +8,10 @@
 // optional columns may vary. Every error names the file, the line (1-based,
 // the header is line 1) and the column. The package does no scheduling: it
 // returns plain structs that callers turn into requests and nodes.
+//
+// WritePods writes a pod list that ReadPods reads back unchanged. Variant
+// derives the FGD paper's workload families (gpushare, gpuspec, multigpu,
+// cpu) from a pod list: pure and deterministic for a seed, each family's
+// share within one pod of the percentage asked; inputs it cannot honour are
+// errors wrapping ErrVariant that name the field.
 package openb
