@@ -42,7 +42,10 @@ func whyPrinter(w client.Why, now time.Time) printer {
 	if w.Region != "" {
 		fs.add("Region", w.Region)
 	}
-	fs.add("Estimated start", startText(w.EstimatedStart, w.EstimateNone, now))
+	if w.State == "Queued" {
+		// A job that runs or has ended has no start to estimate.
+		fs.add("Estimated start", startText(w.EstimatedStart, w.EstimateNone, now))
+	}
 	if w.EstimateHow != "" {
 		fs.add("Estimated by", w.EstimateHow)
 	}

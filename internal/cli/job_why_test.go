@@ -43,4 +43,13 @@ func TestWhyPrinter(t *testing.T) {
 	if out := b.String(); !strings.Contains(out, "Estimated start:  unknown: nothing left to happen") || strings.Contains(out, "REGION") {
 		t.Errorf("no estimate:\n%s", out)
 	}
+	// A job that ended has no start to estimate.
+	w = client.Why{ID: "z", State: "Failed", Reason: "Failed", Detail: "attempt 1, rank 0 on n1 exited with code 3"}
+	b.Reset()
+	if err := whyPrinter(w, now).print(&b); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, "Estimated start") || !strings.Contains(out, "exited with code 3") {
+		t.Errorf("ended job:\n%s", out)
+	}
 }

@@ -86,7 +86,24 @@ func TestExampleJobsUnderUp(t *testing.T) {
 			t.Errorf("exampleOutcomes lists %s, which examples/jobs did not submit", name)
 		}
 	}
-	allotMust(t, url, admin, "job", "cancel", "--state", "Queued,Running")
+	// eu-batch waits for eu-prep, whose spec says it runs 15 minutes:
+	// its estimated start is known.
+	for _, j := range last {
+		if j.Name != "eu-batch" {
+			continue
+		}
+		var why struct {
+			EstimatedStart *time.Time `json:"estimated_start"`
+			EstimateHow    string     `json:"estimate_how"`
+		}
+		if err := json.Unmarshal([]byte(allotMust(t, url, admin, "job", "why", j.ID, "-o", "json")), &why); err != nil {
+			t.Fatal(err)
+		}
+		if why.EstimatedStart == nil || time.Until(*why.EstimatedStart) > 16*time.Minute {
+			t.Errorf("eu-batch: estimated start %v (%s), want within eu-prep's 15 minutes", why.EstimatedStart, why.EstimateHow)
+		}
+	}
+		allotMust(t, url, admin, "job", "cancel", "--state", "Queued,Running")
 }
 
 func outcomeHolds(want exampleOutcome, state, reason string) bool {
