@@ -25,13 +25,13 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
-	"github.com/allot-dev/allot/internal/store/bolt"
 )
 
 // serveFlags are the flags shared by allot server and allot up.
 type serveFlags struct {
 	data, listen, fleet, tenants string
 	policies                     string
+	store                        string // --store; "" is bolt in --data
 	tick                         time.Duration
 	rate                         float64
 	burst                        int
@@ -78,19 +78,27 @@ func newServerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "server --data DIR --listen ADDR --fleet F --tenants T",
 		Short: "Run the allot control plane",
-		Long: `server runs allot's control plane on an embedded store in --data: the HTTP
-API (docs/api.md), the scheduling loop and /metrics. On its first start it
-creates an admin token, prints it once and writes it to DATA/admin-token
-(mode 0600). With --agents external (the default) each fleet node is run
-by an 'allot agent' that registers it, heartbeats and runs its jobs' commands;
-a node is NotReady until its agent registers and after it misses heartbeats
-for --node-timeout. --agents virtual runs such agents in-process with
-virtual GPUs; --agents simulated runs no processes: every node is as healthy
-as the fleet file says and a running job with a duration succeeds after it.
+		Long: `server runs allot's control plane on an embedded store in --data (or the
+store --store names): the HTTP API (docs/api.md), the scheduling loop and
+/metrics. --store etcd://HOST:PORT[,HOST:PORT...][/prefix] keeps the state in
+an etcd cluster instead, under /prefix/ (/allot/ by default), so that it
+survives the loss of this machine. Run one allot server per etcd prefix for
+now: several servers on one prefix need leader election, not built yet.
+
+On its first start it creates an admin token, prints it once and writes it
+to DATA/admin-token (mode 0600). With --agents external (the default) each
+fleet node is run by an 'allot agent' that registers it, heartbeats and runs
+its jobs' commands; a node is NotReady until its agent registers and after it
+misses heartbeats for --node-timeout. --agents virtual runs such agents
+in-process with virtual GPUs; --agents simulated runs no processes: every
+node is as healthy as the fleet file says and a running job with a duration
+succeeds after it.
 
 It prints "listening on http://HOST:PORT" once it serves, and shuts down
 cleanly on SIGINT or SIGTERM.`,
 		Example: `  allot server --data /var/lib/allot --listen 0.0.0.0:8080 \
+      --fleet examples/fleet.yaml --tenants examples/tenants.yaml
+  allot server --data /var/lib/allot --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/allot \
       --fleet examples/fleet.yaml --tenants examples/tenants.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -98,6 +106,7 @@ cleanly on SIGINT or SIGTERM.`,
 		},
 	}
 	f.register(cmd, "")
+	cmd.Flags().StringVar(&f.store, "store", "", "where the state lives: bolt:DIR (the file DIR/allot.db; empty: bolt in --data) or etcd://HOST:PORT[,HOST:PORT...][/prefix] (an etcd cluster, keys under /prefix/, default /allot/; one server per prefix until leader election is built)")
 	cmd.Flags().StringVar(&f.agents, "agents", "external", "node layer: external (allot agent processes report facts), virtual (in-process agents with virtual GPUs for every fleet node) or simulated (no processes; jobs end after their duration)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
@@ -133,6 +142,10 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		}
 		policies = &server.PolicyFile{Name: f.policies, Text: text}
 	}
+	where, err := parseStoreFlag(f.store, f.data)
+	if err != nil {
+		return Usage(err)
+	}
 	if err := os.MkdirAll(f.data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -141,7 +154,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if err := os.Chmod(f.data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	st, err := bolt.Open(filepath.Join(f.data, "allot.db"), nil)
+	st, err := where.open(ctx, log)
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,7 @@
 // sorted key space of byte values with one global revision counter, atomic
 // conditional transactions and ordered change streams. The server keeps jobs,
 // nodes, tenants, tokens and the rest as JSON values under keys such as
-// "/jobs/<id>"; backends (package bolt, later etcd) implement Store and are
+// "/jobs/<id>"; backends (packages bolt and etcd) implement Store and are
 // held to the contract by the conformance suite in package storetest.
 //
 // The contract:
@@ -12,6 +12,10 @@
 //     least one key. Every change made by that transaction carries the new
 //     revision. A transaction that changes nothing (only conditions, or
 //     deletes of absent keys) commits no revision and returns the current one.
+//     A backend whose revision is shared (package etcd uses etcd's cluster
+//     revision, which other prefixes and the leader election also advance)
+//     starts at that revision and may skip numbers between two of its own
+//     transactions; revisions still increase strictly, one per transaction.
 //   - Keys. Each live key has a CreateRev (the revision that created it since
 //     it was last absent) and a ModRev (the revision that last wrote it).
 //     Deleting a key forgets both; recreating it starts a new CreateRev.

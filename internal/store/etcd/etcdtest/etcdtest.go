@@ -1,0 +1,177 @@
+package etcdtest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// readyWithin bounds the wait for members to serve.
+const readyWithin = 30 * time.Second
+
+// Cluster is a running set of embedded etcd members.
+type Cluster struct {
+	t       testing.TB
+	mu      sync.Mutex // guards the etcd field of members
+	members []*member
+}
+
+type member struct {
+	name    string
+	dir     string
+	client  url.URL
+	peer    url.URL
+	initial string      // the --initial-cluster of every member
+	etcd    *embed.Etcd // nil while stopped
+}
+
+// Start runs an n-member cluster until the test ends.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("etcdtest: %d members", n)
+	}
+	base := t.TempDir()
+	c := &Cluster{t: t}
+	var initial []string
+	for i := range n {
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(base, fmt.Sprintf("m%d", i))}
+		m.client = url.URL{Scheme: "http", Host: freeAddr(t)}
+		m.peer = url.URL{Scheme: "http", Host: freeAddr(t)}
+		initial = append(initial, m.name+"="+m.peer.String())
+		c.members = append(c.members, m)
+	}
+	for _, m := range c.members {
+		m.initial = strings.Join(initial, ",")
+	}
+	t.Cleanup(c.close)
+	// Members of a new cluster wait for each other: start all, then wait.
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range c.members {
+		wg.Go(func() { errs[i] = c.start(i) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("etcdtest: start member %d: %v", i, err)
+		}
+	}
+	return c
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// config is member m's embed configuration.
+func (m *member) config() *embed.Config {
+	cfg := embed.NewConfig()
+	cfg.Name = m.name
+	cfg.Dir = m.dir
+	cfg.ListenClientUrls = []url.URL{m.client}
+	cfg.AdvertiseClientUrls = []url.URL{m.client}
+	cfg.ListenPeerUrls = []url.URL{m.peer}
+	cfg.AdvertisePeerUrls = []url.URL{m.peer}
+	cfg.InitialCluster = m.initial
+	cfg.InitialClusterToken = "allot-etcdtest"
+	cfg.ClusterState = embed.ClusterStateFlagNew // ignored once the data dir exists
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.LogLevel = "error"
+	cfg.MaxTxnOps = store.MaxTxnOps
+	cfg.MaxRequestBytes = 4 << 20
+	cfg.UnsafeNoFsync = true
+	cfg.TickMs, cfg.ElectionMs = 50, 500
+	return cfg
+}
+
+func (c *Cluster) start(i int) error {
+	m := c.members[i]
+	e, err := embed.StartEtcd(m.config())
+	if err != nil {
+		return err
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	case err := <-e.Err():
+		e.Close()
+		return err
+	case <-time.After(readyWithin):
+		e.Close()
+		return fmt.Errorf("not ready within %v", readyWithin)
+	}
+	c.mu.Lock()
+	m.etcd = e
+	c.mu.Unlock()
+	return nil
+}
+
+// Endpoints returns every member's client URL, stopped ones included.
+func (c *Cluster) Endpoints() []string {
+	out := make([]string, len(c.members))
+	for i, m := range c.members {
+		out[i] = m.client.String()
+	}
+	return out
+}
+
+// HostPorts returns every member's client address as HOST:PORT, the form
+// an etcd:// store URL takes.
+func (c *Cluster) HostPorts() []string {
+	out := make([]string, len(c.members))
+	for i, m := range c.members {
+		out[i] = m.client.Host
+	}
+	return out
+}
+
+// Stop stops member i as a crash would, without handing its leadership
+// over first (a graceful stop of a leader waits for the transfer, seconds);
+// its data stays for Restart.
+func (c *Cluster) Stop(i int) {
+	c.mu.Lock()
+	e := c.members[i].etcd
+	c.members[i].etcd = nil
+	c.mu.Unlock()
+	if e == nil {
+		c.t.Fatalf("etcdtest: member %d is not running", i)
+	}
+	e.Server.HardStop()
+	e.Close()
+}
+
+// Restart starts stopped member i again on its ports and data.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	if err := c.start(i); err != nil {
+		c.t.Fatalf("etcdtest: restart member %d: %v", i, err)
+	}
+}
+
+func (c *Cluster) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.members {
+		if m.etcd != nil {
+			m.etcd.Close()
+			m.etcd = nil
+		}
+	}
+}
