@@ -161,6 +161,7 @@ func (h *handler) routes() []route {
 		{"GET /v1/tenants", admins, h.tenants},
 		{"GET /v1/partitions", admins, h.partitions},
 		{"GET /v1/quotas", admins, h.quotas},
+		{"GET /v1/alerts", admins, h.alerts},
 		{"GET /v1/usage", tenants, h.usage},
 		{"GET /v1/accounting", tenants, h.accounting},
 		{"GET /v1/skus", tenants, h.skus},

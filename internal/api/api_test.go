@@ -94,6 +94,7 @@ func TestAuthAndErrors(t *testing.T) {
 		{"no token", "GET", "/v1/jobs", "", "", 401, "Unauthorized", ""},
 		{"wrong token", "GET", "/v1/jobs", "nope", "", 401, "Unauthorized", ""},
 		{"tenant on admin endpoint", "GET", "/v1/nodes", cop, "", 403, "Forbidden", ""},
+		{"tenant lists alerts", "GET", "/v1/alerts", cop, "", 403, "Forbidden", ""},
 		{"tenant creates token", "POST", "/v1/tokens", cop, `{"tenant":"copilot"}`, 403, "Forbidden", ""},
 		{"another tenant's job", "GET", "/v1/jobs/" + job.ID, acme, "", 403, "Forbidden", ""},
 		{"another tenant's why", "GET", "/v1/jobs/" + job.ID + "/why", acme, "", 403, "Forbidden", ""},
@@ -192,7 +193,7 @@ func TestJobLifecycle(t *testing.T) {
 	if !reflect.DeepEqual(NewJobDocument(specs[0]), got.Spec) {
 		t.Fatalf("round trip: %+v != %+v", NewJobDocument(specs[0]), got.Spec)
 	}
-	for _, path := range []string{"/v1/nodes", "/v1/tenants", "/v1/partitions", "/v1/quotas", "/v1/usage", "/v1/skus?region=eastus&series=NC", "/v1/reservations"} {
+	for _, path := range []string{"/v1/nodes", "/v1/tenants", "/v1/partitions", "/v1/quotas", "/v1/usage", "/v1/skus?region=eastus&series=NC", "/v1/reservations", "/v1/alerts"} {
 		if rec := e.do("GET", path, e.admin, nil); rec.Code != 200 || !json.Valid(rec.Body.Bytes()) {
 			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
 		}
@@ -247,7 +248,7 @@ func TestHealthMetricsOpenAPI(t *testing.T) {
 	for _, route := range []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /v1/openapi.json", "POST /v1/jobs",
 		"GET /v1/jobs", "GET /v1/jobs/{id}", "POST /v1/jobs/{id}/cancel", "GET /v1/jobs/{id}/why", "GET /v1/nodes",
 		"GET /v1/tenants", "GET /v1/partitions", "GET /v1/quotas", "GET /v1/usage", "GET /v1/skus",
-		"POST /v1/reservations", "GET /v1/reservations", "DELETE /v1/reservations/{name}", "POST /v1/tokens"} {
+		"POST /v1/reservations", "GET /v1/reservations", "DELETE /v1/reservations/{name}", "POST /v1/tokens", "GET /v1/alerts"} {
 		method, path, _ := strings.Cut(route, " ")
 		if _, ok := doc.Paths[path][strings.ToLower(method)]; !ok {
 			t.Errorf("openapi.json lacks %s", route)

@@ -229,4 +229,5 @@ type (
 	Node  = wire.Node
 	SKU   = wire.SKU
 	Token = wire.Token
+	Alert = wire.Alert
 )

@@ -43,6 +43,8 @@ type serveFlags struct {
 	regionMoveAfter              time.Duration
 	regionWeights                forecast.Weights
 	checkIncremental             bool // hidden: plan from scratch too and stop on a difference (tests)
+	alertWebhook                 string
+	alertEvery, alertFor         time.Duration // hidden (tests): evaluation interval, `for` of every rule
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
@@ -71,6 +73,11 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.Float64Var(&f.regionWeights.Distance, "region-distance-weight", forecast.DefaultWeights.Distance, "hours of predicted wait one step of distance from a job's data region is worth (1: same residency zone, 2: another)")
 	fl.BoolVar(&f.checkIncremental, "check-incremental", false, "also plan every cycle from scratch and exit if that Plan differs from the incremental one (tests; doubles a cycle's work)")
 	_ = fl.MarkHidden("check-incremental")
+	fl.StringVar(&f.alertWebhook, "alert-webhook", "", "URL to POST the built-in alerts to as JSON when they fire or resolve (docs/alerts.md); empty: log them only")
+	fl.DurationVar(&f.alertEvery, "alert-every", server.DefaultAlertEvery, "interval of built-in alert evaluations")
+	fl.DurationVar(&f.alertFor, "alert-for", 0, "replace the for duration of every alert rule that has one (tests; 0: the rules' own)")
+	_ = fl.MarkHidden("alert-every")
+	_ = fl.MarkHidden("alert-for")
 }
 
 func newServerCmd() *cobra.Command {
@@ -146,6 +153,10 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if err != nil {
 		return Usage(err)
 	}
+	hook, err := parseWebhookURL(f.alertWebhook)
+	if err != nil {
+		return Usage(err)
+	}
 	if err := os.MkdirAll(f.data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
@@ -176,7 +187,8 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	defer ln.Close()
 	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
 		MaxLost: f.maxLost, URL: selfURL(ln.Addr()), Policies: policies,
-		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental})
+		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
+		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,14 @@ func TestMethods(t *testing.T) {
 					t.Errorf("got %+v", ns)
 				}
 			}},
+		{"Alerts", 200, `{"alerts":[{"name":"AllotNodeNotReady","severity":"warning","state":"firing","labels":{"node":"n1"},"value":1,"summary":"s","since":"2026-01-01T00:00:00Z","fired_at":"2026-01-01T00:05:00Z"}]}`,
+			func(c *Client) (any, error) { return c.Alerts(ctx) }, call{method: "GET", path: "/v1/alerts"},
+			func(t *testing.T, v any) {
+				if as := v.([]Alert); len(as) != 1 || as[0].Labels["node"] != "n1" || as[0].FiredAt == nil ||
+					as[0].FiredAt.Minute() != 5 || as[0].ResolvedAt != nil {
+					t.Errorf("got %+v", as)
+				}
+			}},
 		{"SKUs", 200, `{"skus":[{"name":"ND96","free_gpus":16,"price_per_hour":98.32}]}`,
 			func(c *Client) (any, error) { return c.SKUs(ctx, "eastus", "ND") },
 			call{method: "GET", path: "/v1/skus", rawQuery: "region=eastus&series=ND"}, nil},

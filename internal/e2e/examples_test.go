@@ -103,7 +103,7 @@ func TestExampleJobsUnderUp(t *testing.T) {
 			t.Errorf("eu-batch: estimated start %v (%s), want within eu-prep's 15 minutes", why.EstimatedStart, why.EstimateHow)
 		}
 	}
-		allotMust(t, url, admin, "job", "cancel", "--state", "Queued,Running")
+	allotMust(t, url, admin, "job", "cancel", "--state", "Queued,Running")
 }
 
 func outcomeHolds(want exampleOutcome, state, reason string) bool {

@@ -42,6 +42,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"delete", "/v1/policies/{name}", "200"},
 		{"post", "/v1/jobs/{id}/hold", "200"}, {"post", "/v1/jobs/{id}/release", "200"}, {"patch", "/v1/jobs/{id}", "200"},
 		{"get", "/v1/tokens", "200"}, {"delete", "/v1/tokens/{id}", "200"}, {"get", "/v1/accounting", "200"},
+		{"get", "/v1/alerts", "200"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -59,7 +60,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		"PolicySet": client.PolicySet{}, "Policy": client.Policy{}, "PolicyCondition": client.PolicyCondition{},
 		"PolicyOverride": client.PolicyOverride{}, "PolicyEvent": client.PolicyEvent{},
 		"JobList": client.JobList{}, "TokenInfo": client.TokenInfo{}, "Accounting": client.Accounting{},
-		"AccountingRow": client.AccountingRow{}} {
+		"AccountingRow": client.AccountingRow{}, "Alert": client.Alert{}, "AlertNotice": client.AlertNotice{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)

@@ -61,6 +61,13 @@
 // from the world and the cache when Prometheus scrapes. Labels come from
 // configuration and fixed sets, never job IDs.
 //
+// Built-in alerts (alerts.go, alert_webhook.go; docs/alerts.md): every
+// Config.AlertEvery a goroutine gathers those same metrics and runs the
+// rules of deploy/prometheus/rules.yaml (package alert) on the Clock's now;
+// alerts that start firing or resolve are logged and queued for
+// Config.AlertWebhook, which another goroutine POSTs with retries. Neither
+// touches a cycle. The alerts' state lives in memory only.
+//
 // Inference endpoints (endpoints.go, endpoint_reconcile.go) are stored
 // objects whose replicas are ordinary jobs: a reconcile loop feeds the
 // replicas' reported load to the autoscaler (package autoscale) and submits

@@ -82,6 +82,15 @@ type Config struct {
 	// difference is logged with both Plans, fails the cycle with
 	// ErrIncremental and stops Run. For tests; it doubles a cycle's work.
 	CheckIncremental bool
+	// AlertWebhook, when set, is the URL the built-in alerts' firing and
+	// resolved notices are POSTed to (alert_webhook.go, docs/alerts.md).
+	AlertWebhook string
+	// AlertEvery is the interval of alert evaluations; 0 means
+	// DefaultAlertEvery.
+	AlertEvery time.Duration
+	// AlertFor, when positive, replaces the `for` of every alert rule that
+	// has one (tests and demonstrations).
+	AlertFor time.Duration
 }
 
 // Server is allot's control plane: a cache of the store, the scheduling
@@ -122,6 +131,7 @@ type Server struct {
 	ep          *endpointBook // inference endpoints (endpoints.go)
 	pol         policyBook    // operator policies (policies.go)
 	regions     regionBook    // when queued jobs were last weighed for a move (region.go)
+	alerts      *alertBook    // built-in alerts (alerts.go)
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -148,6 +158,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.MaxPendingWrites <= 0 {
 		cfg.MaxPendingWrites = DefaultMaxPendingWrites
+	}
+	if cfg.AlertEvery <= 0 {
+		cfg.AlertEvery = DefaultAlertEvery
 	}
 	if cfg.RegionMoveAfter == 0 {
 		cfg.RegionMoveAfter = DefaultRegionMoveAfter
@@ -180,6 +193,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.beats = map[string]time.Time{}
 	s.logs = newLogBook()
 	s.ep = newEndpointBook()
+	s.alerts = newAlertBook(cfg, s)
 	s.m = newMetrics(cfg.Registry)
 	s.cache = newCache(cfg.Logger, func(st model.State, n int) { s.m.jobs.WithLabelValues(string(st)).Set(float64(n)) })
 	cfg.Registry.MustRegister(fleetCollector{s})
@@ -304,6 +318,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	go s.reconcileEndpointsEvery(ctx)
 	go s.moveWaitingEvery(ctx)
+	go s.evaluateAlertsEvery(ctx)
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	s.Kick() // the first cycle: resume what the store holds
