@@ -98,9 +98,10 @@ Start with 'allot up' for a local control plane with the example fleet, or
 func newSimCmd() *cobra.Command {
 	sim := &cobra.Command{
 		Use:   "sim",
-		Short: "Replay real traces through allot's scheduling core",
+		Short: "Replay real traces and scenarios through allot's scheduling core",
 		Long: `sim runs allot's scheduling core on a virtual clock over real production
-traces, so a policy can be measured before it runs a fleet.`,
+traces (frag, replay) or a scenario file (scenario), so a policy or a sharing
+strategy can be measured before it runs a fleet.`,
 	}
 	// Each experiment registers itself here.
 	sim.AddCommand(newSimFragCmd(), newSimReplayCmd(), newSimScenarioCmd())

@@ -10,7 +10,7 @@ import (
 
 func newTokenCmd() *cobra.Command {
 	conn := &connection{}
-	cmd := clientGroup("token", "Create API tokens for tenants (admin)",
+	cmd := clientGroup("token", "Create, list and revoke API tokens (admin)",
 		`token creates API tokens. The server bootstraps one admin token (printed by
 'allot server' or 'allot up' and written to DATA/admin-token); with it, an
 operator creates a token per tenant. The server stores only a token's hash,
