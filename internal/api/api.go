@@ -18,6 +18,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
+	"github.com/allot-dev/allot/internal/ui"
 )
 
 // Defaults of Config.
@@ -146,6 +147,10 @@ func (h *handler) routes() []route {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(openAPI)
 		}},
+		{"GET /ui", anyone, func(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+			http.Redirect(w, r, "/ui/", http.StatusMovedPermanently)
+		}},
+		{"GET /ui/{file...}", anyone, func(w http.ResponseWriter, r *http.Request, _ server.Principal) { ui.Serve(w, r.PathValue("file")) }},
 		{"POST /v1/jobs", tenants, h.submit},
 		{"POST /v1/jobs/batch", tenants, h.submitBatch},
 		{"GET /v1/jobs", tenants, h.listJobs},

@@ -3,7 +3,9 @@
 // authentication (tokens are 32 random bytes in base64url, stored as SHA-256
 // hex), a token-bucket rate limit per tenant (429 with Retry-After), errors
 // as {"code","message","field"}, /metrics, /healthz, /readyz and the OpenAPI
-// 3 document at /v1/openapi.json.
+// 3 document at /v1/openapi.json, and the web dashboard at /ui (package ui:
+// embedded files, no token needed to load them; the page calls the API with
+// the token it is given).
 //
 // Each route has a scope (the route table in api.go): anyone, tenants (and
 // the admin), the admin only, agents (the admin or the node's token), or

@@ -244,6 +244,7 @@ Try next, in another shell:
   %[3]s job list
   %[3]s job why <id>
   %[3]s job logs <id> -f        # with the in-process agents (the default) the command really runs
+Dashboard: %[1]s/ui/ (asks for the token)
 Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 `, url, shellQuote(tokenPath), selfCommand())
 	}

@@ -21,7 +21,8 @@ its own and in a cgroup v2 where the host has one, so it cannot read the
 admin token or signal the server; not root, jobs run as your user and can
 do both (a warning says so). The first start creates an admin token, prints
 it and writes it to DATA/admin-token; later starts say where it is. It
-prints the URL and the commands to try next, and stops on Ctrl-C.`,
+prints the URL, the dashboard's URL (/ui/) and the commands to try next,
+and stops on Ctrl-C.`,
 		Example: `  go run ./cmd/allot up
   allot up --data /tmp/allot --listen 127.0.0.1:0`,
 		Args: cobra.NoArgs,

@@ -1,0 +1,311 @@
+// The allot dashboard: polls the JSON API with the token the user gave and
+// redraws each section. It adds nothing to what the API returns: a section
+// the token may not read is hidden.
+"use strict";
+
+const POLL_MS = 1500;
+const WHY_MAX = 25; // queued jobs asked for an estimated start per poll
+const PREEMPT_MAX = 20;
+let timer = null;
+
+function $(sel) { return document.querySelector(sel); }
+
+// el builds an element with text and attributes; children may follow.
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "text") e.textContent = v;
+    else if (k === "class") e.className = v;
+    else e.setAttribute(k, v);
+  }
+  for (const k of kids) if (k) e.append(k);
+  return e;
+}
+
+function row(cells, attrs) {
+  return el("tr", attrs, ...cells.map(c => c instanceof Node ? el("td", {}, c) : el("td", { text: c == null ? "" : String(c) })));
+}
+
+function fill(section, rows, empty) {
+  const body = $(section + " tbody");
+  body.replaceChildren(...rows);
+  if (rows.length === 0) body.append(el("tr", { class: "empty" }, el("td", { colspan: "10", text: empty })));
+}
+
+function round(x) { return Math.round(x * 100) / 100; }
+
+function when(t) { return t ? new Date(t).toLocaleTimeString() : "—"; }
+
+function priorityClass(p) {
+  const c = String(p || "").split(":")[0];
+  return ["critical", "standard", "batch", "spot"].includes(c) ? c : "other";
+}
+
+// api GETs path with the token: the decoded body, or null on 403/404 (the
+// token may not read it, or the server has no such endpoint).
+async function api(path) {
+  const r = await fetch(path, { headers: { Authorization: "Bearer " + sessionStorage.getItem("allot-token") }, cache: "no-store" });
+  if (r.status === 403 || r.status === 404) return null;
+  if (r.status === 401) throw Object.assign(new Error("the token was refused (401)"), { unauthorized: true });
+  if (!r.ok) throw new Error(path + ": " + r.status);
+  return r.json();
+}
+
+async function poll() {
+  try {
+    const [jobs, nodes, alerts, usage, parts, tenants, endpoints] = await Promise.all([
+      api("/v1/jobs"), api("/v1/nodes"), api("/v1/alerts"), api("/v1/usage"),
+      api("/v1/partitions"), api("/v1/tenants"), api("/v1/endpoints")]);
+    const list = (jobs && jobs.jobs) || [];
+    const queued = list.filter(j => j.state === "Queued");
+    const whys = await Promise.all(queued.slice(0, WHY_MAX).map(j => api("/v1/jobs/" + encodeURIComponent(j.id) + "/why").catch(() => null)));
+    const why = {};
+    queued.slice(0, WHY_MAX).forEach((j, i) => { why[j.id] = whys[i]; });
+    drawAlerts(alerts);
+    drawFleet(nodes, list, tenants);
+    drawQueue(queued, why);
+    drawRunning(list);
+    drawPreemptions(list);
+    drawPartitions(parts, tenants, nodes, list);
+    drawUsage(usage);
+    drawEndpoints(endpoints);
+    $("#who").textContent = nodes ? "admin" : "tenant view";
+    $("#error").textContent = "";
+    $("#updated").textContent = "updated " + new Date().toLocaleTimeString();
+    document.body.dataset.polls = String(Number(document.body.dataset.polls || 0) + 1);
+  } catch (e) {
+    $("#error").textContent = String(e.message || e);
+    if (e.unauthorized) { signOut(String(e.message)); return; }
+  }
+  timer = setTimeout(poll, POLL_MS);
+}
+
+const ALERTS_MAX = 12;
+
+function drawAlerts(a) {
+  const s = $("#alerts");
+  s.hidden = a === null;
+  if (!a) return;
+  // Firing first, then pending, then resolved; at most ALERTS_MAX lines.
+  const rank = { firing: 0, pending: 1, resolved: 2 };
+  const all = (a.alerts || []).slice().sort((x, y) => (rank[x.state] ?? 3) - (rank[y.state] ?? 3));
+  const items = all.slice(0, ALERTS_MAX).map(x => el("li", { class: x.state, "data-alert": x.name },
+    el("span", { text: `${x.state} ${x.severity} ${x.name}: ${x.summary} (since ${when(x.since)})` })));
+  if (all.length > ALERTS_MAX) items.push(el("li", { text: `… and ${all.length - ALERTS_MAX} more (allot alert list)` }));
+  if (items.length === 0) items.push(el("li", { text: "no alerts" }));
+  s.querySelector("ul").replaceChildren(...items);
+}
+
+// gpuHolders maps node → GPU index → [{job, cls, part, milli}].
+function gpuHolders(jobs, partOf) {
+  const m = {};
+  for (const j of jobs) {
+    if (j.state !== "Running" && j.state !== "Preparing") continue;
+    for (const a of j.allocations || []) {
+      const n = m[a.node] || (m[a.node] = {});
+      for (const g of a.gpus || []) (n[g] || (n[g] = [])).push({ job: j.id, cls: priorityClass(j.priority),
+        part: partOf[j.tenant] || "", milli: a.gpu_milli || 1000 });
+    }
+  }
+  return m;
+}
+
+// Partitions get an outline colour each, in the tenancy's order.
+const PART_COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"];
+
+function drawFleet(nodes, jobs, tenants) {
+  const s = $("#fleet");
+  s.hidden = nodes === null;
+  if (!nodes) return;
+  const partOf = {}, partColour = {};
+  for (const t of (tenants && tenants.tenants) || []) {
+    partOf[t.name] = t.partition;
+    if (t.partition && !(t.partition in partColour)) {
+      partColour[t.partition] = PART_COLOURS[Object.keys(partColour).length % PART_COLOURS.length];
+    }
+  }
+  const holders = gpuHolders(jobs, partOf);
+  const tree = {};
+  for (const n of nodes.nodes || []) {
+    const r = tree[n.region] || (tree[n.region] = {});
+    const c = r[n.cluster] || (r[n.cluster] = {});
+    const l = c[n.leaf || "no leaf group"] || (c[n.leaf || "no leaf group"] = {});
+    const rack = n.rack || "no rack";
+    (l[rack] || (l[rack] = [])).push(n);
+  }
+  const out = [];
+  for (const region of Object.keys(tree).sort()) {
+    const rd = el("div", { class: "region", "data-region": region }, el("h3", { text: region }));
+    for (const cluster of Object.keys(tree[region]).sort()) {
+      const cd = el("div", { class: "cluster", "data-cluster": cluster }, el("h4", { text: cluster }));
+      for (const leaf of Object.keys(tree[region][cluster]).sort()) {
+        const ld = el("div", { class: "leaf", "data-leaf": leaf }, el("span", { class: "label", text: "leaf " + leaf }));
+        for (const rack of Object.keys(tree[region][cluster][leaf]).sort()) {
+          const rk = el("div", { class: "rack", "data-rack": rack }, el("span", { class: "label", text: "rack " + rack }));
+          for (const n of tree[region][cluster][leaf][rack]) rk.append(drawNode(n, holders[n.name] || {}, partColour));
+          ld.append(rk);
+        }
+        cd.append(ld);
+      }
+      rd.append(cd);
+    }
+    out.push(rd);
+  }
+  const legend = el("div", { class: "parts" }, el("span", { text: "partition outline: " }));
+  for (const [p, c] of Object.entries(partColour)) {
+    const sw = el("span", { class: "gpu", "data-partition": p });
+    sw.style.outline = "2px solid " + c;
+    legend.append(sw, el("span", { text: " " + p + " " }));
+  }
+  out.push(legend);
+  s.querySelector(".body").replaceChildren(...out);
+}
+
+function drawNode(n, held, partColour) {
+  const d = el("div", { class: "node" + (n.health === "Ready" ? "" : " notready"), "data-node": n.name },
+    el("div", { class: "name", text: `${n.name} · ${n.gpu_model} · ${n.health}` }));
+  const gpus = el("div", { class: "gpus" });
+  for (let i = 0; i < n.gpus; i++) {
+    const h = held[i] || [];
+    const milli = h.reduce((s, x) => s + x.milli, 0);
+    const cls = h.length ? "c-" + h[0].cls : "free";
+    const box = el("span", {
+      class: "gpu " + cls,
+      title: h.length ? h.map(x => `${x.job} (${x.milli / 1000} GPU${x.part ? ", partition " + x.part : ""})`).join(", ") : "free",
+      text: h.length && milli < 1000 ? (milli / 1000).toFixed(2).replace(/^0/, "") : ""
+    });
+    const part = h.length ? h[0].part : "";
+    if (part && partColour[part]) {
+      box.style.outline = "2px solid " + partColour[part];
+      box.dataset.partition = part;
+    }
+    gpus.append(box);
+  }
+  d.append(gpus);
+  const js = el("div", { class: "jobs" });
+  for (const id of n.jobs || []) js.append(el("div", { class: "job", "data-job": id, text: id }));
+  d.append(js);
+  return d;
+}
+
+function drawQueue(queued, why) {
+  fill("#queue", queued.map(j => {
+    const w = why[j.id];
+    const est = w ? (w.estimated_start ? new Date(w.estimated_start).toLocaleString() : (w.estimate_none || "unknown")) : "";
+    return row([j.id, j.tenant, j.priority, j.reason || "—", j.detail, est], { "data-job": j.id, "data-reason": j.reason || "" });
+  }), "no pending jobs");
+}
+
+function drawRunning(jobs) {
+  fill("#running", jobs.filter(j => j.state === "Running" || j.state === "Preparing").map(j => {
+    const nodes = (j.allocations || []).map(a => a.node);
+    const gpus = (j.allocations || []).reduce((s, a) => s + (a.gpus || []).length * (a.gpu_milli || 1000) / 1000, 0);
+    return row([j.id, j.tenant, j.priority, nodes.join(", "), gpus, when(j.started_at)], { "data-job": j.id, "data-node": nodes.join(" ") });
+  }), "nothing running");
+}
+
+function drawPreemptions(jobs) {
+  const events = [];
+  for (const j of jobs) for (const a of j.attempt_history || []) {
+    if (a.reason === "Preempted") events.push({ j, a });
+  }
+  events.sort((x, y) => String(y.a.ended).localeCompare(String(x.a.ended)));
+  fill("#preemptions", events.slice(0, PREEMPT_MAX).map(({ j, a }) =>
+    row([j.id, j.tenant, a.number, (a.nodes || []).join(", "), when(a.ended), a.detail], { "data-job": j.id })), "no preemptions");
+}
+
+function drawPartitions(parts, tenants, nodes, jobs) {
+  const s = $("#partitions");
+  s.hidden = parts === null;
+  if (!parts) return;
+  const partOf = {};
+  for (const t of (tenants && tenants.tenants) || []) partOf[t.name] = t.partition;
+  const nodeOf = {};
+  for (const n of (nodes && nodes.nodes) || []) nodeOf[n.name] = n;
+  const used = {}; // partition|region|model → GPUs
+  for (const j of jobs) {
+    if (j.state !== "Running" && j.state !== "Preparing") continue;
+    for (const a of j.allocations || []) {
+      const n = nodeOf[a.node];
+      if (!n) continue;
+      const k = [partOf[j.tenant], n.region, n.gpu_model].join("|");
+      used[k] = (used[k] || 0) + (a.gpus || []).length * (a.gpu_milli || 1000) / 1000;
+    }
+  }
+  // Per pool (region, GPU model): what each partition is guaranteed, and
+  // what all partitions use beyond their guarantees (borrowed). A partition
+  // lends what others borrow out of its idle guarantee, at most that idle.
+  const guar = {}; // partition|region|model → GPUs
+  for (const p of parts.partitions || []) for (const g of p.guarantees || []) {
+    const k = [p.name, g.region, g.gpu_model].join("|");
+    guar[k] = (guar[k] || 0) + g.gpus;
+  }
+  const borrowedIn = {}; // region|model → GPUs used beyond guarantees
+  for (const [k, u] of Object.entries(used)) {
+    const pool = k.split("|").slice(1).join("|");
+    borrowedIn[pool] = (borrowedIn[pool] || 0) + Math.max(0, u - (guar[k] || 0));
+  }
+  const rows = [];
+  for (const p of parts.partitions || []) {
+    const gs = p.guarantees || [];
+    if (gs.length === 0) rows.push(row([p.name, p.tier, "—", "—", 0, "", "", "", "", ""], { "data-partition": p.name }));
+    for (const g of gs) {
+      const k = [p.name, g.region, g.gpu_model].join("|");
+      const u = used[k] || 0;
+      const borrowed = Math.max(0, u - g.gpus);
+      const othersBorrowed = (borrowedIn[[g.region, g.gpu_model].join("|")] || 0) - borrowed;
+      const lent = Math.min(Math.max(0, g.gpus - u), Math.max(0, othersBorrowed));
+      rows.push(row([p.name, p.tier, g.region, g.gpu_model, g.gpus, round(u), round(lent), round(borrowed),
+        g.borrow_limit == null ? "—" : g.borrow_limit, g.lend_limit == null ? "—" : g.lend_limit], { "data-partition": p.name }));
+    }
+  }
+  fill("#partitions", rows, "no partitions");
+}
+
+function drawUsage(u) {
+  $("#usage").hidden = u === null;
+  if (!u) return;
+  fill("#usage", (u.usage || []).map(x => row([x.tenant, x.region, x.series, x.used_gpus, x.quota_gpus == null ? "—" : x.quota_gpus], { "data-tenant": x.tenant })), "no usage");
+}
+
+function drawEndpoints(e) {
+  $("#endpoints").hidden = e === null;
+  if (!e) return;
+  fill("#endpoints", (e.endpoints || []).map(x => {
+    const slo = x.spec && x.spec.slo ? x.spec.slo.p95_ms : null;
+    const p95 = x.metrics ? x.metrics.p95_ms : null;
+    const breach = slo != null && p95 != null && p95 > slo;
+    const status = el("span", { class: breach ? "breach" : "", text: p95 == null ? "no metrics" : breach ? "over SLO" : "within SLO" });
+    return row([x.name, x.tenant, `${(x.replicas || []).length}/${x.desired}`, p95 == null ? "—" : p95, slo == null ? "—" : slo, status], { "data-endpoint": x.name });
+  }), "no endpoints");
+}
+
+function start() {
+  $("#login").hidden = true;
+  $("#board").hidden = false;
+  $("#signout").hidden = false;
+  clearTimeout(timer);
+  poll();
+}
+
+function signOut(msg) {
+  clearTimeout(timer);
+  sessionStorage.removeItem("allot-token");
+  $("#board").hidden = true;
+  $("#signout").hidden = true;
+  $("#login").hidden = false;
+  $("#login-error").textContent = msg || "";
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("#login").addEventListener("submit", ev => {
+    ev.preventDefault();
+    const tok = $("#token").value.trim();
+    if (!tok) return;
+    sessionStorage.setItem("allot-token", tok);
+    $("#token").value = "";
+    start();
+  });
+  $("#signout").addEventListener("click", () => signOut(""));
+  if (sessionStorage.getItem("allot-token")) start();
+});
