@@ -170,7 +170,16 @@ func NonUrgent(t *model.Tenancy, spec *model.JobSpec) bool {
 			}
 		}
 	}
-	w := model.WorkLabels(part, tenant, spec)["workload"]
+	// The label as model.WorkLabels merges it (the job's own, else its
+	// tenant's, else its partition's), without building the merged map:
+	// this runs for every job of every cycle.
+	w, ok := spec.Labels["workload"]
+	if !ok && tenant != nil {
+		w, ok = tenant.Labels["workload"]
+	}
+	if !ok && part != nil {
+		w = part.Labels["workload"]
+	}
 	for _, o := range Overflow {
 		if w == o {
 			return true
