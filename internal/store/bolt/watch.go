@@ -35,25 +35,17 @@ func (s *Store) publish(rev int64, events []store.Event) {
 // shared history at its own pace; one that falls behind the history gets
 // store.ErrCompacted.
 func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) <-chan store.Event {
-	out := make(chan store.Event, 64)
-	fail := func(err error) <-chan store.Event {
-		out <- store.Event{Err: err}
-		close(out)
-		return out
-	}
-	if err := store.ValidatePrefix("prefix", prefix); err != nil {
-		return fail(err)
-	}
-	if fromRev < 0 {
-		return fail(&store.InvalidError{Field: "from_rev", Msg: fmt.Sprintf("is %d, must be >= 0", fromRev)})
+	if err := store.ValidateWatch(prefix, fromRev); err != nil {
+		return store.FailedWatch(err)
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return fail(store.ErrClosed)
+		return store.FailedWatch(store.ErrClosed)
 	}
 	s.watchers.Add(1)
 	s.mu.Unlock()
+	out := make(chan store.Event, 64)
 	go s.watch(ctx, prefix, fromRev, out)
 	return out
 }

@@ -19,25 +19,17 @@ const resumeAfter = 100 * time.Millisecond
 // the last revision it delivered, whenever the stream breaks without a
 // compaction.
 func (s *Store) Watch(ctx context.Context, prefix string, fromRev int64) <-chan store.Event {
-	out := make(chan store.Event, 64)
-	fail := func(err error) <-chan store.Event {
-		out <- store.Event{Err: err}
-		close(out)
-		return out
-	}
-	if err := store.ValidatePrefix("prefix", prefix); err != nil {
-		return fail(err)
-	}
-	if fromRev < 0 {
-		return fail(&store.InvalidError{Field: "from_rev", Msg: fmt.Sprintf("is %d, must be >= 0", fromRev)})
+	if err := store.ValidateWatch(prefix, fromRev); err != nil {
+		return store.FailedWatch(err)
 	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return fail(store.ErrClosed)
+		return store.FailedWatch(store.ErrClosed)
 	}
 	s.watchers.Add(1)
 	s.mu.Unlock()
+	out := make(chan store.Event, 64)
 	wctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel) // Close ends the watch
 	go func() {
