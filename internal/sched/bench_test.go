@@ -41,6 +41,14 @@ func BenchmarkCycle(b *testing.B) {
 // bound, preempting or given their reason) per second and preemptions per
 // cycle. -short shrinks the world to a tenth.
 func BenchmarkCycleBusy(b *testing.B) {
+	w := busyWorld(b)
+	s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
+	snap := w.World.Snapshot()
+	benchBusyCycles(b, func() sched.Plan { return s.Schedule(snap, w.Now) })
+}
+
+// busyWorld is the world of the busy benchmarks (a tenth of it with -short).
+func busyWorld(b *testing.B) *schedtest.Busy {
 	cfg := schedtest.BusyConfig{Nodes: 12_500, Pending: 50_000, Fill: 0.9, Seed: 1}
 	if testing.Short() {
 		cfg.Nodes, cfg.Pending = 1_250, 5_000
@@ -49,13 +57,17 @@ func BenchmarkCycleBusy(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
-	snap := w.World.Snapshot()
+	return w
+}
+
+// benchBusyCycles times cycle b.N times and reports decisions per second
+// and preemptions per cycle.
+func benchBusyCycles(b *testing.B, cycle func() sched.Plan) {
 	var decisions, preemptions int
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p := s.Schedule(snap, w.Now)
+		p := cycle()
 		decisions, preemptions = len(p.Binds)+len(p.Pending), len(p.Preemptions)
 	}
 	sec := b.Elapsed().Seconds() / float64(b.N)
@@ -68,14 +80,7 @@ func BenchmarkCycleBusy(b *testing.B) {
 // the state pays per cycle, without rebuilding it. A Session's cycle leaves
 // it as it was, so every iteration decides the same queue.
 func BenchmarkSessionCycleBusy(b *testing.B) {
-	cfg := schedtest.BusyConfig{Nodes: 12_500, Pending: 50_000, Fill: 0.9, Seed: 1}
-	if testing.Short() {
-		cfg.Nodes, cfg.Pending = 1_250, 5_000
-	}
-	w, err := schedtest.NewBusy(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
+	w := busyWorld(b)
 	s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
 	ss := s.NewSession(&w.World.Fleet, &w.World.Tenancy)
 	var queued []*model.Job
@@ -87,14 +92,5 @@ func BenchmarkSessionCycleBusy(b *testing.B) {
 			queued = append(queued, j)
 		}
 	}
-	var decisions, preemptions int
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		p := ss.Schedule(queued, w.Now)
-		decisions, preemptions = len(p.Binds)+len(p.Pending), len(p.Preemptions)
-	}
-	sec := b.Elapsed().Seconds() / float64(b.N)
-	b.ReportMetric(float64(decisions)/sec, "decisions/s")
-	b.ReportMetric(float64(preemptions), "preemptions/cycle")
+	benchBusyCycles(b, func() sched.Plan { return ss.Schedule(queued, w.Now) })
 }
