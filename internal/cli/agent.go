@@ -140,9 +140,9 @@ each then keeps its files in DATA/NODE and WORK/NODE.`,
 			if err != nil {
 				return err
 			}
-			cl, err := client.New(server, token)
+			cl, err := conn.newClient(server, token, os.Getenv)
 			if err != nil {
-				return Usage(err)
+				return err
 			}
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
@@ -158,6 +158,7 @@ each then keeps its files in DATA/NODE and WORK/NODE.`,
 	fl.StringVar(&conn.server, "server", "", "API server URL (default $ALLOT_SERVER, else "+DefaultServer+")")
 	fl.StringVar(&conn.token, "token", "", "refused: use $ALLOT_TOKEN or --token-file")
 	_ = fl.MarkHidden("token")
+	fl.StringVar(&conn.ca, "ca-file", "", "PEM file of the authority an https server's certificate must chain to (default $ALLOT_CA, else the system's)")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding the agent's token, best a node token (default $ALLOT_TOKEN)")
 	fl.StringArrayVar(&f.nodes, "node", nil, "fleet node this agent runs (required; repeatable)")
 	fl.StringVar(&f.gpus, "gpus", "auto", "auto (NVML, else nvidia-smi) or virtual:COUNTxMODEL[-MEMGB]")

@@ -27,6 +27,7 @@ const DefaultServer = "http://127.0.0.1:8080"
 // persistent flags, so every command under it has them.
 type connection struct {
 	server, token string // from --server, --token; empty when not given
+	ca            string // --ca-file; empty when not given
 	output        string // -o
 }
 
@@ -34,6 +35,7 @@ type connection struct {
 type configFile struct {
 	Server string `yaml:"server"`
 	Token  string `yaml:"token"`
+	CA     string `yaml:"ca"` // file of the authority an https server's certificate is checked against
 }
 
 const connectionHelp = `
@@ -43,9 +45,12 @@ then the config file ($ALLOT_CONFIG, else ~/.config/allot/config.yaml):
 
   server: http://127.0.0.1:8080
   token: <token>
+  ca: /etc/allot/ca.pem       # only for an https server signed by a private CA
 
-The server defaults to ` + DefaultServer + `. Output is a table, or the API's
-objects with -o json or -o yaml.`
+The server defaults to ` + DefaultServer + `. An https server's certificate is
+checked against the system's authorities, or against the PEM file that
+--ca-file, $ALLOT_CA or the config file's ca: names. Output is a table, or
+the API's objects with -o json or -o yaml.`
 
 // clientGroup returns a parent command whose subcommands are clients of the
 // API, with the connection flags on it.
@@ -68,6 +73,7 @@ func clientGroup(use, short, long string, conn *connection) *cobra.Command {
 	fl := cmd.PersistentFlags()
 	fl.StringVar(&conn.server, "server", "", "API server URL (default $ALLOT_SERVER, the config file's server:, else "+DefaultServer+")")
 	fl.StringVar(&conn.token, "token", "", "API token (default $ALLOT_TOKEN, else the config file's token:)")
+	fl.StringVar(&conn.ca, "ca-file", "", "PEM file of the authority an https server's certificate must chain to (default $ALLOT_CA, else the config file's ca:, else the system's)")
 	fl.StringVarP(&conn.output, "output", "o", "table", "output format: table, json or yaml")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
@@ -139,11 +145,43 @@ func (c *connection) client() (*client.Client, format, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	cl, err := client.New(server, token)
+	cl, err := c.newClient(server, token, os.Getenv)
 	if err != nil {
-		return nil, "", Usage(err)
+		return nil, "", err
 	}
 	return cl, f, nil
+}
+
+// newClient returns a client of server with token that checks an https
+// server against the authority in force: --ca-file, else $ALLOT_CA, else
+// the config file's ca:, else the system's.
+func (c *connection) newClient(server, token string, getenv func(string) string) (*client.Client, error) {
+	cl, err := client.New(server, token)
+	if err != nil {
+		return nil, Usage(err)
+	}
+	ca, flag := c.ca, "--ca-file"
+	if ca == "" {
+		ca, flag = getenv("ALLOT_CA"), "$ALLOT_CA"
+	}
+	if ca == "" {
+		f, err := readConfig(getenv)
+		if err != nil {
+			return nil, Usage(err)
+		}
+		ca, flag = f.CA, "the config file's ca:"
+	}
+	if ca == "" {
+		return cl, nil
+	}
+	pem, err := os.ReadFile(ca)
+	if err != nil {
+		return nil, Usage(fmt.Errorf("%s: %w", flag, err))
+	}
+	if err := cl.TrustPEM(pem); err != nil {
+		return nil, Usage(fmt.Errorf("%s %s: %w", flag, ca, err))
+	}
+	return cl, nil
 }
 
 // fromAPI returns err so that Run exits with ExitUsage when the server

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -45,6 +47,7 @@ type serveFlags struct {
 	checkIncremental             bool // hidden: plan from scratch too and stop on a difference (tests)
 	alertWebhook                 string
 	alertEvery, alertFor         time.Duration // hidden (tests): evaluation interval, `for` of every rule
+	tls                          tlsFlags
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
@@ -101,18 +104,28 @@ in-process with virtual GPUs; --agents simulated runs no processes: every
 node is as healthy as the fleet file says and a running job with a duration
 succeeds after it.
 
-It prints "listening on http://HOST:PORT" once it serves, and shuts down
-cleanly on SIGINT or SIGTERM.`,
+--tls-cert and --tls-key serve the API over https only (clients then name
+the authority with --ca-file or $ALLOT_CA unless the system trusts it);
+--etcd-ca, --etcd-cert and --etcd-key turn on TLS, with a client
+certificate, to etcd. docs/deploy.md has a layout and how to back up.
+
+It prints "listening on http://HOST:PORT" (https:// with TLS) once it
+serves, and shuts down cleanly on SIGINT or SIGTERM.`,
 		Example: `  allot server --data /var/lib/allot --listen 0.0.0.0:8080 \
       --fleet examples/fleet.yaml --tenants examples/tenants.yaml
   allot server --data /var/lib/allot --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379/allot \
-      --fleet examples/fleet.yaml --tenants examples/tenants.yaml`,
+      --fleet examples/fleet.yaml --tenants examples/tenants.yaml
+  allot server --data /var/lib/allot --listen 0.0.0.0:8443 --tls-cert /etc/allot/tls/api.pem --tls-key /etc/allot/tls/api-key.pem \
+      --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379 --etcd-ca /etc/allot/tls/etcd-ca.pem \
+      --etcd-cert /etc/allot/tls/etcd-client.pem --etcd-key /etc/allot/tls/etcd-client-key.pem \
+      --fleet /etc/allot/fleet.yaml --tenants /etc/allot/tenants.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, false)
 		},
 	}
 	f.register(cmd, "")
+	f.tls.register(cmd)
 	cmd.Flags().StringVar(&f.store, "store", "", "where the state lives: bolt:DIR (the file DIR/allot.db; empty: bolt in --data) or etcd://HOST:PORT[,HOST:PORT...][/prefix] (an etcd cluster, keys under /prefix/, default /allot/; one server per prefix until leader election is built)")
 	cmd.Flags().StringVar(&f.agents, "agents", "external", "node layer: external (allot agent processes report facts), virtual (in-process agents with virtual GPUs for every fleet node) or simulated (no processes; jobs end after their duration)")
 	_ = cmd.MarkFlagRequired("data")
@@ -153,6 +166,19 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if err != nil {
 		return Usage(err)
 	}
+	apiTLS, ownCerts, err := f.tls.api()
+	if err != nil {
+		return Usage(err)
+	}
+	etcdTLS, err := f.tls.etcd()
+	switch {
+	case err != nil:
+		return Usage(err)
+	case etcdTLS != nil && where.etcd == nil:
+		return Usage(errors.New("--etcd-ca, --etcd-cert and --etcd-key need --store etcd://…"))
+	case etcdTLS != nil:
+		where.etcd.TLS = etcdTLS
+	}
 	hook, err := parseWebhookURL(f.alertWebhook)
 	if err != nil {
 		return Usage(err)
@@ -186,7 +212,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	defer ln.Close()
 	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		MaxLost: f.maxLost, URL: selfURL(ln.Addr()), Policies: policies,
+		MaxLost: f.maxLost, URL: selfURL(ln.Addr(), apiTLS != nil), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {
@@ -206,6 +232,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		limits.UnauthRate = -1 // no limit
 	}
 	hs, ln := api.NewServer(api.Config{Server: srv, Rate: rate, Burst: f.burst, Logger: log, Limits: limits}, ln)
+	if apiTLS != nil {
+		ln = tls.NewListener(ln, apiTLS)
+	}
 
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -220,13 +249,13 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 
-	url := "http://" + ln.Addr().String()
+	url := selfURL(ln.Addr(), apiTLS != nil)
 	agentsErr := make(chan error, 1)
 	agentsCtx, stopAgents := context.WithCancel(runCtx)
 	defer stopAgents()
 	if f.agents == "virtual" {
 		go func() {
-			agentsErr <- runVirtualAgents(agentsCtx, url, token, fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
+			agentsErr <- runVirtualAgents(agentsCtx, url, token, ownCerts, fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
 				f.nodeTimeout, log)
 		}()
 	}
@@ -297,7 +326,7 @@ Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 // for every fleet node the fleet file does not mark down, keeping their
 // state in dir/NODE and their jobs' files in work/NODE (outside the
 // server's data directory: jobs must not reach the admin token).
-func runVirtualAgents(ctx context.Context, url, token string, fleet *model.Fleet, dir, work string, nodeTimeout time.Duration,
+func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPool, fleet *model.Fleet, dir, work string, nodeTimeout time.Duration,
 	log *slog.Logger) error {
 	log.Info("virtual agents", "data", dir, "work", work)
 	cl, err := client.New(url, token)
@@ -305,6 +334,9 @@ func runVirtualAgents(ctx context.Context, url, token string, fleet *model.Fleet
 		return err
 	}
 	cl.HTTP.Timeout = agent.DefaultWait + 15*time.Second
+	if trust != nil {
+		cl.Trust(trust)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(fleet.Nodes))
 	for _, n := range fleet.Nodes {
@@ -334,11 +366,15 @@ func runVirtualAgents(ctx context.Context, url, token string, fleet *model.Fleet
 
 // selfURL is the URL under which processes on this host reach the API
 // listening at addr: a wildcard address is reached on loopback.
-func selfURL(addr net.Addr) string {
-	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
-		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+func selfURL(addr net.Addr, https bool) string {
+	scheme := "http://"
+	if https {
+		scheme = "https://"
 	}
-	return "http://" + addr.String()
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		return scheme + net.JoinHostPort("127.0.0.1", strconv.Itoa(ta.Port))
+	}
+	return scheme + addr.String()
 }
 
 func shellQuote(s string) string {

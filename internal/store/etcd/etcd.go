@@ -37,7 +37,9 @@ type Config struct {
 	// DialTimeout bounds Open's wait for the cluster to answer; 5s when
 	// zero.
 	DialTimeout time.Duration
-	// TLS, when set, is used for every connection to the cluster.
+	// TLS, when set, is used for every connection to the cluster, and
+	// endpoints given as http:// URLs (as ParseURL writes them) are
+	// dialled as https://.
 	TLS *tls.Config
 }
 
@@ -94,6 +96,16 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.TLS != nil {
+		eps := make([]string, len(cfg.Endpoints))
+		for i, ep := range cfg.Endpoints {
+			if rest, ok := strings.CutPrefix(ep, "http://"); ok {
+				ep = "https://" + rest
+			}
+			eps[i] = ep
+		}
+		cfg.Endpoints = eps
 	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,

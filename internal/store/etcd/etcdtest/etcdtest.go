@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
@@ -21,9 +22,16 @@ const readyWithin = 30 * time.Second
 
 // Cluster is a running set of embedded etcd members.
 type Cluster struct {
-	t       testing.TB
-	mu      sync.Mutex // guards the etcd field of members
-	members []*member
+	t         testing.TB
+	mu        sync.Mutex // guards the etcd field of members
+	members   []*member
+	clientTLS *transport.TLSInfo // nil: plain http for clients
+}
+
+// TLS names the PEM files members serve clients with: their certificate
+// and key, and the authority a client's certificate must chain to.
+type TLS struct {
+	CertFile, KeyFile, CAFile string
 }
 
 type member struct {
@@ -38,15 +46,32 @@ type member struct {
 // Start runs an n-member cluster until the test ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return start(t, n, nil)
+}
+
+// StartTLS runs an n-member cluster that serves clients over https only
+// and requires a client certificate signed by tls.CAFile (etcd's
+// --client-cert-auth); members talk to each other in plain http.
+func StartTLS(t testing.TB, n int, tls TLS) *Cluster {
+	t.Helper()
+	return start(t, n, &transport.TLSInfo{CertFile: tls.CertFile, KeyFile: tls.KeyFile, TrustedCAFile: tls.CAFile, ClientCertAuth: true})
+}
+
+func start(t testing.TB, n int, clientTLS *transport.TLSInfo) *Cluster {
+	t.Helper()
 	if n < 1 {
 		t.Fatalf("etcdtest: %d members", n)
 	}
 	base := t.TempDir()
-	c := &Cluster{t: t}
+	c := &Cluster{t: t, clientTLS: clientTLS}
+	scheme := "http"
+	if clientTLS != nil {
+		scheme = "https"
+	}
 	var initial []string
 	for i := range n {
 		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(base, fmt.Sprintf("m%d", i))}
-		m.client = url.URL{Scheme: "http", Host: freeAddr(t)}
+		m.client = url.URL{Scheme: scheme, Host: freeAddr(t)}
 		m.peer = url.URL{Scheme: "http", Host: freeAddr(t)}
 		initial = append(initial, m.name+"="+m.peer.String())
 		c.members = append(c.members, m)
@@ -82,7 +107,7 @@ func freeAddr(t testing.TB) string {
 }
 
 // config is member m's embed configuration.
-func (m *member) config() *embed.Config {
+func (c *Cluster) config(m *member) *embed.Config {
 	cfg := embed.NewConfig()
 	cfg.Name = m.name
 	cfg.Dir = m.dir
@@ -99,12 +124,15 @@ func (m *member) config() *embed.Config {
 	cfg.MaxRequestBytes = 4 << 20
 	cfg.UnsafeNoFsync = true
 	cfg.TickMs, cfg.ElectionMs = 50, 500
+	if c.clientTLS != nil {
+		cfg.ClientTLSInfo = *c.clientTLS
+	}
 	return cfg
 }
 
 func (c *Cluster) start(i int) error {
 	m := c.members[i]
-	e, err := embed.StartEtcd(m.config())
+	e, err := embed.StartEtcd(c.config(m))
 	if err != nil {
 		return err
 	}
