@@ -185,6 +185,48 @@ var Rules = []Rule{
 			return fmt.Sprintf("%s scheduling cycle(s) panicked in the last 10 minutes", strconv.FormatFloat(i.Value, 'f', -1, 64))
 		},
 	},
+	{
+		Name: "AllotTenantBudgetNear", Severity: "warning",
+		Thresholds: []float64{budgetNear, 1},
+		cond:       budgetSpent(func(r float64) bool { return r >= budgetNear && r < 1 }),
+		summary: func(i Instance) string {
+			return fmt.Sprintf("tenant %s has spent %.0f%% of its monthly budget", i.Labels["tenant"], 100*i.Value)
+		},
+	},
+	{
+		Name: "AllotTenantBudgetSpent", Severity: "critical",
+		Thresholds: []float64{1},
+		cond:       budgetSpent(func(r float64) bool { return r >= 1 }),
+		summary: func(i Instance) string {
+			return fmt.Sprintf("tenant %s has spent %.0f%% of its monthly budget", i.Labels["tenant"], 100*i.Value)
+		},
+	},
+}
+
+// budgetNear is the share of its budget past which a tenant is warned.
+const budgetNear = 0.8
+
+// budgetSpent returns the condition of a budget rule: the tenants whose
+// share spent (allot_tenant_cost_usd / allot_tenant_budget_usd) in
+// accepts, with that share as the value.
+func budgetSpent(in func(float64) bool) func(Values, *history, time.Time) []Instance {
+	return func(v Values, _ *history, _ time.Time) []Instance {
+		budget := map[string]float64{}
+		for _, s := range v["allot_tenant_budget_usd"] {
+			budget[s.Labels["tenant"]] = s.Value
+		}
+		var out []Instance
+		for _, s := range v["allot_tenant_cost_usd"] {
+			b, ok := budget[s.Labels["tenant"]]
+			if !ok || b <= 0 {
+				continue
+			}
+			if r := s.Value / b; in(r) {
+				out = append(out, Instance{pick(s, "tenant"), r})
+			}
+		}
+		return out
+	}
 }
 
 // ranged are the series range rules read, with the longest window each

@@ -45,6 +45,10 @@ type Config struct {
 	Now func() time.Time
 	// Logger receives request failures; nil means slog.Default().
 	Logger *slog.Logger
+	// ForwardTransport carries the requests a server that does not lead
+	// passes to the leader (forward.go); nil means http.DefaultTransport.
+	// With TLS it must trust the leader's certificate.
+	ForwardTransport http.RoundTripper
 }
 
 //go:embed openapi.json
@@ -60,6 +64,7 @@ type handler struct {
 	limit  *limiter // per tenant
 	unauth *limiter // per source address, of requests with no valid token
 	reqs   *prometheus.CounterVec
+	fwd    *forwarder // to the leader, when this server does not lead
 }
 
 // New returns the HTTP handler of the API, /metrics and the health checks.
@@ -72,7 +77,7 @@ func New(cfg Config) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, codeNotFound, "", "no endpoint "+r.Method+" "+r.URL.Path+"; see /v1/openapi.json")
 	})
-	return h.count(mux)
+	return h.count(h.forward(mux))
 }
 
 func newHandler(cfg Config) *handler {
@@ -89,7 +94,7 @@ func newHandler(cfg Config) *handler {
 		cfg.Now = cfg.Server.Clock().Now
 	}
 	l := cfg.Limits.withDefaults()
-	return &handler{srv: cfg.Server, log: cfg.Logger, limits: l,
+	return &handler{srv: cfg.Server, log: cfg.Logger, limits: l, fwd: &forwarder{transport: cfg.ForwardTransport},
 		limit:  newLimiter(cfg.Rate, cfg.Burst, cfg.Now),
 		unauth: newLimiter(l.UnauthRate, l.UnauthBurst, cfg.Now),
 		reqs: register(cfg.Server.Registry(), prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -166,14 +171,25 @@ func (h *handler) routes() []route {
 		{"GET /v1/tenants", admins, h.tenants},
 		{"GET /v1/partitions", admins, h.partitions},
 		{"GET /v1/quotas", admins, h.quotas},
+		{"PUT /v1/quotas", admins, h.setQuota},
+		{"POST /v1/quota-requests", tenants, h.createQuotaRequest},
+		{"GET /v1/quota-requests", tenants, h.listQuotaRequests},
+		{"POST /v1/quota-requests/{id}/approve", admins, h.approveQuotaRequest},
+		{"POST /v1/quota-requests/{id}/deny", admins, h.denyQuotaRequest},
+		{"GET /v1/audit", admins, h.audit},
 		{"GET /v1/alerts", admins, h.alerts},
 		{"GET /v1/usage", tenants, h.usage},
 		{"GET /v1/accounting", tenants, h.accounting},
+		{"GET /v1/cost", tenants, h.cost},
 		{"GET /v1/skus", tenants, h.skus},
 		{"POST /v1/reservations", tenants, h.createReservation},
 		{"GET /v1/reservations", tenants, h.listReservations},
 		{"GET /v1/reservations/{name}", tenants, h.getReservation},
 		{"DELETE /v1/reservations/{name}", tenants, h.deleteReservation},
+		{"POST /v1/instances", tenants, h.createInstance},
+		{"GET /v1/instances", tenants, h.listInstances},
+		{"GET /v1/instances/{id}", tenants, h.getInstance},
+		{"DELETE /v1/instances/{id}", tenants, h.deleteInstance},
 		{"POST /v1/tokens", admins, h.createToken},
 		{"GET /v1/tokens", admins, h.listTokens},
 		{"DELETE /v1/tokens/{id}", admins, h.revokeToken},

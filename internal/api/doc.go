@@ -20,6 +20,22 @@
 // any body is read, and a refusal closes the connection without reading the
 // rest of the body.
 //
+// Instances (instances.go, POST/GET /v1/instances, GET/DELETE
+// /v1/instances/{id}) are jobs leasing whole nodes of a SKU; creation
+// answers with what a scheduling cycle decided, AllocationFailed (409)
+// when the SKU is sold in the region but not free now.
+//
+// GET /v1/cost (cost.go) reports what work cost at the prices of how it
+// ran, by tenant, region, SKU or job, with the budgets the token sees; a
+// submit of a tenant whose budget has a hard stop and is spent is refused
+// with BudgetExceeded (402).
+//
+// Quotas change through quota requests a tenant files and only the admin
+// approves or denies (quota.go; POST /v1/quota-requests/{id}/approve is an
+// admin route, so a tenant's own approval is 403 before the server looks),
+// or the admin's PUT /v1/quotas; GET /v1/audit reads the server's
+// append-only audit log (admin).
+//
 // A job is submitted as a job document, JSON or YAML, read by package spec
 // exactly as a job file; a tenant token's tenant is filled in when the
 // document names none. Jobs are shown with their spec in the same document

@@ -42,15 +42,21 @@ var statusOf = map[string]int{
 	string(server.CodeForbidden):       http.StatusForbidden,
 	string(server.CodeNotFound):        http.StatusNotFound,
 	string(server.CodeConflict):        http.StatusConflict,
+	string(server.CodeBudgetExceeded):  http.StatusPaymentRequired,
 	codeUnauthorized:                   http.StatusUnauthorized,
 	codeBodyTooLarge:                   http.StatusRequestEntityTooLarge,
 	codeRateLimited:                    http.StatusTooManyRequests,
 	codeRequestTimeout:                 http.StatusRequestTimeout,
 	codeInternal:                       http.StatusInternalServerError,
+	codeNoLeader:                       http.StatusServiceUnavailable,
+	codeLeaderFailed:                   http.StatusBadGateway,
 
 	// A job that can never run, refused with the core's reason.
 	string(server.CodeResidencyForbidden):    http.StatusBadRequest,
 	string(server.CodeTopologyUnsatisfiable): http.StatusBadRequest,
+
+	// An instance whose SKU is sold in the region but has nothing free now.
+	string(server.CodeAllocationFailed): http.StatusConflict,
 }
 
 func writeError(w http.ResponseWriter, code, field, msg string) {

@@ -62,7 +62,7 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request, p server.Princi
 // parseState reads a state filter, accepting any letter case.
 func parseState(v string) (model.State, bool) {
 	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
-		model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {
+		model.StateBlocked, model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {
 		if strings.EqualFold(v, string(s)) {
 			return s, true
 		}
@@ -220,7 +220,7 @@ func (h *handler) skus(w http.ResponseWriter, r *http.Request, _ server.Principa
 	for i, o := range offers {
 		out[i] = SKU{Name: o.SKU.Name, Series: o.SKU.Series, GPUModel: o.SKU.GPUModel, GPUsPerNode: o.SKU.GPUs,
 			Region: o.Region, Nodes: o.Nodes, FreeNodes: o.FreeNodes, FreeGPUs: o.FreeGPUs,
-			PricePerHour: o.SKU.PricePerHour, SpotPricePerHour: o.SKU.SpotPrice}
+			PricePerHour: o.OnDemand, SpotPricePerHour: o.Spot}
 	}
 	writeJSON(w, http.StatusOK, map[string][]SKU{"skus": out})
 }
@@ -309,12 +309,12 @@ func (h *handler) listReservations(w http.ResponseWriter, _ *http.Request, p ser
 }
 
 func (h *handler) getReservation(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	res, err := h.srv.Reservation(p, r.PathValue("name"))
+	res, use, err := h.srv.ReservationUse(r.Context(), p, r.PathValue("name"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newReservation(res))
+	writeJSON(w, http.StatusOK, newReservationReport(res, use))
 }
 
 func (h *handler) deleteReservation(w http.ResponseWriter, r *http.Request, p server.Principal) {

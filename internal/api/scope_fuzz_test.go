@@ -124,6 +124,10 @@ func newScopeLab(t testing.TB) *scopeLab {
 		if lab.tokens["endpoint:"+name] == "" {
 			t.Fatalf("no replica of endpoint %s", name)
 		}
+		// A pending quota request per tenant: its ID is a marker of it.
+		if _, err := srv.RequestQuota(ctx, server.Principal{Tenant: tn}, model.Quota{Region: "eastus", Series: "NC", GPUs: 40}, "lab"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	lab.names = []string{"copilot", "acme", "admin", "node:" + lab.nodes[0], "node:" + lab.nodes[1], "none", "forged",
 		"endpoint:" + lab.eps[0], "endpoint:" + lab.eps[1]}
@@ -206,6 +210,16 @@ func (w world) owner(key string) (string, []string) {
 		if tn, ok := w.eps[strings.TrimPrefix(key, "/endpoints/")]; ok {
 			return tn, nil
 		}
+	case strings.HasPrefix(key, "/quota-requests/"), strings.HasPrefix(key, "/audit/"):
+		// A tenant's own quota requests, and the audit records of what
+		// it did itself.
+		var rec struct {
+			Tenant string `json:"tenant"`
+			Actor  string `json:"actor"`
+		}
+		if json.Unmarshal(w.kvs[key].Value, &rec) == nil && rec.Tenant+rec.Actor != "" {
+			return rec.Tenant + rec.Actor, nil
+		}
 	case strings.HasPrefix(key, "/tokens/"):
 		// An endpoint's token is its tenant's, made and deleted with it.
 		var rec struct {
@@ -255,6 +269,15 @@ func (w world) markers() map[string]struct {
 			nodes []string
 		}{j.Spec.Tenant, lastNodes(j)}
 	}
+	for key, kv := range w.kvs {
+		var q struct{ ID, Tenant string }
+		if strings.HasPrefix(key, "/quota-requests/") && json.Unmarshal(kv.Value, &q) == nil {
+			out[q.ID] = struct {
+				owner string
+				nodes []string
+			}{q.Tenant, nil}
+		}
+	}
 	for name, r := range w.rsvs {
 		out[name] = struct {
 			owner string
@@ -290,6 +313,10 @@ func FuzzScope(f *testing.F) {
 		"POST /v1/endpoints":                     `{"name":"fz-ep","model":"m","command":["x"],"resources":{"gpu_milli":250,"gpu_models":["T4"]},"slo":{"p95_ms":100},"throughput":{"T4":10}}`,
 		"POST /v1/endpoints/{name}/scale":        `{"min_replicas":1,"max_replicas":2}`,
 		"POST /v1/endpoints/{name}/metrics":      `{"requests_per_sec":5,"p95_ms":10,"utilisation":0.5,"replica":"r"}`,
+		"POST /v1/quota-requests":                `{"region":"eastus","series":"NC","gpus":64,"reason":"fz"}`,
+		"POST /v1/quota-requests/{id}/deny":      `{"reason":"fz"}`,
+		"PUT /v1/quotas":                         `{"tenant":"acme","region":"eastus","series":"NC","gpus":3}`,
+		"POST /v1/instances":                     `{"sku":"NC64-T4x4","region":"eastus","tenant":"acme","priority":"spot"}`,
 		"PUT /v1/policies":                       "scheduling_policies:\n  - {name: p, conditions: [{resource_type: gpu_cluster, utilization_threshold: 1%}], actions: [{type: migrate, target: batch_jobs, destination: low_priority_pool}]}\n",
 	}
 	for ri, rt := range lab.routes {
@@ -324,6 +351,17 @@ func FuzzScope(f *testing.F) {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
+		if strings.Contains(pattern, "/v1/quota-requests/") {
+			// Quota requests' IDs, others' included.
+			ids = ids[:0]
+			for key, kv := range before.kvs {
+				var q struct{ ID string }
+				if strings.HasPrefix(key, "/quota-requests/") && json.Unmarshal(kv.Value, &q) == nil {
+					ids = append(ids, q.ID)
+				}
+			}
+			slices.Sort(ids)
+		}
 		rsvs := []string{"copilot-rsv", "acme-rsv"}
 		for _, r := range lab.fileRsvs {
 			rsvs = append(rsvs, r.Name)
@@ -374,12 +412,24 @@ func FuzzScope(f *testing.F) {
 			}
 		}
 		// Changes: every key written or deleted, and every log appended to,
-		// belongs to the principal.
+		// belongs to the principal, except what a Plan commit the request
+		// ran wrote (POST /v1/instances places at once): the core's
+		// decisions, committed with the scheduling fence.
+		planRev := int64(-1)
+		if fb, fa := before.kvs["/sched/fence"], after.kvs["/sched/fence"]; fa.ModRev != fb.ModRev {
+			planRev = fa.ModRev
+		}
 		for key := range union(before.kvs, after.kvs) {
 			b, inB := before.kvs[key]
 			a, inA := after.kvs[key]
 			if inB == inA && (!inB || b.ModRev == a.ModRev) {
 				continue
+			}
+			if inA && a.ModRev == planRev && strings.HasPrefix(path, "/v1/instances") {
+				continue
+			}
+			if strings.HasPrefix(key, "/audit/") && inB {
+				t.Fatalf("%s as %s rewrote or deleted audit record %s: %d %s", sent, principal, key, rec.Code, rec.Body)
 			}
 			owner, nodes := before.owner(key)
 			if !inB {

@@ -43,6 +43,10 @@ type Attempt struct {
 	ExitCode int        `json:"exit_code"`
 	Reason   string     `json:"reason"`
 	Detail   string     `json:"detail"`
+	// Pricing and Rates are how the attempt is billed and what each
+	// instance accrues per hour (docs/cost.md).
+	Pricing string    `json:"pricing,omitempty"`
+	Rates   []float64 `json:"usd_per_hour,omitempty"`
 }
 
 // Allocation is what one instance of a job holds on one node.
@@ -83,7 +87,7 @@ func NewJob(j *model.Job) Job {
 			nodes = []string{}
 		}
 		out.AttemptHistory[i] = Attempt{Number: a.Number, Nodes: nodes, Started: timePtr(a.Started), Ended: timePtr(a.Ended),
-			ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail}
+			ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail, Pricing: a.Pricing, Rates: a.Rates}
 	}
 	for i, a := range st.Allocations {
 		out.Allocations[i] = Allocation{Node: a.Node, GPUs: a.GPUs, GPUMilli: a.GPUMilli}

@@ -155,7 +155,7 @@ each then keeps its files in DATA/NODE and WORK/NODE.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&conn.server, "server", "", "API server URL (default $ALLOT_SERVER, else "+DefaultServer+")")
+	fl.StringVar(&conn.server, "server", "", "API server URL, or several comma-separated, tried in turn (default $ALLOT_SERVER, else "+DefaultServer+")")
 	fl.StringVar(&conn.token, "token", "", "refused: use $ALLOT_TOKEN or --token-file")
 	_ = fl.MarkHidden("token")
 	fl.StringVar(&conn.ca, "ca-file", "", "PEM file of the authority an https server's certificate must chain to (default $ALLOT_CA, else the system's)")

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -26,13 +25,13 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/store"
-	"github.com/allot-dev/allot/internal/store/bolt"
 )
 
 type benchE2EFlags struct {
 	nodes, jobs, clients, history int
 	timeout                       time.Duration
 	output, baseline, cpuProfile  string
+	store                         string // "" (bolt) or etcd://HOST:PORT[,…]
 }
 
 // The generated fleet of bench e2e: one region of 8-GPU H100 nodes in
@@ -54,10 +53,10 @@ const e2eJob = `{"name":"e2e","tenant":"bench","command":["sleep","infinity"],` 
 func newBenchE2ECmd() *cobra.Command {
 	f := benchE2EFlags{}
 	cmd := &cobra.Command{
-		Use:   "e2e [--nodes 1000] [--jobs 8000] [--clients 16] [--history H]",
+		Use:   "e2e [--nodes 1000] [--jobs 8000] [--clients 16] [--history H] [--store etcd://HOST:PORT,...]",
 		Short: "Measure jobs per second from first submit to all running, through the HTTP API",
 		Long: `e2e starts a control plane in-process on a temporary directory (embedded bolt
-store, fsync on every commit) with a generated fleet of --nodes nodes of 8
+store, fsync on every commit; --store below puts it on etcd) with a generated fleet of --nodes nodes of 8
 H100 GPUs and the simulated node layer (no processes: a bound job is Running
 at the commit of the cycle that binds it, as 'allot server --agents
 simulated' does). --clients concurrent HTTP clients submit --jobs one-GPU
@@ -71,9 +70,19 @@ the store's transactions, not the API: a million submits would take many
 minutes) and reports how long that took, how long the server took to start
 on them, and the process's resident memory after the start and at its peak
 (the peak is reset after the preload; it includes the bench's own clients).
-Rate limiting is off; everything else is the production path.`,
+Rate limiting is off; everything else is the production path.
+
+--store etcd://HOST:PORT[,HOST:PORT...] keeps the state in an etcd cluster
+you bring instead of bolt, with leader election on and every commit fenced
+on the term, as 'allot server --store etcd://...' runs. The bench writes
+under a new prefix of its own, /allot-bench-<time>/ (so the URL takes no
+/prefix), never reads another installation's keys, and deletes its prefix
+and election keys at the end. Endpoints are plain http; the preload writes
+100 jobs per transaction, within etcd's default limits, but the server's
+cycles need the cluster's --max-txn-ops of 10000 as 'allot server' does.`,
 		Example: `  allot bench e2e --nodes 1000 --jobs 8000 --clients 16
-  allot bench e2e --nodes 1000 --jobs 8000 --history 1000000 -o json`,
+  allot bench e2e --nodes 1000 --jobs 8000 --history 1000000 -o json
+  allot bench e2e --nodes 500 --jobs 4000 --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchE2E(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -84,6 +93,7 @@ Rate limiting is off; everything else is the production path.`,
 	fl.IntVar(&f.jobs, "jobs", 8000, "one-GPU jobs to submit")
 	fl.IntVar(&f.clients, "clients", 16, "concurrent HTTP clients")
 	fl.IntVar(&f.history, "history", 0, "finished jobs to write into the store before the server starts")
+	fl.StringVar(&f.store, "store", "", "etcd://HOST:PORT[,HOST:PORT...]: run on this etcd cluster, under a prefix of the bench's own (default: bolt in a temporary directory)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up when not every job is Running after this long")
 	addBenchFlags(cmd, &f.output, &f.cpuProfile, &f.baseline, "from first submit to all running")
 	return cmd
@@ -96,7 +106,9 @@ type benchE2EResult struct {
 	Jobs        int    `json:"jobs"`
 	Clients     int    `json:"clients"`
 	NodeLayer   string `json:"node_layer"`
-	History     int    `json:"history"`
+	// Store names the backend: bolt, or etcd with its member count.
+	Store   string `json:"store"`
+	History int    `json:"history"`
 	// PreloadS is the time to write the history into the store; StartS the
 	// time from opening the server on it to its first committed cycle.
 	PreloadS float64 `json:"preload_s"`
@@ -150,7 +162,9 @@ var benchE2EFigures = []figure{
 
 // runBenchE2E reads as:
 //
-//  1. preload the history (--history) straight into a new store;
+//  1. preload the history (--history) straight into a new store (a bolt
+//     file in a temporary directory, or a prefix of its own in --store's
+//     etcd cluster);
 //  2. start the server on it and wait for its first cycle;
 //  3. submit from the clients and watch /metrics until all run (measure);
 //  4. read each job's started_at - submitted_at through the API;
@@ -163,6 +177,10 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 		return Usage(fmt.Errorf("--jobs and --clients must be positive, --history not negative, --timeout above zero"))
 	case f.output != "table" && f.output != "json":
 		return Usage(fmt.Errorf("--output must be table or json"))
+	}
+	etcdCfg, err := parseBenchStore(f.store)
+	if err != nil {
+		return Usage(err)
 	}
 	base, err := loadBaseline(f.baseline, benchE2EFigures)
 	if err != nil {
@@ -184,15 +202,15 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 	}
 
 	// 1. History.
-	dir, err := os.MkdirTemp("", "allot-bench-e2e-")
+	where, err := newBenchStore(etcdCfg)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	dbPath := filepath.Join(dir, "allot.db")
+	defer where.remove()
+	r.Store = where.describe()
 	if f.history > 0 {
 		t0 := time.Now()
-		if err := preloadHistory(ctx, dbPath, f.history, fleet, progress); err != nil {
+		if err := preloadHistory(ctx, where, f.history, fleet, progress); err != nil {
 			return err
 		}
 		r.PreloadS = time.Since(t0).Seconds()
@@ -200,20 +218,22 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 	}
 	resetPeakRSS()
 
-	// 2. Server.
-	st, err := bolt.Open(dbPath, nil)
+	// 2. Server. With an election it leads alone (URL empty: nobody
+	// forwards to it) once its campaign is won.
+	st, election, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	progress("starting the server")
 	t0 := time.Now()
-	bs, err := startBenchServer(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Nodes: server.Simulated{}}, e2eTenant)
+	bs, err := startBenchServer(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy,
+		Nodes: server.Simulated{}}, e2eTenant)
 	if err != nil {
 		return err
 	}
 	defer bs.stop()
-	for !bs.srv.Ready() { // the first cycle resumes what the store holds
+	for !bs.srv.Leads() || !bs.srv.Ready() { // the first cycle resumes what the store holds
 		if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
 			return err
 		}
@@ -382,7 +402,8 @@ func writeE2ETable(w io.Writer, r benchE2EResult) error {
 	}
 	fmt.Fprintf(w, "CPU %.3f ms per job; server start %.2fs, RSS after start %.0f MiB (live heap %.0f MiB), peak %.0f MiB; %d submit errors\n",
 		r.CPUPerJobMs, r.StartS, r.RSSStartMiB, r.HeapStartMiB, r.RSSPeakMiB, r.Errors)
-	fmt.Fprintf(w, "node layer %s, GOMAXPROCS %d, load average at start %s\n", r.NodeLayer, r.GOMAXPROCS, r.LoadAvgAtStart)
+	fmt.Fprintf(w, "store %s, node layer %s, GOMAXPROCS %d, load average at start %s\n", r.Store, r.NodeLayer, r.GOMAXPROCS,
+		r.LoadAvgAtStart)
 	return nil
 }
 
@@ -426,17 +447,17 @@ func e2eTenancy(f *model.Fleet) (*model.Tenancy, error) {
 	return t, nil
 }
 
-// preloadHistory writes n finished one-GPU jobs into a new store at path,
-// as many per transaction as the store takes, and closes it.
-func preloadHistory(ctx context.Context, path string, n int, fleet *model.Fleet, progress func(string)) error {
-	st, err := bolt.Open(path, nil)
+// preloadHistory writes n finished one-GPU jobs into the new store where,
+// where.batch per transaction, and closes it.
+func preloadHistory(ctx context.Context, where *benchStore, n int, fleet *model.Fleet, progress func(string)) error {
+	st, _, err := where.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	end := time.Now().Add(-time.Hour)
 	for done := 0; done < n; {
-		batch := min(n-done, store.MaxTxnOps)
+		batch := min(n-done, where.batch)
 		txn := store.Txn{Then: make([]store.Op, 0, batch)}
 		for i := done; i < done+batch; i++ {
 			ended := end.Add(-time.Duration(n-i) * time.Second)

@@ -47,7 +47,9 @@ then the config file ($ALLOT_CONFIG, else ~/.config/allot/config.yaml):
   token: <token>
   ca: /etc/allot/ca.pem       # only for an https server signed by a private CA
 
-The server defaults to ` + DefaultServer + `. An https server's certificate is
+The server defaults to ` + DefaultServer + `. Several servers that share an
+etcd store may be given comma-separated: a request that cannot connect to
+one goes to the next. An https server's certificate is
 checked against the system's authorities, or against the PEM file that
 --ca-file, $ALLOT_CA or the config file's ca: names. Output is a table, or
 the API's objects with -o json or -o yaml.`
@@ -71,7 +73,7 @@ func clientGroup(use, short, long string, conn *connection) *cobra.Command {
 		},
 	}
 	fl := cmd.PersistentFlags()
-	fl.StringVar(&conn.server, "server", "", "API server URL (default $ALLOT_SERVER, the config file's server:, else "+DefaultServer+")")
+	fl.StringVar(&conn.server, "server", "", "API server URL, or several comma-separated (servers sharing an etcd store: tried in turn) (default $ALLOT_SERVER, the config file's server:, else "+DefaultServer+")")
 	fl.StringVar(&conn.token, "token", "", "API token (default $ALLOT_TOKEN, else the config file's token:)")
 	fl.StringVar(&conn.ca, "ca-file", "", "PEM file of the authority an https server's certificate must chain to (default $ALLOT_CA, else the config file's ca:, else the system's)")
 	fl.StringVarP(&conn.output, "output", "o", "table", "output format: table, json or yaml")

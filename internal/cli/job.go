@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -49,6 +50,14 @@ cannot start yet: 'allot job why ID' says what it waits for.
 of the range, named NAME[IDX], with ALLOT_ARRAY_INDEX=IDX in its
 environment; a range is also a list (1,5,9) and holds at most 1000 indices.
 
+A job may list after: [NAME or ID, ...]: the jobs it waits for, by name
+within the file (or directory) or by the ID of a job submitted before. Such
+a step is Blocked, holding no GPU, until they all succeeded, then queued;
+when one fails, is canceled or times out, the step is canceled with reason
+PredecessorFailed. Steps that wait for each other in a circle, a step that
+waits for itself and a name that is neither a step nor a job ID are refused,
+and nothing of the file is submitted.
+
 --set key=value overrides a field of every job in the file before it is
 read; the key is a dotted path as written in the file (priority,
 retry.max_retries, env.NAME) and the value is read as YAML. Each job names
@@ -58,7 +67,8 @@ its tenant (or use --set tenant=NAME).`,
   ID=$(allot job submit -f job.yaml) && allot job why "$ID"
   allot job submit -f job.yaml -o json     # {"id": "..."}
   allot job submit -f examples/jobs        # every file, all or nothing
-  allot job submit -f sweep.yaml --array 0-99:10   # 10 jobs, sweep[0] … sweep[90]`,
+  allot job submit -f sweep.yaml --array 0-99:10   # 10 jobs, sweep[0] … sweep[90]
+  allot job submit -f examples/jobs/pipeline.yaml  # pipe-train waits for pipe-prepare`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
@@ -88,7 +98,7 @@ its tenant (or use --set tenant=NAME).`,
 
 // jobStates are the states a job can be in, for --state and completion.
 var jobStates = []string{string(model.StateQueued), string(model.StatePreparing), string(model.StateRunning),
-	string(model.StatePreempted), string(model.StateSucceeded), string(model.StateFailed), string(model.StateCanceled),
+	string(model.StatePreempted), string(model.StateBlocked), string(model.StateSucceeded), string(model.StateFailed), string(model.StateCanceled),
 	string(model.StateTimedOut)}
 
 // completeJobs completes job IDs, described by name and state.
@@ -136,6 +146,9 @@ func jobFields(j client.Job) fields {
 	f.add("Ended", timestamp(j.EndedAt))
 	f.add("Attempts", strconv.Itoa(int(j.Attempts)))
 	f.add("Preemptions", strconv.Itoa(j.Preemptions))
+	if after := jobAfter(j); len(after) > 0 {
+		f.add("After", strings.Join(after, ", "))
+	}
 	if len(j.Allocations) == 0 {
 		f.add("Allocations", "-")
 	}
@@ -205,7 +218,13 @@ scheduling core run forward over the ends of running work, reservation
 windows and the queue ahead). A job allowed in several regions also gets a
 table of them: estimated start, price per GPU-hour, distance from its data
 and the score that ranks them; "chosen" marks the region the server placed
-it in.`,
+it in.
+
+A step of a pipeline (a job with after:) is Blocked, reason
+WaitsForPredecessor, while a job it waits for has not succeeded; the detail
+names each such job and its state ("waits for prepare-0ldq8e1k2a7c (Running)").
+It is queued once they all succeeded, and canceled with reason
+PredecessorFailed, naming the step and how it ended, when one did not.`,
 		Example: `  allot job why j-0001
   allot job why j-0001 -o json`,
 		Args:              cobra.ExactArgs(1),
@@ -222,4 +241,15 @@ it in.`,
 			return show(cmd.OutOrStdout(), f, w, func() printer { return whyPrinter(w, time.Now()) })
 		},
 	}
+}
+
+// jobAfter returns the jobs j waits for (the after: of its document).
+func jobAfter(j client.Job) []string {
+	var d struct {
+		After []string `json:"after"`
+	}
+	if len(j.Spec) == 0 || json.Unmarshal(j.Spec, &d) != nil {
+		return nil
+	}
+	return d.After
 }

@@ -13,7 +13,7 @@ import (
 // activeStates are the states of a job that has not ended: what a bulk
 // action by filter acts on unless --state says otherwise.
 var activeStates = []string{string(model.StateQueued), string(model.StatePreparing), string(model.StateRunning),
-	string(model.StatePreempted)}
+	string(model.StatePreempted), string(model.StateBlocked)}
 
 // jobSelection is the jobs a bulk command acts on: IDs, or a filter.
 type jobSelection struct {

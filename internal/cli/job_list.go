@@ -35,7 +35,9 @@ func newJobListCmd(conn *connection) *cobra.Command {
 		Use:   "list [--state S,...] [--name N] [--tenant T] [--limit N [--continue TOKEN]] [--watch]",
 		Short: "List jobs, newest first",
 		Long: `list shows the jobs the token may see, newest first: a tenant's own, or all
-jobs for an admin. REASON is why a queued job waits or why an ended one ended.
+jobs for an admin. REASON is why a queued job waits or why an ended one ended;
+for a Blocked step of a pipeline it also names the jobs it waits for and
+their states ("WaitsForPredecessor: prepare-1k8nseucf6brd (Running)").
 
 --state keeps jobs in any of the states given (` + strings.Join(jobStates, ", ") + `;
 repeat it or separate them with commas); --name keeps jobs whose name
@@ -56,6 +58,7 @@ The table has fixed columns and no colour, for pagers and scripts: ID NAME
 TENANT STATE REASON PRIORITY AGE.`,
 		Example: `  allot job list
   allot job list --state Queued,Running --name llama
+  allot job list --state Blocked                 # pipeline steps and what they wait for
   allot job list --name 'train-*' -o json
   allot job list --limit 50                      # then --limit 50 --continue TOKEN
   allot job list --state Queued --watch --interval 5s
@@ -116,7 +119,7 @@ func renderJobList(ctx context.Context, cl *client.Client, f format, fl jobListF
 		now := time.Now()
 		t := table{header: []string{"ID", "NAME", "TENANT", "STATE", "REASON", "PRIORITY", "AGE"}}
 		for _, j := range l.Jobs {
-			t.add(j.ID, j.Name, j.Tenant, j.State, orDash(j.Reason), orDash(string(j.Priority)), age(j.SubmittedAt, now))
+			t.add(j.ID, j.Name, j.Tenant, j.State, listReason(j), orDash(string(j.Priority)), age(j.SubmittedAt, now))
 		}
 		return t
 	})
@@ -179,4 +182,14 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// listReason is the REASON cell of a job: its reason, and for a Blocked
+// step of a pipeline also what it waits for, from its detail
+// ("WaitsForPredecessor: prepare-1k8n… (Running)").
+func listReason(j client.Job) string {
+	if w, ok := strings.CutPrefix(j.Detail, "waits for "); ok && j.State == "Blocked" {
+		return j.Reason + ": " + w
+	}
+	return orDash(j.Reason)
 }

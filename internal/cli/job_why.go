@@ -46,6 +46,9 @@ func whyPrinter(w client.Why, now time.Time) printer {
 		// A job that runs or has ended has no start to estimate.
 		fs.add("Estimated start", startText(w.EstimatedStart, w.EstimateNone, now))
 	}
+	if w.State == "Blocked" {
+		fs.add("Estimated start", "unknown: not before every job it waits for (after:) succeeded")
+	}
 	if w.EstimateHow != "" {
 		fs.add("Estimated by", w.EstimateHow)
 	}

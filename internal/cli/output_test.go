@@ -85,7 +85,7 @@ func TestCells(t *testing.T) {
 // TestClientCommandsTeach checks that every client command explains itself
 // with a long description and examples, and takes -o.
 func TestClientCommandsTeach(t *testing.T) {
-	for _, group := range []*cobra.Command{newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd()} {
+	for _, group := range []*cobra.Command{newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newAuditCmd()} {
 		for _, c := range group.Commands() {
 			if c.Long == "" || c.Example == "" {
 				t.Errorf("%s %s: want Long and Example", group.Name(), c.Name())

@@ -34,6 +34,8 @@ binds and where, the running jobs it preempts and for whom, and why every
 other job stays pending. A queued job that can never run on the fleet is
 pending with the reason and detail that 'allot job submit' refuses it with
 (SkuNotAvailable, ResidencyForbidden, TopologyUnsatisfiable, QuotaExceeded).
+A step of a pipeline (a job with after:) waits for its predecessors to
+succeed, which one cycle never sees: it is neither bound nor pending.
 
 With --running PATH[@AGE], the jobs in that file or directory are placed
 first, by a cycle of their own, as work that started AGE (default 1h) before
@@ -103,6 +105,11 @@ func runPlan(out io.Writer, f planFlags) error {
 		set, err := readJobSet(path, f.sets, now)
 		if err != nil {
 			return err
+		}
+		for _, j := range set {
+			if len(j.Spec.After) > 0 {
+				j.Status.State = model.StateBlocked // waits for its predecessors, beyond this one cycle
+			}
 		}
 		queued = append(queued, set...)
 	}

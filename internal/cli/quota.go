@@ -8,11 +8,18 @@ import (
 
 func newQuotaCmd() *cobra.Command {
 	conn := &connection{}
-	cmd := clientGroup("quota", "See GPUs in use against quotas",
+	cmd := clientGroup("quota", "See GPUs in use against quotas; request, approve and set quotas",
 		`quota shows how many GPUs tenants use against their hard quotas. A job
 that alone exceeds a quota is rejected at submit (QuotaExceeded); one that
-would exceed it with the tenant's other work waits.`, conn)
-	cmd.AddCommand(newQuotaUsageCmd(conn))
+would exceed it with the tenant's other work waits.
+
+Quotas come from the tenants file at start; after that they change only
+through a tenant's request that an administrator approves ('quota
+request', 'quota requests', 'quota approve', 'quota deny') or an
+administrator's edit ('quota set'). Both are recorded in the audit log
+('allot audit list') and survive restarts.`, conn)
+	cmd.AddCommand(newQuotaUsageCmd(conn), newQuotaRequestCmd(conn), newQuotaRequestsCmd(conn), newQuotaDecideCmd(conn, true),
+		newQuotaDecideCmd(conn, false), newQuotaSetCmd(conn))
 	return cmd
 }
 

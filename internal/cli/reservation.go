@@ -22,10 +22,14 @@ func newReservationCmd() *cobra.Command {
 		`reservation manages capacity reservations: Count nodes of one SKU in one
 region, held for their owner between start and end. Jobs run inside one
 with placement.reservation: NAME; before its start they wait
-(ReservationNotActive). A tenant token creates reservations it owns; an
-admin token must name the owner.`, conn)
+(ReservationNotActive). Before the start the nodes it will take are kept:
+they take only the owner's work, spot work, and work whose retry.timeout
+ends it by the start. In the window, nodes the owner leaves idle are lent
+to spot work and taken back when the owner's work needs them. 'show' tells
+what was bought against what was used. A tenant token creates reservations
+it owns; an admin token must name the owner.`, conn)
 	cmd.Aliases = []string{"reservations", "rsv"}
-	cmd.AddCommand(newReservationCreateCmd(conn), newReservationListCmd(conn), newReservationDeleteCmd(conn))
+	cmd.AddCommand(newReservationCreateCmd(conn), newReservationListCmd(conn), newReservationShowCmd(conn), newReservationDeleteCmd(conn))
 	return cmd
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
+	"github.com/allot-dev/allot/internal/store/etcd"
 )
 
 // serveFlags are the flags shared by allot server and allot up.
@@ -48,6 +49,8 @@ type serveFlags struct {
 	alertWebhook                 string
 	alertEvery, alertFor         time.Duration // hidden (tests): evaluation interval, `for` of every rule
 	tls                          tlsFlags
+	advertise                    string        // --advertise-url
+	termTTL                      time.Duration // --leader-ttl (hidden)
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
@@ -92,8 +95,12 @@ func newServerCmd() *cobra.Command {
 store --store names): the HTTP API (docs/api.md), the scheduling loop and
 /metrics. --store etcd://HOST:PORT[,HOST:PORT...][/prefix] keeps the state in
 an etcd cluster instead, under /prefix/ (/allot/ by default), so that it
-survives the loss of this machine. Run one allot server per etcd prefix for
-now: several servers on one prefix need leader election, not built yet.
+survives the loss of this machine. Several servers may share a prefix: they
+elect a leader (an etcd lease of --leader-ttl) that runs the scheduling
+loop; the others answer reads from their own cache and pass everything else
+to the leader at its --advertise-url. A leader that loses its lease stops
+committing at once: each Plan commit is fenced on its term. Clients and
+agents take every server's URL, comma-separated, and fail over.
 
 On its first start it creates an admin token, prints it once and writes it
 to DATA/admin-token (mode 0600). With --agents external (the default) each
@@ -126,7 +133,9 @@ serves, and shuts down cleanly on SIGINT or SIGTERM.`,
 	}
 	f.register(cmd, "")
 	f.tls.register(cmd)
-	cmd.Flags().StringVar(&f.store, "store", "", "where the state lives: bolt:DIR (the file DIR/allot.db; empty: bolt in --data) or etcd://HOST:PORT[,HOST:PORT...][/prefix] (an etcd cluster, keys under /prefix/, default /allot/; one server per prefix until leader election is built)")
+	cmd.Flags().StringVar(&f.advertise, "advertise-url", "", "URL at which the other servers on the same etcd prefix reach this one's API (default: the --listen address, loopback for a wildcard)")
+	cmd.Flags().DurationVar(&f.termTTL, "leader-ttl", etcd.DefaultTermTTL, "how long a leader that stopped renewing its etcd lease keeps leading (a crash, a partition) before another server takes over")
+	cmd.Flags().StringVar(&f.store, "store", "", "where the state lives: bolt:DIR (the file DIR/allot.db; empty: bolt in --data) or etcd://HOST:PORT[,HOST:PORT...][/prefix] (an etcd cluster, keys under /prefix/, default /allot/; several servers on one prefix elect a leader)")
 	cmd.Flags().StringVar(&f.agents, "agents", "external", "node layer: external (allot agent processes report facts), virtual (in-process agents with virtual GPUs for every fleet node) or simulated (no processes; jobs end after their duration)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
@@ -211,8 +220,20 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
-	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		MaxLost: f.maxLost, URL: selfURL(ln.Addr(), apiTLS != nil), Policies: policies,
+	advertise := f.advertise
+	if advertise == "" {
+		advertise = selfURL(ln.Addr(), apiTLS != nil)
+	}
+	var election server.Election
+	if es, ok := st.(*etcd.Store); ok {
+		election = etcdElection{es.Election(f.termTTL)}
+	}
+	forward, err := f.tls.forwardTransport()
+	if err != nil {
+		return Usage(err)
+	}
+	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
+		MaxLost: f.maxLost, URL: advertise, Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {
@@ -231,7 +252,8 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if limits.UnauthRate == 0 {
 		limits.UnauthRate = -1 // no limit
 	}
-	hs, ln := api.NewServer(api.Config{Server: srv, Rate: rate, Burst: f.burst, Logger: log, Limits: limits}, ln)
+	hs, ln := api.NewServer(api.Config{Server: srv, Rate: rate, Burst: f.burst, Logger: log, Limits: limits,
+		ForwardTransport: forward}, ln)
 	if apiTLS != nil {
 		ln = tls.NewListener(ln, apiTLS)
 	}

@@ -22,7 +22,7 @@ type simReplayFlags struct {
 	jobs, vcs, policy, sharing, output, report string
 	scale, spread                              float64
 	checkpoint, minRun                         time.Duration
-	leaf, limit                                int
+	leaf, limit, gap                           int
 }
 
 func newSimReplayCmd() *cobra.Command {
@@ -41,9 +41,27 @@ work since its last checkpoint). Policies: ` + strings.Join(replay.Policies, ", 
 Helios: no job starts before an earlier one of its VC; fifo-backfill lets later
 jobs use what the head leaves; fifo,
 las and allot never read durations of unfinished jobs; sjf and srtf do).
+
+Under static sharing the allot policy also preempts: a queued job evicts
+running work of its own VC whose predicted remaining service (GPU-seconds) is
+at least --priority-gap larger than its own, once that work has run
+--min-run-time, cheapest lost work first (the core's Config.PriorityGap).
+
+The average JCT is also given for each half of the jobs in submit order
+(1st half, 2nd half), so that a policy designed on one half can be checked
+on the other.
+
 --policy takes one policy, a comma-separated list or "all", and --sharing one
 mode or both ("static,borrow"); with more than one run, -o json writes an array
 of results and --report plots them together.`,
+		Example: `  # allot against SJF with true durations, static sharing, a quarter of the cluster
+  allot sim replay --cluster-scale 0.25 --sharing static --policy sjf,allot
+
+  # the same without preemption for a better priority value
+  allot sim replay --cluster-scale 0.25 --sharing static --policy allot --priority-gap -1
+
+  # design on the first half of the trace only
+  allot sim replay --cluster-scale 0.25 --sharing static --policy allot --limit 41124 -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimReplay(cmd, f) },
 	}
@@ -58,6 +76,7 @@ of results and --report plots them together.`,
 	fl.Float64Var(&f.spread, "spread-penalty", replay.DefaultSpreadPenalty, "run-time penalty per extra node and per extra leaf group")
 	fl.IntVar(&f.leaf, "leaf-nodes", replay.DefaultLeafNodes, "nodes per InfiniBand leaf group")
 	fl.IntVar(&f.limit, "limit", 0, "replay only the first N jobs in submit order (0: all)")
+	fl.IntVar(&f.gap, "priority-gap", replay.DefaultPriorityGap, "allot policy: preempt the VC's own running work whose priority value (GPU-seconds of predicted remaining service) is this much worse (negative: never)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
 	fl.StringVar(&f.report, "report", "", "write plots and index.html into this directory")
 	return cmd
@@ -73,7 +92,10 @@ func runSimReplay(cmd *cobra.Command, f simReplayFlags) error {
 	}
 	cfg := replay.Config{
 		Sharing: replay.Sharing(f.sharing), ClusterScale: f.scale, Checkpoint: f.checkpoint,
-		MinRunTime: f.minRun, SpreadPenalty: f.spread, LeafNodes: f.leaf, Limit: f.limit,
+		MinRunTime: f.minRun, SpreadPenalty: f.spread, LeafNodes: f.leaf, Limit: f.limit, PriorityGap: f.gap,
+	}
+	if f.gap == 0 {
+		return Usage(errors.New("--priority-gap 0: want a positive gap, or a negative one for none"))
 	}
 	if f.checkpoint == 0 {
 		cfg.Checkpoint = -1 // never
@@ -154,10 +176,10 @@ func progressBar(w io.Writer, label string) func(done, total int) {
 
 func writeReplayTable(w io.Writer, results []*replay.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tsharing\tGPUs\tjobs\tavg JCT s\tmedian\tp99\tavg queue s\tmedian\tp99\tutil\tmakespan s\tpreempt\tGPU-h lost\tmax owner wait s\twall s\t")
+	fmt.Fprintln(tw, "policy\tsharing\tGPUs\tjobs\tavg JCT s\t1st half\t2nd half\tmedian\tp99\tavg queue s\tmedian\tp99\tutil\tmakespan s\tpreempt\tGPU-h lost\tmax owner wait s\twall s\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.3f\t%.0f\t%d\t%.1f\t%.0f\t%.1f\t\n",
-			r.Policy, r.Sharing, r.GPUs, r.Jobs, r.AvgJCT, r.MedianJCT, r.P99JCT, r.AvgQueue, r.MedianQueue, r.P99Queue,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.3f\t%.0f\t%d\t%.1f\t%.0f\t%.1f\t\n",
+			r.Policy, r.Sharing, r.GPUs, r.Jobs, r.AvgJCT, r.AvgJCTFirstHalf, r.AvgJCTSecondHalf, r.MedianJCT, r.P99JCT, r.AvgQueue, r.MedianQueue, r.P99Queue,
 			r.GPUUtilisation, r.Makespan, r.Preemptions, r.GPUHoursLost, r.MaxOwnerWait, r.WallSeconds)
 	}
 	if err := tw.Flush(); err != nil {
@@ -194,6 +216,7 @@ func writeReplayReport(dir string, results []*replay.Result) error {
 			{"GPUs (nodes)", fmt.Sprintf("%d (%d)", r.GPUs, r.Nodes)},
 			{"jobs", strconv.Itoa(r.Jobs)},
 			{"avg / median / p99 JCT", sec(r.AvgJCT) + " / " + sec(r.MedianJCT) + " / " + sec(r.P99JCT)},
+			{"avg JCT, first / second half of the jobs", sec(r.AvgJCTFirstHalf) + " / " + sec(r.AvgJCTSecondHalf)},
 			{"avg / median / p99 queueing delay", sec(r.AvgQueue) + " / " + sec(r.MedianQueue) + " / " + sec(r.P99Queue)},
 			{"GPU utilisation", fmt.Sprintf("%.1f %%", 100*r.GPUUtilisation)},
 			{"makespan", sec(r.Makespan)},

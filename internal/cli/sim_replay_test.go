@@ -37,7 +37,7 @@ func TestSimReplayJSON(t *testing.T) {
 	}
 	for _, k := range []string{"avg_jct", "median_jct", "p99_jct", "avg_queueing_delay", "median_queueing_delay",
 		"p99_queueing_delay", "gpu_utilisation", "makespan", "preemptions", "gpu_hours_lost", "jobs",
-		"skipped_unknown_vc", "never_fit", "tenants", "wall_seconds"} {
+		"skipped_unknown_vc", "never_fit", "tenants", "wall_seconds", "avg_jct_first_half", "avg_jct_second_half"} {
 		if _, ok := res[0][k]; !ok {
 			t.Errorf("output lacks %s", k)
 		}
@@ -64,7 +64,7 @@ func TestSimReplayTableAndErrors(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
 	}
-	for _, want := range []string{"sjf", "borrow", "704", "tenant", "6214e9"} {
+	for _, want := range []string{"sjf", "borrow", "704", "tenant", "6214e9", "1st half", "2nd half"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout.String())
 		}
@@ -80,6 +80,7 @@ func TestSimReplayTableAndErrors(t *testing.T) {
 		{[]string{"--policy", "lifo"}, `unknown policy "lifo"`},
 		{[]string{"--sharing", "shared"}, `sharing "shared"`},
 		{[]string{"-o", "yaml"}, `-o "yaml"`},
+		{[]string{"--priority-gap", "0"}, "--priority-gap 0"},
 		{[]string{"--jobs", bad}, "jobs.csv:2:21: column duration"},
 	} {
 		stdout.Reset()

@@ -33,7 +33,8 @@ reports per strategy: SLO attainment per endpoint (% of minutes whose p95 was
 within the SLO), guarantee violations per partition (minutes in which work
 that fits its unused guarantee had waited longer than min_run_time),
 reservations honoured on time, spot GPU-hours run and lost to preemption,
-queueing delay per tier (p50/p99), GPU utilisation and GPU-hours per tenant.
+queueing delay per tier (p50/p99), GPU utilisation, and GPU-hours and cost
+(USD, at the fleet's prices as the server bills them, docs/cost.md) per tenant.
 
 Strategies (docs/strategies.md): static (each partition only on its
 guarantees, no lending), dynamic (one pool: classes, policies and preemption
@@ -195,6 +196,14 @@ func writeScenarioTable(w io.Writer, runs []scenarioRun) error {
 				return "-"
 			}
 			return fmt.Sprintf("%.0f", r.Tenants[i].GPUHours)
+		})
+	}
+	for i, t := range runs[0].Tenants {
+		row("USD "+t.Tenant, func(r scenarioRun) string {
+			if i >= len(r.Tenants) {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f", r.Tenants[i].USD)
 		})
 	}
 	row("preemptions", func(r scenarioRun) string { return fmt.Sprint(r.Preemptions) })

@@ -25,8 +25,11 @@ func newSKUListCmd(conn *connection) *cobra.Command {
 		Short: "List a region's SKUs with free capacity and prices",
 		Long: `list shows each SKU sold in a region: its series (ND for training nodes on
 InfiniBand, NC for inference), GPU model and count per node, how many of its
-nodes and GPUs are free now, and its on-demand and spot price per node-hour.
-Any token may list SKUs.`,
+nodes and GPUs are free now, and its on-demand and spot price per node-hour
+in that region (the fleet file's prices:, else the SKU's catalog rates).
+The spot price is the one a spot job starting now would pay: its floor,
+rising with the region's GPU utilisation to the on-demand price when full
+(docs/cost.md). Any token may list SKUs.`,
 		Example: `  allot sku list --region eastus
   allot sku list --region westeurope --series ND -o json`,
 		Aliases: []string{"ls"},

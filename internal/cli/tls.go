@@ -13,7 +13,7 @@ import (
 // tlsFlags are the certificate flags of allot server: the API's own
 // certificate, and the client certificate and authority for etcd.
 type tlsFlags struct {
-	cert, key                  string // --tls-cert, --tls-key
+	cert, key                 string // --tls-cert, --tls-key
 	etcdCert, etcdKey, etcdCA string // --etcd-cert, --etcd-key, --etcd-ca
 }
 

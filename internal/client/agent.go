@@ -81,20 +81,24 @@ func (c *Client) Logs(ctx context.Context, id string, n int, follow bool, w io.W
 	if follow {
 		q.Set("follow", "1")
 	}
-	target := c.base.String() + "/v1/jobs/" + seg(id) + "/logs"
+	pathQuery := "/v1/jobs/" + seg(id) + "/logs"
 	if len(q) > 0 {
-		target += "?" + q.Encode()
+		pathQuery += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
-	if err != nil {
-		return err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
+	target := c.base().String() + pathQuery
 	hc := *c.HTTP
 	hc.Timeout = 0
-	resp, err := hc.Do(req)
+	resp, err := c.send(ctx, &hc, func(base string) (*http.Request, error) {
+		target = base + pathQuery
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+		if err != nil {
+			return nil, err
+		}
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		return req, nil
+	})
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {

@@ -7,36 +7,105 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
 // maxResponse bounds the body read from the server.
 const maxResponse = 64 << 20
 
-// Client calls one allot server. Its zero value is not usable; use New.
+// Client calls allot servers: one, or several that share a store (one
+// leads, the others pass it what they do not answer themselves). Its zero
+// value is not usable; use New.
 type Client struct {
-	base  *url.URL
+	bases []*url.URL
+	cur   atomic.Int32 // index in bases of the server answering lately
 	token string
 	// HTTP sends the requests; New sets one with a 30 s timeout.
 	HTTP *http.Client
+	// NoLeaderWait bounds how long a request answered 503 NoLeader (the
+	// servers are electing a leader) is retried; New sets 15 s.
+	NoLeaderWait time.Duration
 }
 
-// New returns a client of the server at base ("http://127.0.0.1:8080")
-// that authenticates with token; an empty token sends no Authorization
-// header.
+// New returns a client of the server at base ("http://127.0.0.1:8080"),
+// or of the servers at a comma-separated list of such URLs, that
+// authenticates with token; an empty token sends no Authorization header.
+// A request that cannot connect to one server goes to the next.
 func New(base, token string) (*Client, error) {
-	u, err := url.Parse(strings.TrimRight(base, "/"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server %q: want a URL such as http://127.0.0.1:8080", base)
+	c := &Client{token: token, HTTP: &http.Client{Timeout: 30 * time.Second}, NoLeaderWait: 15 * time.Second}
+	for _, b := range strings.Split(base, ",") {
+		u, err := url.Parse(strings.TrimRight(strings.TrimSpace(b), "/"))
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("server %q: want a URL such as http://127.0.0.1:8080, or several separated by commas", b)
+		}
+		c.bases = append(c.bases, u)
 	}
-	return &Client{base: u, token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}, nil
+	return c, nil
 }
 
-// Server returns the base URL the client talks to.
-func (c *Client) Server() string { return c.base.String() }
+// Server returns the base URL of the server the client talks to now.
+func (c *Client) Server() string { return c.base().String() }
+
+func (c *Client) base() *url.URL { return c.bases[int(c.cur.Load())%len(c.bases)] }
+
+// unreachable reports whether err means the request never reached the
+// server (it could not connect), so that another server may take it.
+func unreachable(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// send sends a request built by build for a base URL to the current
+// server, and to each other one in turn while none can be connected to;
+// it retries, within NoLeaderWait, while servers answer 503 NoLeader.
+// build must return a new request each time (bodies are read once).
+func (c *Client) send(ctx context.Context, hc *http.Client, build func(base string) (*http.Request, error)) (*http.Response, error) {
+	deadline := time.Now().Add(c.NoLeaderWait)
+	for {
+		var resp *http.Response
+		var err error
+		first := int(c.cur.Load())
+		for i := range c.bases {
+			at := (first + i) % len(c.bases)
+			var req *http.Request
+			if req, err = build(c.bases[at].String()); err != nil {
+				return nil, err
+			}
+			resp, err = hc.Do(req)
+			if err == nil || !unreachable(err) || ctx.Err() != nil {
+				c.cur.Store(int32(at))
+				break
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
+			!time.Now().Before(deadline) {
+			return resp, nil
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+		resp.Body.Close()
+		var e struct {
+			Code string `json:"code"`
+		}
+		if json.Unmarshal(data, &e) != nil || e.Code != "NoLeader" {
+			resp.Body = io.NopCloser(bytes.NewReader(data))
+			return resp, nil
+		}
+		c.cur.Store(c.cur.Load() + 1) // ask another server next
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
 
 // request describes one call: path is escaped already; out, if not nil,
 // receives the decoded body of a 2xx answer (the contract's 200, 201 or
@@ -50,26 +119,30 @@ type request struct {
 }
 
 func (c *Client) do(ctx context.Context, r request) error {
-	target := c.base.String() + r.path
+	pathQuery := r.path
 	if len(r.query) > 0 {
-		target += "?" + r.query.Encode()
+		pathQuery += "?" + r.query.Encode()
 	}
-	var body io.Reader
-	if r.body != nil {
-		body = bytes.NewReader(r.body)
-	}
-	req, err := http.NewRequestWithContext(ctx, r.method, target, body)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", r.method, r.path, err)
-	}
-	if r.body != nil {
-		req.Header.Set("Content-Type", r.contentType)
-	}
-	req.Header.Set("Accept", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.HTTP.Do(req)
+	target := c.base().String() + pathQuery
+	resp, err := c.send(ctx, c.HTTP, func(base string) (*http.Request, error) {
+		target = base + pathQuery
+		var body io.Reader
+		if r.body != nil {
+			body = bytes.NewReader(r.body)
+		}
+		req, err := http.NewRequestWithContext(ctx, r.method, target, body)
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+		}
+		if r.body != nil {
+			req.Header.Set("Content-Type", r.contentType)
+		}
+		req.Header.Set("Accept", "application/json")
+		if c.token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
+		return req, nil
+	})
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {

@@ -39,6 +39,11 @@ type Attempt struct {
 	ExitCode int      `json:"exit_code"`
 	Reason   string   `json:"reason"`
 	Detail   string   `json:"detail"`
+	// Pricing is how the attempt is billed (on-demand, reserved-1y,
+	// reserved-3y, spot) and Rates what each instance accrues in USD per
+	// hour, fixed when it started.
+	Pricing string    `json:"pricing"`
+	Rates   []float64 `json:"usd_per_hour"`
 }
 
 // Allocation is what one instance of a job holds on one node: GPU indices

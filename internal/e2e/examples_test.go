@@ -29,6 +29,8 @@ var exampleOutcomes = map[string]exampleOutcome{
 	"eu-prep":        {states: []string{"Running", "Succeeded"}},
 	"eu-batch":       {states: []string{"Queued"}, reason: "InsufficientCapacity"},
 	"eu-train":       {states: []string{"Running", "Succeeded"}},
+	"pipe-prepare":   {states: []string{"Succeeded"}},            // 3 s of work, then pipe-train may start
+	"pipe-train":     {states: []string{"Running", "Succeeded"}}, // after: [pipe-prepare]
 	"research-spot":  {states: []string{"Running", "Succeeded"}},
 	"train-llama":    {states: []string{"Running", "Succeeded"}},
 	"westus-big":     {states: []string{"Queued"}, reason: "BorrowLimitReached"},

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/client"
 )
 
@@ -34,15 +35,19 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"post", "/v1/jobs", "201"}, {"post", "/v1/jobs/batch", "201"}, {"get", "/v1/jobs", "200"}, {"get", "/v1/jobs/{id}", "200"},
 		{"post", "/v1/jobs/{id}/cancel", "200"}, {"get", "/v1/jobs/{id}/why", "200"}, {"get", "/v1/nodes", "200"},
 		{"get", "/v1/skus", "200"}, {"get", "/v1/usage", "200"}, {"post", "/v1/reservations", "201"},
-		{"get", "/v1/reservations", "200"}, {"delete", "/v1/reservations/{name}", "204"}, {"post", "/v1/tokens", "201"},
+		{"get", "/v1/reservations", "200"}, {"get", "/v1/reservations/{name}", "200"}, {"delete", "/v1/reservations/{name}", "204"}, {"post", "/v1/tokens", "201"},
 		{"post", "/v1/endpoints", "201"}, {"get", "/v1/endpoints", "200"}, {"get", "/v1/endpoints/{name}", "200"},
 		{"post", "/v1/endpoints/{name}/scale", "200"}, {"delete", "/v1/endpoints/{name}", "204"},
 		{"post", "/v1/endpoints/{name}/metrics", "204"},
 		{"put", "/v1/policies", "200"}, {"get", "/v1/policies", "200"}, {"delete", "/v1/policies", "200"},
 		{"delete", "/v1/policies/{name}", "200"},
 		{"post", "/v1/jobs/{id}/hold", "200"}, {"post", "/v1/jobs/{id}/release", "200"}, {"patch", "/v1/jobs/{id}", "200"},
-		{"get", "/v1/tokens", "200"}, {"delete", "/v1/tokens/{id}", "200"}, {"get", "/v1/accounting", "200"},
+		{"get", "/v1/tokens", "200"}, {"delete", "/v1/tokens/{id}", "200"}, {"get", "/v1/accounting", "200"}, {"get", "/v1/cost", "200"},
 		{"get", "/v1/alerts", "200"},
+		{"post", "/v1/instances", "201"}, {"get", "/v1/instances", "200"}, {"get", "/v1/instances/{id}", "200"},
+		{"delete", "/v1/instances/{id}", "200"},
+		{"post", "/v1/quota-requests", "201"}, {"get", "/v1/quota-requests", "200"}, {"put", "/v1/quotas", "200"},
+		{"post", "/v1/quota-requests/{id}/approve", "200"}, {"post", "/v1/quota-requests/{id}/deny", "200"}, {"get", "/v1/audit", "200"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -54,13 +59,17 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		}
 	}
 	for name, v := range map[string]any{"Job": client.Job{}, "Batch": client.Batch{}, "JobError": client.JobError{}, "Why": client.Why{}, "RegionEstimate": client.RegionEstimate{}, "Node": client.Node{}, "SKU": client.SKU{},
-		"Usage": client.Usage{}, "Reservation": client.Reservation{}, "Token": client.Token{},
+		"Usage": client.Usage{}, "Reservation": client.Reservation{}, "ReservationUse": client.ReservationUse{}, "Token": client.Token{},
 		"Endpoint": client.Endpoint{}, "EndpointReplica": client.EndpointReplica{}, "EndpointMetrics": client.EndpointMetrics{},
 		"EndpointEvent": client.EndpointEvent{}, "MetricsReport": client.MetricsReport{},
 		"PolicySet": client.PolicySet{}, "Policy": client.Policy{}, "PolicyCondition": client.PolicyCondition{},
 		"PolicyOverride": client.PolicyOverride{}, "PolicyEvent": client.PolicyEvent{},
 		"JobList": client.JobList{}, "TokenInfo": client.TokenInfo{}, "Accounting": client.Accounting{},
-		"AccountingRow": client.AccountingRow{}, "Alert": client.Alert{}, "AlertNotice": client.AlertNotice{}} {
+		"AccountingRow": client.AccountingRow{}, "CostReport": client.CostReport{}, "CostRow": client.CostRow{},
+		"Budget": wire.Budget{}, "BudgetEvent": wire.BudgetEvent{}, "Alert": client.Alert{}, "AlertNotice": client.AlertNotice{},
+		"QuotaRequest": client.QuotaRequest{}, "QuotaRequestNew": client.QuotaRequestNew{}, "QuotaSet": client.QuotaSet{},
+		"AuditRecord": client.AuditRecord{}, "AuditLog": client.AuditLog{},
+		"Instance": client.Instance{}, "InstanceRequest": client.InstanceRequest{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)

@@ -132,6 +132,9 @@ func TestPlanAndSubmitAgree(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if strings.Contains(string(out), "\nafter:") {
+				continue // a step of a pipeline alone names a job that is not there
+			}
 			one := writeFile(t, "job.yaml", string(out))
 			var plan struct {
 				Pending []struct{ Job, Reason, Detail string }

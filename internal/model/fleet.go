@@ -9,6 +9,9 @@ type Fleet struct {
 	Catalog Catalog
 	Regions []Region
 	Nodes   []Node
+	// Prices are per-region prices of SKUs (price.go); the catalog's
+	// rates hold where none is set.
+	Prices []Price
 }
 
 // Region is a geographic location with its own data-residency zone.
@@ -138,7 +141,7 @@ func (f *Fleet) Validate() error {
 			return fieldErr(p+".gpu_ids", "SKU %s has %d GPUs, %d IDs given", sku.Name, sku.GPUs, len(n.GPUIDs))
 		}
 	}
-	return nil
+	return f.validatePrices()
 }
 
 // Region returns the region named name.

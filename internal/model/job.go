@@ -31,6 +31,11 @@ type JobSpec struct {
 	// job that is not part of one. Its processes see it as
 	// ALLOT_ARRAY_INDEX.
 	ArrayIndex *int
+	// After lists the jobs this one waits for (pipeline.go): names of
+	// jobs submitted with it or IDs of jobs already submitted. The server
+	// stores the IDs it resolved them to. The job stays Blocked until
+	// every one of them Succeeded.
+	After []string
 }
 
 // Resources is the shape of a job: InstanceCount instances (a gang when more
@@ -79,6 +84,7 @@ type Placement struct {
 	Interconnect Fabric   // required fabric between a gang's nodes; empty means any
 	DataRegion   string   // where the job's data lives; preferred when capacity allows
 	Reservation  string   // run inside this capacity reservation
+	SKU          string   // run only on nodes of this SKU (instances); empty means any
 }
 
 // AllowsRegion reports whether work placed so may run in region: any
@@ -184,6 +190,7 @@ func (s *JobSpec) Validate() error {
 	}
 	check(Printable("placement.data_region", s.Placement.DataRegion))
 	check(Printable("placement.reservation", s.Placement.Reservation))
+	check(Printable("placement.sku", s.Placement.SKU))
 	if s.Retry.MaxRetries < 0 || s.Retry.MaxRetries > 1000 {
 		add("retry.max_retries", "must be between 0 and 1000, got %d", s.Retry.MaxRetries)
 	}
@@ -203,6 +210,7 @@ func (s *JobSpec) Validate() error {
 	if i := s.ArrayIndex; i != nil && (*i < 0 || *i > MaxArrayIndex) {
 		add("array_index", "must be between 0 and %d, got %d", MaxArrayIndex, *i)
 	}
+	errs = append(errs, s.validateAfter()...)
 	return errors.Join(errs...)
 }
 
@@ -219,11 +227,14 @@ func (c Checkpoint) GraceOrDefault() time.Duration {
 
 // State is a job's place in its lifecycle:
 // Queued → Preparing → Running → Succeeded | Failed | Canceled, with
-// Running → Preempted → Queued and Running → TimedOut.
+// Running → Preempted → Queued and Running → TimedOut. A job with After
+// starts Blocked: Blocked → Queued once its predecessors succeeded,
+// Blocked → Canceled when one of them ended otherwise.
 type State string
 
 const (
 	StateQueued    State = "Queued"
+	StateBlocked   State = "Blocked" // waits for the jobs of its After
 	StatePreparing State = "Preparing"
 	StateRunning   State = "Running"
 	StatePreempted State = "Preempted"
@@ -238,13 +249,15 @@ func (s State) Terminal() bool {
 	return s == StateSucceeded || s == StateFailed || s == StateCanceled || s == StateTimedOut
 }
 
-// Holds reports whether a job in this state holds GPUs.
+// Holds reports whether a job in this state holds GPUs (a Blocked job
+// does not: it is not offered to the core until it is Queued).
 func (s State) Holds() bool {
 	return s == StatePreparing || s == StateRunning || s == StatePreempted
 }
 
 var transitions = map[State][]State{
 	StateQueued:    {StatePreparing, StateRunning, StateCanceled, StateFailed},
+	StateBlocked:   {StateQueued, StateCanceled},
 	StatePreparing: {StateRunning, StateQueued, StatePreempted, StateFailed, StateCanceled},
 	StateRunning:   {StateSucceeded, StateFailed, StateCanceled, StatePreempted, StateTimedOut, StateQueued},
 	StatePreempted: {StateQueued, StateCanceled, StateFailed},
@@ -276,6 +289,12 @@ type Attempt struct {
 	ExitCode int
 	Reason   string // e.g. "Exited", "Preempted", "NodeLost", "TimedOut"
 	Detail   string // what a person needs: who preempted it, which rank failed how
+	// Pricing is how the attempt is billed (on-demand, reserved-1y,
+	// reserved-3y or spot) and Rates what each instance (Nodes[i])
+	// accrues in USD per hour, both fixed when it starts (package price);
+	// empty for attempts recorded before prices were.
+	Pricing string
+	Rates   []float64
 }
 
 // JobStatus is what allot knows of a job now.

@@ -27,6 +27,8 @@ type Tenant struct {
 	// workload: developer); every job of the tenant carries them unless the
 	// job sets the same key itself.
 	Labels map[string]string
+	// Budget is what the tenant may spend per month (budget.go).
+	Budget Budget
 }
 
 // DefaultReserveDuration is ReserveLimits.MaxDuration when a tenant may
@@ -77,7 +79,9 @@ type Quota struct {
 }
 
 // Reservation is capacity bought ahead: Count nodes of SKU in Region held for
-// Owner between Start and End (zero times mean open-ended).
+// Owner between Start and End (zero times mean open-ended). Before Start the
+// scheduling core keeps the nodes it will take for it (package sched, step 2:
+// earmarks).
 type Reservation struct {
 	Name   string
 	Owner  string
@@ -174,6 +178,9 @@ func (t *Tenancy) Validate(f *Fleet) error {
 			return fieldErr(fp+".reservation.max_duration", "must not be negative")
 		}
 		if err := ValidateLabels(fp+".labels", x.Labels); err != nil {
+			return err
+		}
+		if err := x.Budget.validate(fp + ".budget"); err != nil {
 			return err
 		}
 		if x.Weight == 0 {

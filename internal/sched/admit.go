@@ -105,6 +105,9 @@ func (st *state) capable(a *attempt, g *group) bool {
 	if r.GPUs > g.sku.GPUs || r.CPU > g.sku.CPUMilli() || r.Memory > g.sku.MemoryMiB() {
 		return false
 	}
+	if sku := a.job.Spec.Placement.SKU; sku != "" && sku != g.sku.Name {
+		return false // pinned to one SKU (an instance)
+	}
 	return r.GPUs == 0 || r.AcceptsModel(g.sku.GPUModel)
 }
 
@@ -181,11 +184,16 @@ func (st *state) fitStage(a *attempt, n *NodeInfo, v *verdict) stage {
 
 // reservationAllows reports whether a's job may use node i: a node of an
 // active reservation is for its owner, and for spot work that the owner
-// can evict; a job that names a reservation runs only on its nodes.
+// can evict; a node earmarked for a reservation ahead takes only work that
+// may precede it (mayPrecede); a job that names a reservation runs only on
+// its nodes.
 func (st *state) reservationAllows(a *attempt, i int) bool {
 	r := st.resOf[i]
 	if a.job.Spec.Placement.Reservation != "" {
 		return r >= 0 && r == a.res
+	}
+	if e := st.earOf[i]; e >= 0 {
+		return st.mayPrecede(a, &st.res[e])
 	}
 	return r < 0 || st.res[r].Owner == a.tenant.name || a.class == model.ClassSpot
 }
@@ -290,12 +298,15 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		if a.res >= 0 {
 			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q", v.reservedOut, spec.Placement.Reservation)
 		}
+		if note := st.earmarkNote(a); note != "" {
+			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants or kept for them", v.reservedOut) + note
+		}
 		return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants", v.reservedOut)
 	case stageReservation:
 		d := fmt.Sprintf("%d ready capable nodes, most free on one node: %s, job needs %s per instance",
 			v.readyNodes, gpusText(v.maxFree), gpusText(a.req.TotalMilli()))
 		if v.reservedOut > 0 && a.res < 0 {
-			d += fmt.Sprintf("; %d more are reserved for others", v.reservedOut)
+			d += fmt.Sprintf("; %d more are reserved for others", v.reservedOut) + st.earmarkNote(a)
 		}
 		return InsufficientCapacity, d
 	case stageFit:

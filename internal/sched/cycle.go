@@ -87,7 +87,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 			return
 		}
 	}
-	key := shapeKey(a)
+	key := shapeKey(a) + st.earmarkKey(a)
 	if f, seen := failed[key]; seen {
 		pend(f.Reason, f.Detail)
 		return
@@ -172,7 +172,7 @@ func shapeKey(a *attempt) string {
 		}
 		b = append(b, '|')
 	}
-	for _, v := range []string{s.Placement.Residency, string(s.Placement.Interconnect), s.Placement.DataRegion, s.Placement.Reservation} {
+	for _, v := range []string{s.Placement.Residency, string(s.Placement.Interconnect), s.Placement.DataRegion, s.Placement.Reservation, s.Placement.SKU} {
 		field(v)
 	}
 	return string(b)

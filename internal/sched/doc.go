@@ -22,10 +22,21 @@
 //     takes Count Ready nodes of its SKU and region: first those running
 //     work that names it, then those needing no eviction (idle, or holding
 //     only the owner's work), then those whose other work loses the fewest
-//     GPU-seconds since its last checkpoint; ties by node name. A job
-//     naming a reservation that got fewer nodes is told why (NotReady
-//     nodes, nodes other reservations hold);
-//  3. place: filters (GPU model, free whole GPUs or a milli-GPU fraction on
+//     GPU-seconds since its last checkpoint (for a reservation with a
+//     start, nodes whose other work is all spot before the rest); ties by
+//     node name. A job naming a reservation that got fewer nodes is told
+//     why (NotReady nodes, nodes other reservations hold). A reservation
+//     whose window lies ahead earmarks, in the tenancy's order, Count Ready
+//     nodes no other reservation holds: those whose work all may precede
+//     it first, then those where the least would stay past its start, then
+//     by name. Until its start an earmarked node takes only the owner's
+//     work, spot work (evicted when the owner's work needs the node) and
+//     work whose retry.timeout plus checkpoint grace ends it by the start;
+//     a Duration is an estimate and bounds nothing. Earmarks are worked
+//     out afresh each cycle from the Snapshot and now, like the nodes of
+//     active reservations; in the window the owner's idle nodes are lent
+//     to spot work and taken back by preemption (ReservationOwner);
+//  3. place: filters (GPU model, the SKU work is pinned to, free whole GPUs or a milli-GPU fraction on
 //     one GPU, CPU, memory, rack and region power caps, residency,
 //     interconnect) and a pluggable Scorer; a gang of several instances is
 //     placed all or nothing on one GPU model in one cluster (so on one
@@ -37,7 +48,11 @@
 //     GPU-seconds since their last checkpoint; work (a resumed job
 //     included) is protected for Config.MinRunTime after it starts, and
 //     work whose every instance runs in its own tenant's reservations is
-//     never evicted (a gang partly outside is, whole);
+//     never evicted (a gang partly outside is, whole). Opt-in
+//     (Config.PriorityGap, off by default): a job may also evict its own
+//     tenant's work of its class whose priority value is at least the gap
+//     below its own, on the same terms, in the tenant's reservations too
+//     (priority.go);
 //  5. explain: every job left pending gets a Reason and a detail a person
 //     can act on.
 //
@@ -59,7 +74,8 @@
 // tenants, partitions and quotas from one cycle to the next, kept in step
 // by deltas (Hold, Release, Update, SetHealth; Reset for a new fleet or
 // tenancy). Each cycle redoes only what depends on now (reservation windows
-// and their nodes, what evicting each job loses, protection, victim order),
+// and their nodes, earmarks included, what evicting each job loses,
+// protection, victim order),
 // runs the same steps, then takes back what it bound and released: the
 // driver reports the Plan once committed. A Session's Plan is Schedule's
 // for the same work, byte for byte (TestSessionMatchesSchedule). A driver

@@ -37,7 +37,8 @@ func (st *state) buildDomains() {
 }
 
 // indexReady counts each group's Ready nodes and lists those that
-// reservations hold; it runs once reserve has assigned them.
+// reservations hold or earmark; it runs once reserve and earmark have
+// assigned them.
 func (st *state) indexReady() {
 	for _, g := range st.groups {
 		g.ready, g.notReady, g.reservedReady = 0, 0, g.reservedReady[:0]
@@ -47,7 +48,7 @@ func (st *state) indexReady() {
 				g.notReady++
 			default:
 				g.ready++
-				if st.resOf[n.Index] >= 0 {
+				if st.resOf[n.Index] >= 0 || st.earOf[n.Index] >= 0 {
 					g.reservedReady = append(g.reservedReady, n.Index)
 				}
 			}

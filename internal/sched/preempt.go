@@ -205,6 +205,9 @@ func (st *state) startVictims(a *attempt) {
 	if len(st.onReserved) > 0 {
 		vs.lists = append(vs.lists, st.onReserved)
 	}
+	if own := st.ownVictims(a); len(own) > 0 {
+		vs.lists = append(vs.lists, own)
+	}
 	vs.pos = append(vs.pos[:0], make([]int, len(vs.lists))...)
 	vs.heads = vs.heads[:0]
 	for i := range vs.lists {
@@ -385,6 +388,9 @@ func victimCmp(x, y *running) int {
 // against every class: a higher class evicts spot work anywhere, other work
 // only inside its own partition or where the victim's partition borrows.
 func (st *state) evictable(a *attempt, rj *running) Reason {
+	if st.betterPriority(a, rj) {
+		return BetterPriority // its own tenant's, wherever it runs (priority.go)
+	}
 	if rj.onReserved { // the node loops only for work that touches a reservation
 		if st.inOwnReservation(rj) {
 			return ReasonNone // an owner wholly inside its reservations is never preempted

@@ -21,7 +21,7 @@ func TestCoreIsPure(t *testing.T) {
 		"github.com/allot-dev/allot/internal/store"}
 	clock := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true, "AfterFunc": true,
 		"Tick": true, "NewTimer": true, "NewTicker": true}
-	for _, dir := range []string{".", "../model", "../policy", "../autoscale", "../strategy", "../sim/engine", "../forecast", "../admission", "../alert"} {
+	for _, dir := range []string{".", "../model", "../policy", "../autoscale", "../strategy", "../sim/engine", "../forecast", "../admission", "../alert", "../price"} {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

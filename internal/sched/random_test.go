@@ -2,6 +2,7 @@ package sched_test
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -48,6 +49,7 @@ func TestRandomCycles(t *testing.T) {
 	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
 	var stats struct {
 		binds, preemptions, pending, failures, reserved, gangs, loose int
+		precede                                                       int // bounded work of others bound on nodes kept ahead
 		reasons                                                       map[sched.Reason]int
 	}
 	stats.reasons = map[sched.Reason]int{}
@@ -84,6 +86,9 @@ func TestRandomCycles(t *testing.T) {
 		}
 		for _, b := range p.Binds {
 			j := jobByID(w.Jobs, b.Job)
+			if r, ok := cyc.Earmarked[b.Nodes[0].Node]; ok && j.Spec.Tenant != r.Owner && j.Spec.Priority.Class != model.ClassSpot {
+				stats.precede++
+			}
 			switch {
 			case j.Spec.Placement.Reservation != "":
 				stats.reserved++
@@ -107,7 +112,8 @@ func TestRandomCycles(t *testing.T) {
 	}
 	t.Logf("%d cycles: %d binds (%d in reservations, %d IB gangs, %d gangs without interconnect), %d preemptions, %d pending verdicts %v, %d node failures",
 		cycles, stats.binds, stats.reserved, stats.gangs, stats.loose, stats.preemptions, stats.pending, stats.reasons, stats.failures)
-	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 || stats.reserved == 0 || stats.gangs == 0 || stats.loose == 0 {
+	t.Logf("%d binds of others' bounded work on nodes kept for a reservation ahead", stats.precede)
+	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 || stats.reserved == 0 || stats.gangs == 0 || stats.loose == 0 || stats.precede == 0 {
 		t.Fatalf("the random world did not exercise the core: %+v", stats)
 	}
 	for _, r := range []sched.Reason{sched.PowerCapped, sched.BorrowLimitReached, sched.ReservationNotActive, sched.NoReadyNodes, sched.TopologyUnsatisfiable} {
@@ -230,6 +236,15 @@ func randomJob(w *World, rng *rand.Rand, id, tenant string, now time.Time) {
 	case 3:
 		b.Class(model.ClassReserved)
 	}
+	// A fifth of the jobs are bounded by a retry.timeout, so that some end
+	// before a reservation ahead starts and may use the nodes it keeps;
+	// drawn from the ID, so that rng's draws stay those of the other rules.
+	if h := fnv.New32a(); true {
+		_, _ = h.Write([]byte(id))
+		if x := h.Sum32(); x%5 == 0 {
+			b.Timeout(time.Duration(5+x/5%90)*time.Minute, time.Duration(x/450%3)*time.Minute)
+		}
+	}
 	// Owners run a quarter of their jobs in one of their reservations.
 	if rng.IntN(4) == 0 {
 		var own []model.Reservation
@@ -338,6 +353,9 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 		for node := range cpuFree {
 			if res, ok := cyc.Reserved[node]; ok && res.Owner != j.Spec.Tenant {
 				continue
+			}
+			if res, ok := cyc.Earmarked[node]; ok && !Precedes(j, now, res) {
+				continue // kept for a reservation ahead, which outranks guarantees
 			}
 			usable := 0
 			for i := 0; i < 8; i++ {

@@ -23,6 +23,7 @@ const (
 	HigherClass      // evicted for a job of a higher priority class
 	ReclaimGuarantee // evicted because its partition borrowed what another is guaranteed
 	ReservationOwner // evicted from a reservation whose owner needs it
+	BetterPriority   // evicted for its own tenant's job of a better priority value (Config.PriorityGap)
 )
 
 var reasonNames = [...]string{
@@ -41,6 +42,7 @@ var reasonNames = [...]string{
 	HigherClass:           "HigherClass",
 	ReclaimGuarantee:      "ReclaimGuarantee",
 	ReservationOwner:      "ReservationOwner",
+	BetterPriority:        "BetterPriority",
 }
 
 func (r Reason) String() string {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/allot-dev/allot/internal/model"
 )
 
 // reserve gives each active reservation, in the tenancy's order, Count of
@@ -13,7 +15,10 @@ import (
 //  1. nodes running the owner's work that names the reservation, so that
 //     work stays inside it from one cycle to the next;
 //  2. nodes that need no eviction: idle, or holding only the owner's work;
-//  3. nodes whose other work (spot work included) loses the fewest
+//  3. for a reservation with a start (whose nodes took only spot work and
+//     work bound to end before it, see earmark), nodes whose other work is
+//     all spot: the spot work is evicted before any that kept the rule;
+//  4. nodes whose other work (spot work included) loses the fewest
 //     GPU-seconds since its last checkpoint if evicted;
 //
 // and among equals the node of lower name, so the choice is deterministic
@@ -66,10 +71,11 @@ func (st *state) reserve() {
 }
 
 // reserveCost ranks node i for reservation rs (see reserve): tier 0 when it
-// runs work naming rs, 1 when nothing on it would need evicting, else 2
-// with the GPU-seconds its other tenants' work would lose.
+// runs work naming rs, 1 when nothing on it would need evicting, 2 when
+// rs has a start and only spot work would, else 3; with the GPU-seconds
+// its other tenants' work would lose.
 func (st *state) reserveCost(rs *reservationState, i int) (tier int, cost float64) {
-	named, foreign := false, false
+	named, foreign, onlySpot := false, false, true
 	work := st.byNode[i]
 	if len(work) > 2 {
 		// Summed in job order, so that the cost does not depend on the
@@ -86,6 +92,7 @@ func (st *state) reserveCost(rs *reservationState, i int) (tier int, cost float6
 		switch {
 		case rj.tenant.name != rs.Owner:
 			foreign = true
+			onlySpot = onlySpot && rj.job.Spec.Priority.Class == model.ClassSpot
 			cost += rj.cost // counted at begin
 		case rj.job.Spec.Placement.Reservation == rs.Name:
 			named = true
@@ -96,6 +103,8 @@ func (st *state) reserveCost(rs *reservationState, i int) (tier int, cost float6
 		return 0, cost
 	case !foreign:
 		return 1, 0
+	case onlySpot && !rs.Start.IsZero():
+		return 2, cost
 	}
-	return 2, cost
+	return 3, cost
 }

@@ -18,14 +18,20 @@ import (
 // and requires that it never panics outside a cycle, that Hold refuses
 // only allocations naming a GPU the node lacks, and that each cycle decides
 // as Schedule does on the work the Session accepted (both panicking counts
-// as deciding alike).
+// as deciding alike). An odd first byte turns preemption for a better
+// priority value on (PriorityGap 2), and jobs then get values of 0 to 3.
 func FuzzSession(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{0, 0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5})
 	f.Add([]byte{0, 3, 9, 200, 0, 3, 9, 1, 4, 0, 1, 3, 5})
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 3, 1, 9, 3, 40, 6, 3, 3, 7, 8})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		w := randomWorld()
-		s := sched.New(sched.Config{MinRunTime: 5 * time.Minute})
+		gap := 0
+		if len(ops) > 0 && ops[0]%2 == 1 {
+			gap = 2
+		}
+		s := sched.New(sched.Config{MinRunTime: 5 * time.Minute, PriorityGap: gap})
 		ss := s.NewSession(&w.Fleet, &w.Tenancy)
 		held := map[string]*model.Job{}
 		var order []string // IDs ever held, each once
@@ -47,6 +53,9 @@ func FuzzSession(f *testing.F) {
 				b := w.Job(id, []string{"t1", "t3", "t5", "ghost"}[next()%4]).GPUs(1+int(next()%2), 1+int(next()%2))
 				w.Jobs = w.Jobs[:len(w.Jobs)-1] // kept apart from the queue
 				j := b.Job
+				if gap > 0 {
+					j.Spec.Priority.Value = int(next() % 4)
+				}
 				j.Status.State = []model.State{model.StateRunning, model.StatePreparing, model.StateQueued}[next()%3]
 				j.Status.StartedAt = clock.Add(-time.Duration(next()) * time.Minute)
 				for k := 0; k < j.Spec.Resources.InstanceCount; k++ {
@@ -123,7 +132,13 @@ func FuzzSession(f *testing.F) {
 					}
 				}
 				for k := 0; k < int(next()%4); k++ {
-					q := w.Job(fmt.Sprintf("q%d-%d", n, k), "t1").GPUs(1, 1+int(next()%8)).Job
+					// Some bounded by a timeout: reservations "rh" and "rh3"
+					// keep nodes ahead of their windows.
+					q := w.Job(fmt.Sprintf("q%d-%d", n, k), "t1").GPUs(1, 1+int(next()%8)).
+						Timeout(time.Duration(next()%4)*20*time.Minute, 0).Job
+					if gap > 0 {
+						q.Spec.Priority.Value = int(next() % 4)
+					}
 					w.Jobs = w.Jobs[:len(w.Jobs)-1]
 					queued = append(queued, q)
 				}

@@ -159,8 +159,17 @@ func planJSON(t *testing.T, p sched.Plan) []byte {
 // checkpoints, reservation windows opening and closing, tenants and nodes
 // leaving and coming back, the clock jumping) through a Session fed by
 // deltas and through Scheduler.Schedule on the whole Snapshot, and
-// requires the same Plan from both, byte for byte.
+// requires the same Plan from both, byte for byte: with the core's
+// defaults, and with preemption for a better priority value on (jobs then
+// get values of 0 to 5, drawn apart from the rest of the world, and the gap
+// is 2).
 func TestSessionMatchesSchedule(t *testing.T) {
+	for _, gap := range []int{0, 2} {
+		t.Run(fmt.Sprintf("gap=%d", gap), func(t *testing.T) { sessionMatchesSchedule(t, gap) })
+	}
+}
+
+func sessionMatchesSchedule(t *testing.T, gap int) {
 	cycles := 20_000
 	if testing.Short() {
 		cycles = 2_000
@@ -170,14 +179,15 @@ func TestSessionMatchesSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	s := sched.New(sched.Config{MinRunTime: 5 * time.Minute})
+	values := rand.New(rand.NewPCG(7, 8))
+	s := sched.New(sched.Config{MinRunTime: 5 * time.Minute, PriorityGap: gap})
 	fullTenancy := w.Tenancy
 	fleet, tenancy := &w.Fleet, &w.Tenancy
 	d := newSessionDriver(s, fleet, tenancy, rand.New(rand.NewPCG(5, 6)))
 	clock := Epoch
 	next, failures := 0, 0
 	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
-	var stats struct{ binds, preemptions, resets, guests, orphans int }
+	var stats struct{ binds, preemptions, better, resets, guests, orphans int }
 	for c := 0; c < cycles; c++ {
 		clock = clock.Add(time.Minute)
 		if rng.IntN(200) == 0 {
@@ -218,6 +228,9 @@ func TestSessionMatchesSchedule(t *testing.T) {
 		for queued(w.Jobs) < 24 && rng.IntN(3) > 0 {
 			next++
 			randomJob(w, rng, fmt.Sprintf("j%d", next), tenants[rng.IntN(len(tenants))], clock)
+			if gap > 0 {
+				w.Jobs[len(w.Jobs)-1].Spec.Priority.Value = values.IntN(6)
+			}
 		}
 		if changed {
 			d.reset(fleet, tenancy)
@@ -240,14 +253,20 @@ func TestSessionMatchesSchedule(t *testing.T) {
 		}
 		stats.binds += len(want.Binds)
 		stats.preemptions += len(want.Preemptions)
+		for _, p := range want.Preemptions {
+			if p.Reason == sched.BetterPriority {
+				stats.better++
+			}
+		}
 		if err := want.Apply(w.Jobs, clock); err != nil {
 			t.Fatalf("cycle %d: %v", c, err)
 		}
 		d.commit(want, w.Jobs)
 	}
-	t.Logf("%d cycles: %d binds, %d preemptions, %d node failures, %d resets, %d cycles with guest work, %d with work off the fleet",
-		cycles, stats.binds, stats.preemptions, failures, stats.resets, stats.guests, stats.orphans)
-	if stats.binds == 0 || stats.preemptions == 0 || failures == 0 || stats.resets == 0 || stats.guests == 0 || stats.orphans == 0 {
+	t.Logf("%d cycles: %d binds, %d preemptions (%d for a better value), %d node failures, %d resets, %d cycles with guest work, %d with work off the fleet",
+		cycles, stats.binds, stats.preemptions, stats.better, failures, stats.resets, stats.guests, stats.orphans)
+	if stats.binds == 0 || stats.preemptions == 0 || failures == 0 || stats.resets == 0 || stats.guests == 0 || stats.orphans == 0 ||
+		(gap > 0) != (stats.better > 0) {
 		t.Fatalf("the random world did not exercise the Session: %+v, %d failures", stats, failures)
 	}
 }

@@ -25,6 +25,15 @@ type Config struct {
 	MinRunTime time.Duration
 	// DisablePreemption turns step 4 off.
 	DisablePreemption bool
+	// PriorityGap, when positive, lets a queued job preempt running work of
+	// its own tenant and priority class whose priority value is at least
+	// PriorityGap below its own (reason BetterPriority), within
+	// MinRunTime's protection and cheapest lost work first, like every
+	// preemption; work in the tenant's own reservations included, since
+	// the tenant gives way only to itself. Zero, the default, turns it
+	// off: the core then preempts only for a higher class, a guarantee or
+	// a reservation (see priority.go).
+	PriorityGap int
 	// Observer, when not nil, is told as the cycle goes, so that a driver
 	// can time the core's decisions; nil costs nothing.
 	Observer Observer

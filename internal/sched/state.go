@@ -66,6 +66,9 @@ type reservationState struct {
 	model.Reservation
 	active bool
 	nodes  []int
+	// earmarks are the nodes it will take at its start, kept while the
+	// window lies ahead (earmark.go); nil once it is active or over.
+	earmarks []int
 	// Of the nodes of its SKU and region it did not get: NotReady ones,
 	// and Ready ones an earlier reservation took.
 	notReady, heldByOthers int
@@ -142,6 +145,9 @@ type state struct {
 	racks      []rackState
 	regions    map[string]*regionState
 	resOf      []int // node index -> reservation index, -1 for none
+	earOf      []int // node index -> index of the reservation that earmarks it ahead of its start, -1 for none
+	// earmarked is set when a reservation earmarks nodes in this cycle.
+	earmarked  bool
 	res        []reservationState
 	resByName  map[string]int
 	partitions map[string]*partitionState
@@ -183,6 +189,9 @@ type state struct {
 	onReserved     []*running
 	workOnNotReady bool
 	victims        victimStream // scratch of preempt
+	// Running work by tenant and class, in victimLess order, when
+	// Config.PriorityGap is on (priority.go).
+	ownWork map[ownKey][]*running
 
 	// Groups by pool, series, rack and region (buildFreedIndex), to drop
 	// only the cached verdicts a preemption can change.
@@ -236,7 +245,10 @@ func (st *state) begin(now time.Time) {
 		for _, n := range rs.nodes {
 			st.resOf[n] = -1
 		}
-		rs.nodes, rs.notReady, rs.heldByOthers = rs.nodes[:0], 0, 0
+		for _, n := range rs.earmarks {
+			st.earOf[n] = -1
+		}
+		rs.nodes, rs.earmarks, rs.notReady, rs.heldByOthers = rs.nodes[:0], rs.earmarks[:0], 0, 0
 		rs.active = rs.ActiveAt(now)
 	}
 	kept := st.running[:0]
@@ -251,6 +263,7 @@ func (st *state) begin(now time.Time) {
 	clear(st.running[len(kept):])
 	st.running = kept
 	st.reserve()
+	st.earmark()
 	st.indexReady()
 	// Running work in victim order, so that every list indexRunning files
 	// it on comes out in that order. A Session sorts the order of its
@@ -261,6 +274,7 @@ func (st *state) begin(now time.Time) {
 		clear(b.work)
 		b.work = b.work[:0]
 	}
+	st.clearOwn()
 	for _, rj := range st.running {
 		st.indexRunning(rj, false)
 	}
@@ -333,8 +347,9 @@ func (st *state) buildFleet(f *model.Fleet) {
 		}
 	}
 	st.resOf = make([]int, len(f.Nodes))
+	st.earOf = make([]int, len(f.Nodes))
 	for i := range st.resOf {
-		st.resOf[i] = -1
+		st.resOf[i], st.earOf[i] = -1, -1
 	}
 	for _, g := range st.groups {
 		g.notFull = make([]uint64, (len(g.nodes)+63)/64)
@@ -531,6 +546,7 @@ func (st *state) indexRunning(rj *running, sorted bool) {
 		b.work = file(b.work)
 		rj.bucket = bi
 	}
+	st.fileOwn(rj, sorted)
 }
 
 // unindexRunning takes rj, evicted for good, off the lists of running work
@@ -544,6 +560,7 @@ func (st *state) unindexRunning(rj *running) {
 		}
 		return l
 	}
+	st.unfileOwn(rj)
 	if rj.onReserved {
 		st.onReserved = drop(st.onReserved)
 		return

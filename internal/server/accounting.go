@@ -44,26 +44,35 @@ func GPUSeconds(j *model.Job, since, until time.Time) (float64, int) {
 	gpus := float64(j.Spec.Resources.TotalMilli()) / model.MilliPerGPU
 	var secs float64
 	n := 0
-	for i, a := range j.Status.Attempts {
-		if a.Started.IsZero() {
-			continue
-		}
-		end := a.Ended
-		if end.IsZero() {
-			if i == len(j.Status.Attempts)-1 && !j.Status.EndedAt.IsZero() {
-				end = j.Status.EndedAt
-			} else {
-				end = until
-			}
-		}
-		from, to := maxTime(a.Started, since), minTime(end, until)
-		if !to.After(from) {
+	for i := range j.Status.Attempts {
+		from, to, ok := attemptSpan(j, i, since, until)
+		if !ok {
 			continue
 		}
 		n++
 		secs += to.Sub(from).Seconds() * gpus
 	}
 	return secs, n
+}
+
+// attemptSpan is the part of attempt i of j that ran within [since,
+// until): from its start to its end, or to until while it runs; ok is
+// false when none did.
+func attemptSpan(j *model.Job, i int, since, until time.Time) (from, to time.Time, ok bool) {
+	a := j.Status.Attempts[i]
+	if a.Started.IsZero() {
+		return from, to, false
+	}
+	end := a.Ended
+	if end.IsZero() {
+		if i == len(j.Status.Attempts)-1 && !j.Status.EndedAt.IsZero() {
+			end = j.Status.EndedAt
+		} else {
+			end = until
+		}
+	}
+	from, to = maxTime(a.Started, since), minTime(end, until)
+	return from, to, to.After(from)
 }
 
 func maxTime(a, b time.Time) time.Time {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -26,6 +27,9 @@ func (s *Server) newJob(w *world, p Principal, spec model.JobSpec, now time.Time
 		return nil, nil, refuse(CodeInvalidSpec, "tenant", "unknown tenant %q%s", spec.Tenant, model.DidYouMean(spec.Tenant, w.tenantNames()))
 	}
 	if err := s.admissible(w, spec, now); err != nil {
+		return nil, nil, err
+	}
+	if err := s.budgetAllows(&spec, now); err != nil {
 		return nil, nil, err
 	}
 	j := &model.Job{Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
@@ -111,7 +115,10 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 		}
 		jobs[i], recs[i] = j, rec
 	}
+	links, refused := s.pipelineOf(p, specs)
+	be.Refusals = append(be.Refusals, refused...)
 	if len(be.Refusals) > 0 {
+		slices.SortStableFunc(be.Refusals, func(a, b Refusal) int { return a.Index - b.Index })
 		return nil, be
 	}
 	for try := 0; ; try++ {
@@ -128,6 +135,14 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 			seen[j.ID] = true
 			key := prefixJobs + j.ID
 			txn.If[i], txn.Then[i] = store.Absent(key), store.PutOp(key, recs[i])
+		}
+		if links != nil && s.block(jobs, links) { // the IDs are final: link the steps
+			for i, j := range jobs {
+				if len(j.Spec.After) > 0 {
+					recs[i] = encodeJob(j)
+					txn.Then[i] = store.PutOp(prefixJobs+j.ID, recs[i])
+				}
+			}
 		}
 		rev, err := s.st.Txn(ctx, txn)
 		if errors.Is(err, store.ErrConflict) && try < 3 {

@@ -34,6 +34,7 @@ type cache struct {
 	reservations map[string]reservationEntry
 	tokens       map[string]tokenEntry // by SHA-256 hex of the token
 	nodes        map[string]nodeEntry
+	quotas       map[string]quotaEntry
 	tomb         map[string]int64 // deleted key -> deleting revision
 	fence        int64            // ModRev of keyFence, 0 when absent
 	rev          int64            // highest revision seen by the watch or a list
@@ -145,6 +146,7 @@ func (c *cache) loaded(listed map[string]struct{}, rev int64) {
 			c.delLocked(prefixNodes+n, rev)
 		}
 	}
+	c.sweepQuotasLocked(live, rev)
 }
 
 // event applies one watch event.
@@ -237,7 +239,7 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 		if use == nil {
 			use = new(atomic.Int64)
 		}
-		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node, Endpoint: t.Endpoint},
+		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node, Endpoint: t.Endpoint, Token: t.Name},
 			expires: t.ExpiresAt, lastUse: use, modRev: modRev}
 	case strings.HasPrefix(key, prefixNodes):
 		n := key[len(prefixNodes):]
@@ -252,6 +254,8 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 		}
 		c.nodes[n] = nodeEntry{health: model.Health(r.Health), rec: r, modRev: modRev}
 		c.worldGen++
+	case strings.HasPrefix(key, prefixQuotas):
+		c.putQuotaLocked(key, value, modRev)
 	case key == keyFence:
 		c.fence = max(c.fence, modRev)
 	}
@@ -332,6 +336,10 @@ func (c *cache) delLocked(key string, rev int64) {
 			}
 			delete(c.nodes, n)
 			c.worldGen++
+		}
+	case strings.HasPrefix(key, prefixQuotas):
+		if c.delQuotaLocked(key, rev) {
+			return
 		}
 	default:
 		return
@@ -478,6 +486,10 @@ type snapshot struct {
 	modRev map[string]int64
 	fence  int64
 	gen    uint64
+	// blocked is the Blocked jobs (their ModRevs are in modRev), and
+	// preds the state of every job they wait for that the cache knows.
+	blocked []*model.Job
+	preds   map[string]model.State
 }
 
 func (c *cache) snapshot() snapshot {
@@ -492,7 +504,11 @@ func (c *cache) snapshot() snapshot {
 			s.jobs = append(s.jobs, e.job)
 			s.modRev[id] = e.modRev
 		}
+		if st == model.StateBlocked {
+			c.addBlockedLocked(&s, e)
+		}
 	}
+	sort.Slice(s.blocked, func(a, b int) bool { return s.blocked[a].ID < s.blocked[b].ID })
 	// Map order is random; the core must see the same input for the same
 	// state, so order by ID.
 	sort.Slice(s.jobs, func(a, b int) bool { return s.jobs[a].ID < s.jobs[b].ID })

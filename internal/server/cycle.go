@@ -27,7 +27,10 @@ const maxReplans = 5
 //  1. snapshot the cache: queued and holding jobs with their ModRevs, and
 //     the world (fleet with node health, tenancy with reservations);
 //  2. collect facts: jobs whose work ended (node layer) or whose node left
-//     the fleet; they no longer hold capacity in this cycle;
+//     the fleet; they no longer hold capacity in this cycle; Blocked
+//     jobs of pipelines move on from their predecessors' states
+//     (pipeline.go): Queued, Canceled, or still Blocked with what they
+//     wait for; the core never sees them;
 //  3. policies: record the metrics the operator's policies read, evaluate
 //     them, and adjust the core's copy of the snapshot (policies.go);
 //  4. plan: the core turns the snapshot and the clock's now into a Plan,
@@ -198,6 +201,8 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 			input = append(input, j)
 		}
 	}
+	moved, movedLog, unblocked := advancePipelines(snap, out, now)
+	out, log = append(out, moved...), append(log, movedLog...)
 
 	// 3. Policies.
 	// The fleet's sharing strategy first (package strategy), as the simulator does.
@@ -216,11 +221,13 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		log = append(log, decision{kind: "preempt", job: j, msg: "preempted job",
 			args: []any{"for", p.For, "reason", p.Reason, "detail", p.Detail, "lost_gpu_seconds", p.LostGPUSeconds}})
 	}
+	priceAttempt := attemptPricer(w, holding, gone)
 	for _, b := range plan.Binds {
 		j := bindJob(byID[b.Job], b, now)
 		if s.agentMode {
 			j = bindAgentJob(byID[b.Job], b, now)
 		}
+		priceAttempt(j)
 		out = append(out, j)
 		log = append(log, decision{kind: "bind", job: j, msg: "bound job", args: []any{"placement", placementText(b)}})
 	}
@@ -251,7 +258,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	}
 	txn := store.Txn{If: make([]store.Cond, 0, len(out)+1), Then: make([]store.Op, 0, len(out)+1)}
 	txn.If = append(txn.If, store.ModRevIs(keyFence, snap.fence))
-	fence, _ := json.Marshal(map[string]any{"at": now})
+	fence, _ := json.Marshal(s.fenceRecord(now))
 	txn.Then = append(txn.Then, store.PutOp(keyFence, fence))
 	for _, j := range out {
 		key := prefixJobs + j.ID
@@ -261,7 +268,11 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	if beforeCommit != nil {
 		beforeCommit()
 	}
-	rev, err := s.st.Txn(ctx, txn)
+	st, err := s.planStore()
+	if err != nil {
+		return err
+	}
+	rev, err := st.Txn(ctx, txn)
 	if err != nil {
 		return fmt.Errorf("commit plan: %w", err)
 	}
@@ -274,7 +285,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		args := append([]any{"job", d.job.ID, "tenant", d.job.Spec.Tenant, "rev", rev}, d.args...)
 		s.log.Info(d.msg, args...)
 	}
-	if more {
+	if more || unblocked {
 		s.Kick()
 	}
 	return nil

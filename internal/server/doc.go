@@ -2,14 +2,22 @@
 // step with the store, runs scheduling cycles and commits their plans, and
 // offers the operations the HTTP API (package api) exposes.
 //
-// The store holds jobs under /jobs/<id>, reservations created through the
+// The store holds jobs under /jobs/<id> (instances too: instances.go leases
+// whole nodes of a SKU as jobs and answers their creation after running a
+// cycle), reservations created through the
 // API under /reservations/<name>, inference endpoints under
 // /endpoints/<name> (endpoints.go: their replicas are jobs the server
 // submits, scaled by a reconcile loop), API tokens under /tokens/<sha256
 // hex of the token>, node health under /nodes/<name> and the scheduling fence at
 // /sched/fence, all as JSON of this package's record types. The fleet and the
 // tenancy come from files given at start; API reservations are added to the
-// tenancy the core sees. New lists the store (a page at a time, at one
+// tenancy the core sees, and quotas set by approved quota requests or admin
+// edits (/quotas/<tenant>/<region>/<series>; requests under
+// /quota-requests/<id>, quota.go) replace the file's. The append-only audit
+// log is /audit/<time>-<sequence> (audit.go): quota changes are written with
+// their record in one transaction, other audited changes (tokens,
+// reservations, policies, a job canceled by someone other than its owner)
+// just after they commit. New lists the store (a page at a time, at one
 // revision) and rebuilds the cache, so a restart loses nothing that was
 // acknowledged; Run then follows the store's watch (relisting if it falls
 // behind) and runs cycles. Of a job that ended the cache keeps only what
@@ -35,6 +43,14 @@
 // detail are written only when they change (at most Config.MaxPendingWrites
 // per cycle). The core never binds a GPU twice and places gangs all or
 // nothing; the single transaction keeps it so.
+//
+// Pipelines (pipeline.go): a job submitted with After is stored Blocked,
+// its After resolved to job IDs (names of the same submission, or IDs the
+// submitter may see; unknown names and cycles refuse the submission). The
+// cycle never offers a Blocked job to the core; before it plans it makes
+// one Queued when all its predecessors Succeeded, or Canceled
+// (PredecessorFailed) when one ended otherwise, in the same conditioned
+// transaction as the rest of its writes.
 //
 // Writes acknowledged by the store are applied to the cache at once (by
 // ModRev, so the watch delivering the same change later is a no-op), and no
@@ -72,4 +88,13 @@
 // objects whose replicas are ordinary jobs: a reconcile loop feeds the
 // replicas' reported load to the autoscaler (package autoscale) and submits
 // or cancels replicas to match its decision.
+//
+// Cost (cost.go, budget.go; docs/cost.md): when a cycle binds a job it
+// fixes the new attempt's price on the attempt (package price: how it
+// runs, and each instance's USD per hour at the region's utilisation as the
+// cycle found it), so the bill is in the job record and reproducible.
+// Cost reads every job record, as Accounting does. Budgets add up each
+// budgeted tenant's month from the records every 15 s, on a scrape of
+// /metrics and (at most 2 s stale) on a submit of a tenant whose budget has
+// a hard stop; thresholds reached are logged and kept in memory.
 package server

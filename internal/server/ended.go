@@ -44,7 +44,7 @@ func entryOf(j *model.Job, modRev int64) jobEntry {
 // cached entries do not each hold a copy of "Succeeded".
 func knownState(s model.State) model.State {
 	for _, k := range []model.State{model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut,
-		model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted} {
+		model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted, model.StateBlocked} {
 		if s == k {
 			return k
 		}

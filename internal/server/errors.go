@@ -66,6 +66,9 @@ type Principal struct {
 	// set it is the server itself acting for the endpoint (submitting and
 	// stopping its replicas); no token carries both.
 	Endpoint string
+	// Token is the name the token was given at creation ("" when none):
+	// the audit log records it next to Name.
+	Token string
 }
 
 // Name is the principal's name in logs and rate limits: the tenant,

@@ -28,9 +28,16 @@ func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*
 	if err != nil {
 		return nil, err
 	}
+	links, refused := s.pipelineOf(p, []model.JobSpec{spec})
+	if len(refused) > 0 {
+		return nil, refused[0].Err
+	}
 	for try := 0; ; try++ {
 		if try > 0 {
 			j.ID = newJobID(spec.Name, now)
+			rec = encodeJob(j)
+		}
+		if links != nil && s.block([]*model.Job{j}, links) {
 			rec = encodeJob(j)
 		}
 		key := prefixJobs + j.ID
@@ -180,6 +187,9 @@ func (s *Server) Cancel(ctx context.Context, p Principal, id string) (*model.Job
 		}
 		s.cache.putJobs([]*model.Job{j}, rev)
 		s.log.Info("job canceled", "job", id, "tenant", j.Spec.Tenant, "by", p.Name(), "was", old.Status.State, "rev", rev)
+		if p.Tenant != j.Spec.Tenant && p.Endpoint == "" { // someone other than the owner (an endpoint stops its own replicas)
+			s.audit(ctx, p, ActionJobCancel, "job/"+id, fmt.Sprintf("job %q of tenant %s, was %s", j.Spec.Name, j.Spec.Tenant, old.Status.State))
+		}
 		s.Kick()
 		return j, nil
 	}

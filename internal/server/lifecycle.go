@@ -69,6 +69,12 @@ func preemptJob(old *model.Job, p sched.Preemption, now time.Time, agents bool) 
 	if agents && anyLive(old.Status.Instances) {
 		j.Status.State = model.StatePreempted
 		j.Status.Instances = append([]model.Instance(nil), old.Status.Instances...)
+		// The eviction notice: its processes are told to stop now and
+		// killed at the deadline (the agents enforce it; stopOverdue
+		// requeues the job if they do not report).
+		grace := old.Spec.Checkpoint.GraceOrDefault()
+		j.Status.Detail += fmt.Sprintf("; eviction notice: stopping now, stopped by %s (grace %s)",
+			now.Add(grace).UTC().Format(time.RFC3339), grace)
 	}
 	return j
 }

@@ -129,6 +129,10 @@ func TestPreemptJobAgentMode(t *testing.T) {
 	if d := j.Status.Attempts[0].Detail; !strings.Contains(d, "preempted for big at 2026-01-01T00:05:00Z, 600 GPU-seconds lost") {
 		t.Errorf("attempt detail %q lacks the eviction notice", d)
 	}
+	// The default grace of 30 s sets the deadline of the notice.
+	if d := j.Status.Detail; !strings.Contains(d, "eviction notice: stopping now, stopped by 2026-01-01T00:05:30Z (grace 30s)") {
+		t.Errorf("job detail %q lacks the eviction deadline", d)
+	}
 	idle := running2(0)
 	idle.Status.Instances = make([]model.Instance, 2) // nothing started yet
 	if j := preemptJob(idle, p, now, true); j.Status.State != model.StateQueued {

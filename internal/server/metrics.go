@@ -31,6 +31,7 @@ type metrics struct {
 	submits    prometheus.Counter
 	wait       *prometheus.HistogramVec // by tenant and class
 	heartbeats prometheus.Counter
+	leader     prometheus.Gauge
 
 	epP95      *prometheus.GaugeVec // by endpoint
 	epSLO      *prometheus.GaugeVec
@@ -87,6 +88,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_agent_heartbeats_total",
 			Help: "Heartbeats accepted from node agents.",
 		}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "allot_server_leader",
+			Help: "1 while this server leads (schedules and commits plans), 0 while another does; always 1 without leader election.",
+		}),
 		epP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "allot_endpoint_p95_latency_seconds",
 			Help: "Worst p95 request latency the endpoint's replicas reported in the last minute, as of the last reconcile.",
@@ -101,11 +106,11 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}, []string{"endpoint", "kind"}),
 		epNames: map[string]bool{},
 	}
-	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats,
+	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader,
 		m.epP95, m.epSLO, m.epReplicas,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
-		model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {
+		model.StateBlocked, model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {
 		m.jobs.WithLabelValues(string(s)).Set(0)
 	}
 	for _, c := range classes {

@@ -50,6 +50,7 @@ func scrapeLoaded(t *testing.T) map[string]*family {
 	t.Helper()
 	ctx := context.Background()
 	fleet, ten := servertest.Lab(t)
+	ten.Tenants[0].Budget = model.Budget{USDPerMonth: 5000} // team: allot_tenant_cost_usd and _budget_usd
 	clock := server.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	srv, err := server.New(ctx, server.Config{Store: servertest.Store(t, ""), Fleet: fleet, Tenancy: ten,
 		Clock: clock, Nodes: server.Agents{}})
@@ -378,6 +379,7 @@ func TestMetricsDocumented(t *testing.T) {
 		{"allot_endpoint_p95_latency_seconds", `allot_endpoint_p95_latency_seconds{endpoint="chat"}`, 0.04},
 		{"allot_endpoint_slo_p95_seconds", `allot_endpoint_slo_p95_seconds{endpoint="chat"}`, 0.15},
 		{"allot_endpoint_replicas", `allot_endpoint_replicas{endpoint="chat",kind="live"}`, 1},
+		{"allot_tenant_budget_usd", `allot_tenant_budget_usd{tenant="team"}`, 5000},
 	} {
 		if f := fams[c.family]; f == nil {
 			continue // reported above

@@ -62,7 +62,7 @@ var pendingReasons = []sched.Reason{sched.UnknownTenant, sched.SkuNotAvailable, 
 	sched.InsufficientCapacity, sched.TopologyUnsatisfiable, sched.AwaitingPreemption}
 
 // liveStates are the states of jobs not ended, in order.
-var liveStates = []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted}
+var liveStates = []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted, model.StateBlocked}
 
 func (fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGPUs, descAllocated, descGuaranteed, descBorrowed, descReserved,

@@ -97,7 +97,11 @@ func (s *Server) loadPolicies(ctx context.Context, start *PolicyFile) error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	_, err = s.writePolicies(ctx, start.Name, start.Text, next, "--policies "+start.Name, sha)
+	st, err := s.writePolicies(ctx, start.Name, start.Text, next, "--policies "+start.Name, sha)
+	if err == nil {
+		s.audit(ctx, Principal{}, ActionPolicyApply, "policies", fmt.Sprintf("revision %d: %d policies from --policies %s at start",
+			st.Revision, len(next.Policies), start.Name))
+	}
 	return err
 }
 
@@ -118,7 +122,11 @@ func (s *Server) ApplyPolicies(ctx context.Context, p Principal, text []byte) (P
 		}
 		return PolicySetStatus{}, refuse(CodeInvalidSpec, "", "%s", err.Error())
 	}
-	return s.writePolicies(ctx, "policies", text, ps, p.Name(), "")
+	st, err := s.writePolicies(ctx, "policies", text, ps, p.Name(), "")
+	if err == nil {
+		s.audit(ctx, p, ActionPolicyApply, "policies", fmt.Sprintf("revision %d: %d policies", st.Revision, len(ps.Policies)))
+	}
+	return st, err
 }
 
 // DeletePolicy removes policy name from the active set; name "" removes
@@ -147,7 +155,15 @@ func (s *Server) DeletePolicy(ctx context.Context, p Principal, name string) (Po
 	if err != nil {
 		return PolicySetStatus{}, refuse(CodeConflict, "", "the file without %q does not load (%v); apply an edited file instead", name, err)
 	}
-	return s.writePoliciesLocked(ctx, rec.Name, text, ps, p.Name(), "")
+	st, err := s.writePoliciesLocked(ctx, rec.Name, text, ps, p.Name(), "")
+	if err == nil {
+		what := "every policy"
+		if name != "" {
+			what = "policy " + name
+		}
+		s.audit(ctx, p, ActionPolicyDelete, "policies", fmt.Sprintf("revision %d: removed %s", st.Revision, what))
+	}
+	return st, err
 }
 
 func (s *Server) writePolicies(ctx context.Context, name string, text []byte, ps *model.PolicySet, by, startFile string) (PolicySetStatus, error) {

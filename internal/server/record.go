@@ -48,6 +48,7 @@ type specRecord struct {
 	Fabric      string            `json:"interconnect,omitempty"`
 	DataRegion  string            `json:"data_region,omitempty"`
 	Reservation string            `json:"reservation,omitempty"`
+	SKU         string            `json:"sku,omitempty"`
 	MaxRetries  int               `json:"max_retries,omitempty"`
 	Timeout     time.Duration     `json:"timeout_ns,omitempty"`
 	CkptEvery   time.Duration     `json:"checkpoint_interval_ns,omitempty"`
@@ -55,6 +56,7 @@ type specRecord struct {
 	Duration    time.Duration     `json:"duration_ns,omitempty"`
 	Labels      map[string]string `json:"labels,omitempty"`
 	ArrayIndex  *int              `json:"array_index,omitempty"`
+	After       []string          `json:"after,omitempty"` // job IDs
 }
 
 type statusRecord struct {
@@ -99,6 +101,8 @@ type attemptRecord struct {
 	ExitCode int       `json:"exit_code,omitempty"`
 	Reason   string    `json:"reason,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
+	Pricing  string    `json:"pricing,omitempty"`
+	Rates    []float64 `json:"usd_per_hour,omitempty"` // one value: every instance's (packRates)
 }
 
 // JobRecord returns the store key and value under which the server keeps j.
@@ -117,10 +121,10 @@ func encodeJob(j *model.Job) []byte {
 			GPUModels: s.Resources.GPUModels, CPUMilli: s.Resources.CPUMilli, MemoryMiB: s.Resources.MemoryMiB,
 			Class: int(s.Priority.Class), Value: s.Priority.Value,
 			Regions: s.Placement.Regions, Residency: s.Placement.Residency, Fabric: string(s.Placement.Interconnect),
-			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation,
+			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, SKU: s.Placement.SKU,
 			MaxRetries: s.Retry.MaxRetries, Timeout: s.Retry.Timeout,
 			CkptEvery: s.Checkpoint.Interval, CkptGrace: s.Checkpoint.Grace, Duration: s.Duration,
-			Labels: s.Labels, ArrayIndex: s.ArrayIndex,
+			Labels: s.Labels, ArrayIndex: s.ArrayIndex, After: s.After,
 		},
 		Status: statusRecord{
 			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
@@ -135,7 +139,8 @@ func encodeJob(j *model.Job) []byte {
 	}
 	for _, a := range st.Attempts {
 		r.Status.Attempts = append(r.Status.Attempts, attemptRecord{Number: a.Number, Nodes: a.Nodes,
-			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail})
+			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail,
+			Pricing: a.Pricing, Rates: packRates(a.Rates)})
 	}
 	for _, in := range st.Instances {
 		r.Status.Instances = append(r.Status.Instances, instRecord(in))
@@ -161,12 +166,13 @@ func decodeJob(b []byte) (*model.Job, error) {
 				GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
 			Priority: model.Priority{Class: model.Class(s.Class), Value: s.Value},
 			Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, Interconnect: model.Fabric(s.Fabric),
-				DataRegion: s.DataRegion, Reservation: s.Reservation},
+				DataRegion: s.DataRegion, Reservation: s.Reservation, SKU: s.SKU},
 			Retry:      model.Retry{MaxRetries: s.MaxRetries, Timeout: s.Timeout},
 			Checkpoint: model.Checkpoint{Interval: s.CkptEvery, Grace: s.CkptGrace},
 			Duration:   s.Duration,
 			Labels:     s.Labels,
 			ArrayIndex: s.ArrayIndex,
+			After:      s.After,
 		},
 		Status: model.JobStatus{
 			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,
@@ -185,7 +191,8 @@ func decodeJob(b []byte) (*model.Job, error) {
 	}
 	for _, a := range r.Status.Attempts {
 		j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: a.Number, Nodes: a.Nodes,
-			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail})
+			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail,
+			Pricing: a.Pricing, Rates: unpackRates(a.Rates, len(a.Nodes))})
 	}
 	for _, in := range r.Status.Instances {
 		j.Status.Instances = append(j.Status.Instances, model.Instance(in))

@@ -91,6 +91,11 @@ type Config struct {
 	// AlertFor, when positive, replaces the `for` of every alert rule that
 	// has one (tests and demonstrations).
 	AlertFor time.Duration
+	// Election, when set, lets several servers share the store: only the
+	// one holding a term runs cycles and the loops that write for the
+	// fleet, and commits its Plans fenced on that term (leader.go). Nil:
+	// this server always leads.
+	Election Election
 }
 
 // Server is allot's control plane: a cache of the store, the scheduling
@@ -112,6 +117,8 @@ type Server struct {
 	// watching is set while the store's watch feeds the cache.
 	watching atomic.Bool
 
+	term atomic.Pointer[Term] // the leadership held now; nil when not leading (Config.Election set)
+
 	cycleMu sync.Mutex  // serialises cycles: at most one in flight; guards inc
 	inc     incremental // the core's state carried between cycles (session.go)
 	// scratch is the core without its observer: it plans from scratch
@@ -119,6 +126,7 @@ type Server struct {
 	scratch *sched.Scheduler
 
 	reserveMu sync.Mutex // serialises creating reservations (limits are checked against the others)
+	quotaMu   sync.Mutex // serialises quota requests, decisions and edits (quota.go)
 
 	worldMu sync.Mutex // guards building world; readers use w
 	w       atomic.Pointer[world]
@@ -132,6 +140,7 @@ type Server struct {
 	pol         policyBook    // operator policies (policies.go)
 	regions     regionBook    // when queued jobs were last weighed for a move (region.go)
 	alerts      *alertBook    // built-in alerts (alerts.go)
+	budget      *budgetBook   // tenants' month's cost against their budgets (budget.go)
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -194,9 +203,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.logs = newLogBook()
 	s.ep = newEndpointBook()
 	s.alerts = newAlertBook(cfg, s)
+	s.budget = newBudgetBook()
 	s.m = newMetrics(cfg.Registry)
+	if cfg.Election == nil {
+		s.m.leader.Set(1)
+	}
 	s.cache = newCache(cfg.Logger, func(st model.State, n int) { s.m.jobs.WithLabelValues(string(st)).Set(float64(n)) })
 	cfg.Registry.MustRegister(fleetCollector{s})
+	cfg.Registry.MustRegister(budgetCollector{s})
 	if err := s.relist(ctx); err != nil {
 		return nil, err
 	}
@@ -292,8 +306,12 @@ func (s *Server) Clock() Clock { return s.clock }
 // Cycles returns how many scheduling cycles have run.
 func (s *Server) Cycles() uint64 { return s.cycles.Load() }
 
-// Ready reports whether the first scheduling cycle has run.
-func (s *Server) Ready() bool { return s.ready.Load() }
+// Ready reports whether the server serves what it should: the first
+// scheduling cycle has run, or, for a server that does not lead (see
+// Config.Election), its cache follows the store's watch.
+func (s *Server) Ready() bool {
+	return s.ready.Load() || (!s.Leads() && s.watching.Load())
+}
 
 // Kick asks for a scheduling cycle soon. Events that arrive while a cycle
 // runs coalesce into one more cycle.
@@ -312,13 +330,27 @@ func (s *Server) Run(ctx context.Context) error {
 	defer cancel()
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- s.watch(ctx) }()
+	if s.cfg.Election != nil {
+		return s.campaign(ctx, watchErr)
+	}
+	return s.lead(ctx, watchErr)
+}
 
+// lead runs what only the leading server does: scheduling cycles on
+// events and ticks, and the loops that write for the fleet (missed
+// heartbeats, endpoint replicas, region moves, alerts, budgets). It
+// returns nil when ctx ends or a commit finds the term over, and the
+// watch's error when the store fails for good.
+func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if s.agentMode {
 		go s.checkHeartbeatsEvery(ctx, max(s.nodeTimeout/4, 10*time.Millisecond))
 	}
 	go s.reconcileEndpointsEvery(ctx)
 	go s.moveWaitingEvery(ctx)
 	go s.evaluateAlertsEvery(ctx)
+	go s.checkBudgetsEvery(ctx)
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	s.Kick() // the first cycle: resume what the store holds
@@ -339,6 +371,10 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			if errors.Is(err, ErrIncremental) {
 				return err // Config.CheckIncremental: fail loudly
+			}
+			if errors.Is(err, store.ErrFenced) || errors.Is(err, errNotLeading) {
+				s.log.Warn("leadership lost: a plan commit was fenced off", "err", err)
+				return nil
 			}
 			s.log.Error("scheduling cycle failed", "err", err)
 		}

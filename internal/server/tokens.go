@@ -98,7 +98,9 @@ func (s *Server) CreateTokenFor(ctx context.Context, o TokenOptions) (string, To
 		return "", TokenInfo{}, err
 	}
 	s.log.Info("token created", "tenant", o.Tenant, "node", o.Node, "name", o.Name, "expires", rec.ExpiresAt)
-	return tok, tokenInfo(HashToken(tok), rec), nil
+	info := tokenInfo(HashToken(tok), rec)
+	s.audit(ctx, Principal{Admin: true}, ActionTokenCreate, "token/"+info.ID, tokenAuditText(info))
+	return tok, info, nil
 }
 
 func checkTokenName(name string) error {
@@ -214,5 +216,6 @@ func (s *Server) RevokeToken(ctx context.Context, idOrName string) (TokenInfo, e
 	}
 	s.cache.delKey(kv.Key, rev)
 	s.log.Info("token revoked", "id", t.ID, "name", t.Name, "kind", t.Kind, "tenant", t.Tenant, "node", t.Node)
+	s.audit(ctx, Principal{Admin: true}, ActionTokenRevoke, "token/"+t.ID, tokenAuditText(t))
 	return t, nil
 }

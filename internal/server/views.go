@@ -80,6 +80,9 @@ type SKUOffer struct {
 	Nodes     int // nodes of the SKU in the region
 	FreeNodes int // Ready nodes with nothing running
 	FreeGPUs  float64
+	// OnDemand and Spot are the node's prices in the region now, USD per
+	// node-hour: spot at the region's utilisation (cost.go).
+	OnDemand, Spot float64
 }
 
 // SKUs returns the SKUs of the fleet per region, filtered by region and
@@ -121,6 +124,7 @@ func (s *Server) SKUs(region, series string) []SKUOffer {
 		}
 		return out[a].SKU.Name < out[b].SKU.Name
 	})
+	s.priceOffers(w, out)
 	return out
 }
 
@@ -253,6 +257,7 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 	s.cache.putKV(key, v, rev)
 	s.log.Info("reservation created", "reservation", r.Name, "owner", r.Owner, "sku", r.SKU, "region", r.Region,
 		"count", r.Count, "by", p.Name())
+	s.audit(ctx, p, ActionReservationNew, "reservation/"+r.Name, reservationAuditText(r))
 	s.Kick()
 	return r, nil
 }
@@ -284,6 +289,7 @@ func (s *Server) DeleteReservation(ctx context.Context, p Principal, name string
 	}
 	s.cache.delKey(key, rev)
 	s.log.Info("reservation deleted", "reservation", name, "owner", r.Owner, "by", p.Name())
+	s.audit(ctx, p, ActionReservationDel, "reservation/"+name, reservationAuditText(r))
 	s.Kick()
 	return nil
 }

@@ -14,8 +14,9 @@ import (
 
 // world is the fleet and tenancy the core sees: the fleet file with each
 // node's recorded health, and the tenants file with the reservations created
-// through the API added. It is rebuilt when either changes and is never
-// modified once built.
+// through the API added and the quotas set by approved requests and edits in
+// place of the file's (quota_world.go). It is rebuilt when any of them
+// changes and is never modified once built.
 type world struct {
 	gen     uint64
 	fleet   *model.Fleet
@@ -46,6 +47,7 @@ func (s *Server) world() *world {
 	}
 	res := s.cache.reservationList()
 	w := buildWorld(s.cfg.Fleet, s.cfg.Tenancy, health, res, gen)
+	w.tenancy.Quotas = withQuotas(w.tenancy.Quotas, w.applicable(s.cache.quotaList())) // approved requests and edits (quota.go)
 	s.w.Store(w)
 	return w
 }
@@ -103,8 +105,9 @@ func (w *world) admit(core *sched.Scheduler, spec model.JobSpec, now time.Time) 
 func shape(s *model.JobSpec) string {
 	r := s.Resources
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|%d|%d|%d|%d|%d|%s|%s|%s|%s|%s", s.Tenant, s.Priority.Class, r.InstanceCount,
+	fmt.Fprintf(&b, "%s|%d|%d|%d|%d|%d|%d|%s|%s|%s|%s|%s|%s", s.Tenant, s.Priority.Class, r.InstanceCount,
 		r.GPUsPerInstance, r.GPUMilli, r.CPUMilli, r.MemoryMiB, strings.Join(r.GPUModels, ","),
-		strings.Join(s.Placement.Regions, ","), s.Placement.Residency, s.Placement.Interconnect, s.Placement.Reservation)
+		strings.Join(s.Placement.Regions, ","), s.Placement.Residency, s.Placement.Interconnect, s.Placement.Reservation,
+		s.Placement.SKU)
 	return b.String()
 }

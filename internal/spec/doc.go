@@ -21,10 +21,13 @@
 // where it is nested. A node entry is one node (name) or a run of alike
 // nodes (prefix, count and optionally start, default 1), named prefix plus
 // the index zero-padded to two digits or more ("eastus-h100-01"). health
-// defaults to Ready.
+// defaults to Ready. prices lists an SKU's prices in one region (sku,
+// region, on_demand, reserved_1y, reserved_3y, spot_floor; a rate left out
+// is the catalog's, package price).
 //
 // A tenants file lists partitions (with guarantees of GPUs, or percent of a
-// region's GPUs of one model), tenants, quotas and reservations, and may name
+// region's GPUs of one model), tenants (a tenant may have a budget:
+// usd_per_month and hard_stop), quotas and reservations, and may name
 // the fleet's sharing strategy (strategy: static, dynamic or hybrid; left
 // out, the tenancy is used as written; docs/strategies.md).
 //
@@ -38,7 +41,11 @@
 // it is read; an empty value resets the field to its default. A job with
 // array: A-B[:STEP] (or a list, 1,5,9; model.ParseArray) stands for one job
 // per index, named NAME[IDX] with array_index IDX; a file expands to at
-// most MaxJobs jobs.
+// most MaxJobs jobs. after: (a list, or one name) lists the jobs a job
+// waits for, by name within the file or by job ID; jobs of one file that
+// wait for each other in a circle are refused, the error at the after: of
+// the first of them, naming the circle (model.AfterCycle). Names that match
+// no job of the file are left for the server to resolve.
 //
 // A read reports every problem of its files at once (at most MaxErrors):
 // every field of every job of every document and file, each an *Error

@@ -23,6 +23,7 @@ type Document struct {
 	Duration   string            `json:"duration,omitempty"`
 	Labels     map[string]string `json:"labels,omitempty"`
 	ArrayIndex *int              `json:"array_index,omitempty"`
+	After      []string          `json:"after,omitempty"`
 }
 
 // resourcesDoc is the resources section of a job file.
@@ -75,6 +76,7 @@ func DocumentOf(s model.JobSpec) Document {
 		Duration:   durationText(s.Duration),
 		Labels:     s.Labels,
 		ArrayIndex: s.ArrayIndex,
+		After:      s.After,
 	}
 	d.Resources.CPU, d.Resources.Memory = cpuMemoryText(r)
 	d.Placement = placementDocOf(s.Placement)

@@ -19,6 +19,7 @@ const maxNodes = 100_000
 type fleetFile struct {
 	SKUs    []skuEntry    `yaml:"skus"`
 	Regions []regionEntry `yaml:"regions"`
+	Prices  []priceEntry  `yaml:"prices"`
 }
 
 type skuEntry struct {
@@ -138,6 +139,7 @@ func ParseFleet(name string, data []byte) (*model.Fleet, error) {
 		}
 		f.Regions = append(f.Regions, region)
 	}
+	f.Prices = fleetPrices(f.Catalog, ff.Prices)
 	if err := f.Validate(); err != nil {
 		return nil, d.fromModel(root, err, func(field string) string { return nodePath(field, paths) })
 	}

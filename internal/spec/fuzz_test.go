@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/allot-dev/allot/internal/model"
 )
 
 // checkFuzzError holds a reader to its contract for input it rejects: an
@@ -100,6 +102,9 @@ func FuzzParseJobs(f *testing.F) {
 	f.Add([]byte(`{"name": "j", "tenant": "t", "resources": {"memory": "8Gi", "gpu_milli": 500}}`), "priority=spot")
 	f.Add([]byte("name: s\ntenant: t\narray: 0-9:3\n---\nname: u\ntenant: t\narray_index: 4\n"), "array=1,5")
 	f.Add([]byte("name: a\nresoures: {gpus: 99}\npriority: standrd\n---\n- {name: b, tenant: t, array: 5-1}\n"), "")
+	f.Add([]byte("name: a\ntenant: t\n---\nname: b\ntenant: t\nafter: [a]\n---\nname: c\ntenant: t\nafter: b\n"), "")
+	f.Add([]byte("- {name: a, tenant: t, after: [c]}\n- {name: b, tenant: t, after: [a]}\n- {name: c, tenant: t, after: [b, a]}\n"), "")
+	f.Add([]byte("name: a\ntenant: t\nafter: [a, '', x, x]\n"), "after=[a]")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string
 		if set != "" {
@@ -117,6 +122,9 @@ func FuzzParseJobs(f *testing.F) {
 			if err := specs[i].Validate(); err != nil {
 				t.Fatalf("ParseJobs returned job %d that fails Validate: %v", i, err)
 			}
+		}
+		if c := model.AfterCycle(specs); c != nil {
+			t.Fatalf("ParseJobs returned jobs that wait for each other: %s", model.CycleText(specs, c))
 		}
 	})
 }

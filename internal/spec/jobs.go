@@ -29,6 +29,7 @@ type jobFile struct {
 	Labels     map[string]string `yaml:"labels"`
 	Array      arrayRange        `yaml:"array"`
 	ArrayIndex *int              `yaml:"array_index"`
+	After      afterList         `yaml:"after"`
 }
 
 type resourcesEntry struct {
@@ -218,6 +219,7 @@ func ParseJobs(name string, data []byte, sets []string) ([]model.JobSpec, error)
 	}
 	d := newDecoder(name)
 	var specs []model.JobSpec
+	var at []jobAt   // where each spec of specs is written, for pipeline errors
 	var errs []error // of every job: a person fixes the file in one go
 	for _, doc := range docs {
 		if doc.Kind != yaml.SequenceNode {
@@ -230,6 +232,9 @@ func ParseJobs(name string, data []byte, sets []string) ([]model.JobSpec, error)
 				return nil, err
 			}
 			specs, errs = append(specs, s...), append(errs, err)
+			for range s {
+				at = append(at, jobAt{root, ""})
+			}
 			if len(specs) > MaxJobs {
 				return nil, tooManyJobs(name)
 			}
@@ -249,12 +254,18 @@ func ParseJobs(name string, data []byte, sets []string) ([]model.JobSpec, error)
 				return nil, err
 			}
 			specs, errs = append(specs, s...), append(errs, err)
+			for range s {
+				at = append(at, jobAt{&list, fmt.Sprintf("[%d]", i)})
+			}
 			if len(specs) > MaxJobs {
 				return nil, tooManyJobs(name)
 			}
 		}
 	}
 	if err := joinErrors(errs...); err != nil {
+		return nil, err
+	}
+	if err := d.pipelineCycle(specs, at); err != nil {
 		return nil, err
 	}
 	if len(specs) == 0 {
@@ -292,6 +303,7 @@ func (d *decoder) job(root, n *yaml.Node, path string) ([]model.JobSpec, error) 
 		Duration:   time.Duration(j.Duration),
 		Labels:     j.Labels,
 		ArrayIndex: j.ArrayIndex,
+		After:      []string(j.After),
 	}
 	var verr error
 	if j.Array != nil && j.ArrayIndex != nil {

@@ -44,6 +44,13 @@ type tenantEntry struct {
 	Reservation reserveEntry `yaml:"reservation"`
 	// Labels describe the tenant's work to operator policies.
 	Labels map[string]string `yaml:"labels"`
+	// Budget is what the tenant may spend per month (model.Budget).
+	Budget budgetEntry `yaml:"budget"`
+}
+
+type budgetEntry struct {
+	USDPerMonth float64 `yaml:"usd_per_month"`
+	HardStop    bool    `yaml:"hard_stop"`
 }
 
 type reserveEntry struct {
@@ -114,6 +121,7 @@ func ParseTenancy(name string, data []byte, fleet *model.Fleet) (*model.Tenancy,
 			Name: x.Name, Kind: model.TenantKind(x.Kind), Partition: x.Partition, Weight: x.Weight,
 			Reserve: model.ReserveLimits{MaxCount: x.Reservation.MaxCount, MaxDuration: time.Duration(x.Reservation.MaxDuration)},
 			Labels:  x.Labels,
+			Budget:  model.Budget{USDPerMonth: x.Budget.USDPerMonth, HardStop: x.Budget.HardStop},
 		})
 	}
 	for _, q := range tf.Quotas {

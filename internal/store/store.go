@@ -18,6 +18,9 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrInvalid: a key, value or Txn is malformed.
 	ErrInvalid = errors.New("store: invalid argument")
+	// ErrFenced: a Txn made under a leadership term found that the term
+	// had ended (another server may lead); nothing was written.
+	ErrFenced = errors.New("store: leadership lost")
 )
 
 // Store is a revisioned key-value store with optimistic concurrency. All

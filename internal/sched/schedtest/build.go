@@ -181,6 +181,9 @@ func (b *JobBuilder) CPU(milli, memMiB int64) *JobBuilder {
 // Class sets the priority class.
 func (b *JobBuilder) Class(c model.Class) *JobBuilder { b.Job.Spec.Priority.Class = c; return b }
 
+// Value sets the priority value inside the class.
+func (b *JobBuilder) Value(v int) *JobBuilder { b.Job.Spec.Priority.Value = v; return b }
+
 // Regions restricts the regions.
 func (b *JobBuilder) Regions(r ...string) *JobBuilder { b.Job.Spec.Placement.Regions = r; return b }
 
@@ -212,6 +215,13 @@ func (b *JobBuilder) Running(start time.Time, allocs ...model.Allocation) *JobBu
 			b.Job.Status.Allocations[i].GPUMilli = model.MilliPerGPU
 		}
 	}
+	return b
+}
+
+// Timeout bounds each attempt with retry.timeout and sets the checkpoint
+// grace (zero: the default).
+func (b *JobBuilder) Timeout(d, grace time.Duration) *JobBuilder {
+	b.Job.Spec.Retry.Timeout, b.Job.Spec.Checkpoint.Grace = d, grace
 	return b
 }
 

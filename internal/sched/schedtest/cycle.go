@@ -20,6 +20,9 @@ type Cycle struct {
 	// Reserved maps a node to the reservation that holds it in this cycle,
 	// worked out from the rule the core documents (not from its code).
 	Reserved map[string]model.Reservation
+	// Earmarked maps a node to the reservation ahead (its start after now)
+	// that keeps it for its start, by the same documented rule.
+	Earmarked map[string]model.Reservation
 }
 
 type heldJob struct {
@@ -38,13 +41,16 @@ func BeforeCycle(w *World, now time.Time) *Cycle {
 		c.jobs[j.ID] = h
 	}
 	c.Reserved = c.reserve()
+	c.Earmarked = c.earmark()
 	return c
 }
 
 // reserve gives each active reservation, in order, Count Ready nodes of its
 // SKU and region not taken before: those running work that names it, then
-// those needing no eviction, then those whose other tenants' work loses the
-// fewest GPU-seconds since its last checkpoint, then by name.
+// those needing no eviction, then (for a reservation with a start) those
+// whose other tenants' work is all spot, then those whose other tenants'
+// work loses the fewest GPU-seconds since its last checkpoint, then by
+// name.
 func (c *Cycle) reserve() map[string]model.Reservation {
 	type cand struct {
 		name string
@@ -77,11 +83,12 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 				continue
 			}
 			x := cand{name: n.Name, tier: 1}
-			named, foreign := false, false
+			named, foreign, spot := false, false, true
 			for _, j := range onNode[n.Name] {
 				switch {
 				case j.Spec.Tenant != r.Owner:
 					foreign = true
+					spot = spot && j.Spec.Priority.Class == model.ClassSpot
 					x.cost += c.lost(j)
 				case j.Spec.Placement.Reservation == r.Name:
 					named = true
@@ -90,8 +97,10 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 			switch {
 			case named:
 				x.tier = 0
-			case foreign:
+			case foreign && spot && !r.Start.IsZero():
 				x.tier = 2
+			case foreign:
+				x.tier = 3
 			default:
 				x.cost = 0
 			}
@@ -151,6 +160,10 @@ func (c *Cycle) Check(p sched.Plan) error {
 			if reserved && r.Owner != j.Spec.Tenant && j.Spec.Priority.Class != model.ClassSpot {
 				return fmt.Errorf("%s of %s (%s) is bound on %s, reserved for %s by %s",
 					j.ID, j.Spec.Tenant, j.Spec.Priority.Class, n.Node, r.Owner, r.Name)
+			}
+			if e, ok := c.Earmarked[n.Node]; ok && !Precedes(j, c.now, e) {
+				return fmt.Errorf("%s of %s (%s, retry.timeout %s) is bound on %s, which reservation %s of %s takes at %s",
+					j.ID, j.Spec.Tenant, j.Spec.Priority.Class, j.Spec.Retry.Timeout, n.Node, e.Name, e.Owner, e.Start)
 			}
 		}
 	}

@@ -27,6 +27,9 @@ const (
 	DefaultSpreadPenalty = 0.1
 	DefaultLeafNodes     = 32
 	DefaultSample        = time.Hour
+	// DefaultPriorityGap is Config.PriorityGap's default: two GPU-hours of
+	// predicted remaining service.
+	DefaultPriorityGap = 7200
 )
 
 // ErrConfig is wrapped by every error about a Config.
@@ -66,6 +69,15 @@ type Config struct {
 	// Progress, when set, is called now and then with jobs finished and
 	// jobs to finish.
 	Progress func(done, total int)
+	// PriorityGap is, under the allot policy and static sharing, the
+	// core's sched.Config.PriorityGap: a queued job preempts running work
+	// of its own VC whose priority value is at least this much lower
+	// (values are GPU-seconds of predicted remaining service, see
+	// policy.go), once the work has run MinRunTime. Zero means
+	// DefaultPriorityGap; negative turns preemption for a better value
+	// off. Other policies, and borrow sharing (where the core already
+	// preempts to reclaim guarantees), never preempt for a value.
+	PriorityGap int
 	// CheckIncremental is engine.Config.CheckIncremental: every cycle is
 	// also planned from scratch, and a different Plan fails the run.
 	CheckIncremental bool
@@ -97,6 +109,9 @@ func (c *Config) normalise() error {
 	}
 	if c.Sample <= 0 {
 		c.Sample = DefaultSample
+	}
+	if c.PriorityGap == 0 {
+		c.PriorityGap = DefaultPriorityGap
 	}
 	if c.Limit < 0 {
 		return fmt.Errorf("%w: limit %d is negative", ErrConfig, c.Limit)

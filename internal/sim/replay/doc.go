@@ -50,10 +50,20 @@
 // the queue), so the replay makes fifo strict by offering the core only a
 // VC's jobs in submit order up to the first that cannot start (Helios's
 // FIFO); fifo-backfill offers them all, so later jobs fill what the head
-// leaves. The core preempts only for a higher class, a guarantee or a
-// reservation, never for a better priority value, so srtf and las order the
-// queue but do not preempt: under static sharing srtf equals sjf and las
-// equals fifo (no job is ever preempted there).
+// leaves. By default the core preempts only for a higher class, a
+// guarantee or a reservation, never for a better priority value, so srtf
+// and las order the queue but do not preempt: under static sharing srtf
+// equals sjf and las equals fifo. The allot policy under static sharing
+// turns on the core's preemption for a better value (Config.PriorityGap,
+// sched.Config.PriorityGap): its values are predicted remaining service,
+// running work included, so a job predicted short evicts its VC's work
+// that has outlived its prediction, once that work has run MinRunTime and
+// cheapest lost work first; the window then also counts the GPUs of the
+// VC's running work a queued job outranks by the gap (see window).
+//
+// Result.AvgJCTFirstHalf and AvgJCTSecondHalf split the average JCT between
+// the first half of the replayed jobs in submit order and the rest: allot's
+// constants were chosen on the first half (BENCHMARKS.md).
 //
 // Owner wait (borrow sharing): a job counts as an owner job when, at its
 // arrival, its VC's held and queued GPUs with it stay within the guarantee

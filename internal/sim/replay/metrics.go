@@ -9,6 +9,8 @@ type metrics struct {
 	vcUsedInt []float64 // per VC
 	buckets   []float64 // GPU-seconds held per Sample bucket
 	jct       []float64
+	halfJCT   [2]float64 // sum over the first and the second half of the jobs in submit order
+	halfJobs  [2]int
 	queue     []float64
 	preempts  int
 	lostGPUs  float64 // GPU-seconds

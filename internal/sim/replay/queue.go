@@ -2,7 +2,9 @@ package replay
 
 import (
 	"cmp"
+	"math"
 	"slices"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 )
@@ -66,6 +68,21 @@ func (s *sim) window(v int, jobs []*model.Job) []*model.Job {
 		return s.strictHead(v, jobs)
 	}
 	c, perNode := s.capacity(v)
+	valued := s.priorityGap() > 0
+	if valued {
+		// Running work of the VC a queued job outranks by the gap may make
+		// room: count its GPUs, not slots.
+		best := math.MinInt
+		for _, g := range s.queues[v] {
+			for _, j := range g.jobs {
+				j.job.Spec.Priority.Value = s.pol.prioritise(j, s.now)
+				best = max(best, j.job.Spec.Priority.Value)
+			}
+		}
+		if e := s.evictable(v, best); e > 0 {
+			c, perNode = c+e, false
+		}
+	}
 	for _, g := range s.queues[v] {
 		n := c / g.gpus
 		if perNode {
@@ -78,8 +95,10 @@ func (s *sim) window(v int, jobs []*model.Job) []*model.Job {
 		if n == 0 || len(g.jobs) == 0 {
 			continue
 		}
-		for _, j := range g.jobs {
-			j.job.Spec.Priority.Value = s.pol.prioritise(j, s.now)
+		if !valued {
+			for _, j := range g.jobs {
+				j.job.Spec.Priority.Value = s.pol.prioritise(j, s.now)
+			}
 		}
 		if n < len(g.jobs) {
 			// Mostly in order already: the policies' values keep their
@@ -198,6 +217,34 @@ func (s *sim) slots(v, per int) int {
 	n := 0
 	for _, f := range nodes {
 		n += f / per
+	}
+	return n
+}
+
+// priorityGap is the core's sched.Config.PriorityGap for this replay: the
+// configured gap under the allot policy and static sharing, else 0 (off).
+func (s *sim) priorityGap() int {
+	if s.cfg.Policy != "allot" || s.cfg.Sharing != Static || s.cfg.PriorityGap < 0 {
+		return 0
+	}
+	return s.cfg.PriorityGap
+}
+
+// evictable is how many GPUs VC v's running work holds that the core may
+// preempt for a better priority value in this cycle: that which has run
+// MinRunTime and whose value (set by selectJobs) is at least the gap below
+// best, the best value in the VC's queue.
+func (s *sim) evictable(v, best int) int {
+	gap := s.priorityGap()
+	if gap <= 0 || best == math.MinInt {
+		return 0
+	}
+	mrt := int64(s.cfg.MinRunTime / time.Second)
+	n := 0
+	for _, j := range s.running {
+		if j.vc == v && s.now >= j.runStart+mrt && j.job.Spec.Priority.Value <= best-gap {
+			n += j.gpus
+		}
 	}
 	return n
 }

@@ -188,7 +188,7 @@ func (s *sim) at(t int64) time.Time { return s.base.Add(time.Duration(t) * time.
 // the engine's.
 func (s *sim) loop() error {
 	s.eng = engine.New(engine.Config{Fleet: &s.fleet, Tenancy: &s.ten, Start: s.base,
-		Core:     sched.Config{MinRunTime: s.cfg.MinRunTime},
+		Core:     sched.Config{MinRunTime: s.cfg.MinRunTime, PriorityGap: s.priorityGap()},
 		Select:   s.selectJobs,
 		RunFor:   func(*model.Job, time.Time) time.Duration { return time.Duration(s.runFor) * time.Second },
 		Input:    s.input,
@@ -277,6 +277,12 @@ func (s *sim) complete(j *simJob) {
 	s.jct = append(s.jct, float64(s.now-j.submit))
 	s.vcJCT[j.vc] += float64(s.now - j.submit)
 	s.vcJobs[j.vc]++
+	half := 0
+	if 2*j.idx >= len(s.jobs) {
+		half = 1
+	}
+	s.halfJCT[half] += float64(s.now - j.submit)
+	s.halfJobs[half]++
 	s.finished++
 	s.pol.finished(j)
 }
@@ -296,6 +302,11 @@ func (s *sim) selectJobs(time.Time) []*model.Job {
 		}
 		if iv > 0 {
 			j.job.Status.LastCheckpoint = s.at(j.runStart + (s.now-j.runStart)/iv*iv)
+		}
+		if s.priorityGap() > 0 && s.vcQueued[j.vc] > 0 {
+			// Preemption for a better value compares running work with
+			// the VC's queue; without a queue its value matters to none.
+			j.job.Spec.Priority.Value = s.pol.prioritise(j, s.now)
 		}
 		s.snap = append(s.snap, j.job)
 	}

@@ -32,7 +32,9 @@
 // partition's unused guarantee in one pool and one cluster of it, and has
 // waited longer than min_run_time; see checkGuarantees), reservations whose work started within on_time of their
 // opening, spot GPU-hours run and lost to preemption, queueing delay per
-// tier, GPU utilisation and GPU-hours per tenant. FindMinFleet bisects the
+// tier, GPU utilisation, and GPU-hours and cost per tenant (priced as the
+// server bills: package price, each attempt at its rate when it started,
+// spot at the utilisation of its region then; cost.go). FindMinFleet bisects the
 // fleet factor for the smallest fleet that meets every target.
 //
 // What it does not model: network or power limits beyond the core's

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/price"
 	"github.com/allot-dev/allot/internal/report"
 )
 
@@ -190,7 +191,8 @@ func (r *run) result() *Result {
 	r.reservations(res)
 	r.queueing(res)
 	for _, t := range w.Promised.Tenants {
-		res.Tenants = append(res.Tenants, TenantUse{Tenant: t.Name, GPUHours: rec.gpuSeconds[t.Name] / 3600})
+		res.Tenants = append(res.Tenants, TenantUse{Tenant: t.Name, GPUHours: rec.gpuSeconds[t.Name] / 3600,
+			USD: price.Cents(rec.meter().usd[t.Name])})
 	}
 	res.Meets = len(res.Misses) == 0
 	return res
@@ -291,6 +293,9 @@ func (res *Result) ReportRun(w *World) report.Run {
 		add("queueing p50/p99 "+t.Tier, fmt.Sprintf("%.1f / %.1f min", t.P50Minutes, t.P99Minutes))
 	}
 	add("GPU utilisation", fmt.Sprintf("%.1f %%", res.UtilisationPct))
+	for _, tu := range res.Tenants {
+		add("cost "+tu.Tenant, fmt.Sprintf("$%.0f", tu.USD))
+	}
 	add("meets targets", fmt.Sprint(res.Meets))
 	return run
 }

@@ -29,6 +29,7 @@ type recorder struct {
 	preemptions int
 	hourly      []float64 // GPU-seconds held per hour
 	tenantHeld  map[string]float64
+	cost        *costMeter // USD per tenant (cost.go)
 }
 
 func newRecorder(w *World) *recorder {
@@ -65,6 +66,7 @@ func (r *recorder) Advance(from, to time.Time) {
 	dt := to.Sub(from).Seconds()
 	start := r.w.Start
 	var busy float64
+	r.meter().advance(holding, to.Sub(from))
 	for _, j := range holding {
 		g := held(j)
 		busy += g
@@ -93,6 +95,7 @@ func (r *recorder) Advance(from, to time.Time) {
 }
 
 func (r *recorder) Started(j *model.Job, now time.Time) {
+	r.meter().started(j, r.spotLike[j.ID])
 	if _, ok := r.firstStart[j.ID]; !ok {
 		r.firstStart[j.ID] = now
 	}
@@ -126,4 +129,13 @@ func (r *recorder) submit(j *model.Job, spotLike bool, reservation string, now t
 // replica notes an endpoint's replica.
 func (r *recorder) replica(j *model.Job, now time.Time) {
 	r.queuedAt[j.ID] = now
+}
+
+// meter is the run's cost meter, made on first use (the engine is set
+// after the recorder).
+func (r *recorder) meter() *costMeter {
+	if r.cost == nil {
+		r.cost = newCostMeter(r.w, func() []*model.Job { return r.eng.Holding() })
+	}
+	return r.cost
 }

@@ -94,8 +94,10 @@ type TierResult struct {
 	P99Minutes float64 `json:"p99_minutes"`
 }
 
-// TenantUse is a tenant's GPU-hours.
+// TenantUse is a tenant's GPU-hours and what they cost at the fleet's
+// prices (USD, docs/cost.md).
 type TenantUse struct {
 	Tenant   string  `json:"tenant"`
 	GPUHours float64 `json:"gpu_hours"`
+	USD      float64 `json:"usd"`
 }

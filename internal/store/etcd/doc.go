@@ -45,6 +45,16 @@
 //     and closes the client if Open made it. Later calls return
 //     store.ErrClosed.
 //
-// Client exposes the etcd client and Prefix the namespace, for the layer
-// that elects one leader among several servers and fences its commits.
+// Leader election (elect.go). Election is etcd's concurrency.Election on a
+// lease of DefaultTermTTL, under the key range beside the namespace (the
+// prefix "/allot/" elects under "/allot.leader/"), so listing and watching
+// the store never see candidates. A won Campaign is a Term: its Store is
+// Fenced, every Txn also comparing the CreateRevision of the term's
+// election key with the revision the term began at. Once the term's lease
+// expires or it resigns, the key is gone and a fenced Txn writes nothing
+// and returns store.ErrFenced, whatever the deposed leader still believes;
+// Term.Done tells the leader as soon as its client notices. Leader reads
+// the current leader's value (its API URL) without campaigning.
+//
+// Client exposes the etcd client and Prefix the namespace.
 package etcd

@@ -10,5 +10,6 @@
 // over https only, each required to present a certificate of the given
 // authority (package tlstest writes such files). Members run with allot's required limits
 // (MaxTxnOps at least store.MaxTxnOps, MaxRequestBytes above
-// store.MaxValueLen) and without fsync, which tests do not need.
+// store.MaxValueLen) and without fsync, which tests do not need; the Fsync
+// option turns fsync on, for benchmarks of durable writes.
 package etcdtest

@@ -1,6 +1,8 @@
 package etcdtest
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
@@ -26,7 +29,16 @@ type Cluster struct {
 	mu        sync.Mutex // guards the etcd field of members
 	members   []*member
 	clientTLS *transport.TLSInfo // nil: plain http for clients
+	fsync     bool               // members fsync their log and backend (Fsync)
 }
+
+// Option changes how Start runs the members.
+type Option func(*Cluster)
+
+// Fsync makes members fsync their write-ahead log and backend before they
+// answer, as a production etcd does, instead of running with
+// UnsafeNoFsync: for benchmarks of durable writes.
+func Fsync() Option { return func(c *Cluster) { c.fsync = true } }
 
 // TLS names the PEM files members serve clients with: their certificate
 // and key, and the authority a client's certificate must chain to.
@@ -44,9 +56,9 @@ type member struct {
 }
 
 // Start runs an n-member cluster until the test ends.
-func Start(t testing.TB, n int) *Cluster {
+func Start(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
-	return start(t, n, nil)
+	return start(t, n, nil, opts...)
 }
 
 // StartTLS runs an n-member cluster that serves clients over https only
@@ -57,13 +69,16 @@ func StartTLS(t testing.TB, n int, tls TLS) *Cluster {
 	return start(t, n, &transport.TLSInfo{CertFile: tls.CertFile, KeyFile: tls.KeyFile, TrustedCAFile: tls.CAFile, ClientCertAuth: true})
 }
 
-func start(t testing.TB, n int, clientTLS *transport.TLSInfo) *Cluster {
+func start(t testing.TB, n int, clientTLS *transport.TLSInfo, opts ...Option) *Cluster {
 	t.Helper()
 	if n < 1 {
 		t.Fatalf("etcdtest: %d members", n)
 	}
 	base := t.TempDir()
 	c := &Cluster{t: t, clientTLS: clientTLS}
+	for _, o := range opts {
+		o(c)
+	}
 	scheme := "http"
 	if clientTLS != nil {
 		scheme = "https"
@@ -122,7 +137,7 @@ func (c *Cluster) config(m *member) *embed.Config {
 	cfg.LogLevel = "error"
 	cfg.MaxTxnOps = store.MaxTxnOps
 	cfg.MaxRequestBytes = 4 << 20
-	cfg.UnsafeNoFsync = true
+	cfg.UnsafeNoFsync = !c.fsync
 	cfg.TickMs, cfg.ElectionMs = 50, 500
 	if c.clientTLS != nil {
 		cfg.ClientTLSInfo = *c.clientTLS
@@ -202,4 +217,46 @@ func (c *Cluster) close() {
 			m.etcd = nil
 		}
 	}
+}
+
+// Rev returns the cluster's revision, read linearizably through any
+// member.
+func (c *Cluster) Rev() int64 { return c.rev(c.Endpoints(), false) }
+
+// MemberRev returns the revision member i has applied, as it answers
+// alone (a serializable read): behind the cluster's while it catches up.
+func (c *Cluster) MemberRev(i int) int64 { return c.rev(c.Endpoints()[i:i+1], true) }
+
+func (c *Cluster) rev(endpoints []string, serializable bool) int64 {
+	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: c.clientTLSConfig(),
+		Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatalf("etcdtest: %v", err)
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithCountOnly()}
+	if serializable {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	resp, err := cli.Get(ctx, "/", opts...)
+	if err != nil {
+		c.t.Fatalf("etcdtest: read revision: %v", err)
+	}
+	return resp.Header.Revision
+}
+
+// clientTLSConfig is what a client of a StartTLS cluster presents: the
+// members' own certificate; nil for a plain cluster.
+func (c *Cluster) clientTLSConfig() *tls.Config {
+	if c.clientTLS == nil {
+		return nil
+	}
+	cfg, err := c.clientTLS.ClientConfig()
+	if err != nil {
+		c.t.Fatalf("etcdtest: client TLS: %v", err)
+	}
+	return cfg
 }

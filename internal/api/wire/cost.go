@@ -1,0 +1,59 @@
+package wire
+
+import "time"
+
+// CostReport is the body of GET /v1/cost: what work accrued over
+// [Since, Until) at the prices of how it ran, grouped By tenant, region,
+// sku or job; and the budgets of the tenants the token sees with this
+// month's budget alerts. Amounts are USD to the cent; USD is the total of
+// the unrounded rows, so it may differ from the rows' sum by a cent.
+type CostReport struct {
+	Since        time.Time     `json:"since"`
+	Until        time.Time     `json:"until"`
+	By           string        `json:"by"`
+	Rows         []CostRow     `json:"rows"`
+	USD          float64       `json:"usd"`
+	GPUHours     float64       `json:"gpu_hours"`
+	Budgets      []Budget      `json:"budgets"`
+	BudgetEvents []BudgetEvent `json:"budget_events"`
+}
+
+// CostRow is what one tenant, region, SKU or job accrued, in all and by
+// how the work ran (on-demand, reserved at either term, spot).
+type CostRow struct {
+	Tenant      string  `json:"tenant,omitempty"`
+	Region      string  `json:"region,omitempty"`
+	SKU         string  `json:"sku,omitempty"`
+	Job         string  `json:"job,omitempty"`
+	Name        string  `json:"name,omitempty"`
+	Attempts    int     `json:"attempts"`
+	GPUHours    float64 `json:"gpu_hours"`
+	USD         float64 `json:"usd"`
+	OnDemandUSD float64 `json:"on_demand_usd"`
+	ReservedUSD float64 `json:"reserved_usd"`
+	SpotUSD     float64 `json:"spot_usd"`
+}
+
+// Budget is where a tenant stands this calendar month (UTC) against its
+// budget: Alert is the highest threshold reached, 0, 80 or 100; with
+// HardStop, at 100 new work outside reservations is refused
+// (BudgetExceeded).
+type Budget struct {
+	Tenant      string    `json:"tenant"`
+	USDPerMonth float64   `json:"usd_per_month"`
+	HardStop    bool      `json:"hard_stop"`
+	Month       time.Time `json:"month"`
+	SpentUSD    float64   `json:"spent_usd"`
+	Percent     float64   `json:"percent"`
+	Alert       int       `json:"alert"`
+}
+
+// BudgetEvent is a tenant's month's cost reaching 80 % or 100 % of its
+// budget.
+type BudgetEvent struct {
+	Tenant      string    `json:"tenant"`
+	Threshold   int       `json:"threshold"`
+	At          time.Time `json:"at"`
+	SpentUSD    float64   `json:"spent_usd"`
+	USDPerMonth float64   `json:"usd_per_month"`
+}

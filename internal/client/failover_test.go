@@ -1,0 +1,116 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// closedURL is an http URL nothing listens on.
+func closedURL(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return "http://" + addr
+}
+
+// A request that cannot connect to one server goes to the next, and the
+// client keeps using the one that answered.
+func TestFailoverToReachableServer(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte(`{"nodes":[]}`))
+	}))
+	defer srv.Close()
+	dead := closedURL(t)
+	c, err := New(dead+","+srv.URL, "tok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, err := c.Nodes(t.Context()); err != nil {
+			t.Fatalf("with one server down: %v", err)
+		}
+	}
+	if hits.Load() != 3 || c.Server() != srv.URL {
+		t.Errorf("hits %d, server %s; want 3 on %s", hits.Load(), c.Server(), srv.URL)
+	}
+	all, _ := New(dead+","+closedURL(t), "tok")
+	if _, err := all.Nodes(t.Context()); err == nil || !unreachable(err) && !strings.Contains(err.Error(), "refused") {
+		t.Errorf("with every server down: %v", err)
+	}
+}
+
+// 503 NoLeader (an election under way) is retried; any other error answer
+// is returned at once.
+func TestRetryWhileNoLeader(t *testing.T) {
+	var n atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/nodes":
+			if n.Add(1) <= 2 {
+				w.Header().Set("Retry-After", "1")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte(`{"code":"NoLeader","message":"election"}`))
+				return
+			}
+			_, _ = w.Write([]byte(`{"nodes":[]}`))
+		default:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"code":"Internal","message":"down"}`))
+		}
+	}))
+	defer srv.Close()
+	c, _ := New(srv.URL, "")
+	if _, err := c.Nodes(t.Context()); err != nil || n.Load() != 3 {
+		t.Fatalf("after two NoLeader answers: %v (%d requests)", err, n.Load())
+	}
+	if _, err := c.Alerts(t.Context()); err == nil {
+		t.Fatal("a 503 that is not NoLeader was not returned")
+	}
+	n.Store(-1000)
+	c.NoLeaderWait = 300 * time.Millisecond
+	start := time.Now()
+	_, err := c.Nodes(t.Context())
+	var ae *APIError
+	if !errors.As(err, &ae) || ae.Status != http.StatusServiceUnavailable || time.Since(start) > 5*time.Second {
+		t.Fatalf("NoLeader past NoLeaderWait: %v after %v", err, time.Since(start))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := c.Nodes(ctx); err == nil {
+		t.Fatal("a canceled context was not returned")
+	}
+}
+
+// FuzzNew: any --server value is a client or an error naming the value;
+// never a panic, and a client's Server is one of the URLs given.
+func FuzzNew(f *testing.F) {
+	for _, s := range []string{"http://a:1", "http://a:1,https://b:2/", "a:1", ",", "http://a:1,,", "ftp://x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := New(s, "")
+		if err != nil {
+			if !strings.Contains(err.Error(), "want a URL") {
+				t.Fatalf("%q: %v", s, err)
+			}
+			return
+		}
+		if len(c.bases) == 0 || !strings.Contains(s, c.bases[0].Host) {
+			t.Fatalf("%q: bases %v", s, c.bases)
+		}
+	})
+}

@@ -1,0 +1,126 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A pipeline is jobs that wait for each other: a job whose After is not
+// empty is Blocked until every job it names Succeeded, then Queued; when
+// one of them ends in any other way it is Canceled with reason
+// PredecessorFailed. A Blocked job holds no GPUs and the core never sees it.
+
+// MaxAfter is the most jobs one job may wait for.
+const MaxAfter = 64
+
+// Reasons of a job in a pipeline.
+const (
+	// ReasonWaitsForPredecessor is the reason of a Blocked job; its
+	// detail names each predecessor not yet succeeded and its state.
+	ReasonWaitsForPredecessor = "WaitsForPredecessor"
+	// ReasonPredecessorFailed is the reason of a job canceled because a
+	// job it waited for failed, was canceled or timed out.
+	ReasonPredecessorFailed = "PredecessorFailed"
+)
+
+// validateAfter checks After on its own: entries named, printable, each
+// once, and none the job's own name.
+func (s *JobSpec) validateAfter() []error {
+	var errs []error
+	if len(s.After) > MaxAfter {
+		return []error{fieldErr("after", "lists %d jobs, over the limit of %d", len(s.After), MaxAfter)}
+	}
+	seen := make(map[string]bool, len(s.After))
+	for i, a := range s.After {
+		f := fmt.Sprintf("after[%d]", i)
+		switch {
+		case strings.TrimSpace(a) == "":
+			errs = append(errs, fieldErr(f, "must not be empty: name a job of the same file or give a job ID"))
+		case len(a) > 253:
+			errs = append(errs, fieldErr(f, "must be at most 253 characters"))
+		case Printable(f, a) != nil:
+			errs = append(errs, Printable(f, a))
+		case a == s.Name:
+			errs = append(errs, fieldErr(f, "job %q cannot wait for itself", a))
+		case seen[a]:
+			errs = append(errs, fieldErr(f, "%q is listed twice", a))
+		}
+		seen[a] = true
+	}
+	return errs
+}
+
+// AfterCycle finds jobs of specs that wait for each other in a circle,
+// where job i waits for job k when specs[i].After holds one of the
+// StepNames of specs[k]. It
+// returns the indices along one such circle, starting and ending at the
+// same job (a → b → a), or nil when there is none. Entries of After that
+// name no job of specs (job IDs) are not followed.
+func AfterCycle(specs []JobSpec) []int {
+	byName := make(map[string][]int, len(specs))
+	for i := range specs {
+		for _, n := range StepNames(&specs[i]) {
+			byName[n] = append(byName[n], i)
+		}
+	}
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	mark := make([]int, len(specs))
+	var path []int
+	var visit func(i int) []int
+	visit = func(i int) []int {
+		mark[i] = onPath
+		path = append(path, i)
+		for _, a := range specs[i].After {
+			for _, k := range byName[a] {
+				switch mark[k] {
+				case onPath:
+					for p, x := range path {
+						if x == k {
+							return append(append([]int(nil), path[p:]...), k)
+						}
+					}
+				case unseen:
+					if c := visit(k); c != nil {
+						return c
+					}
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		mark[i] = done
+		return nil
+	}
+	for i := range specs {
+		if mark[i] == unseen {
+			if c := visit(i); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// StepNames are the names by which the After of other jobs refers to s:
+// its name and, for a member of a job array (NAME[IDX]), the array's name
+// NAME, so that a step after an array waits for every member.
+func StepNames(s *JobSpec) []string {
+	if s.ArrayIndex != nil {
+		if base, ok := strings.CutSuffix(s.Name, fmt.Sprintf("[%d]", *s.ArrayIndex)); ok && base != "" {
+			return []string{s.Name, base}
+		}
+	}
+	return []string{s.Name}
+}
+
+// CycleText writes the circle AfterCycle found by job names: "a → b → a".
+func CycleText(specs []JobSpec, cycle []int) string {
+	names := make([]string, len(cycle))
+	for i, k := range cycle {
+		names[i] = specs[k].Name
+	}
+	return strings.Join(names, " → ")
+}

@@ -1,0 +1,140 @@
+package sched
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// earmark gives each reservation whose window lies ahead (a Start after
+// now), in the tenancy's order, Count of the Ready nodes of its SKU and
+// region that neither an active reservation holds nor an earlier one
+// earmarks: the nodes it means to take at its start. Until then they take
+// only work that leaves them by the start on its own or may be evicted
+// then (mayPrecede); reserve chooses afresh when the window opens.
+//
+// It prefers nodes whose work all may precede the reservation, then those
+// whose other work holds the fewest milli-GPU, then the lower name. Work
+// that may not precede is kept off earmarked nodes, so they stay first
+// from cycle to cycle and the choice is stable; it moves only to a node
+// that frees up and sorts before, which holds nothing the rule forbids.
+func (st *state) earmark() {
+	type cand struct {
+		node  int
+		stays int64 // milli-GPU of work that may not precede the reservation
+	}
+	st.earmarked = false
+	var cands []cand
+	for idx := range st.res {
+		rs := &st.res[idx]
+		if rs.active || rs.Start.IsZero() || !rs.Start.After(st.now) {
+			continue
+		}
+		cands = cands[:0]
+		for _, g := range st.groups {
+			if len(g.nodes) == 0 || g.nodes[0].SKU != rs.SKU || g.region.name != rs.Region {
+				continue
+			}
+			for _, n := range g.nodes {
+				if n.Ready && st.resOf[n.Index] < 0 && st.earOf[n.Index] < 0 {
+					cands = append(cands, cand{node: n.Index, stays: st.staysPast(rs, n.Index)})
+				}
+			}
+		}
+		sort.Slice(cands, func(x, y int) bool {
+			a, b := cands[x], cands[y]
+			if a.stays != b.stays {
+				return a.stays < b.stays
+			}
+			return st.nodes[a.node].Name < st.nodes[b.node].Name
+		})
+		for _, c := range cands[:min(rs.Count, len(cands))] {
+			st.earOf[c.node] = idx
+			rs.earmarks = append(rs.earmarks, c.node)
+			st.earmarked = true
+		}
+	}
+}
+
+// staysPast is the milli-GPU that work on node i holds there and that may
+// not precede rs: work of other tenants that is not spot and is not bound
+// to end by rs's start. Sums of integers, so the order of the node's work
+// does not matter.
+func (st *state) staysPast(rs *reservationState, i int) int64 {
+	var sum int64
+	for _, rj := range st.byNode[i] {
+		if rj.tenant.name == rs.Owner || rj.job.Spec.Priority.Class == model.ClassSpot {
+			continue
+		}
+		if end, ok := endsBy(rj.job, rj.job.Status.StartedAt); ok && !end.After(rs.Start) {
+			continue
+		}
+		sum += max(rj.req.TotalMilli(), 1) // CPU-only work stays too
+	}
+	return sum
+}
+
+// endsBy is when a job that starts (or started) at start is surely gone:
+// its retry.timeout ends the attempt, and its checkpoint grace bounds the
+// time its processes take to stop. A job without a timeout has no such
+// bound (its Duration is an estimate, which nothing enforces).
+func endsBy(j *model.Job, start time.Time) (time.Time, bool) {
+	if j.Spec.Retry.Timeout <= 0 {
+		return time.Time{}, false
+	}
+	return start.Add(j.Spec.Retry.Timeout + j.Spec.Checkpoint.GraceOrDefault()), true
+}
+
+// mayPrecede reports whether a's job may use a node that reservation rs
+// earmarks: the owner's work (it is inside the reservation at its start),
+// spot work (evicted when the owner needs the node), and work whose
+// retry.timeout ends it, started now, by rs's start.
+func (st *state) mayPrecede(a *attempt, rs *reservationState) bool {
+	if a.tenant.name == rs.Owner || a.class == model.ClassSpot {
+		return true
+	}
+	end, ok := endsBy(a.job, st.now)
+	return ok && !end.After(rs.Start)
+}
+
+// earmarkKey is what a job's shape key gains while reservations earmark
+// nodes: when the job's timeout ends it (jobs alike in every other filter
+// differ in which earmarked nodes they may use).
+func (st *state) earmarkKey(a *attempt) string {
+	if !st.earmarked {
+		return ""
+	}
+	if end, ok := endsBy(a.job, st.now); ok {
+		return "|" + end.UTC().Format(time.RFC3339Nano)
+	}
+	return "|-"
+}
+
+// earmarkNote names the reservations ahead whose earmarked nodes a's job
+// could run on but may not use, and how it could, for a pending job's
+// detail; "" when none keeps it out.
+func (st *state) earmarkNote(a *attempt) string {
+	if !st.earmarked || a.res >= 0 {
+		return ""
+	}
+	var names []string
+	for i := range st.res {
+		rs := &st.res[i]
+		if len(rs.earmarks) == 0 || st.mayPrecede(a, rs) {
+			continue
+		}
+		if g := st.groups[st.groupOf[rs.earmarks[0]]]; !a.job.Spec.Placement.AllowsRegion(g.region.name) || !st.capable(a, g) {
+			continue
+		}
+		names = append(names, fmt.Sprintf("%q of %s (%d × %s in %s from %s)",
+			rs.Name, rs.Owner, len(rs.earmarks), rs.SKU, rs.Region, rs.Start.UTC().Format(time.RFC3339)))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return "; nodes kept for reservation " + strings.Join(names, ", ") +
+		": until the start they take only the owner's work, spot work and work whose retry.timeout ends it by then"
+}

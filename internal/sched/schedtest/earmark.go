@@ -1,0 +1,76 @@
+package schedtest
+
+import (
+	"sort"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// Precedes reports whether job j, starting at now, may run on a node that
+// reservation r keeps for its start: the owner's work, spot work, and work
+// whose retry.timeout plus checkpoint grace ends it by the start.
+func Precedes(j *model.Job, now time.Time, r model.Reservation) bool {
+	if j.Spec.Tenant == r.Owner || j.Spec.Priority.Class == model.ClassSpot {
+		return true
+	}
+	return endsBy(j, now, r.Start)
+}
+
+func endsBy(j *model.Job, start, by time.Time) bool {
+	t := j.Spec.Retry.Timeout
+	return t > 0 && !start.Add(t+j.Spec.Checkpoint.GraceOrDefault()).After(by)
+}
+
+// earmark gives each reservation whose start is after now, in order, Count
+// Ready nodes of its SKU and region that no active reservation holds and
+// no earlier one earmarks: first those whose work all may precede it, then
+// those whose other work holds the fewest GPUs, then by name (the rule
+// package sched documents).
+func (c *Cycle) earmark() map[string]model.Reservation {
+	out := map[string]model.Reservation{}
+	onNode := map[string]map[*model.Job]int64{} // node -> job -> milli-GPU there
+	for _, h := range c.jobs {
+		for _, a := range h.allocs {
+			if onNode[a.Node] == nil {
+				onNode[a.Node] = map[*model.Job]int64{}
+			}
+			onNode[a.Node][h.job] += max(a.GPUMilli*int64(len(a.GPUs)), 1)
+		}
+	}
+	type cand struct {
+		name  string
+		stays int64
+	}
+	for _, r := range c.w.Tenancy.Reservations {
+		if r.Start.IsZero() || !r.Start.After(c.now) {
+			continue
+		}
+		var cands []cand
+		for _, n := range c.w.Fleet.Nodes {
+			_, held := c.Reserved[n.Name]
+			_, taken := out[n.Name]
+			if held || taken || n.Health != model.NodeReady || n.SKU != r.SKU || n.Region != r.Region {
+				continue
+			}
+			x := cand{name: n.Name}
+			for j, m := range onNode[n.Name] {
+				if j.Spec.Tenant != r.Owner && j.Spec.Priority.Class != model.ClassSpot && !endsBy(j, j.Status.StartedAt, r.Start) {
+					x.stays += m
+				}
+			}
+			cands = append(cands, x)
+		}
+		sort.Slice(cands, func(a, b int) bool {
+			x, y := cands[a], cands[b]
+			if x.stays != y.stays {
+				return x.stays < y.stays
+			}
+			return x.name < y.name
+		})
+		for _, x := range cands[:min(r.Count, len(cands))] {
+			out[x.name] = r
+		}
+	}
+	return out
+}

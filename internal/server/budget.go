@@ -1,0 +1,249 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// budgetFresh is how old the month's costs may be before a submit of a
+// tenant with a hard stop, or a cost report, adds them up again.
+const budgetFresh = 2 * time.Second
+
+// budgetEvery is how often the month's costs are added up for the alerts.
+const budgetEvery = 15 * time.Second
+
+// maxBudgetEvents bounds the budget alerts kept in memory.
+const maxBudgetEvents = 256
+
+// CodeBudgetExceeded refuses new work of a tenant whose month's cost has
+// reached its budget, when the budget has a hard stop.
+const CodeBudgetExceeded Code = "BudgetExceeded"
+
+// BudgetStatus is where a tenant stands against its budget this month.
+type BudgetStatus struct {
+	Tenant      string
+	USDPerMonth float64
+	HardStop    bool
+	Month       time.Time // start of the calendar month (UTC)
+	SpentUSD    float64   // the month's cost so far
+	// Alert is the highest threshold reached this month: 0, 80 or 100.
+	Alert int
+}
+
+// BudgetEvent is a tenant's month's cost crossing 80 % or 100 % of its
+// budget.
+type BudgetEvent struct {
+	Tenant      string
+	Threshold   int // 80 or 100
+	At          time.Time
+	SpentUSD    float64
+	USDPerMonth float64
+}
+
+// budgetBook holds the month's cost of the tenants that have a budget and
+// the alerts it raised, in memory only: a restart adds the month up again
+// and raises a threshold already reached once more.
+type budgetBook struct {
+	mu      sync.Mutex // guards the fields below; held while costs are added up
+	at      time.Time  // when status was added up; zero: never
+	status  map[string]BudgetStatus
+	reached map[string]int // highest threshold alerted this month
+	month   time.Time
+	events  []BudgetEvent // oldest first
+}
+
+func newBudgetBook() *budgetBook {
+	return &budgetBook{status: map[string]BudgetStatus{}, reached: map[string]int{}}
+}
+
+var (
+	descTenantCost = prometheus.NewDesc("allot_tenant_cost_usd",
+		"What the tenant's work cost this calendar month (UTC) so far, in USD; tenants with a budget only.",
+		[]string{"tenant"}, nil)
+	descTenantBudget = prometheus.NewDesc("allot_tenant_budget_usd",
+		"The tenant's monthly budget in USD (tenants file budget:).",
+		[]string{"tenant"}, nil)
+)
+
+// budgetCollector exposes the month's cost and the budget of each tenant
+// that has one. A scrape adds the month's costs up again only when they are
+// older than budgetEvery (one pass over the job records).
+type budgetCollector struct{ s *Server }
+
+func (budgetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descTenantCost
+	ch <- descTenantBudget
+}
+
+func (c budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, _, err := c.s.budgets(ctx, c.s.clock.Now(), budgetEvery)
+	if err != nil {
+		c.s.log.Warn("add up budgets for /metrics", "err", err)
+		return
+	}
+	for _, b := range st {
+		ch <- prometheus.MustNewConstMetric(descTenantCost, prometheus.GaugeValue, b.SpentUSD, b.Tenant)
+		ch <- prometheus.MustNewConstMetric(descTenantBudget, prometheus.GaugeValue, b.USDPerMonth, b.Tenant)
+	}
+}
+
+// monthStart is the start of the calendar month (UTC) of t.
+func monthStart(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+// budgets returns the status of every tenant with a budget, adding the
+// month's costs up again when they are older than maxAge, and the budget
+// alerts of this month.
+func (s *Server) budgets(ctx context.Context, now time.Time, maxAge time.Duration) (map[string]BudgetStatus, []BudgetEvent, error) {
+	b := s.budget
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.at.IsZero() || now.Sub(b.at) >= maxAge || now.Before(b.at) || !monthStart(now).Equal(b.month) {
+		if err := s.addUpBudgets(ctx, now); err != nil {
+			return nil, nil, err
+		}
+	}
+	st := make(map[string]BudgetStatus, len(b.status))
+	for k, v := range b.status {
+		st[k] = v
+	}
+	return st, append([]BudgetEvent(nil), b.events...), nil
+}
+
+// addUpBudgets adds up this month's cost of every tenant with a budget,
+// and logs and records each threshold newly reached.
+// b.mu is held.
+func (s *Server) addUpBudgets(ctx context.Context, now time.Time) error {
+	b := s.budget
+	limits := map[string]model.Budget{}
+	for _, t := range s.cfg.Tenancy.Tenants {
+		if t.Budget.Set() {
+			limits[t.Name] = t.Budget
+		}
+	}
+	month := monthStart(now)
+	if !month.Equal(b.month) {
+		b.month, b.reached = month, map[string]int{}
+		b.events = b.events[:0]
+	}
+	status := map[string]BudgetStatus{}
+	if len(limits) > 0 {
+		rows, err := s.costRows(ctx, CostQuery{Since: month, Until: now, By: ByTenant}, func(tenant string) bool {
+			_, ok := limits[tenant]
+			return ok
+		})
+		if err != nil {
+			return err
+		}
+		for name, l := range limits {
+			spent := 0.0
+			if r, ok := rows[(&CostRow{Tenant: name}).key()]; ok {
+				spent = r.USD
+			}
+			st := BudgetStatus{Tenant: name, USDPerMonth: l.USDPerMonth, HardStop: l.HardStop, Month: month, SpentUSD: spent}
+			switch {
+			case spent >= l.USDPerMonth:
+				st.Alert = 100
+			case spent >= 0.8*l.USDPerMonth:
+				st.Alert = 80
+			}
+			// Each threshold newly reached is one event, both when one
+			// adding-up passes 80 and 100 at once.
+			for _, th := range []int{80, 100} {
+				if th > st.Alert || th <= b.reached[name] {
+					continue
+				}
+				b.reached[name] = th
+				ev := BudgetEvent{Tenant: name, Threshold: th, At: now, SpentUSD: spent, USDPerMonth: l.USDPerMonth}
+				if len(b.events) == maxBudgetEvents {
+					b.events = b.events[1:]
+				}
+				b.events = append(b.events, ev)
+				s.log.Warn("budget alert", "tenant", name, "threshold_percent", th, "spent_usd", spent,
+					"budget_usd", l.USDPerMonth, "hard_stop", l.HardStop && th == 100)
+			}
+			status[name] = st
+		}
+	}
+	b.status, b.at = status, now
+	return nil
+}
+
+// budgetAllows refuses a submit of spec when its tenant's budget has a
+// hard stop and this month's cost has reached it; work that runs inside a
+// reservation (paid for already) passes.
+func (s *Server) budgetAllows(spec *model.JobSpec, now time.Time) error {
+	if spec.Placement.Reservation != "" {
+		return nil
+	}
+	var limit model.Budget
+	for _, t := range s.cfg.Tenancy.Tenants {
+		if t.Name == spec.Tenant {
+			limit = t.Budget
+		}
+	}
+	if !limit.HardStop {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, _, err := s.budgets(ctx, now, budgetFresh)
+	if err != nil {
+		return err
+	}
+	if b := st[spec.Tenant]; b.SpentUSD >= b.USDPerMonth {
+		return refuse(CodeBudgetExceeded, "tenant", "tenant %q has spent $%.2f of its $%.2f budget for %s and its budget stops new work; "+
+			"run inside a reservation, wait for next month, or ask an administrator to raise the budget",
+			spec.Tenant, b.SpentUSD, b.USDPerMonth, b.Month.Format("January 2006"))
+	}
+	return nil
+}
+
+// checkBudgetsEvery adds up the month's costs every budgetEvery, so that
+// thresholds are logged and recorded as they are reached, until ctx ends.
+func (s *Server) checkBudgetsEvery(ctx context.Context) {
+	t := time.NewTicker(budgetEvery)
+	defer t.Stop()
+	for {
+		if _, _, err := s.budgets(ctx, s.clock.Now(), 0); err != nil && ctx.Err() == nil {
+			s.log.Warn("add up budgets", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Budgets returns the budgets p may see (of tenant only, when set), as
+// of now, and this month's budget alerts among them.
+func (s *Server) Budgets(ctx context.Context, p Principal, tenant string, now time.Time) ([]BudgetStatus, []BudgetEvent, error) {
+	st, ev, err := s.budgets(ctx, now, budgetFresh)
+	if err != nil {
+		return nil, nil, err
+	}
+	keep := func(t string) bool { return p.sees(t) && (tenant == "" || t == tenant) }
+	var out []BudgetStatus
+	for _, b := range st {
+		if keep(b.Tenant) {
+			out = append(out, b)
+		}
+	}
+	var events []BudgetEvent
+	for _, e := range ev {
+		if keep(e.Tenant) {
+			events = append(events, e)
+		}
+	}
+	return out, events, nil
+}

@@ -1,0 +1,102 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// ReservationUse is what a reservation bought against what its owner used
+// of it, up to At.
+//
+// Bought counts the window that has passed: Count × the SKU's GPUs × the
+// hours from Start to At (to End once it is over). Used counts the GPU-hours
+// of the owner's jobs that name the reservation (placement.reservation),
+// the work that runs on its nodes and nowhere else, over the attempts'
+// time inside the window. Work lent to spot tenants and the owner's work
+// that lands on the nodes without naming the reservation are not counted.
+type ReservationUse struct {
+	At           time.Time
+	GPUs         int           // Count × the SKU's GPUs
+	Window       time.Duration // End − Start; 0 when either is open
+	Elapsed      time.Duration // of the window, up to At; 0 before the start
+	Bought       float64       // GPU-hours bought so far
+	BoughtTotal  float64       // GPU-hours of the whole window; 0 when open
+	Used         float64       // GPU-hours of the owner's work in it so far
+	Jobs         int           // the owner's jobs that ran in it
+	OpenStart    bool          // no start: nothing to count Bought from
+	OpenEnd      bool          // no end
+	UsedPercent  float64       // Used / Bought × 100; 0 when nothing was bought yet
+	HasPercent   bool          // UsedPercent is meaningful (Bought > 0)
+	StartsIn     time.Duration // until the start, when it lies ahead
+	WindowActive bool          // At is inside the window
+}
+
+// ReservationUse reports the reservation called name as p may see it, with
+// what was bought and used of it so far.
+func (s *Server) ReservationUse(ctx context.Context, p Principal, name string) (model.Reservation, ReservationUse, error) {
+	r, err := s.Reservation(p, name)
+	if err != nil {
+		return r, ReservationUse{}, err
+	}
+	jobs, err := s.Jobs(ctx, p, JobFilter{Tenant: r.Owner})
+	if err != nil {
+		return r, ReservationUse{}, err
+	}
+	gpus := s.world().fleet.Catalog[r.SKU].GPUs
+	return r, reservationUse(r, gpus, jobs, s.clock.Now()), nil
+}
+
+// reservationUse works out ReservationUse for r, whose nodes have
+// nodeGPUs GPUs each, from the owner's jobs, at now.
+func reservationUse(r model.Reservation, nodeGPUs int, jobs []*model.Job, now time.Time) ReservationUse {
+	u := ReservationUse{At: now, GPUs: r.Count * nodeGPUs, OpenStart: r.Start.IsZero(), OpenEnd: r.End.IsZero(),
+		WindowActive: r.ActiveAt(now)}
+	if !u.OpenStart && !u.OpenEnd {
+		u.Window = r.End.Sub(r.Start)
+		u.BoughtTotal = float64(u.GPUs) * u.Window.Hours()
+	}
+	if !u.OpenStart && now.Before(r.Start) {
+		u.StartsIn = r.Start.Sub(now)
+	}
+	// The part of the window that has passed: [from, to).
+	to := now
+	if !u.OpenEnd && r.End.Before(to) {
+		to = r.End
+	}
+	if !u.OpenStart && to.After(r.Start) {
+		u.Elapsed = to.Sub(r.Start)
+		u.Bought = float64(u.GPUs) * u.Elapsed.Hours()
+	}
+	for _, j := range jobs {
+		if j.Spec.Tenant != r.Owner || j.Spec.Placement.Reservation != r.Name {
+			continue
+		}
+		gpus := float64(j.Spec.Resources.TotalMilli()) / model.MilliPerGPU
+		ran := false
+		for _, a := range j.Status.Attempts {
+			if a.Started.IsZero() {
+				continue
+			}
+			from, end := a.Started, a.Ended
+			if end.IsZero() || end.After(to) {
+				end = to // running now, or past what has passed of the window
+			}
+			if !u.OpenStart && from.Before(r.Start) {
+				from = r.Start
+			}
+			if end.After(from) {
+				u.Used += gpus * end.Sub(from).Hours()
+				ran = true
+			}
+		}
+		if ran {
+			u.Jobs++
+		}
+	}
+	if u.Bought > 0 {
+		u.UsedPercent, u.HasPercent = 100*u.Used/u.Bought, true
+	}
+	return u
+}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+func TestReservationUse(t *testing.T) {
+	t0 := time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC)
+	h := func(n float64) time.Time { return t0.Add(time.Duration(n * float64(time.Hour))) }
+	job := func(tenant, res string, gpus int, milli int64, attempts ...[2]time.Time) *model.Job {
+		j := &model.Job{Spec: model.JobSpec{Tenant: tenant, Placement: model.Placement{Reservation: res},
+			Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: gpus, GPUMilli: milli}}}
+		for _, a := range attempts {
+			j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Started: a[0], Ended: a[1]})
+		}
+		return j
+	}
+	r := model.Reservation{Name: "r", Owner: "acme", Count: 2, Start: h(0), End: h(10)}
+	tests := []struct {
+		name                        string
+		r                           model.Reservation
+		jobs                        []*model.Job
+		now                         time.Time
+		bought, total, used, percnt float64
+		jobsN                       int
+		hasPercent                  bool
+	}{{
+		name: "ahead of the window: nothing bought, nothing used",
+		r:    r, now: h(-1), total: 160,
+		jobs: []*model.Job{job("acme", "r", 8, 0, [2]time.Time{h(-3), h(-2)})},
+	}, {
+		name: "in the window: an attempt clipped to the start, one running now",
+		r:    r, now: h(2), bought: 32, total: 160, used: 8*1 + 4*0.5, percnt: 100 * 10 / 32.0, jobsN: 2, hasPercent: true,
+		jobs: []*model.Job{
+			job("acme", "r", 8, 0, [2]time.Time{h(-1), h(1)}),
+			job("acme", "r", 4, 0, [2]time.Time{h(1.5), {}}),
+			job("acme", "", 8, 0, [2]time.Time{h(0), h(2)}),      // does not name it
+			job("globex", "r", 8, 0, [2]time.Time{h(0), h(2)}),   // not the owner's
+			job("acme", "other", 8, 0, [2]time.Time{h(0), h(2)}), // another reservation
+		},
+	}, {
+		name: "over: counted to the end; a fraction of a GPU counts its share",
+		r:    r, now: h(20), bought: 160, total: 160, used: 0.5 * 4, percnt: 100 * 2 / 160.0, jobsN: 1, hasPercent: true,
+		jobs: []*model.Job{job("acme", "r", 1, 500, [2]time.Time{h(6), {}})},
+	}, {
+		name: "open start: nothing to count bought from",
+		r:    model.Reservation{Name: "r", Owner: "acme", Count: 1}, now: h(1), used: 8, jobsN: 1,
+		jobs: []*model.Job{job("acme", "r", 8, 0, [2]time.Time{h(0), h(1)})},
+	}, {
+		name: "open end: bought so far, no total",
+		r:    model.Reservation{Name: "r", Owner: "acme", Count: 1, Start: h(0)}, now: h(4), bought: 32, used: 16, percnt: 50, jobsN: 1, hasPercent: true,
+		jobs: []*model.Job{job("acme", "r", 8, 0, [2]time.Time{h(1), h(3)}), job("acme", "r", 8, 0, [2]time.Time{{}, {}})},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := reservationUse(tc.r, 8, tc.jobs, tc.now)
+			near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+			if !near(u.Bought, tc.bought) || !near(u.BoughtTotal, tc.total) || !near(u.Used, tc.used) ||
+				!near(u.UsedPercent, tc.percnt) || u.HasPercent != tc.hasPercent || u.Jobs != tc.jobsN {
+				t.Errorf("got bought %v (total %v), used %v (%v %%, %v), %d jobs; want %v (%v), %v (%v %%, %v), %d",
+					u.Bought, u.BoughtTotal, u.Used, u.UsedPercent, u.HasPercent, u.Jobs,
+					tc.bought, tc.total, tc.used, tc.percnt, tc.hasPercent, tc.jobsN)
+			}
+		})
+	}
+}
+
+// FuzzReservationUse: any window and attempts give finite, non-negative
+// figures, bought so far never above the whole window's, and a percentage
+// only when something was bought.
+func FuzzReservationUse(f *testing.F) {
+	f.Add(int64(0), int64(36000), int64(7200), int64(-3600), int64(3600), 2, 8)
+	f.Add(int64(0), int64(0), int64(100), int64(50), int64(0), 1, 1)
+	f.Add(int64(10), int64(5), int64(1), int64(2), int64(3), -1, 0)
+	f.Fuzz(func(t *testing.T, start, end, now, from, to int64, count, gpus int) {
+		at := func(s int64) time.Time {
+			if s == 0 {
+				return time.Time{}
+			}
+			return time.Unix(1_800_000_000+s%(1<<32), 0)
+		}
+		r := model.Reservation{Name: "r", Owner: "acme", Count: count % 1000, Start: at(start), End: at(end)}
+		j := &model.Job{Spec: model.JobSpec{Tenant: "acme", Placement: model.Placement{Reservation: "r"},
+			Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: gpus % 64}}}
+		j.Status.Attempts = []model.Attempt{{Started: at(from), Ended: at(to)}}
+		u := reservationUse(r, 8, []*model.Job{j}, at(now))
+		for _, v := range []float64{u.Bought, u.BoughtTotal, u.Used, u.UsedPercent} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				t.Fatalf("not finite: %+v", u)
+			}
+		}
+		if r.Count >= 0 && gpus%64 >= 0 && (u.Bought < 0 || u.Used < 0) {
+			t.Fatalf("negative figures for a valid shape: %+v", u)
+		}
+		if u.BoughtTotal > 0 && u.Bought > u.BoughtTotal+1e-9 {
+			t.Fatalf("bought %v so far, above the window's %v", u.Bought, u.BoughtTotal)
+		}
+		if u.HasPercent != (u.Bought > 0) {
+			t.Fatalf("percentage %v with bought %v", u.HasPercent, u.Bought)
+		}
+	})
+}
