@@ -186,10 +186,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		hctx, cancel := ctx, context.CancelFunc(func() {})
-		if a.cfg.NodeTimeout > 0 {
-			hctx, cancel = context.WithTimeout(ctx, a.cfg.NodeTimeout)
-		}
+		hctx, cancel := context.WithTimeout(ctx, a.heartbeatTimeout())
 		err := a.cfg.Client.Heartbeat(hctx, a.cfg.Node)
 		cancel()
 		if ctx.Err() != nil {
@@ -216,6 +213,19 @@ func (a *Agent) heartbeats(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// heartbeatTimeout bounds one heartbeat: twice the interval, at least a
+// second, and at most a third of the node timeout, so that a server that
+// accepts and never answers (stopped, cut off from its store) costs a
+// heartbeat or two, and the client tries the next server (several given)
+// well before the node times out.
+func (a *Agent) heartbeatTimeout() time.Duration {
+	d := max(2*a.cfg.Heartbeat, time.Second)
+	if a.cfg.NodeTimeout > 0 {
+		d = min(d, max(a.cfg.NodeTimeout/3, 100*time.Millisecond))
+	}
+	return d
 }
 
 // follow long-polls the assignments and reconciles until ctx ends.

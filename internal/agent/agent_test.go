@@ -222,3 +222,21 @@ resources: {gpus_per_instance: 1}
 		t.Errorf("checkpoint %q reported with a node token, want %s", j.CheckpointPath, want)
 	}
 }
+
+// A heartbeat gives up well before the node timeout, so that an agent
+// given several servers reaches another in time.
+func TestHeartbeatTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		beat, node, want time.Duration
+	}{
+		{DefaultHeartbeat, 30 * time.Second, 10 * time.Second},
+		{300 * time.Millisecond, 15 * time.Second, time.Second},
+		{300 * time.Millisecond, 2 * time.Second, 666666666 * time.Nanosecond},
+		{5 * time.Second, 0, 10 * time.Second},
+	} {
+		a := &Agent{cfg: Config{Heartbeat: tc.beat, NodeTimeout: tc.node}}
+		if got := a.heartbeatTimeout(); got != tc.want {
+			t.Errorf("heartbeat %v, node timeout %v: %v, want %v", tc.beat, tc.node, got, tc.want)
+		}
+	}
+}

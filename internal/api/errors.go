@@ -9,6 +9,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/store"
 )
 
 // Error codes that are not refusals of package server.
@@ -21,6 +22,9 @@ const (
 	codeNotFound       = "NotFound"
 	codeInvalidSpec    = "InvalidSpec"
 	codeForbidden      = "Forbidden"
+	// codeStoreUnavailable: the store could not be reached or lost the
+	// request; a write may or may not have been applied.
+	codeStoreUnavailable = "StoreUnavailable"
 )
 
 // Error is the body of every error response.
@@ -49,6 +53,7 @@ var statusOf = map[string]int{
 	codeRequestTimeout:                 http.StatusRequestTimeout,
 	codeInternal:                       http.StatusInternalServerError,
 	codeNoLeader:                       http.StatusServiceUnavailable,
+	codeStoreUnavailable:               http.StatusServiceUnavailable,
 	codeLeaderFailed:                   http.StatusBadGateway,
 
 	// A job that can never run, refused with the core's reason.
@@ -73,6 +78,16 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var se *server.Error
 	if errors.As(err, &se) {
 		writeError(w, string(se.Code), se.Field, se.Msg)
+		return
+	}
+	if errors.Is(err, store.ErrUnavailable) {
+		h.log.Warn("request failed: store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.Header().Set("Retry-After", "1")
+		msg := "the store did not answer; retry"
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			msg = "the store did not confirm the write, which may or may not have been applied: look (e.g. allot job list) before sending it again"
+		}
+		writeError(w, codeStoreUnavailable, "", msg)
 		return
 	}
 	h.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -51,6 +51,11 @@ The average JCT is also given for each half of the jobs in submit order
 (1st half, 2nd half), so that a policy designed on one half can be checked
 on the other.
 
+Cost: each VC is a tenant billed for the GPU-hours its jobs held (lost work
+included) at the on-demand price of one GPU of the replay's SKU
+(` + replay.SKU + `, package price): the USD column, the tenants' GPU-h and
+USD, "usd" and "tenants[].usd" in -o json, and the --report page.
+
 --policy takes one policy, a comma-separated list or "all", and --sharing one
 mode or both ("static,borrow"); with more than one run, -o json writes an array
 of results and --report plots them together.`,
@@ -61,7 +66,10 @@ of results and --report plots them together.`,
   allot sim replay --cluster-scale 0.25 --sharing static --policy allot --priority-gap -1
 
   # design on the first half of the trace only
-  allot sim replay --cluster-scale 0.25 --sharing static --policy allot --limit 41124 -o json`,
+  allot sim replay --cluster-scale 0.25 --sharing static --policy allot --limit 41124 -o json
+
+  # what each virtual cluster's work cost
+  allot sim replay --cluster-scale 0.25 --sharing borrow --policy allot -o json | jq '.tenants[] | {name, usd}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimReplay(cmd, f) },
 	}
@@ -176,23 +184,25 @@ func progressBar(w io.Writer, label string) func(done, total int) {
 
 func writeReplayTable(w io.Writer, results []*replay.Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "policy\tsharing\tGPUs\tjobs\tavg JCT s\t1st half\t2nd half\tmedian\tp99\tavg queue s\tmedian\tp99\tutil\tmakespan s\tpreempt\tGPU-h lost\tmax owner wait s\twall s\t")
+	fmt.Fprintln(tw, "policy\tsharing\tGPUs\tjobs\tavg JCT s\t1st half\t2nd half\tmedian\tp99\tavg queue s\tmedian\tp99\tutil\tmakespan s\tpreempt\tGPU-h lost\tmax owner wait s\tUSD\twall s\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.3f\t%.0f\t%d\t%.1f\t%.0f\t%.1f\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.3f\t%.0f\t%d\t%.1f\t%.0f\t%.2f\t%.1f\t\n",
 			r.Policy, r.Sharing, r.GPUs, r.Jobs, r.AvgJCT, r.AvgJCTFirstHalf, r.AvgJCTSecondHalf, r.MedianJCT, r.P99JCT, r.AvgQueue, r.MedianQueue, r.P99Queue,
-			r.GPUUtilisation, r.Makespan, r.Preemptions, r.GPUHoursLost, r.MaxOwnerWait, r.WallSeconds)
+			r.GPUUtilisation, r.Makespan, r.Preemptions, r.GPUHoursLost, r.MaxOwnerWait, r.USD, r.WallSeconds)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	r := results[0]
 	fmt.Fprintf(w, "skipped (unknown VC): %d, never fit: %d\n", r.SkippedUnknownVC, r.NeverFit)
+	fmt.Fprintf(w, "cost: GPU-hours held × %s per GPU-hour (%s on demand in %s)\n", usdRate(r.USDPerGPUHour), replay.SKU, replay.Region)
 	for _, r := range results {
 		fmt.Fprintf(w, "\n%s, %s: tenants\n", r.Policy, r.Sharing)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "tenant\tguaranteed GPUs\tavg used GPUs\tjobs\tavg JCT s\tmax owner wait s\t")
+		fmt.Fprintln(tw, "tenant\tguaranteed GPUs\tavg used GPUs\tjobs\tavg JCT s\tmax owner wait s\tGPU-h\tUSD\t")
 		for _, t := range r.Tenants {
-			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.0f\t%.0f\t\n", t.Name, t.GuaranteedGPUs, t.AvgUsedGPUs, t.Jobs, t.AvgJCT, t.MaxOwnerWait)
+			fmt.Fprintf(tw, "%s\t%d\t%.1f\t%d\t%.0f\t%.0f\t%.1f\t%.2f\t\n", t.Name, t.GuaranteedGPUs, t.AvgUsedGPUs, t.Jobs, t.AvgJCT, t.MaxOwnerWait,
+				t.GPUHours, t.USD)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -200,6 +210,9 @@ func writeReplayTable(w io.Writer, results []*replay.Result) error {
 	}
 	return nil
 }
+
+// usdRate writes a price per unit to the hundredth of a cent, e.g. "$4.0963".
+func usdRate(usd float64) string { return fmt.Sprintf("$%.4f", usd) }
 
 func writeReplayReport(dir string, results []*replay.Result) error {
 	var runs []report.Run
@@ -224,8 +237,12 @@ func writeReplayReport(dir string, results []*replay.Result) error {
 			{"GPU-hours lost to preemption", fmt.Sprintf("%.1f", r.GPUHoursLost)},
 			{"max owner wait (jobs measured)", fmt.Sprintf("%s (%d)", sec(r.MaxOwnerWait), r.OwnerJobs)},
 			{"skipped (unknown VC) / never fit", fmt.Sprintf("%d / %d", r.SkippedUnknownVC, r.NeverFit)},
-			{"wall", fmt.Sprintf("%.1f s", r.WallSeconds)},
+			{"cost (GPU-hours held × " + usdRate(r.USDPerGPUHour) + " per GPU-hour, " + replay.SKU + " on demand)", fmt.Sprintf("$%.2f", r.USD)},
 		}
+		for _, t := range r.Tenants {
+			run.Figures = append(run.Figures, [2]string{"cost of VC " + t.Name, fmt.Sprintf("$%.2f (%.1f GPU-hours)", t.USD, t.GPUHours)})
+		}
+		run.Figures = append(run.Figures, [2]string{"wall", fmt.Sprintf("%.1f s", r.WallSeconds)})
 		runs = append(runs, run)
 	}
 	return report.Write(dir, "allot sim replay — Philly", runs)

@@ -35,7 +35,9 @@ type Client struct {
 // New returns a client of the server at base ("http://127.0.0.1:8080"),
 // or of the servers at a comma-separated list of such URLs, that
 // authenticates with token; an empty token sends no Authorization header.
-// A request that cannot connect to one server goes to the next.
+// A request that cannot connect to one server goes to the next; after a
+// request that got no answer (a timeout), the next request starts with
+// the next server.
 func New(base, token string) (*Client, error) {
 	c := &Client{token: token, HTTP: &http.Client{Timeout: 30 * time.Second}, NoLeaderWait: 15 * time.Second}
 	for _, b := range strings.Split(base, ",") {
@@ -83,6 +85,13 @@ func (c *Client) send(ctx context.Context, hc *http.Client, build func(base stri
 			}
 		}
 		if err != nil {
+			if !errors.Is(ctx.Err(), context.Canceled) {
+				// Sent, and no answer (a timeout, the caller's deadline, a
+				// reset): the request may have been carried out, so it is
+				// not sent again, but the next one goes to another server
+				// first.
+				c.cur.Add(1)
+			}
 			return nil, err
 		}
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||

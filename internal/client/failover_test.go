@@ -114,3 +114,37 @@ func FuzzNew(f *testing.F) {
 		}
 	})
 }
+
+// A request that got no answer is not sent again, but the next request
+// starts with another server.
+func TestNextServerAfterTimeout(t *testing.T) {
+	block := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-block }))
+	defer hung.Close()
+	defer close(block)
+	var hits atomic.Int32
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		_, _ = w.Write([]byte(`{"nodes":[]}`))
+	}))
+	defer ok.Close()
+	c, _ := New(hung.URL+","+ok.URL, "")
+	c.HTTP.Timeout = 200 * time.Millisecond
+	if _, err := c.Nodes(t.Context()); err == nil || hits.Load() != 0 {
+		t.Fatalf("first request: %v, %d hits on the other server; want a timeout and no resend", err, hits.Load())
+	}
+	if _, err := c.Nodes(t.Context()); err != nil || hits.Load() != 1 {
+		t.Fatalf("next request: %v, %d hits; want the other server", err, hits.Load())
+	}
+	// The caller's deadline counts as no answer too (an agent bounds its
+	// heartbeats so).
+	c, _ = New(hung.URL+","+ok.URL, "")
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.Nodes(ctx); err == nil {
+		t.Fatal("a request past its deadline succeeded")
+	}
+	if _, err := c.Nodes(t.Context()); err != nil || hits.Load() != 2 {
+		t.Fatalf("after a deadline: %v, %d hits; want the other server", err, hits.Load())
+	}
+}

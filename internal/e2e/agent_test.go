@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,18 +58,7 @@ func startLab(t *testing.T, extra ...string) *agentLab {
 	lab.url, lab.admin = url, admin
 	t.Cleanup(func() {
 		lab.mu.Lock()
-		for _, c := range lab.agents {
-			_ = c.Process.Signal(syscall.SIGTERM)
-		}
-		for _, c := range lab.agents {
-			done := make(chan struct{})
-			go func() { _ = c.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				_ = c.Process.Kill()
-			}
-		}
+		stopAgents(slices.Collect(maps.Values(lab.agents)), 5*time.Second)
 		lab.mu.Unlock()
 		stop()
 		if t.Failed() {
@@ -83,6 +73,46 @@ func startLab(t *testing.T, extra ...string) *agentLab {
 	lab.team = strings.TrimSpace(lab.must(t, admin, "token", "create", "--tenant", "team"))
 	lab.waitNodesReady(t, labNodes...)
 	return lab
+}
+
+// runAgent starts 'allot agent' for node with 8 virtual H100 GPUs, a
+// heartbeat every 300 ms and its token in the environment (a command line
+// is world-readable), given servers (one URL or several), its output
+// prefixed in log.
+func runAgent(t *testing.T, servers, node, token, data, work, nodeTimeout string, log *syncBuffer) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, "agent", "--server", servers, "--node", node,
+		"--gpus", "virtual:8xH100-80GB", "--data", data, "--heartbeat", "300ms",
+		"--address", "127.0.0.1", "--work", work, "--node-timeout", nodeTimeout)
+	cmd.Env = append(cleanEnv(), "ALLOT_TOKEN="+token)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			log.WriteString("[agent " + node + "] " + sc.Text() + "\n")
+		}
+	}()
+	go func() { _ = cmd.Wait(); pw.Close() }()
+	return cmd
+}
+
+// stopAgents sends the agents SIGTERM and kills those still running
+// after grace.
+func stopAgents(cmds []*exec.Cmd, grace time.Duration) {
+	for _, c := range cmds {
+		_ = c.Process.Signal(syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for _, c := range cmds {
+		for c.Process.Signal(syscall.Signal(0)) == nil && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = c.Process.Kill()
+	}
 }
 
 // workDir is a fresh directory that jobs running under other uids can
@@ -107,22 +137,7 @@ func (l *agentLab) startAgent(t *testing.T, node string) {
 	// The token in the environment: a command line is world-readable. All
 	// agents share one work directory, as hosts would share a file system
 	// for checkpoints.
-	cmd := exec.Command(bin, "agent", "--server", l.url, "--node", node,
-		"--gpus", "virtual:8xH100-80GB", "--data", filepath.Join(l.dir, "agent-"+node), "--heartbeat", "300ms",
-		"--address", "127.0.0.1", "--work", l.work, "--node-timeout", "2s")
-	cmd.Env = append(cleanEnv(), "ALLOT_TOKEN="+l.tokens[node])
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			l.log.WriteString("[agent " + node + "] " + sc.Text() + "\n")
-		}
-	}()
-	go func() { _ = cmd.Wait(); pw.Close() }()
+	cmd := runAgent(t, l.url, node, l.tokens[node], filepath.Join(l.dir, "agent-"+node), l.work, "2s", l.log)
 	l.mu.Lock()
 	l.agents[node] = cmd
 	l.mu.Unlock()

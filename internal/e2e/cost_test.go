@@ -24,10 +24,13 @@ var listedPrice = map[string]struct {
 }
 
 // costJob is one job of the cost test: its file, how it is billed, and
-// the milli-GPU each instance holds.
+// the milli-GPU each instance holds. An instance (instance set) is leased
+// with 'allot instance create' and has no file: it is a job record too,
+// billed like one.
 type costJob struct {
 	name, doc, kind string
 	milli           int64
+	instance        []string // 'allot instance create' flags
 	id              string
 }
 
@@ -56,9 +59,11 @@ func nodePrice(t *testing.T, node string) (gpus int, rates map[string]float64, p
 }
 
 // TestCostReportMatchesEvents runs a tenant's on-demand, fractional, gang,
-// spot and reserved work on a server with a price table, and checks that
+// spot and reserved jobs and a whole-node instance (created, run a few
+// seconds, deleted) on a server with a price table, and checks that
 // 'allot cost report' equals, to the cent, what the test adds up itself
-// from each job's attempts (nodes, start, end) at the listed prices. Then
+// from each job's and the instance's attempts (nodes, start, end) at the
+// listed prices. Then
 // the tenant's budget fills: the report shows its 80 % and 100 % alerts,
 // the server logs them, and new work outside the reservation is refused
 // with BudgetExceeded while reserved work still passes. Bad queries get a
@@ -111,11 +116,24 @@ func TestCostReportMatchesEvents(t *testing.T) {
 	jobs := []*costJob{
 		// First and alone, so the region is idle as it starts: spot at its floor.
 		{name: "spot", kind: "spot", milli: 1000, doc: "name: spot\ntenant: team\npriority: spot\nresources: {gpus_per_instance: 1, gpu_models: [T4]}\n"},
+		// A whole T4 node (4 GPUs), on-demand: spot holds one GPU of the
+		// other, so one is free. Created before frac, which then shares
+		// spot's node.
+		{name: "vm", kind: "on-demand", milli: 4000, instance: []string{"--sku", "NC64-T4x4", "--region", "east", "--name", "vm"}},
 		{name: "frac", kind: "on-demand", milli: 500, doc: "name: frac\ntenant: team\nresources: {gpu_milli: 500, gpu_models: [T4]}\n"},
 		{name: "gang", kind: "on-demand", milli: 2000, doc: "name: gang\ntenant: team\nduration: 3s\nresources: {instance_count: 2, gpus_per_instance: 2, gpu_models: [H100]}\n"},
 		{name: "res", kind: "reserved-3y", milli: 8000, doc: "name: res\ntenant: team\nduration: 2s\nresources: {gpus_per_instance: 8, gpu_models: [H100]}\nplacement: {reservation: team-h100}\n"},
 	}
+	byName := map[string]*costJob{}
 	for i, j := range jobs {
+		byName[j.name] = j
+		if j.instance != nil {
+			vm := decodeInstance(t, allotMust(t, url, team, append([]string{"instance", "create", "-o", "json"}, j.instance...)...))
+			if j.id = vm.ID; len(vm.Nodes) != 1 || !strings.HasPrefix(vm.Nodes[0], "east-t4-") {
+				t.Fatalf("instance %s: %+v, want placed on one T4 node", j.name, vm)
+			}
+			continue
+		}
 		var r result
 		if j.id, r = submitAt(team, j.doc); r.code != 0 || j.id == "" {
 			t.Fatalf("submit %s: exit %d\n%s%s", j.name, r.code, r.out, r.err)
@@ -125,13 +143,22 @@ func TestCostReportMatchesEvents(t *testing.T) {
 		}
 	}
 	waitFor("gang and res ended", 30*time.Second, func() bool {
-		return show(jobs[2].id).State == "Succeeded" && show(jobs[3].id).State == "Succeeded"
+		return show(byName["gang"].id).State == "Succeeded" && show(byName["res"].id).State == "Succeeded"
+	})
+	// The instance has run a few seconds: delete it, and its attempt ends.
+	vm := byName["vm"]
+	if got := decodeInstance(t, allotMust(t, url, team, "instance", "delete", vm.id, "-o", "json")); got.ID != vm.id {
+		t.Fatalf("instance delete %s answered %+v", vm.id, got)
+	}
+	waitFor("the deleted instance's attempt ended", 15*time.Second, func() bool {
+		a := show(vm.id).Attempts
+		return len(a) == 1 && !a[0].Ended.IsZero()
 	})
 	until := time.Now().UTC()
 
 	// The test's own bill: every attempt's time inside [since, until) on
 	// each node, times the node's listed price for how the job runs, times
-	// the instance's share of the node. Spot pays floor + (on_demand −
+	// the instance's share of the node (all of it for the leased instance). Spot pays floor + (on_demand −
 	// floor) × u² with u the region's GPUs held by attempts running when
 	// it started (none: it started alone).
 	events := map[string]attemptEvents{}
@@ -196,7 +223,8 @@ func TestCostReportMatchesEvents(t *testing.T) {
 	if len(rep.Rows) != 1 || rep.Rows[0].Tenant != "team" || cents(rep.Rows[0].USD) != cents(total) || cents(rep.USD) != cents(total) {
 		t.Errorf("cost report: %+v, total %.4f; the events add up to %s", rep.Rows, rep.USD, cents(total))
 	}
-	t.Logf("team's work from %s to %s: report $%.2f, events $%s", since.Format(time.RFC3339), until.Format(time.RFC3339), rep.USD, cents(total))
+	t.Logf("team's work from %s to %s: report $%.2f, events $%s (instance %s: $%s)", since.Format(time.RFC3339), until.Format(time.RFC3339),
+		rep.USD, cents(total), byName["vm"].id, cents(want[byName["vm"].id]))
 	rep = report(admin, append(window, "--by", "job")...)
 	if len(rep.Rows) != len(jobs) {
 		t.Errorf("by job: %d rows, want %d: %+v", len(rep.Rows), len(jobs), rep.Rows)
@@ -217,7 +245,8 @@ func TestCostReportMatchesEvents(t *testing.T) {
 		t.Errorf("cost report -o csv:\n%s", csv)
 	}
 
-	// The budget ($30, hard stop) fills as spot and frac keep running.
+	// The budget ($30, hard stop) fills, if the instance has not already
+	// filled it, as spot and frac keep running.
 	waitFor("team at 100 % of its budget", 40*time.Second, func() bool {
 		b := report(team).Budgets
 		return len(b) == 1 && b[0].Alert == 100
@@ -240,7 +269,7 @@ func TestCostReportMatchesEvents(t *testing.T) {
 	if after := allotMust(t, url, admin, "job", "list", "-o", "json"); after != before {
 		t.Error("a refused submit changed the job list")
 	}
-	if id, r := submitAt(team, jobs[3].doc); r.code != 0 || id == "" {
+	if id, r := submitAt(team, byName["res"].doc); r.code != 0 || id == "" {
 		t.Errorf("reserved work over budget was refused: exit %d\n%s", r.code, r.err)
 	}
 

@@ -34,15 +34,20 @@ type haServer struct {
 	log               syncBuffer
 }
 
-// haLab is a three-member etcd and servers on one prefix, with a client
+// haLab is a three-member etcd, servers on one prefix, and an agent with
+// virtual GPUs for each of the lab fleet's three nodes (internal/e2e
+// testdata/agent-fleet.yaml), all given every server's URL, and a client
 // that knows every server.
 type haLab struct {
 	t       *testing.T
 	etcd    *etcdtest.Cluster
 	prefix  string
+	dir     string
 	servers []*haServer
 	token   string
 	cl      *client.Client
+	agents  []*exec.Cmd
+	log     syncBuffer // the agents' output
 
 	mu      sync.Mutex
 	acked   []string // submits acknowledged
@@ -55,10 +60,9 @@ func newHALab(t *testing.T, servers int) *haLab {
 	if !strings.Contains(serverHelp, "--advertise-url") {
 		t.Skip("allot server has no leader election")
 	}
-	l := &haLab{t: t, etcd: etcdtest.Start(t, 3), prefix: "/ha"}
-	dir := t.TempDir()
+	l := &haLab{t: t, etcd: etcdtest.Start(t, 3), prefix: "/ha", dir: t.TempDir()}
 	for i := range servers {
-		s := &haServer{data: filepath.Join(dir, fmt.Sprintf("s%d", i)), listen: "127.0.0.1:0"}
+		s := &haServer{data: filepath.Join(l.dir, fmt.Sprintf("s%d", i)), listen: "127.0.0.1:0"}
 		for _, hp := range l.etcd.HostPorts() {
 			p, err := netfault.Listen(hp)
 			if err != nil {
@@ -85,8 +89,46 @@ func newHALab(t *testing.T, servers int) *haLab {
 	if l.cl, err = client.New(strings.Join(urls, ","), l.token); err != nil {
 		t.Fatal(err)
 	}
+	l.startAgents(strings.Join(urls, ","))
 	return l
 }
+
+// startAgents runs an agent for each lab node, given every server, and
+// waits until the nodes are Ready.
+func (l *haLab) startAgents(servers string) {
+	t := l.t
+	t.Helper()
+	work := workDir(t)
+	for _, n := range labNodes {
+		tok := strings.TrimSpace(allotMust(t, l.servers[0].url, l.token, "token", "create", "--node", n))
+		l.agents = append(l.agents, runAgent(t, servers, n, tok, filepath.Join(l.dir, "agent-"+n), work, haNodeTimeout, &l.log))
+	}
+	t.Cleanup(func() {
+		stopAgents(l.agents, 10*time.Second)
+		if t.Failed() {
+			t.Logf("agents' log (last 8 KiB):\n%s", tail(l.log.String(), 8<<10))
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		nodes, err := l.cl.Nodes(context.Background())
+		ready := 0
+		for _, n := range nodes {
+			if n.Health == "Ready" {
+				ready++
+			}
+		}
+		if err == nil && ready == len(labNodes) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d lab nodes Ready after 30s (%v)\n%s", ready, len(labNodes), err, tail(l.log.String(), 4096))
+		}
+	}
+}
+
+// haNodeTimeout is the servers' and agents' --node-timeout: longer than a
+// failover, so that agents keep their jobs through one.
+const haNodeTimeout = "15s"
 
 // start runs server i (again: on the port it had) and waits until it
 // serves.
@@ -97,9 +139,10 @@ func (l *haLab) start(i int) {
 	for _, p := range s.proxies {
 		eps = append(eps, p.Addr())
 	}
-	s.cmd = exec.Command(bin, "server", "--data", s.data, "--listen", s.listen, "--agents", "simulated",
-		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml"),
-		"--store", "etcd://"+strings.Join(eps, ",")+l.prefix, "--log-level", "info", "--rate-limit", "0",
+	s.cmd = exec.Command(bin, "server", "--data", s.data, "--listen", s.listen, "--agents", "external",
+		"--fleet", filepath.Join(root, "internal/e2e/testdata/agent-fleet.yaml"),
+		"--tenants", filepath.Join(root, "internal/e2e/testdata/agent-tenants.yaml"), "--node-timeout", haNodeTimeout,
+		"--tick", "500ms", "--store", "etcd://"+strings.Join(eps, ",")+l.prefix, "--log-level", "info", "--rate-limit", "0",
 		"--check-incremental")
 	s.cmd.Dir = root
 	pr, pw := io.Pipe()
@@ -233,19 +276,19 @@ func (l *haLab) submit(ctx context.Context, doc string) (client.Job, error) {
 	return j, err
 }
 
-// load submits a one-GPU job of two seconds every 50 ms until the
-// returned stop is called.
+// load submits a one-GPU job of two seconds every 150 ms (about 13 of the
+// lab's 24 GPUs busy) until the returned stop is called.
 func (l *haLab) load() (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for n := 0; ctx.Err() == nil; n++ {
-			_, _ = l.submit(ctx, fmt.Sprintf("name: ha-%d\ntenant: research\ncommand: [sleep, '2']\nduration: 2s\n"+
-				"resources: {gpus_per_instance: 1, gpu_models: [A100]}\n", n))
+			_, _ = l.submit(ctx, fmt.Sprintf("name: ha-%d\ntenant: team\ncommand: [sleep, '2']\nduration: 2s\n"+
+				"resources: {gpus_per_instance: 1}\n", n))
 			select {
 			case <-ctx.Done():
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(150 * time.Millisecond):
 			}
 		}
 	}()
@@ -268,15 +311,17 @@ func (l *haLab) probe(name string, via int, since time.Time, limit time.Duration
 	}
 	cl.HTTP.Timeout = 5 * time.Second
 	for {
-		j, err := cl.Submit(context.Background(), []byte("name: "+name+"\ntenant: research\ncommand: [sleep, '60']\n"+
-			"duration: 60s\nresources: {gpus_per_instance: 1, gpu_models: [T4]}\n"), "application/yaml")
+		j, err := cl.Submit(context.Background(), []byte("name: "+name+"\ntenant: team\ncommand: [sleep, '5']\n"+
+			"duration: 5s\npriority: {value: 100}\nresources: {gpus_per_instance: 1}\n"), "application/yaml")
 		if err == nil {
 			l.mu.Lock()
 			l.acked = append(l.acked, j.ID)
 			l.mu.Unlock()
 			for {
 				got, err := cl.GetJob(context.Background(), j.ID)
-				if err == nil && (got.State == "Running" || got.State == "Succeeded") {
+				// Bound by a committed Plan (Preparing until its agent
+				// reports the process started).
+				if err == nil && got.State != "Queued" {
 					return time.Since(since)
 				}
 				if time.Since(since) > limit {
@@ -302,6 +347,12 @@ func (l *haLab) check() history.Report {
 		var ae *client.APIError
 		if errors.As(err, &ae) {
 			l.t.Logf("submit refused during a fault: %v", err)
+			if ae.Status == http.StatusInternalServerError {
+				// A fault of the store or of a server is a 502 or 503
+				// that says whether the write may have happened, never
+				// an unexplained 500.
+				l.t.Errorf("submit answered 500 during a fault: %v", err)
+			}
 		} else {
 			l.t.Logf("submit failed during a fault (never acknowledged): %v", err)
 		}
@@ -364,8 +415,8 @@ func TestHALeaderKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	leaderBefore, followerBefore := l.servers[leader].metric("allot_submits_total"), follower.metric("allot_submits_total")
-	j, err := fc.Submit(context.Background(), []byte("name: via-follower\ntenant: research\ncommand: [sleep, '60']\n"+
-		"duration: 60s\nresources: {gpus_per_instance: 1, gpu_models: [T4]}\n"), "application/yaml")
+	j, err := fc.Submit(context.Background(), []byte("name: via-follower\ntenant: team\ncommand: [sleep, '30']\n"+
+		"duration: 30s\nresources: {gpus_per_instance: 1}\n"), "application/yaml")
 	if err != nil {
 		t.Fatalf("submit through follower %s: %v", follower.url, err)
 	}

@@ -1,20 +1,67 @@
 package score
 
-import "github.com/allot-dev/allot/internal/sched"
+import (
+	"math"
 
-// allotRepeat is the weight allot gives, in its fragmentation measure, to
-// free GPU milli that fits the next pod of a target shape but that further
-// pods of that shape could not use (see fragOf). 0 is FGD's one-pod view,
-// 1 assumes every pod still to come has that shape; the next pods are a mix
-// of shapes, so allot takes the midpoint, chosen once and not tuned per
-// workload. See the package documentation.
-const allotRepeat = 0.5
+	"github.com/allot-dev/allot/internal/sched"
+)
+
+// repeatStep is the grain of allot's repeat weight: the weight moves in
+// steps of 1/repeatStep, and each step clears the fragmentation caches, so
+// the grain bounds how often the cluster is measured afresh. It is a cost
+// bound, not a fitted value: the weight it rounds is measured online.
+const repeatStep = 20
 
 // Allot is allot's default policy: FGD's integer score over a
 // fragmentation measure that also counts what repeated pods of each target
-// shape could not use (packing remainders and CPU), and the exact ΔF to
-// choose a fraction's GPU. See the package documentation.
-type Allot struct{ m *fragModel }
+// shape could not use (packing remainders and CPU), weighted by how often
+// pods have been seen to join a pod of their own shape, plus what the
+// workload's fractions are expected to leave of partly used GPUs, plus the
+// free GPU milli the node's free CPU could not feed (charged to GPU pods
+// only). A fraction's GPU is chosen by the exact ΔF. See the package
+// documentation.
+type Allot struct {
+	m *fragModel
+	// last is, per node index, the shape id + 1 of the last pod chosen
+	// for the node; 0 before any.
+	last []int
+	// seen counts pods chosen for a node whose last pod is known, same
+	// those of them with that pod's shape.
+	seen, same int
+}
+
+// newAllot makes an Allot over m. Before any pod has been seen the repeat
+// weight is Σ p_t², the chance that two pods drawn from the target
+// workload have the same shape.
+func newAllot(m *fragModel) *Allot {
+	for _, t := range m.w {
+		m.repeat += t.P * t.P
+	}
+	m.repeat = math.Round(repeatStep*m.repeat) / repeatStep
+	m.left = expectedLeft(m.w)
+	// The leftover term is weighted by the fractions' share of the GPU
+	// pods; the CPU term by the GPU pods' share of the workload, at the
+	// GPU pods' mean CPU per GPU milli. All are read off the target
+	// workload.
+	var cpu, milli, share, frac float64
+	for _, t := range m.w {
+		if t.GPUs > 0 {
+			cpu += t.P * float64(t.CPU)
+			milli += t.P * float64(int64(t.GPUs)*t.Milli)
+			share += t.P
+		}
+		if t.Fraction() {
+			frac += t.P
+		}
+	}
+	if share > 0 {
+		m.leftW = frac / share
+	}
+	if milli > 0 && cpu > 0 {
+		m.cpuPerMilli, m.cpuW = cpu/milli, share
+	}
+	return &Allot{m: m}
+}
 
 // Name implements sched.Scorer.
 func (*Allot) Name() string { return "allot" }
@@ -35,10 +82,39 @@ func (s *Allot) Score(n *sched.NodeInfo, r *sched.Request) float64 {
 	return fgdScore(s.m.evaluate(n, r, allotBetter).delta)
 }
 
-// ChooseGPUs implements sched.GPUChooser.
+// ChooseGPUs implements sched.GPUChooser. sched.Chooser calls it once for
+// the node it chooses, so Allot takes the call as r going to n and learns
+// from it (observe).
 func (s *Allot) ChooseGPUs(n *sched.NodeInfo, r *sched.Request, dst []int) []int {
+	defer s.observe(n, r)
 	if !r.Fractional() {
 		return n.PickGPUs(r, dst)
 	}
 	return append(dst[:0], s.m.evaluate(n, r, allotBetter).gpu)
+}
+
+// observe records that a pod of r's shape goes to n, which holds pods
+// already, and sets the repeat weight to the share of such pods so far
+// that joined a pod of their own shape (the node's last one), rounded to
+// 1/repeatStep. When the rounded weight moves, every cached measure is
+// dropped, since F must be measured with one weight across nodes.
+func (s *Allot) observe(n *sched.NodeInfo, r *sched.Request) {
+	id := s.m.shape(r)
+	if n.Index >= len(s.last) {
+		s.last = append(s.last, make([]int, n.Index+1-len(s.last))...)
+	}
+	if n.Pods > 0 && s.last[n.Index] > 0 {
+		s.seen++
+		if s.last[n.Index] == id+1 {
+			s.same++
+		}
+	}
+	s.last[n.Index] = id + 1
+	if s.seen == 0 {
+		return
+	}
+	if w := math.Round(repeatStep*float64(s.same)/float64(s.seen)) / repeatStep; w != s.m.repeat {
+		s.m.repeat = w
+		s.m.flush()
+	}
 }

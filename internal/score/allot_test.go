@@ -1,14 +1,19 @@
 package score
 
-import "testing"
+import (
+	"math"
+	"testing"
+
+	"github.com/allot-dev/allot/internal/sched"
+)
 
 func TestAllotRepeatedFragment(t *testing.T) {
 	// One target: a whole GPU with 10 cores.
 	w := Workload{{GPUs: 1, Milli: 1000, CPU: 10000, P: 1}}
 	fgd, allot := newFragModel(w), newFragModel(w)
-	allot.repeat = allotRepeat
+	allot.repeat = 0.5
 	// Four idle GPUs but CPU for only two such pods: FGD sees no fragment,
-	// allot half of the two GPUs the CPU strands.
+	// allot at repeat weight ½ half of the two GPUs the CPU strands.
 	n := node(25000, 1000, 1000, 1000, 1000)
 	if got := fgd.node(n).frag; got != 0 {
 		t.Errorf("fgd F(n) = %v, want 0", got)
@@ -21,12 +26,115 @@ func TestAllotRepeatedFragment(t *testing.T) {
 	// shape can use; a GPU with 300 free is fragment for both.
 	w = Workload{{GPUs: 1, Milli: 400, CPU: 1000, P: 1}}
 	fgd, allot = newFragModel(w), newFragModel(w)
-	allot.repeat = allotRepeat
+	allot.repeat = 0.5
 	n = node(64000, 1000, 300)
 	if got := fgd.node(n).frag; got != 300 {
 		t.Errorf("fgd F(n) = %v, want 300", got)
 	}
 	if got := allot.node(n).frag; got != 400 {
 		t.Errorf("allot F(n) = %v, want 400", got)
+	}
+}
+
+func TestExpectedLeft(t *testing.T) {
+	// Fractions of 300 and 400 milli, equally likely, and a whole GPU that
+	// does not count.
+	w := Workload{{GPUs: 1, Milli: 300, P: 0.4}, {GPUs: 1, Milli: 400, P: 0.4}, {GPUs: 1, Milli: 1000, P: 0.2}}
+	left := expectedLeft(w)
+	// left[f] = f below 300, else the mean over the sizes that fit.
+	for f, want := range map[int]float64{
+		0: 0, 299: 299, 300: 0,
+		400:  50,   // 300 leaves 100, 400 leaves 0
+		500:  150,  // 200 or 100
+		600:  100,  // left[300] = 0 or left[200] = 200
+		700:  25,   // left[400] = 50 or left[300] = 0
+		1000: 62.5, // left[700] = 25 or left[600] = 100
+	} {
+		if got := left[f]; math.Abs(got-want) > 1e-9 {
+			t.Errorf("left[%d] = %v, want %v", f, got, want)
+		}
+	}
+	if got := expectedLeft(Workload{{GPUs: 1, Milli: 1000, P: 1}}); got != nil {
+		t.Errorf("no fraction: got a table of %d", len(got))
+	}
+}
+
+func TestAllotLearnsRepeat(t *testing.T) {
+	a := Workload{{GPUs: 1, Milli: 1000, CPU: 10000, P: 0.5}, {GPUs: 1, Milli: 1000, CPU: 20000, P: 0.5}}
+	s, err := New("allot", WithWorkload(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	al := s.(*Allot)
+	if got := al.m.repeat; got != 0.5 {
+		t.Fatalf("repeat before any pod = %v, want Σ p² = 0.5", got)
+	}
+	small, big := &sched.Request{GPUs: 1, Milli: 1000, CPU: 10000}, &sched.Request{GPUs: 1, Milli: 1000, CPU: 20000}
+	n := node(25000, 1000, 1000, 1000, 1000)
+	frag := al.m.node(n).frag // CPU for 2 small pods of 4 GPUs, 1 big one
+	steps := []struct {
+		r    *sched.Request
+		want float64
+	}{
+		{small, 0.5}, // an empty node teaches nothing
+		{small, 1},   // joins its own shape
+		{big, 0.5},   // joins another
+		{big, 0.65},  // 2 of 3, rounded to 1/20
+	}
+	for i, st := range steps {
+		s.(sched.GPUChooser).ChooseGPUs(n, st.r, nil)
+		n.Pods++
+		if got := al.m.repeat; got != st.want {
+			t.Errorf("after pod %d: repeat %v, want %v", i+1, got, st.want)
+		}
+	}
+	// The weight moved, so the cached measure of the unchanged node must
+	// have been dropped and measured again with the new weight.
+	if got := al.m.node(n).frag; got == frag {
+		t.Errorf("F(n) = %v after the weight moved from 0.5 to 0.65: stale cache", got)
+	}
+}
+
+func TestAllotCPUTerm(t *testing.T) {
+	// Half the pods take a whole GPU and 8 cores, half only 4 cores: κ is
+	// 8 milli-cores per GPU milli, the term's weight ½ (the GPU pods'
+	// share). The repeat term is switched off to isolate the CPU term.
+	w := Workload{{GPUs: 1, Milli: 1000, CPU: 8000, P: 0.5}, {CPU: 4000, P: 0.5}}
+	fgd := newFragModel(w)
+	al := newAllot(newFragModel(w))
+	al.m.repeat = 0
+	if al.m.cpuPerMilli != 8 || al.m.cpuW != 0.5 {
+		t.Fatalf("κ = %v, weight %v; want 8 and 0.5", al.m.cpuPerMilli, al.m.cpuW)
+	}
+	// Four idle GPUs, 24 cores: the cores feed three GPUs, so 1000 milli
+	// is stranded (500 weighted) on top of FGD's 2000 (the CPU-only half
+	// counts all idle milli).
+	n := node(24000, 1000, 1000, 1000, 1000)
+	if got := fgd.node(n).frag; got != 2000 {
+		t.Errorf("fgd F(n) = %v, want 2000", got)
+	}
+	if got := al.m.node(n).frag; got != 2500 {
+		t.Errorf("allot F(n) = %v, want 2500", got)
+	}
+	for _, tc := range []struct {
+		name         string
+		r            sched.Request
+		fgdD, allotD float64
+	}{
+		// A GPU pod at the mean rate leaves the CPU term where it was.
+		{"gpu pod, 8 cores", sched.Request{GPUs: 1, Milli: 1000, CPU: 8000}, 500, 500},
+		// A CPU-hungry GPU pod strands one more GPU: charged 500.
+		{"gpu pod, 16 cores", sched.Request{GPUs: 1, Milli: 1000, CPU: 16000}, 500, 0},
+		// A CPU-only pod is not charged for the term.
+		{"cpu-only pod", sched.Request{CPU: 8000}, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fgd.evaluate(n, &tc.r, fgdBetter).delta; got != tc.fgdD {
+				t.Errorf("fgd ΔF = %v, want %v", got, tc.fgdD)
+			}
+			if got := al.m.evaluate(n, &tc.r, allotBetter).delta; got != tc.allotD {
+				t.Errorf("allot ΔF = %v, want %v", got, tc.allotD)
+			}
+		})
 	}
 }

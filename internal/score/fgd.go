@@ -19,8 +19,7 @@ func newFrag(c config, name string) (sched.Scorer, error) {
 	}
 	m := newFragModel(c.workload)
 	if name == "allot" {
-		m.repeat = allotRepeat
-		return &Allot{m: m}, nil
+		return newAllot(m), nil
 	}
 	return &FGD{m: m}, nil
 }

@@ -22,8 +22,59 @@ type fragModel struct {
 	scratch   []int64
 	// repeat weighs the free milli that fits the next pod of a target but
 	// that further pods of the same target could not use (see fragOf): 0
-	// for FGD, allotRepeat for allot.
+	// for FGD; for allot, the share of pods seen to join a pod of their own
+	// shape on a node (Allot.observe).
 	repeat float64
+	// left[f] is the milli a GPU with f free milli is expected to strand
+	// once fractions of the target workload have filled it (expectedLeft),
+	// counted for partly used GPUs at weight leftW, the fractions' share
+	// of the target's GPU pods. nil for FGD.
+	left  []float64
+	leftW float64
+	// cpuPerMilli is the target's GPU pods' mean CPU (milli-cores) per
+	// GPU milli; cpuW weighs the free GPU milli beyond what a node's free
+	// CPU could feed at that rate (cpuStranded). cpuW is 0 for FGD; for
+	// allot, the GPU pods' share of the target workload.
+	cpuPerMilli, cpuW float64
+}
+
+// expectedLeft returns, for every free amount f (0..1000 milli) of one
+// GPU, the milli left unused once the GPU has been filled by the one-GPU
+// fractions of w, each next pod drawn among the fractions that still fit in
+// proportion to their shares: left[f] = f when none fits, else the
+// share-weighted mean of left[f − m] over the fitting sizes m. It has no
+// parameter; it returns nil when w has no fraction.
+func expectedLeft(w Workload) []float64 {
+	share := map[int64]float64{}
+	for _, t := range w {
+		if t.Fraction() {
+			share[t.Milli] += t.P
+		}
+	}
+	if len(share) == 0 {
+		return nil
+	}
+	sizes := make([]int64, 0, len(share))
+	for m := range share {
+		sizes = append(sizes, m)
+	}
+	slices.Sort(sizes) // a fixed summation order: the same table every run
+	left := make([]float64, milliPerGPU+1)
+	for f := range left {
+		var q, e float64
+		for _, m := range sizes {
+			if p := share[m]; m <= int64(f) {
+				q += p
+				e += p * left[int64(f)-m]
+			}
+		}
+		if q == 0 {
+			left[f] = float64(f) // no fraction fits: all of it stays
+		} else {
+			left[f] = e / q
+		}
+	}
+	return left
 }
 
 type shapeKey struct {
@@ -94,6 +145,16 @@ func (m *fragModel) node(n *sched.NodeInfo) *nodeCache {
 	return c
 }
 
+// flush drops every cached measure (after the measure's weights change).
+func (m *fragModel) flush() {
+	for i := range m.nodes {
+		m.nodes[i].stamp = 0
+		for j := range m.nodes[i].byReq {
+			m.nodes[i].byReq[j].stamp = 0
+		}
+	}
+}
+
 func acceptsModel(models []string, model string) bool {
 	return slices.Contains(models, model)
 }
@@ -104,7 +165,9 @@ func acceptsModel(models []string, model string) bool {
 // (FGD's measure) plus, weighted by m.repeat, the rest of the free milli
 // that copies of the target could not fill: packing remainders (60 of an
 // idle GPU for 470-milli shares), idle GPUs beyond a multiple of t.GPUs, and
-// GPUs left over once the node's free CPU is spent on copies of t.
+// GPUs left over once the node's free CPU is spent on copies of t. When
+// m.left is set (allot), m.leftW · Σ left[f] over the partly used GPUs is
+// added: what the fractions to come are expected to leave of them.
 func (m *fragModel) fragOf(accept []bool, cpu int64, free []int64) float64 {
 	var total int64
 	for _, f := range free {
@@ -149,7 +212,30 @@ func (m *fragModel) fragOf(accept []bool, cpu int64, free []int64) float64 {
 		stuck := total - small - copies*int64(t.GPUs)*t.Milli
 		out += m.repeat * t.P * float64(stuck)
 	}
-	return out
+	if m.left != nil {
+		// Partly used GPUs: what fractions to come are expected to leave.
+		var e float64
+		for _, f := range free {
+			if f > 0 && f < milliPerGPU {
+				e += m.left[f]
+			}
+		}
+		out += m.leftW * e
+	}
+	return out + m.cpuStranded(cpu, total)
+}
+
+// cpuStranded is allot's CPU term: cpuW times the free GPU milli that the
+// node's free CPU could not feed if the GPU pods to come took CPU at the
+// target workload's mean rate (cpuPerMilli). 0 when cpuW is 0 (FGD).
+func (m *fragModel) cpuStranded(cpu, total int64) float64 {
+	if m.cpuW == 0 {
+		return 0
+	}
+	if fed := float64(cpu) / m.cpuPerMilli; float64(total) > fed {
+		return m.cpuW * (float64(total) - fed)
+	}
+	return 0
 }
 
 // evaluate returns F(n) − F(n′) for placing r on n and, for a fraction, the
@@ -173,6 +259,17 @@ func (m *fragModel) evaluate(n *sched.NodeInfo, r *sched.Request, better func(n 
 	switch {
 	case r.GPUs == 0:
 		out.delta = c.frag - m.fragOf(c.accept, cpu, free)
+		if m.cpuW != 0 {
+			// The CPU term steers GPU pods only: a CPU-only pod is not
+			// charged for the GPU milli its CPU would leave unfed
+			// (charging it lost on every design variant with CPU-only
+			// pods; see the package documentation).
+			var total int64
+			for _, f := range free {
+				total += f
+			}
+			out.delta += m.cpuStranded(cpu, total) - m.cpuStranded(n.CPUFree, total)
+		}
 	case r.Fractional():
 		out.delta = math.Inf(-1)
 		for i, f := range n.FreeMilli {

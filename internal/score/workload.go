@@ -17,6 +17,9 @@ type Target struct {
 	P      float64  // share of the workload; a Workload's shares sum to 1
 }
 
+// Fraction reports whether t asks for part of one GPU.
+func (t *Target) Fraction() bool { return t.GPUs == 1 && t.Milli > 0 && t.Milli < milliPerGPU }
+
 // Workload is the distribution of request shapes that fragmentation is
 // measured against, most frequent first.
 type Workload []Target

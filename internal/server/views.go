@@ -426,3 +426,8 @@ func writeFileSync(path string, data []byte) error {
 	}
 	return nil
 }
+
+// JobCounts returns how many jobs are in each state, as the allot_jobs
+// gauge shows them, without gathering every metric: for in-process
+// drivers that poll it (allot bench e2e).
+func (s *Server) JobCounts() map[model.State]int { return s.cache.stateCounts() }

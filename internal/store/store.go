@@ -21,6 +21,11 @@ var (
 	// ErrFenced: a Txn made under a leadership term found that the term
 	// had ended (another server may lead); nothing was written.
 	ErrFenced = errors.New("store: leadership lost")
+	// ErrUnavailable: the store could not be reached, or lost the request
+	// on its way (a member stopping, a connection dropped, an election
+	// among its members). A write that failed so may or may not have been
+	// applied; the caller reads before writing again.
+	ErrUnavailable = errors.New("store: unavailable")
 )
 
 // Store is a revisioned key-value store with optimistic concurrency. All

@@ -79,4 +79,15 @@
 // Times are whole seconds from the first submit; a completion is rounded up
 // to the next second. Queueing delay is the time from submit to the first
 // start; JCT from submit to completion.
+//
+// Cost (cost.go): every VC is a tenant that pays for the GPU-seconds its
+// jobs' allocations hold (an uneven gang its whole nodes; a preempted
+// attempt up to its eviction, lost work included) at the on-demand price
+// of one GPU of SKU in Region from package price (the fleet's price
+// table: the node's rate over its GPUs, as the server bills an instance),
+// Result.Tenants[].USD and GPUHours. All work pays on demand: the static
+// reservations stand for a VC's own nodes, not capacity bought for a term,
+// so the two sharing modes are billed alike, and the trace has no
+// spot-class work. The sums are whole GPU-seconds, so cost is as
+// deterministic as the rest.
 package replay

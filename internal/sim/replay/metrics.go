@@ -7,6 +7,7 @@ import "time"
 type metrics struct {
 	busyInt   float64   // GPU-seconds held
 	vcUsedInt []float64 // per VC
+	vcBilled  []int64   // GPU-seconds the allocations held per VC (bill, cost.go)
 	buckets   []float64 // GPU-seconds held per Sample bucket
 	jct       []float64
 	halfJCT   [2]float64 // sum over the first and the second half of the jobs in submit order

@@ -124,7 +124,7 @@ func TestDeterministic(t *testing.T) {
 	}
 	a.WallSeconds, b.WallSeconds = 0, 0
 	if a.AvgJCT != b.AvgJCT || a.P99Queue != b.P99Queue || a.Preemptions != b.Preemptions ||
-		a.GPUHoursLost != b.GPUHoursLost || a.Cycles != b.Cycles || a.GPUUtilisation != b.GPUUtilisation {
+		a.GPUHoursLost != b.GPUHoursLost || a.Cycles != b.Cycles || a.GPUUtilisation != b.GPUUtilisation || a.USD != b.USD {
 		t.Fatalf("two runs differ:\n%+v\n%+v", a, b)
 	}
 }

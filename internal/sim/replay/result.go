@@ -45,6 +45,11 @@ type Result struct {
 	IdleCycles       int        `json:"idle_cycles"` // cycles that bound and preempted nothing
 	Tenants          []Tenant   `json:"tenants"`
 	WallSeconds      float64    `json:"wall_seconds"`
+	// USD is what all tenants' work cost (see Tenant.USD) and
+	// USDPerGPUHour the price it was billed at: one GPU of SKU in Region
+	// on demand.
+	USD           float64 `json:"usd"`
+	USDPerGPUHour float64 `json:"usd_per_gpu_hour"`
 
 	// QueueDelays holds every job's queueing delay, sorted, for CDFs.
 	QueueDelays []float64 `json:"-"`
@@ -62,7 +67,9 @@ type NeverFit struct {
 	Reason string `json:"reason"`
 }
 
-// Tenant is one VC's share against its guarantee.
+// Tenant is one VC's share against its guarantee, and its cost: GPUHours
+// is what its jobs' allocations held (lost work included; an uneven gang
+// holds whole nodes), USD those GPU-hours at Result.USDPerGPUHour.
 type Tenant struct {
 	Name           string  `json:"name"`
 	GuaranteedGPUs int     `json:"guaranteed_gpus"`
@@ -71,6 +78,8 @@ type Tenant struct {
 	OwnerJobs      int     `json:"owner_jobs"`
 	Jobs           int     `json:"jobs"`
 	AvgJCT         float64 `json:"avg_jct"`
+	GPUHours       float64 `json:"gpu_hours"`
+	USD            float64 `json:"usd"`
 }
 
 func (s *sim) summarise() {
@@ -98,9 +107,12 @@ func (s *sim) summarise() {
 	for _, b := range s.buckets {
 		r.Utilisation = append(r.Utilisation, b/(bucket*float64(r.GPUs)))
 	}
+	r.USDPerGPUHour = gpuHourPrice(&s.fleet)
 	for v, vc := range s.vcs {
 		t := Tenant{Name: vc.name, GuaranteedGPUs: vc.gpus, MaxOwnerWait: s.maxOwner[v], OwnerJobs: s.owners[v],
-			Jobs: s.vcJobs[v]}
+			Jobs: s.vcJobs[v], GPUHours: float64(s.vcBilled[v]) / 3600}
+		t.USD = t.GPUHours * r.USDPerGPUHour
+		r.USD += t.USD
 		if t.Jobs > 0 {
 			t.AvgJCT = s.vcJCT[v] / float64(t.Jobs)
 		}

@@ -92,6 +92,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	n := len(s.vcs)
 	s.vcUsed, s.vcQueued, s.vcUsedInt = make([]int, n), make([]int, n), make([]float64, n)
+	s.vcBilled = make([]int64, n)
 	s.maxOwner, s.owners = make([]float64, n), make([]int, n)
 	s.vcJCT, s.vcJobs = make([]float64, n), make([]int, n)
 	s.queues, s.dirty = make([][]*group, n), make([]bool, n)
@@ -255,6 +256,7 @@ func (s *sim) startRunning(j *simJob) {
 }
 
 func (s *sim) stopRunning(j *simJob) {
+	s.bill(j)
 	for k, i := range j.nodes {
 		s.nodeFree[i] += j.took[k]
 	}

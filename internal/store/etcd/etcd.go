@@ -288,15 +288,24 @@ func (s *Store) fail(op string, err error) error {
 		return &store.InvalidError{Field: "then", Msg: "has more operations or conditions than etcd's --max-txn-ops allows"}
 	case errors.Is(err, rpctypes.ErrRequestTooLarge):
 		return &store.InvalidError{Field: "then", Msg: "is larger than etcd's --max-request-bytes allows"}
-	case errors.Is(err, clientv3.ErrNoAvailableEndpoints):
-		return fmt.Errorf("store/etcd: %s: %w", op, err)
-	}
-	if st, ok := status.FromError(err); ok && st.Code() == codes.ResourceExhausted {
-		// etcd sizes its gRPC limit from --max-request-bytes.
-		return &store.InvalidError{Field: "then", Msg: "is larger than etcd's --max-request-bytes allows: " + st.Message()}
+	case errors.Is(err, clientv3.ErrNoAvailableEndpoints), errors.Is(err, rpctypes.ErrNoLeader),
+		errors.Is(err, rpctypes.ErrLeaderChanged), errors.Is(err, rpctypes.ErrStopped), errors.Is(err, rpctypes.ErrTimeout),
+		errors.Is(err, rpctypes.ErrTimeoutDueToLeaderFail), errors.Is(err, rpctypes.ErrTimeoutDueToConnectionLost):
+		return fmt.Errorf("store/etcd: %s: %w: %v", op, store.ErrUnavailable, err)
 	}
 	if s.ctx.Err() != nil {
 		return fmt.Errorf("%w: %s: %v", store.ErrClosed, op, err)
+	}
+	if st, ok := status.FromError(err); ok {
+		switch {
+		case st.Code() == codes.ResourceExhausted:
+			// etcd sizes its gRPC limit from --max-request-bytes.
+			return &store.InvalidError{Field: "then", Msg: "is larger than etcd's --max-request-bytes allows: " + st.Message()}
+		case st.Code() == codes.Unavailable, st.Code() == codes.Unknown && strings.Contains(st.Message(), "stopped"):
+			// No member reachable, a connection lost mid-request, or a
+			// member's raft stopping under it ("raft: stopped").
+			return fmt.Errorf("store/etcd: %s: %w: %v", op, store.ErrUnavailable, err)
+		}
 	}
 	return fmt.Errorf("store/etcd: %s: %w", op, err)
 }
