@@ -211,11 +211,16 @@ func (h *handler) routes() []route {
 	}
 }
 
-func (h *handler) ready(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
+func (h *handler) ready(w http.ResponseWriter, r *http.Request, _ server.Principal) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !h.srv.Ready() {
 		w.WriteHeader(http.StatusServiceUnavailable)
 		_, _ = io.WriteString(w, "not ready: the first scheduling cycle has not run\n")
+		return
+	}
+	if err := h.srv.StoreReachable(r.Context()); err != nil {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not ready: the store does not answer: "+err.Error()+"\n")
 		return
 	}
 	_, _ = io.WriteString(w, "ready\n")

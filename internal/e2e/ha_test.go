@@ -204,6 +204,18 @@ func (s *haServer) running() bool {
 	}
 }
 
+// readyz returns the status of the server's /readyz, 0 when it does not
+// answer within 3 s.
+func (s *haServer) readyz() int {
+	hc := http.Client{Timeout: 3 * time.Second}
+	resp, err := hc.Get(s.url + "/readyz")
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // leads reads the server's allot_server_leader gauge; false when it
 // does not answer.
 func (s *haServer) leads() bool { return s.metric("allot_server_leader") == 1 }
@@ -470,10 +482,16 @@ func TestHAEtcdFaults(t *testing.T) {
 	next := l.waitLeader(15*time.Second, leader)
 	took := l.probe("partitioned", next, cut, 15*time.Second)
 	t.Logf("leader %d cut off from etcd; server %d leads and committed %v later", leader, next, took.Round(time.Millisecond))
+	if code := l.servers[leader].readyz(); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz of the server cut off from etcd: %d, want 503", code)
+	}
 	for _, p := range l.servers[leader].proxies {
 		p.Heal()
 	}
 	time.Sleep(4 * time.Second)
+	if code := l.servers[leader].readyz(); code != http.StatusOK {
+		t.Errorf("/readyz after the partition healed: %d, want 200", code)
+	}
 	if got := l.waitLeader(10 * time.Second); got != next {
 		t.Errorf("after the partition healed server %d leads, not %d", got, next)
 	}

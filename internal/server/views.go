@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/store"
@@ -431,3 +432,16 @@ func writeFileSync(path string, data []byte) error {
 // gauge shows them, without gathering every metric: for in-process
 // drivers that poll it (allot bench e2e).
 func (s *Server) JobCounts() map[model.State]int { return s.cache.stateCounts() }
+
+// storeProbeTimeout bounds StoreReachable.
+const storeProbeTimeout = time.Second
+
+// StoreReachable reads the store's revision within a second: an error
+// when the store does not answer (an etcd cluster cut off from this
+// server), so that /readyz sends load balancers and clients elsewhere.
+func (s *Server) StoreReachable(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, storeProbeTimeout)
+	defer cancel()
+	_, err := s.st.Rev(ctx)
+	return err
+}
