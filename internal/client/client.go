@@ -107,7 +107,7 @@ func (c *Client) send(ctx context.Context, hc *http.Client, build func(base stri
 			resp.Body = io.NopCloser(bytes.NewReader(data))
 			return resp, nil
 		}
-		c.cur.Store(c.cur.Load() + 1) // ask another server next
+		c.cur.Add(1) // ask another server next
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

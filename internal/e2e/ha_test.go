@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,7 +253,7 @@ func (l *haLab) waitLeader(within time.Duration, skip ...int) int {
 	for {
 		var leading []int
 		for i, s := range l.servers {
-			if s.url != "" && s.running() && !contains(skip, i) && s.leads() {
+			if s.url != "" && s.running() && !slices.Contains(skip, i) && s.leads() {
 				leading = append(leading, i)
 			}
 		}
@@ -264,15 +265,6 @@ func (l *haLab) waitLeader(within time.Duration, skip ...int) int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if x == y {
-			return true
-		}
-	}
-	return false
 }
 
 // submit posts a job through the lab's client and records the outcome.

@@ -3,6 +3,7 @@ package sched
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,14 +102,15 @@ func (st *state) mayPrecede(a *attempt, rs *reservationState) bool {
 }
 
 // earmarkKey is what a job's shape key gains while reservations earmark
-// nodes: when the job's timeout ends it (jobs alike in every other filter
-// differ in which earmarked nodes they may use).
+// nodes: how long after now its timeout ends it (endsBy; jobs alike in
+// every other filter differ in which earmarked nodes they may use). Within
+// a cycle now is fixed, so the duration stands for the end.
 func (st *state) earmarkKey(a *attempt) string {
 	if !st.earmarked {
 		return ""
 	}
 	if end, ok := endsBy(a.job, st.now); ok {
-		return "|" + end.UTC().Format(time.RFC3339Nano)
+		return "|" + strconv.FormatInt(int64(end.Sub(st.now)), 10)
 	}
 	return "|-"
 }
