@@ -21,6 +21,7 @@ import (
 type simFragFlags struct {
 	nodes, pods, policy, seeds, output string
 	inflate                            float64
+	ceiling                            bool
 }
 
 func newSimFragCmd() *cobra.Command {
@@ -31,7 +32,18 @@ func newSimFragCmd() *cobra.Command {
 		Long: `frag replays an openb pod list onto an openb node list, one pod at a time and
 inflated to a multiple of GPU capacity, placing each with one policy, and
 reports the share of GPU capacity allocated against the share arrived
-(median, min and max over seeds). Policies: ` + strings.Join(score.Names(), ", ") + `.`,
+(median, min and max over seeds). Policies: ` + strings.Join(score.Names(), ", ") + `.
+
+--ceiling adds two packing ceilings. GPU fractions waste what they leave
+of their GPUs (an 810-milli pod leaves 190 that only pods of 190 or less
+can use). A ceiling packs fractions onto the fewest GPUs the cutting-stock
+LP allows, ignoring nodes, CPU and GPU models, and gives the GPUs left to
+the whole-GPU pods that arrived. "ceiling" packs the fractions the run
+placed: no arrangement of the same pods allocates more, so the gap is what
+placement alone could still win. "all placed" packs every fraction that
+arrived: no policy that places every fraction it is offered allocates more
+(past the point where the cluster fills, policies drop fractions, and it
+stops bounding them).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimFrag(cmd, f) },
 	}
@@ -42,6 +54,7 @@ reports the share of GPU capacity allocated against the share arrived
 	fl.StringVar(&f.seeds, "seeds", "42-51", "seeds: a range A-B or a comma-separated list")
 	fl.Float64Var(&f.inflate, "inflate", 1.3, "pods arrive up to this multiple of GPU capacity")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
+	fl.BoolVar(&f.ceiling, "ceiling", false, "also report each run's packing ceiling (see above); slower")
 	return cmd
 }
 
@@ -75,6 +88,8 @@ type simFragPoint struct {
 	Median     float64 `json:"alloc_pct_median"`
 	Min        float64 `json:"alloc_pct_min"`
 	Max        float64 `json:"alloc_pct_max"`
+	Ceiling    float64 `json:"ceiling_pct_median,omitempty"`
+	CeilingAll float64 `json:"ceiling_all_placed_pct_median,omitempty"`
 }
 
 type simFragReport struct {
@@ -110,7 +125,7 @@ func runSimFrag(cmd *cobra.Command, f simFragFlags) error {
 	}
 	res, err := frag.Run(cmd.Context(), frag.Config{
 		Nodes: nodes, Pods: pods, Policy: f.policy, Inflate: f.inflate, Seeds: seeds,
-		Workers: runtime.GOMAXPROCS(0),
+		Workers: runtime.GOMAXPROCS(0), Ceiling: f.ceiling,
 	})
 	if errors.Is(err, frag.ErrNoEvents) {
 		return Usage(err)
@@ -121,14 +136,15 @@ func runSimFrag(cmd *cobra.Command, f simFragFlags) error {
 	rep := simFragReport{Policy: f.policy, Workload: workloadName(f.pods), Seeds: seeds,
 		WallSeconds: time.Since(start).Seconds()}
 	for _, p := range res.Points {
-		rep.Points = append(rep.Points, simFragPoint{ArrivedPct: p.ArrivedPct, Median: p.Median, Min: p.Min, Max: p.Max})
+		rep.Points = append(rep.Points, simFragPoint{ArrivedPct: p.ArrivedPct, Median: p.Median, Min: p.Min, Max: p.Max,
+			Ceiling: p.Ceiling, CeilingAll: p.CeilingAll})
 	}
 	if f.output == "json" {
 		enc := json.NewEncoder(cmd.OutOrStdout())
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return writeSimFragTable(cmd.OutOrStdout(), rep)
+	return writeSimFragTable(cmd.OutOrStdout(), rep, f.ceiling)
 }
 
 // workloadName is the pod list's file name without directory, "openb_pod_list_"
@@ -138,12 +154,20 @@ func workloadName(path string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(base, "openb_pod_list_"), ".csv")
 }
 
-func writeSimFragTable(w io.Writer, rep simFragReport) error {
+func writeSimFragTable(w io.Writer, rep simFragReport, ceiling bool) error {
 	fmt.Fprintf(w, "policy %s, workload %s, %d seeds, %.1fs\n", rep.Policy, rep.Workload, len(rep.Seeds), rep.WallSeconds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "arrived %\talloc % median\tmin\tmax\t")
+	head := "arrived %\talloc % median\tmin\tmax\t"
+	if ceiling {
+		head += "ceiling\tall placed\t"
+	}
+	fmt.Fprintln(tw, head)
 	for _, p := range rep.Points {
-		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t\n", p.ArrivedPct, p.Median, p.Min, p.Max)
+		fmt.Fprintf(tw, "%d\t%.2f\t%.2f\t%.2f\t", p.ArrivedPct, p.Median, p.Min, p.Max)
+		if ceiling {
+			fmt.Fprintf(tw, "%.2f\t%.2f\t", p.Ceiling, p.CeilingAll)
+		}
+		fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }

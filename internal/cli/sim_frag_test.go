@@ -56,6 +56,32 @@ func TestSimFragTable(t *testing.T) {
 	}
 }
 
+func TestSimFragCeiling(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := Run(context.Background(), []string{"sim", "frag",
+		"--nodes", openbDir + "openb_node_list_gpu_node.csv", "--pods", openbDir + "openb_pod_list_default.csv",
+		"--policy", "bestfit", "--seeds", "42", "--ceiling", "-o", "json"}, &stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
+	}
+	var rep simFragReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout.String())
+	}
+	for _, p := range rep.Points {
+		if p.Ceiling < p.Median || p.Ceiling > 100 || p.CeilingAll <= 0 {
+			t.Errorf("point %+v: want median <= ceiling <= 100 and an all-placed ceiling", p)
+		}
+	}
+	stdout.Reset()
+	code = Run(context.Background(), []string{"sim", "frag",
+		"--nodes", openbDir + "openb_node_list_gpu_node.csv", "--pods", openbDir + "openb_pod_list_default.csv",
+		"--policy", "bestfit", "--seeds", "42", "--ceiling"}, &stdout, &stderr)
+	if out := stdout.String(); code != ExitOK || !strings.Contains(out, "ceiling  all placed") {
+		t.Errorf("exit %d, table:\n%s", code, out)
+	}
+}
+
 func TestSimFragUsageErrors(t *testing.T) {
 	tests := []struct {
 		name string

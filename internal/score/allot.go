@@ -18,8 +18,10 @@ const repeatStep = 20
 // pods have been seen to join a pod of their own shape, plus what the
 // workload's fractions are expected to leave of partly used GPUs, plus the
 // free GPU milli the node's free CPU could not feed (charged to GPU pods
-// only). A fraction's GPU is chosen by the exact ΔF. See the package
-// documentation.
+// only). A GPU pod that may use more than one GPU model is also charged for
+// taking capacity of a model that the pods limited to it will need
+// (reservation). A fraction's GPU is chosen by the exact ΔF. See the
+// package documentation.
 type Allot struct {
 	m *fragModel
 	// last is, per node index, the shape id + 1 of the last pod chosen
@@ -28,6 +30,9 @@ type Allot struct {
 	// seen counts pods chosen for a node whose last pod is known, same
 	// those of them with that pod's shape.
 	seen, same int
+	// res keeps GPU models' capacity for the pods limited to them; nil
+	// when the target workload has no such pods.
+	res *reservation
 }
 
 // newAllot makes an Allot over m. Before any pod has been seen the repeat
@@ -60,7 +65,7 @@ func newAllot(m *fragModel) *Allot {
 	if milli > 0 && cpu > 0 {
 		m.cpuPerMilli, m.cpuW = cpu/milli, share
 	}
-	return &Allot{m: m}
+	return &Allot{m: m, res: newReservation(m.w)}
 }
 
 // Name implements sched.Scorer.
@@ -75,11 +80,12 @@ func allotBetter(n *sched.NodeInfo, a, b float64, i, j int) bool {
 	return n.FreeMilli[i] < n.FreeMilli[j]
 }
 
-// Score implements sched.Scorer: int(100·sigmoid(ΔF/1000)) as FGD, ties
-// going to the lower node rank. The quantisation is kept on purpose: ranking
+// Score implements sched.Scorer: int(100·sigmoid((ΔF − charge)/1000)) as
+// FGD, the charge being the reservation's (0 unless some target is limited
+// to GPU models), ties going to the lower node rank. The quantisation is kept on purpose: ranking
 // nodes by the exact ΔF did markedly worse (see the package documentation).
 func (s *Allot) Score(n *sched.NodeInfo, r *sched.Request) float64 {
-	return fgdScore(s.m.evaluate(n, r, allotBetter).delta)
+	return fgdScore(s.m.evaluate(n, r, allotBetter).delta - s.res.charge(n, r))
 }
 
 // ChooseGPUs implements sched.GPUChooser. sched.Chooser calls it once for
@@ -93,12 +99,14 @@ func (s *Allot) ChooseGPUs(n *sched.NodeInfo, r *sched.Request, dst []int) []int
 	return append(dst[:0], s.m.evaluate(n, r, allotBetter).gpu)
 }
 
-// observe records that a pod of r's shape goes to n, which holds pods
-// already, and sets the repeat weight to the share of such pods so far
+// observe records that a pod of r's shape goes to n (for the
+// reservation's free capacity per model, at once) and, when n holds pods
+// already, sets the repeat weight to the share of such pods so far
 // that joined a pod of their own shape (the node's last one), rounded to
 // 1/repeatStep. When the rounded weight moves, every cached measure is
 // dropped, since F must be measured with one weight across nodes.
 func (s *Allot) observe(n *sched.NodeInfo, r *sched.Request) {
+	s.res.placed(n, r)
 	id := s.m.shape(r)
 	if n.Index >= len(s.last) {
 		s.last = append(s.last, make([]int, n.Index+1-len(s.last))...)

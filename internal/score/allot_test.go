@@ -138,3 +138,58 @@ func TestAllotCPUTerm(t *testing.T) {
 		})
 	}
 }
+
+func TestAllotReservesModels(t *testing.T) {
+	// Whole-GPU pods: 30 % may only use G2, 15 % only T4, the rest any
+	// model. The cluster: 8 idle G2 GPUs and 2 idle T4 GPUs, CPU to spare.
+	g2, t4 := []string{"G2"}, []string{"T4"}
+	w := Workload{
+		{GPUs: 1, Milli: 1000, CPU: 1000, P: 0.55},
+		{GPUs: 1, Milli: 1000, CPU: 1000, Models: g2, P: 0.3},
+		{GPUs: 1, Milli: 1000, CPU: 1000, Models: t4, P: 0.15},
+	}
+	if newReservation(w[:1]) != nil {
+		t.Fatal("a workload without model-limited pods got a reservation")
+	}
+	big := node(64000, 1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
+	big.GPUModel = "G2"
+	small := node(64000, 1000, 1000)
+	small.Index = 1
+	any, onlyT4 := &sched.Request{GPUs: 1, Milli: 1000, CPU: 1000}, &sched.Request{GPUs: 1, Milli: 1000, CPU: 1000, Models: t4}
+
+	// FGD rewards filling T4: the G2-only pods (30 %) count its idle milli
+	// as fragment, the T4-only ones (15 %) G2's. ΔF = 300 and 150.
+	fgd, _ := New("fgd", WithWorkload(w))
+	if a, b := fgd.Score(small, any), fgd.Score(big, any); a <= b {
+		t.Fatalf("fgd scores T4 %v, G2 %v: want T4 ahead (the pull the reservation corrects)", a, b)
+	}
+	// allot charges τ·1000: T4 min(1, 0.15·10000/2000) = 0.75, G2
+	// 0.3·10000/8000 = 0.375, so ΔF − charge is −450 on T4, −225 on G2.
+	s, _ := New("allot", WithWorkload(w))
+	al := s.(*Allot)
+	al.m.repeat = 0 // isolate the charge (no fraction, CPU to spare: F is FGD's)
+	// The free capacity per model counts the nodes scored so far, so the
+	// first decision (here, the first two scores) sees part of the cluster.
+	al.Score(small, any)
+	al.Score(big, any)
+	if a, b := al.Score(small, any), al.Score(big, any); a >= b {
+		t.Errorf("allot scores T4 %v, G2 %v: want G2 ahead", a, b)
+	}
+	if got := al.res.charge(small, any); got != 750 {
+		t.Errorf("charge on T4 = %v, want 750", got)
+	}
+	// A pod that can only use T4 is not charged: the capacity is kept for it.
+	if got := al.res.charge(small, onlyT4); got != 0 {
+		t.Errorf("charge to a T4-only pod = %v, want 0", got)
+	}
+	// The pod chosen is counted at once, before it is bound: T4 keeps 1000
+	// of 9000 free, τ = min(1, 0.15·9000/1000) = 1.
+	s.(sched.GPUChooser).ChooseGPUs(small, onlyT4, nil)
+	if got := al.res.charge(big, any); got != 1000*0.3*9000/8000 {
+		t.Errorf("charge on G2 after a T4 pod = %v, want %v", got, 1000*0.3*9000/8000.0)
+	}
+	small.Bind(onlyT4, []int{0})
+	if got := al.res.charge(small, any); got != 1000 {
+		t.Errorf("charge on T4 after the bind = %v, want 1000", got)
+	}
+}

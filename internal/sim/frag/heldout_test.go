@@ -18,15 +18,19 @@ type variant struct {
 
 func (v variant) String() string { return fmt.Sprintf("%s%g-s%d", v.kind, v.pct, v.seed) }
 
-// The three sets of generated variants (BENCHMARKS.md, "Placement on
-// unseen variants"):
+// The sets of generated variants (BENCHMARKS.md, "Placement on unseen
+// variants"), in the order they were made:
 //
-//   - designVariants: allot's scorer was designed and every candidate
-//     measured on them (with the default workload).
-//   - seenVariants: the first held-out set. It was run on three scorers in
-//     turn, so it is no longer unseen; it is reported, not asserted.
-//   - heldOutVariants: made after the scorer was frozen and run once on
-//     it. The issue's goal is asserted on this set.
+//   - designVariants: rounds 2 and 3 of allot's scorer were designed, and
+//     every candidate measured, on them and the default workload (the last
+//     three were added for round 3).
+//   - seenVariants: round 2's first held-out set. Run on three round-2
+//     scorers in turn, then part of round 3's design set.
+//   - seen2Variants: round 2's fresh held-out set, run once on the frozen
+//     round-2 scorer. Not designed on in round 3, but its two losses
+//     (cpu225, gpuspec40) chose round 3's direction, so it is not unseen.
+//   - heldOutVariants: made after round 3's scorer was frozen and run once
+//     on it. The issue's goal is asserted on this set.
 //
 // No two sets share a seed or a kind-and-percentage (TestDisjointVariants),
 // and none uses the percentages of the FGD paper's own variant files
@@ -38,6 +42,8 @@ var (
 		{openb.GPUSpec, 15, 13}, {openb.MultiGPU, 25, 14},
 		{openb.CPUOnly, 125, 15}, {openb.MultiGPU, 40, 16},
 		{openb.CPUOnly, 175, 17}, {openb.GPUShare, 85, 18},
+		{openb.GPUSpec, 45, 21}, {openb.CPUOnly, 210, 22},
+		{openb.GPUShare, 95, 23},
 	}
 	seenVariants = []variant{
 		{openb.CPUOnly, 75, 101}, {openb.CPUOnly, 150, 102},
@@ -45,34 +51,34 @@ var (
 		{openb.GPUShare, 55, 105}, {openb.GPUShare, 90, 106},
 		{openb.MultiGPU, 15, 107}, {openb.MultiGPU, 45, 108},
 	}
-	heldOutVariants = []variant{
+	seen2Variants = []variant{
 		{openb.CPUOnly, 60, 201}, {openb.CPUOnly, 225, 202},
 		{openb.GPUSpec, 12, 203}, {openb.GPUSpec, 40, 204},
 		{openb.GPUShare, 45, 205}, {openb.GPUShare, 65, 206},
 		{openb.MultiGPU, 35, 207}, {openb.MultiGPU, 55, 208},
 	}
+	heldOutVariants = []variant{
+		{openb.GPUShare, 35, 301}, {openb.GPUShare, 75, 302},
+		{openb.GPUSpec, 18, 303}, {openb.GPUSpec, 37, 304},
+		{openb.GPUSpec, 50, 305}, {openb.MultiGPU, 28, 306},
+		{openb.MultiGPU, 48, 307}, {openb.CPUOnly, 90, 308},
+		{openb.CPUOnly, 190, 309}, {openb.CPUOnly, 110, 310},
+		{openb.GPUShare, 97, 311}, {openb.MultiGPU, 60, 312},
+	}
 )
 
 // goalMedianLead is issue 12's goal on unseen variants: allot ahead of fgd
-// on every one, by a median of at least this many points. The frozen
-// scorer's one run on heldOutVariants met the median (+0.458) but not
-// "every one": cpu225-s202 -0.066 and gpuspec40-s204 -0.087. The test
-// asserts what held (the median, and every lead above minLead) and logs
-// the shortfall; the scorer was not tuned after that run.
-const (
-	goalMedianLead = 0.3
-	minLead        = -0.1
-)
+// on every one, by a median of at least this many points.
+const goalMedianLead = 0.3
 
 // TestAllotBeatsFGD runs fgd and allot with the paper's seeds at arrived
 // 100 % on generated variants of the default workload and logs a row per
-// variant (-v prints the table of BENCHMARKS.md). The design and seen sets
-// are only reported; on the held-out set the median lead must reach
-// goalMedianLead and every lead minLead; a lead ≤ 0 is logged as short of
-// the goal.
+// variant (-v prints the table of BENCHMARKS.md). On the held-out set
+// allot must lead on every variant and by a median of goalMedianLead. The
+// design and seen sets are only reported, and only run with -v.
 func TestAllotBeatsFGD(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 10 seeds × 2 policies × 24 variants (about 3 minutes on 2 cores)")
+		t.Skip("runs 10 seeds × 2 policies × 12 variants (about 2 minutes on 2 cores; 39 variants with -v)")
 	}
 	nodes, base := loadTrace(t, "default")
 	lead := func(t *testing.T, set string, v variant) float64 {
@@ -85,25 +91,24 @@ func TestAllotBeatsFGD(t *testing.T) {
 		t.Logf("| %-8s | %-16s | %6.3f | %6.3f | %+6.3f |", set, v, fgd, allot, allot-fgd)
 		return allot - fgd
 	}
-	t.Run("design", func(t *testing.T) {
-		for _, v := range designVariants {
-			lead(t, "design", v)
+	if testing.Verbose() {
+		for _, s := range []struct {
+			name string
+			vs   []variant
+		}{{"design", designVariants}, {"seen", seenVariants}, {"seen-2", seen2Variants}} {
+			t.Run(s.name, func(t *testing.T) {
+				for _, v := range s.vs {
+					lead(t, s.name, v)
+				}
+			})
 		}
-	})
-	t.Run("seen", func(t *testing.T) {
-		for _, v := range seenVariants {
-			lead(t, "seen", v)
-		}
-	})
+	}
 	t.Run("heldout", func(t *testing.T) {
 		var gains []float64
 		for _, v := range heldOutVariants {
 			d := lead(t, "held-out", v)
 			if d <= 0 {
-				t.Logf("%s: short of the goal: allot's lead over fgd is %+.3f, goal > 0", v, d)
-			}
-			if d < minLead {
-				t.Errorf("%s: allot's lead over fgd at arrived 100%% is %+.3f < floor %+.2f", v, d, minLead)
+				t.Errorf("%s: allot's lead over fgd at arrived 100%% is %+.3f, want > 0", v, d)
 			}
 			gains = append(gains, d)
 		}
@@ -123,7 +128,7 @@ func median(vals []float64) float64 {
 // TestDisjointVariants keeps the three sets of variants apart: no shared
 // seed, no shared kind and percentage.
 func TestDisjointVariants(t *testing.T) {
-	sets := [][]variant{designVariants, seenVariants, heldOutVariants}
+	sets := [][]variant{designVariants, seenVariants, seen2Variants, heldOutVariants}
 	for i := range sets {
 		for j := range i {
 			for _, a := range sets[i] {

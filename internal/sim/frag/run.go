@@ -33,14 +33,21 @@ type Config struct {
 	Seeds   []int64
 	Points  []int // arrived percentages to report; DefaultPoints when nil
 	Workers int   // seeds run at once; 1 when < 1
+	// Ceiling also reports each seed's packing ceiling (see Ceiling).
+	Ceiling bool
 }
 
 // SeedResult is one seed's run.
 type SeedResult struct {
-	Seed   int64
-	Alloc  []float64 // allocation % at Config.Points
-	Placed int
-	Failed int
+	Seed  int64
+	Alloc []float64 // allocation % at Config.Points
+	// Ceiling is the packing ceiling % at Config.Points of the fractions
+	// this run placed, averaged over the same attempts as Alloc, and
+	// CeilingAll that of every fraction that arrived; nil unless
+	// Config.Ceiling.
+	Ceiling, CeilingAll []float64
+	Placed              int
+	Failed              int
 }
 
 // Point aggregates the seeds at one arrived percentage.
@@ -48,6 +55,9 @@ type Point struct {
 	ArrivedPct int
 	Median     float64
 	Min, Max   float64
+	// Ceiling and CeilingAll are the seeds' median packing ceilings (see
+	// SeedResult); 0 unless Config.Ceiling.
+	Ceiling, CeilingAll float64
 }
 
 // Result is the experiment's outcome.
@@ -94,7 +104,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		for i, s := range res.Seeds {
 			vals[i] = s.Alloc[k]
 		}
-		res.Points = append(res.Points, aggregate(pct, vals))
+		p := aggregate(pct, vals)
+		if cfg.Ceiling {
+			for i, s := range res.Seeds {
+				vals[i] = s.Ceiling[k]
+			}
+			p.Ceiling = aggregate(pct, vals).Median
+			for i, s := range res.Seeds {
+				vals[i] = s.CeilingAll[k]
+			}
+			p.CeilingAll = aggregate(pct, vals).Median
+		}
+		res.Points = append(res.Points, p)
 	}
 	return res, nil
 }
@@ -158,6 +179,13 @@ func runSeed(ctx context.Context, cfg Config, reqs []sched.Request, w score.Work
 	last := slices.Max(cfg.Points)
 	sum := make([]float64, last+1)
 	cnt := make([]int, last+1)
+	var ce, ceAll *ceiling // of the fractions placed, of all that arrived
+	var ceSum, ceAllSum []float64
+	if cfg.Ceiling {
+		gpus := int(capMilli / model.MilliPerGPU)
+		ce, ceAll = newCeiling(gpus), newCeiling(gpus)
+		ceSum, ceAllSum = make([]float64, last+1), make([]float64, last+1)
+	}
 	res := SeedResult{Seed: seed}
 	var arrived, alloc int64
 	for k, p := range arr.Pods {
@@ -166,12 +194,19 @@ func runSeed(ctx context.Context, cfg Config, reqs []sched.Request, w score.Work
 		}
 		r := &reqs[p]
 		arrived += r.TotalMilli()
-		if c, ok := ch.Choose(nodes, r, underPodLimit); ok {
+		c, placed := ch.Choose(nodes, r, underPodLimit)
+		if placed {
 			c.Node.Bind(r, c.GPUs)
 			alloc += r.TotalMilli()
 			res.Placed++
 		} else {
 			res.Failed++
+		}
+		if ce != nil {
+			if placed || !r.Fractional() {
+				ce.add(r) // the fractions placed, the whole-GPU demand arrived
+			}
+			ceAll.add(r)
 		}
 		x := int(math.RoundToEven(100 * float64(arrived) / float64(capMilli)))
 		if x > last {
@@ -179,12 +214,28 @@ func runSeed(ctx context.Context, cfg Config, reqs []sched.Request, w score.Work
 		}
 		sum[x] += 100 * float64(alloc) / float64(capMilli)
 		cnt[x]++
+		if ce != nil && slices.Contains(cfg.Points, x) {
+			b, err := ce.bound()
+			if err != nil {
+				return res, err
+			}
+			all, err := ceAll.bound()
+			if err != nil {
+				return res, err
+			}
+			ceSum[x] += b.AllocPct
+			ceAllSum[x] += all.AllocPct
+		}
 	}
 	for _, pct := range cfg.Points {
 		if pct < 0 || cnt[pct] == 0 {
 			return res, fmt.Errorf("%w: %d%% in seed %d", ErrNoEvents, pct, seed)
 		}
 		res.Alloc = append(res.Alloc, sum[pct]/float64(cnt[pct]))
+		if ce != nil {
+			res.Ceiling = append(res.Ceiling, ceSum[pct]/float64(cnt[pct]))
+			res.CeilingAll = append(res.CeilingAll, ceAllSum[pct]/float64(cnt[pct]))
+		}
 	}
 	return res, nil
 }
