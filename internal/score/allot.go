@@ -82,8 +82,9 @@ func allotBetter(n *sched.NodeInfo, a, b float64, i, j int) bool {
 
 // Score implements sched.Scorer: int(100·sigmoid((ΔF − charge)/1000)) as
 // FGD, the charge being the reservation's (0 unless some target is limited
-// to GPU models), ties going to the lower node rank. The quantisation is kept on purpose: ranking
-// nodes by the exact ΔF did markedly worse (see the package documentation).
+// to GPU models), ties going to the lower node rank. The quantisation is
+// kept on purpose: ranking nodes by the exact ΔF did markedly worse (see
+// the package documentation).
 func (s *Allot) Score(n *sched.NodeInfo, r *sched.Request) float64 {
 	return fgdScore(s.m.evaluate(n, r, allotBetter).delta - s.res.charge(n, r))
 }

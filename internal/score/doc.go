@@ -94,8 +94,8 @@
 // allot is given the same input as FGD: the target workload built from the
 // whole pod list (TargetWorkload, 95 % coverage), not only the pods arrived
 // so far. It keeps FGD's integer score int(100·sigmoid(ΔF/1000)), ΔF less
-// the GPU-model charge, and its ties by node rank; a fraction goes to the GPU with the largest exact ΔF,
-// then to the fullest GPU that fits. It is deterministic: the same calls in
+// the GPU-model charge, and its ties by node rank; a fraction goes to the
+// GPU with the largest exact ΔF, then to the fullest GPU that fits. It is deterministic: the same calls in
 // the same order give the same scores.
 //
 // # Measured
@@ -220,10 +220,10 @@
 //	  the same, leftovers counted
 //	  on idle GPUs too              95.892  +0.838 +0.618 +2.109 +0.493 +0.263 +0.370 +0.782  +0.183 +0.346 +0.652
 //
-// Kept in round 2: the last but one row. The repeat term adds little once the CPU
-// term is in (+0.02 on mean6, within seed noise; without it gs30 and mg40
-// gain up to 0.03, gs70 and cpu125 lose about 0.05 and 0.10); it is kept
-// as round 1 chose it, not re-tuned. (Round 2 did not build the
+// Kept in round 2: the last but one row. The repeat term adds little once
+// the CPU term is in (+0.02 on mean6, within seed noise; without it gs30
+// and mg40 gain up to 0.03, gs70 and cpu125 lose about 0.05 and 0.10); it
+// is kept as round 1 chose it, not re-tuned. (Round 2 did not build the
 // look-ahead; round 3 did, above.) The held-out runs are in BENCHMARKS.md.
 //
 // Round 1 (the morning's scorer, without the CPU term, leftovers weighted
