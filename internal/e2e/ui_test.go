@@ -98,6 +98,11 @@ func TestUIDashboard(t *testing.T) {
 	f := await(filler, "Running", func(j labJob) bool { return j.State == "Running" && len(j.Allocations) > 0 })
 	await(victim, "Running", func(j labJob) bool { return j.State == "Running" })
 	b := await(big, "pending with a reason", func(j labJob) bool { return j.State == "Queued" && j.Reason != "" })
+	// A pipeline step after the pending job is Blocked: it holds nothing,
+	// but the queue must still show it and what it waits for.
+	step := submit(globex, "name: ui-step\ntenant: globex\nafter: ["+big+"]\ncommand: [\"true\"]\nresources: {gpus_per_instance: 0, cpu: 1}\n")
+	defer allotAt(t, url, admin, "job", "cancel", step)
+	blocked := await(step, "Blocked", func(j labJob) bool { return j.State == "Blocked" && j.Reason != "" })
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
 		chromedp.Headless, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
@@ -113,6 +118,10 @@ func TestUIDashboard(t *testing.T) {
 	row := text(t, ops, fmt.Sprintf(`#queue tr[data-job=%q]`, big))
 	if !strings.Contains(row, b.Reason) || !strings.Contains(row, b.Detail) {
 		t.Errorf("queue row of %s reads %q; want its reason %q and detail %q", big, row, b.Reason, b.Detail)
+	}
+	waitFor(t, ops, "the blocked pipeline step", fmt.Sprintf(`#queue tr[data-job=%q][data-state="Blocked"][data-reason=%q]`, step, blocked.Reason))
+	if row := text(t, ops, fmt.Sprintf(`#queue tr[data-job=%q]`, step)); !strings.Contains(row, big) {
+		t.Errorf("queue row of the blocked step %s reads %q; want the job it waits for, %s", step, row, big)
 	}
 	node := f.Allocations[0].Node
 	waitFor(t, ops, "the running job on its node", fmt.Sprintf(`#fleet [data-node=%q] [data-job=%q]`, node, filler))

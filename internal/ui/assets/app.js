@@ -57,10 +57,13 @@ async function poll() {
       api("/v1/jobs"), api("/v1/nodes"), api("/v1/alerts"), api("/v1/usage"),
       api("/v1/partitions"), api("/v1/tenants"), api("/v1/endpoints")]);
     const list = (jobs && jobs.jobs) || [];
-    const queued = list.filter(j => j.state === "Queued");
-    const whys = await Promise.all(queued.slice(0, WHY_MAX).map(j => api("/v1/jobs/" + encodeURIComponent(j.id) + "/why").catch(() => null)));
+    // Pending work: queued jobs, and pipeline steps Blocked on a predecessor
+    // (they hold nothing and the scheduler does not consider them yet).
+    const queued = list.filter(j => j.state === "Queued" || j.state === "Blocked");
+    const asked = queued.filter(j => j.state === "Queued").slice(0, WHY_MAX);
+    const whys = await Promise.all(asked.map(j => api("/v1/jobs/" + encodeURIComponent(j.id) + "/why").catch(() => null)));
     const why = {};
-    queued.slice(0, WHY_MAX).forEach((j, i) => { why[j.id] = whys[i]; });
+    asked.forEach((j, i) => { why[j.id] = whys[i]; });
     drawAlerts(alerts);
     drawFleet(nodes, list, tenants);
     drawQueue(queued, why);
@@ -191,8 +194,9 @@ function drawNode(n, held, partColour) {
 function drawQueue(queued, why) {
   fill("#queue", queued.map(j => {
     const w = why[j.id];
-    const est = w ? (w.estimated_start ? new Date(w.estimated_start).toLocaleString() : (w.estimate_none || "unknown")) : "";
-    return row([j.id, j.tenant, j.priority, j.reason || "—", j.detail, est], { "data-job": j.id, "data-reason": j.reason || "" });
+    let est = w ? (w.estimated_start ? new Date(w.estimated_start).toLocaleString() : (w.estimate_none || "unknown")) : "";
+    if (j.state === "Blocked") est = "after its predecessors";
+    return row([j.id, j.tenant, j.priority, j.reason || "—", j.detail, est], { "data-job": j.id, "data-reason": j.reason || "", "data-state": j.state });
   }), "no pending jobs");
 }
 
