@@ -20,8 +20,9 @@ const repeatStep = 20
 // free GPU milli the node's free CPU could not feed (charged to GPU pods
 // only). A GPU pod that may use more than one GPU model is also charged for
 // taking capacity of a model that the pods limited to it will need
-// (reservation). A fraction's GPU is chosen by the exact ΔF. See the
-// package documentation.
+// (reservation), and a GPU pod for leaving a node unable to host a shape
+// seen to fit that node's class only (hostReserve). A fraction's GPU is
+// chosen by the exact ΔF. See the package documentation.
 type Allot struct {
 	m *fragModel
 	// last is, per node index, the shape id + 1 of the last pod chosen
@@ -33,6 +34,9 @@ type Allot struct {
 	// res keeps GPU models' capacity for the pods limited to them; nil
 	// when the target workload has no such pods.
 	res *reservation
+	// hosts keeps the nodes of a capacity class for the pods seen to fit
+	// no other class.
+	hosts *hostReserve
 }
 
 // newAllot makes an Allot over m. Before any pod has been seen the repeat
@@ -65,7 +69,7 @@ func newAllot(m *fragModel) *Allot {
 	if milli > 0 && cpu > 0 {
 		m.cpuPerMilli, m.cpuW = cpu/milli, share
 	}
-	return &Allot{m: m, res: newReservation(m.w)}
+	return &Allot{m: m, res: newReservation(m.w), hosts: newHostReserve()}
 }
 
 // Name implements sched.Scorer.
@@ -82,11 +86,12 @@ func allotBetter(n *sched.NodeInfo, a, b float64, i, j int) bool {
 
 // Score implements sched.Scorer: int(100·sigmoid((ΔF − charge)/1000)) as
 // FGD, the charge being the reservation's (0 unless some target is limited
-// to GPU models), ties going to the lower node rank. The quantisation is
+// to GPU models) plus the host charge (0 until a pod that fits one node
+// class only is placed), ties going to the lower node rank. The quantisation is
 // kept on purpose: ranking nodes by the exact ΔF did markedly worse (see
 // the package documentation).
 func (s *Allot) Score(n *sched.NodeInfo, r *sched.Request) float64 {
-	return fgdScore(s.m.evaluate(n, r, allotBetter).delta - s.res.charge(n, r))
+	return fgdScore(s.m.evaluate(n, r, allotBetter).delta - s.res.charge(n, r) - s.hosts.charge(n, r))
 }
 
 // ChooseGPUs implements sched.GPUChooser. sched.Chooser calls it once for
@@ -108,6 +113,7 @@ func (s *Allot) ChooseGPUs(n *sched.NodeInfo, r *sched.Request, dst []int) []int
 // dropped, since F must be measured with one weight across nodes.
 func (s *Allot) observe(n *sched.NodeInfo, r *sched.Request) {
 	s.res.placed(n, r)
+	s.hosts.place(n, r)
 	id := s.m.shape(r)
 	if n.Index >= len(s.last) {
 		s.last = append(s.last, make([]int, n.Index+1-len(s.last))...)

@@ -193,3 +193,57 @@ func TestAllotReservesModels(t *testing.T) {
 		t.Errorf("charge on T4 after the bind = %v, want 1000", got)
 	}
 }
+
+func TestAllotReservesHosts(t *testing.T) {
+	// Three 128-core nodes and one 96-core node, 8 idle GPUs each. An
+	// 8-GPU 120-core pod fits only the 128-core class.
+	eight := []int64{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}
+	big0, small, big1, big2 := node(128000, eight...), node(96000, eight...), node(128000, eight...), node(128000, eight...)
+	for i, n := range []*sched.NodeInfo{big0, small, big1, big2} {
+		n.Index, n.FreeMilli = i, append([]int64(nil), eight...)
+		if n.CPUFree == 128000 {
+			n.CPUCap = 128000
+		}
+	}
+	one := &sched.Request{GPUs: 1, Milli: 1000, CPU: 10000}
+	wide := &sched.Request{GPUs: 8, Milli: 1000, CPU: 120000}
+	h := newHostReserve()
+	for _, n := range []*sched.NodeInfo{big0, small, big1, big2} {
+		if got := h.charge(n, one); got != 0 {
+			t.Fatalf("charge before any one-class pod = %v, want 0", got)
+		}
+	}
+	// Four one-GPU pods on the small node, then the wide pod on big0: the
+	// wide shape has 8000 of the 12000 GPU milli placed.
+	for g := range 4 {
+		h.place(small, one)
+		small.Bind(one, []int{g})
+	}
+	h.place(big0, wide)
+	big0.Bind(wide, []int{0, 1, 2, 3, 4, 5, 6, 7})
+	// Free: 4000 + 0 + 8000 + 8000; big1 and big2 can host the wide shape
+	// (16000): τ = min(1, 2/3 · 20000/16000).
+	h.charge(small, one)
+	h.charge(big2, one)
+	if got, want := h.charge(big1, one), 1000*(8000.0/12000)*20000/16000; math.Abs(got-want) > 1e-9 {
+		t.Errorf("charge for breaking a 128-core node = %v, want %v", got, want)
+	}
+	if got := h.charge(small, one); got != 0 {
+		t.Errorf("charge on the 96-core node = %v, want 0", got)
+	}
+	if got := h.charge(big1, wide); got != 0 {
+		t.Errorf("charge to the wide pod itself = %v, want 0", got)
+	}
+	if got := h.charge(big1, &sched.Request{CPU: 120000}); got != 0 {
+		t.Errorf("charge to a CPU-only pod = %v, want 0", got)
+	}
+	// A 128-core node that already lost the wide shape is not charged, and
+	// the one left that can host it is worth more: τ capped at 1.
+	big2.Bind(one, []int{0})
+	if got := h.charge(big2, one); got != 0 {
+		t.Errorf("charge on a broken 128-core node = %v, want 0", got)
+	}
+	if got := h.charge(big1, one); got != 1000 {
+		t.Errorf("charge for the last 128-core node = %v, want 1000", got)
+	}
+}
