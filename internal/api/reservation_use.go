@@ -3,6 +3,7 @@ package api
 import (
 	"time"
 
+	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 )
@@ -14,22 +15,8 @@ type ReservationReport struct {
 	Use ReservationUse `json:"use"`
 }
 
-// ReservationUse is bought against used, in GPU-hours, up to as_of (see
-// server.ReservationUse for what each counts). Fields that an open start
-// or end leaves unknown are null.
-type ReservationUse struct {
-	AsOf                time.Time `json:"as_of"`
-	GPUs                int       `json:"gpus"`
-	Active              bool      `json:"active"`
-	StartsInHours       *float64  `json:"starts_in_hours"`
-	WindowHours         *float64  `json:"window_hours"`
-	ElapsedHours        *float64  `json:"elapsed_hours"`
-	BoughtGPUHours      *float64  `json:"bought_gpu_hours"`
-	BoughtTotalGPUHours *float64  `json:"bought_total_gpu_hours"`
-	UsedGPUHours        float64   `json:"used_gpu_hours"`
-	UsedPercent         *float64  `json:"used_percent"`
-	Jobs                int       `json:"jobs"`
-}
+// ReservationUse is bought against used (wire.ReservationUse).
+type ReservationUse = wire.ReservationUse
 
 func newReservationReport(r model.Reservation, u server.ReservationUse) ReservationReport {
 	// Unrounded, so that a client can check one figure against the others;

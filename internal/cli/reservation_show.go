@@ -87,6 +87,6 @@ func reservationFields(r client.ReservationReport) fields {
 	f.add("Bought", bought)
 	f.add("Used", fmt.Sprintf("%s GPU-hours (%s) by %d of the owner's jobs naming it",
 		strconv.FormatFloat(u.UsedGPUHours, 'f', 2, 64), num(u.UsedPercent, " %"), u.Jobs))
-	f.add("As of", timestamp(u.AsOf))
+	f.add("As of", timestamp(client.Time{Time: u.AsOf}))
 	return f
 }
