@@ -6,25 +6,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
 // reservationReport is the part of 'allot reservation show -o json' the
 // tests read.
 type reservationReport struct {
-	Name  string     `json:"name"`
-	Start *time.Time `json:"start"`
-	Use   struct {
-		AsOf                time.Time `json:"as_of"`
-		GPUs                int       `json:"gpus"`
-		Active              bool      `json:"active"`
-		StartsInHours       *float64  `json:"starts_in_hours"`
-		ElapsedHours        *float64  `json:"elapsed_hours"`
-		BoughtGPUHours      *float64  `json:"bought_gpu_hours"`
-		BoughtTotalGPUHours *float64  `json:"bought_total_gpu_hours"`
-		UsedGPUHours        float64   `json:"used_gpu_hours"`
-		UsedPercent         *float64  `json:"used_percent"`
-		Jobs                int       `json:"jobs"`
-	} `json:"use"`
+	Name  string              `json:"name"`
+	Start *time.Time          `json:"start"`
+	Use   wire.ReservationUse `json:"use"`
 }
 
 // windowJob is the part of 'allot job show -o json' the tests read.
