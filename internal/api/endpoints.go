@@ -156,13 +156,8 @@ type ScaleRequest struct {
 }
 
 func (h *handler) scaleEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	body, ok := h.readBody(w, r)
-	if !ok {
-		return
-	}
 	var req ScaleRequest
-	if e := decodeStrict(body, &req); e != nil {
-		writeError(w, e.Code, e.Field, e.Message)
+	if !h.readJSON(w, r, &req) {
 		return
 	}
 	switch {
@@ -205,13 +200,8 @@ type MetricsReport struct {
 }
 
 func (h *handler) endpointMetrics(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	body, ok := h.readBody(w, r)
-	if !ok {
-		return
-	}
 	var req MetricsReport
-	if e := decodeStrict(body, &req); e != nil {
-		writeError(w, e.Code, e.Field, e.Message)
+	if !h.readJSON(w, r, &req) {
 		return
 	}
 	err := h.srv.ReportEndpointMetrics(r.Context(), p, r.PathValue("name"), server.EndpointReport{

@@ -24,13 +24,8 @@ func newQuotaRequest(r server.QuotaRequest) QuotaRequest {
 }
 
 func (h *handler) createQuotaRequest(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	body, ok := h.readBody(w, r)
-	if !ok {
-		return
-	}
 	var req wire.QuotaRequestNew
-	if e := decodeStrict(body, &req); e != nil {
-		writeError(w, e.Code, e.Field, e.Message)
+	if !h.readJSON(w, r, &req) {
 		return
 	}
 	qr, err := h.srv.RequestQuota(r.Context(), p, model.Quota{Tenant: req.Tenant, Region: req.Region, Series: req.Series,
@@ -90,13 +85,8 @@ func (h *handler) decideQuotaRequest(w http.ResponseWriter, r *http.Request, p s
 }
 
 func (h *handler) setQuota(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	body, ok := h.readBody(w, r)
-	if !ok {
-		return
-	}
 	var req wire.QuotaSet
-	if e := decodeStrict(body, &req); e != nil {
-		writeError(w, e.Code, e.Field, e.Message)
+	if !h.readJSON(w, r, &req) {
 		return
 	}
 	q, err := h.srv.SetQuota(r.Context(), p, model.Quota{Tenant: req.Tenant, Region: req.Region, Series: req.Series,
