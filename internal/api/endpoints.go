@@ -157,7 +157,7 @@ type ScaleRequest struct {
 
 func (h *handler) scaleEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	var req ScaleRequest
-	if !h.readJSON(w, r, &req) {
+	if !h.decodeBody(w, r, &req) {
 		return
 	}
 	switch {
@@ -201,7 +201,7 @@ type MetricsReport struct {
 
 func (h *handler) endpointMetrics(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	var req MetricsReport
-	if !h.readJSON(w, r, &req) {
+	if !h.decodeBody(w, r, &req) {
 		return
 	}
 	err := h.srv.ReportEndpointMetrics(r.Context(), p, r.PathValue("name"), server.EndpointReport{

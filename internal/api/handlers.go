@@ -225,20 +225,6 @@ func (h *handler) skus(w http.ResponseWriter, r *http.Request, _ server.Principa
 	writeJSON(w, http.StatusOK, map[string][]SKU{"skus": out})
 }
 
-// readJSON reads r's body into v (decodeStrict) and answers the error
-// itself; false means the handler is done.
-func (h *handler) readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, ok := h.readBody(w, r)
-	if !ok {
-		return false
-	}
-	if e := decodeStrict(body, v); e != nil {
-		writeError(w, e.Code, e.Field, e.Message)
-		return false
-	}
-	return true
-}
-
 // decodeStrict decodes a JSON object into v, rejecting unknown fields and
 // trailing data; the error names the field at fault when it can.
 func decodeStrict(body []byte, v any) *Error {
@@ -286,7 +272,7 @@ func parseTime(field string, v *string) (time.Time, *Error) {
 
 func (h *handler) createReservation(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	var req reservationRequest
-	if !h.readJSON(w, r, &req) {
+	if !h.decodeBody(w, r, &req) {
 		return
 	}
 	start, e := parseTime("start", req.Start)

@@ -25,7 +25,7 @@ func newQuotaRequest(r server.QuotaRequest) QuotaRequest {
 
 func (h *handler) createQuotaRequest(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	var req wire.QuotaRequestNew
-	if !h.readJSON(w, r, &req) {
+	if !h.decodeBody(w, r, &req) {
 		return
 	}
 	qr, err := h.srv.RequestQuota(r.Context(), p, model.Quota{Tenant: req.Tenant, Region: req.Region, Series: req.Series,
@@ -86,7 +86,7 @@ func (h *handler) decideQuotaRequest(w http.ResponseWriter, r *http.Request, p s
 
 func (h *handler) setQuota(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	var req wire.QuotaSet
-	if !h.readJSON(w, r, &req) {
+	if !h.decodeBody(w, r, &req) {
 		return
 	}
 	q, err := h.srv.SetQuota(r.Context(), p, model.Quota{Tenant: req.Tenant, Region: req.Region, Series: req.Series,
