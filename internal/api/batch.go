@@ -66,7 +66,11 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 		writeJSON(w, statusOf[perr.Code], perr)
 		return
 	}
-	jobs, err := h.srv.SubmitBatch(r.Context(), p, specs)
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
+	jobs, replayed, err := h.srv.SubmitBatchKeyed(r.Context(), p, key, specs)
 	var be *server.BatchError
 	if errors.As(err, &be) {
 		writeBatchError(w, be)
@@ -80,7 +84,7 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 	for i, j := range jobs {
 		out.Jobs[i] = NewJob(j)
 	}
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, created(w, replayed), out)
 }
 
 // writeBatchError answers a refused batch with the code and status of its

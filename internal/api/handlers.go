@@ -50,13 +50,47 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request, p server.Princi
 		writeError(w, perr.Code, perr.Field, perr.Message)
 		return
 	}
-	j, err := h.srv.Submit(r.Context(), p, s)
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
+	j, replayed, err := h.srv.SubmitKeyed(r.Context(), p, key, s)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
-	writeJSON(w, http.StatusCreated, NewJob(j))
+	writeJSON(w, created(w, replayed), NewJob(j))
+}
+
+// idempotencyKey reads a submit's Idempotency-Key header ("" when absent)
+// and answers a malformed one (InvalidSpec naming the header).
+func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	vs := r.Header.Values(server.IdempotencyField)
+	switch {
+	case len(vs) == 0:
+		return "", true
+	case len(vs) > 1:
+		writeError(w, codeInvalidSpec, server.IdempotencyField, "the header is given more than once")
+		return "", false
+	}
+	if err := server.CheckIdempotencyKey(vs[0]); err != nil {
+		var se *server.Error
+		errors.As(err, &se)
+		writeError(w, string(se.Code), se.Field, se.Msg)
+		return "", false
+	}
+	return vs[0], true
+}
+
+// created is a submit's status: 201, or 200 with Idempotent-Replayed
+// when the submit repeated an idempotency key and stored nothing.
+func created(w http.ResponseWriter, replayed bool) int {
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+		return http.StatusOK
+	}
+	return http.StatusCreated
 }
 
 // parseState reads a state filter, accepting any letter case.

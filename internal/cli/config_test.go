@@ -41,6 +41,8 @@ type exchange struct {
 	body                string
 	header              map[string]string
 	checkBody           func(t *testing.T, body []byte)
+	// key is the Idempotency-Key expected: "" unchecked, "*" any.
+	key string
 }
 
 // stub serves ex for every request, failing the test on a request that
@@ -59,6 +61,9 @@ func stub(t *testing.T, ex exchange) (string, *atomic.Int32) {
 		}
 		if ex.checkBody != nil {
 			ex.checkBody(t, body)
+		}
+		if got := r.Header.Get("Idempotency-Key"); ex.key != "" && (got == "" || ex.key != "*" && got != ex.key) {
+			t.Errorf("Idempotency-Key %q, want %q", got, ex.key)
 		}
 		for k, v := range ex.header {
 			w.Header().Set(k, v)

@@ -28,10 +28,10 @@ tenant's jobs; an admin token sees all of them.`, conn)
 }
 
 func newJobSubmitCmd(conn *connection) *cobra.Command {
-	var file, array string
+	var file, array, key string
 	var sets []string
 	cmd := &cobra.Command{
-		Use:   "submit -f FILE [--set key=value]... [--array A-B[:STEP]]",
+		Use:   "submit -f FILE [--set key=value]... [--array A-B[:STEP]] [--idempotency-key KEY]",
 		Short: "Submit the jobs in a YAML file",
 		Long: `submit reads the jobs in FILE (one or more YAML documents separated by
 "---", a list of jobs, JSON, or a directory of such files), checks them
@@ -61,14 +61,23 @@ and nothing of the file is submitted.
 --set key=value overrides a field of every job in the file before it is
 read; the key is a dotted path as written in the file (priority,
 retry.max_retries, env.NAME) and the value is read as YAML. Each job names
-its tenant (or use --set tenant=NAME).`,
+its tenant (or use --set tenant=NAME).
+
+A submit is sent again when its answer is lost (a dropped connection, a
+server failing over, the store briefly unavailable), with the same
+idempotency key, so it never makes a job twice. --idempotency-key KEY
+extends that to runs of submit: a script that may run twice passes a key
+of its own (a build ID, the file's hash), and a second run within 24 h
+prints the IDs the first one made; the same key with other jobs is
+refused (Conflict).`,
 		Example: `  allot job submit -f examples/jobs/train-llama.yaml
   allot job submit -f job.yaml --set priority=spot --set retry.max_retries=5
   ID=$(allot job submit -f job.yaml) && allot job why "$ID"
   allot job submit -f job.yaml -o json     # {"id": "..."}
   allot job submit -f examples/jobs        # every file, all or nothing
   allot job submit -f sweep.yaml --array 0-99:10   # 10 jobs, sweep[0] … sweep[90]
-  allot job submit -f examples/jobs/pipeline.yaml  # pipe-train waits for pipe-prepare`,
+  allot job submit -f examples/jobs/pipeline.yaml  # pipe-train waits for pipe-prepare
+  allot job submit -f job.yaml --idempotency-key "nightly-$(date +%F)"  # at most once a day`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
@@ -85,12 +94,13 @@ its tenant (or use --set tenant=NAME).`,
 			if err != nil {
 				return Usage(err)
 			}
-			return submitJobs(cmd, cl, f, specs)
+			return submitJobs(cmd, cl, f, specs, key)
 		},
 	}
 	cmd.Flags().StringVarP(&file, "file", "f", "", "job file, or a directory of *.yaml, *.yml and *.json job files (required)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a field of every job, key=value, e.g. priority=spot (repeatable)")
 	cmd.Flags().StringVar(&array, "array", "", "submit each job once per index, A-B[:STEP] or a list (1,5,9), at most 1000")
+	cmd.Flags().StringVar(&key, "idempotency-key", "", idempotencyHelp)
 	_ = cmd.MarkFlagRequired("file")
 	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
 	return cmd

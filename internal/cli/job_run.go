@@ -14,10 +14,10 @@ import (
 
 // runFlags are the fields of a job that 'job run' takes as flags.
 type runFlags struct {
-	name, tenant, priority, array, cpu, memory, duration string
-	gpus, instances                                      int
-	gpuMilli                                             int64
-	models, regions, env, sets                           []string
+	name, tenant, priority, array, cpu, memory, duration, key string
+	gpus, instances                                           int
+	gpuMilli                                                  int64
+	models, regions, env, sets                                []string
 }
 
 // runFlagOf names the flag that sets a field of the job document, for
@@ -65,7 +65,7 @@ and variables, run sh -c '...'.`,
 			if err != nil {
 				return Usage(err)
 			}
-			return submitJobs(cmd, cl, f, specs)
+			return submitJobs(cmd, cl, f, specs, r.key)
 		},
 	}
 	cmd.Flags().SetInterspersed(false) // flags after the command are the command's
@@ -84,6 +84,7 @@ and variables, run sh -c '...'.`,
 	fl.StringVar(&r.array, "array", "", "submit once per index: A-B[:STEP] or a list (1,5,9), at most 1000")
 	fl.StringArrayVar(&r.env, "env", nil, "an environment variable NAME=VALUE (repeatable)")
 	fl.StringArrayVar(&r.sets, "set", nil, "set any other field of the job, key=value, e.g. retry.max_retries=3 (repeatable)")
+	fl.StringVar(&r.key, "idempotency-key", "", idempotencyHelp)
 	return cmd
 }
 

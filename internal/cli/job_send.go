@@ -21,15 +21,20 @@ type submitted struct {
 // json: {"id"} for one job, a list for several). One job goes to POST
 // /v1/jobs; several go to POST /v1/jobs/batch in one request, which
 // submits all or none: when the server refuses any, every refusal is
-// printed to stderr and nothing is submitted.
-func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec) error {
+// printed to stderr and nothing is submitted. key is the submit's
+// idempotency key; "" makes a new one, so that the client's own retries
+// (after a lost answer) never submit twice.
+func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec, key string) error {
+	if key == "" {
+		key = client.NewIdempotencyKey()
+	}
 	var ids []submitted
 	if len(specs) == 1 {
 		doc, err := client.JobDocument(specs[0])
 		if err != nil {
 			return err
 		}
-		j, err := cl.Submit(cmd.Context(), doc, "application/json")
+		j, err := cl.SubmitKeyed(cmd.Context(), key, doc, "application/json")
 		if err != nil {
 			return fromAPI(err)
 		}
@@ -43,7 +48,7 @@ func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.J
 	if err != nil {
 		return err
 	}
-	b, err := cl.SubmitBatch(cmd.Context(), body, "application/json")
+	b, err := cl.SubmitBatchKeyed(cmd.Context(), key, body, "application/json")
 	if err != nil {
 		return batchErr(cmd, err, specs)
 	}
@@ -90,3 +95,6 @@ func batchErr(cmd *cobra.Command, err error, specs []model.JobSpec) error {
 	return fromAPI(&client.APIError{Status: e.Status, Code: e.Code,
 		Message: fmt.Sprintf("%d problems in %d jobs; none was submitted", refused, len(specs))})
 }
+
+// idempotencyHelp is the help of --idempotency-key, for submit and run.
+const idempotencyHelp = "a key of your own (printable ASCII, at most 255): sending the same jobs with it again within 24 h prints the jobs the first send made instead of submitting twice"

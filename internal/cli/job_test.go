@@ -97,8 +97,17 @@ func TestJobSubmit(t *testing.T) {
 			t.Errorf("server would read\n%+v\nwant\n%+v", got, want)
 		}
 	}
-	submit := exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: sameSpec}
+	submit := exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: sameSpec, key: "*"}
+	replayed := exchange{method: "POST", path: "/v1/jobs", status: 200, body: queuedJob, checkBody: sameSpec, key: "nightly-1",
+		header: map[string]string{"Idempotent-Replayed": "true"}}
 	runCases(t, []commandCase{
+		{name: "a key of one's own; a repeat prints the first job", args: []string{"job", "submit", "-f", example, "--set", "priority=spot:3",
+			"--idempotency-key", "nightly-1"}, ex: replayed, wantOut: []string{"j-1\n"}},
+		{name: "the key reused for other jobs exits 2", args: []string{"job", "submit", "-f", example, "--set", "priority=spot:3",
+			"--idempotency-key", "nightly-1"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 409, key: "nightly-1",
+				body: `{"code":"Conflict","message":"the key was used for a different request","field":"Idempotency-Key"}`},
+			wantCode: ExitUsage, wantErr: []string{"allot: Conflict: ", "(field Idempotency-Key)"}},
 		{name: "prints the ID", args: []string{"job", "submit", "-f", example, "--set", "priority=spot:3"},
 			ex: submit, wantOut: []string{"j-1\n"}},
 		{name: "json is {id}", args: []string{"job", "submit", "-f", example, "--set", "priority=spot:3", "-o", "json"},

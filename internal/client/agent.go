@@ -88,7 +88,7 @@ func (c *Client) Logs(ctx context.Context, id string, n int, follow bool, w io.W
 	target := c.base().String() + pathQuery
 	hc := *c.HTTP
 	hc.Timeout = 0
-	resp, err := c.send(ctx, &hc, func(base string) (*http.Request, error) {
+	resp, err := c.send(ctx, &hc, false, func(base string) (*http.Request, error) {
 		target = base + pathQuery
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {

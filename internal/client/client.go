@@ -65,8 +65,12 @@ func unreachable(err error) bool {
 // send sends a request built by build for a base URL to the current
 // server, and to each other one in turn while none can be connected to;
 // it retries, within NoLeaderWait, while servers answer 503 NoLeader.
-// build must return a new request each time (bodies are read once).
-func (c *Client) send(ctx context.Context, hc *http.Client, build func(base string) (*http.Request, error)) (*http.Response, error) {
+// A safe request (one that carries an idempotency key) is also sent again
+// when it got no answer or an answer saying it may or may not have been
+// carried out (502 LeaderFailed, 503 StoreUnavailable): the server
+// carries it out at most once. build must return a new request each time
+// (bodies are read once).
+func (c *Client) send(ctx context.Context, hc *http.Client, safe bool, build func(base string) (*http.Request, error)) (*http.Response, error) {
 	deadline := time.Now().Add(c.NoLeaderWait)
 	for {
 		var resp *http.Response
@@ -84,30 +88,37 @@ func (c *Client) send(ctx context.Context, hc *http.Client, build func(base stri
 				break
 			}
 		}
+		retry := time.Now().Before(deadline)
 		if err != nil {
 			if !errors.Is(ctx.Err(), context.Canceled) {
 				// Sent, and no answer (a timeout, the caller's deadline, a
 				// reset): the request may have been carried out, so it is
-				// not sent again, but the next one goes to another server
-				// first.
+				// sent again only when safe, but the next one goes to
+				// another server first.
 				c.cur.Add(1)
 			}
-			return nil, err
+			if !safe || !retry || ctx.Err() != nil {
+				return nil, err
+			}
+		} else {
+			if !retry || (resp.StatusCode != http.StatusServiceUnavailable && resp.StatusCode != http.StatusBadGateway) {
+				return resp, nil
+			}
+			data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
+			resp.Body.Close()
+			var e struct {
+				Code string `json:"code"`
+			}
+			_ = json.Unmarshal(data, &e)
+			switch {
+			case e.Code == "NoLeader" && resp.Header.Get("Retry-After") != "":
+			case safe && (e.Code == "LeaderFailed" || e.Code == "StoreUnavailable"):
+			default:
+				resp.Body = io.NopCloser(bytes.NewReader(data))
+				return resp, nil
+			}
+			c.cur.Add(1) // ask another server next
 		}
-		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" ||
-			!time.Now().Before(deadline) {
-			return resp, nil
-		}
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-		resp.Body.Close()
-		var e struct {
-			Code string `json:"code"`
-		}
-		if json.Unmarshal(data, &e) != nil || e.Code != "NoLeader" {
-			resp.Body = io.NopCloser(bytes.NewReader(data))
-			return resp, nil
-		}
-		c.cur.Add(1) // ask another server next
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -125,6 +136,10 @@ type request struct {
 	body         []byte
 	contentType  string
 	out          any
+	// key is the request's idempotency key ("" for none): the request is
+	// sent with an Idempotency-Key header, and sent again when it may or
+	// may not have been carried out (see send).
+	key string
 }
 
 func (c *Client) do(ctx context.Context, r request) error {
@@ -133,7 +148,7 @@ func (c *Client) do(ctx context.Context, r request) error {
 		pathQuery += "?" + r.query.Encode()
 	}
 	target := c.base().String() + pathQuery
-	resp, err := c.send(ctx, c.HTTP, func(base string) (*http.Request, error) {
+	resp, err := c.send(ctx, c.HTTP, r.key != "", func(base string) (*http.Request, error) {
 		target = base + pathQuery
 		var body io.Reader
 		if r.body != nil {
@@ -145,6 +160,9 @@ func (c *Client) do(ctx context.Context, r request) error {
 		}
 		if r.body != nil {
 			req.Header.Set("Content-Type", r.contentType)
+		}
+		if r.key != "" {
+			req.Header.Set("Idempotency-Key", r.key)
 		}
 		req.Header.Set("Accept", "application/json")
 		if c.token != "" {

@@ -3,10 +3,13 @@ package client
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -146,5 +149,57 @@ func TestNextServerAfterTimeout(t *testing.T) {
 	}
 	if _, err := c.Nodes(t.Context()); err != nil || hits.Load() != 2 {
 		t.Fatalf("after a deadline: %v, %d hits; want the other server", err, hits.Load())
+	}
+}
+
+// A submit carries an idempotency key, so one that got no answer (the
+// server hung up, or a follower's leader failed) is sent again, with the
+// same key, to the next server; a request without a key is not.
+func TestSubmitResentWithItsKey(t *testing.T) {
+	var keys []string
+	var mu sync.Mutex
+	drop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		_, _ = io.ReadAll(r.Body)
+		conn, _, err := w.(http.Hijacker).Hijack() // carried out, perhaps; the answer is lost
+		if err == nil {
+			conn.Close()
+		}
+	}))
+	defer drop.Close()
+	var failed atomic.Bool
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		mu.Unlock()
+		if !failed.Swap(true) {
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"code":"LeaderFailed","message":"the leader failed while answering"}`))
+			return
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		_, _ = w.Write([]byte(`{"id":"chat-1"}`))
+	}))
+	defer ok.Close()
+	c, _ := New(drop.URL+","+ok.URL, "")
+	j, err := c.SubmitKeyed(t.Context(), "k-1", []byte(`{}`), "application/json")
+	if err != nil || j.ID != "chat-1" {
+		t.Fatalf("submit: %+v, %v", j, err)
+	}
+	// Each failure moves on to the other server: dropped, LeaderFailed,
+	// dropped, answered.
+	if want := []string{"k-1", "k-1", "k-1", "k-1"}; !slices.Equal(keys, want) {
+		t.Fatalf("sent with keys %q, want %q", keys, want)
+	}
+	if _, err := c.Submit(t.Context(), []byte(`{}`), "application/json"); err != nil || len(keys[4]) != 32 {
+		t.Fatalf("Submit: %v, key %q; want a fresh 32-digit key", err, keys[4:])
+	}
+
+	keys = nil
+	c, _ = New(drop.URL+","+ok.URL, "")
+	if _, err := c.Cancel(t.Context(), "chat-1"); err == nil || len(keys) != 1 || keys[0] != "" {
+		t.Fatalf("cancel: %v, sent %d times with keys %q; want one send without a key", err, len(keys), keys)
 	}
 }

@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -147,12 +149,28 @@ func (c *Count) UnmarshalJSON(data []byte) error {
 }
 
 // Submit posts a job document (JSON or YAML, named by contentType) and
-// returns the new job.
+// returns the new job. It sends a new idempotency key, so a submit that
+// got no answer is sent again without the risk of a second job.
 func (c *Client) Submit(ctx context.Context, body []byte, contentType string) (Job, error) {
+	return c.SubmitKeyed(ctx, NewIdempotencyKey(), body, contentType)
+}
+
+// SubmitKeyed is Submit with the caller's idempotency key: a submit that
+// repeats a key used within the last 24 h for the same document returns
+// the job the first one made; for another document, a 409 Conflict.
+func (c *Client) SubmitKeyed(ctx context.Context, key string, body []byte, contentType string) (Job, error) {
 	var j Job
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs", body: body,
-		contentType: contentType, out: &j})
+		contentType: contentType, out: &j, key: key})
 	return j, err
+}
+
+// NewIdempotencyKey returns a random key for SubmitKeyed: 128 bits as 32
+// hex digits.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }
 
 // JobFilter narrows ListJobs; empty fields match everything.

@@ -90,14 +90,26 @@ func (e *BatchError) Error() string {
 // store transaction, so that a failure of the store, too, leaves none.
 // The jobs are returned in the order of specs.
 func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.JobSpec) ([]*model.Job, error) {
+	jobs, _, err := s.SubmitBatchKeyed(ctx, p, "", specs)
+	return jobs, err
+}
+
+// SubmitBatchKeyed is SubmitBatch with a client's idempotency key, as
+// SubmitKeyed: a repeat of the batch with the key returns the jobs the
+// first one made.
+func (s *Server) SubmitBatchKeyed(ctx context.Context, p Principal, key string, specs []model.JobSpec) ([]*model.Job, bool, error) {
 	if len(specs) == 0 {
-		return nil, refuse(CodeInvalidSpec, "jobs", "the batch holds no job")
+		return nil, false, refuse(CodeInvalidSpec, "jobs", "the batch holds no job")
 	}
 	if len(specs) > MaxBatch {
-		return nil, refuse(CodeInvalidSpec, "jobs", "the batch holds %d jobs, over the limit of %d per batch; submit it in parts",
+		return nil, false, refuse(CodeInvalidSpec, "jobs", "the batch holds %d jobs, over the limit of %d per batch; submit it in parts",
 			len(specs), MaxBatch)
 	}
 	now := s.clock.Now()
+	claim, prior, err := s.claimKey(ctx, p, key, specs, now)
+	if err != nil || prior != nil {
+		return prior, prior != nil, err
+	}
 	w := s.world()
 	jobs := make([]*model.Job, len(specs))
 	recs := make([][]byte, len(specs))
@@ -108,7 +120,7 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 		if err != nil {
 			var se *Error
 			if !errors.As(err, &se) {
-				return nil, err
+				return nil, false, err
 			}
 			be.Refusals = append(be.Refusals, Refusal{Index: i, Name: spec.Name, Err: se})
 			continue
@@ -119,7 +131,7 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 	be.Refusals = append(be.Refusals, refused...)
 	if len(be.Refusals) > 0 {
 		slices.SortStableFunc(be.Refusals, func(a, b Refusal) int { return a.Index - b.Index })
-		return nil, be
+		return nil, false, be
 	}
 	for try := 0; ; try++ {
 		txn := store.Txn{If: make([]store.Cond, len(jobs)), Then: make([]store.Op, len(jobs))}
@@ -133,8 +145,8 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 				}
 			}
 			seen[j.ID] = true
-			key := prefixJobs + j.ID
-			txn.If[i], txn.Then[i] = store.Absent(key), store.PutOp(key, recs[i])
+			jobKey := prefixJobs + j.ID
+			txn.If[i], txn.Then[i] = store.Absent(jobKey), store.PutOp(jobKey, recs[i])
 		}
 		if links != nil && s.block(jobs, links) { // the IDs are final: link the steps
 			for i, j := range jobs {
@@ -144,12 +156,17 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 				}
 			}
 		}
+		claim.bind(&txn, jobs)
 		rev, err := s.st.Txn(ctx, txn)
+		if claim.lost(err) {
+			prior, err := s.replay(ctx, p, key, specs, now)
+			return prior, err == nil, err
+		}
 		if errors.Is(err, store.ErrConflict) && try < 3 {
 			continue // a random suffix collided: new IDs for all
 		}
 		if err != nil {
-			return nil, fmt.Errorf("store %d jobs: %w", len(jobs), err)
+			return nil, false, fmt.Errorf("store %d jobs: %w", len(jobs), err)
 		}
 		s.cache.putJobs(jobs, rev)
 		break
@@ -157,5 +174,5 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 	s.m.submits.Add(float64(len(jobs)))
 	s.log.Info("jobs submitted", "jobs", len(jobs), "by", p.Name())
 	s.Kick()
-	return jobs, nil
+	return jobs, false, nil
 }

@@ -23,14 +23,28 @@ const MaxJobRecord = store.MaxValueLen - 512<<10
 // unknown tenant, and one that can never run as written (admissible). No lock is held while the store
 // commits, so concurrent submits share one group commit.
 func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*model.Job, error) {
+	j, _, err := s.SubmitKeyed(ctx, p, "", spec)
+	return j, err
+}
+
+// SubmitKeyed is Submit with a client's idempotency key (none when key is
+// ""): a submit that repeats a key p used within IdempotencyTTL for the
+// same spec stores nothing and returns the job the first one made, with
+// replayed set; one that repeats it for another spec is refused
+// (Conflict, field Idempotency-Key). See idempotency.go.
+func (s *Server) SubmitKeyed(ctx context.Context, p Principal, key string, spec model.JobSpec) (j *model.Job, replayed bool, err error) {
 	now := s.clock.Now()
+	claim, prior, err := s.claimKey(ctx, p, key, []model.JobSpec{spec}, now)
+	if err != nil || prior != nil {
+		return first(prior), prior != nil, err
+	}
 	j, rec, err := s.newJob(s.world(), p, spec, now, nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	links, refused := s.pipelineOf(p, []model.JobSpec{spec})
 	if len(refused) > 0 {
-		return nil, refused[0].Err
+		return nil, false, refused[0].Err
 	}
 	for try := 0; ; try++ {
 		if try > 0 {
@@ -40,13 +54,19 @@ func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*
 		if links != nil && s.block([]*model.Job{j}, links) {
 			rec = encodeJob(j)
 		}
-		key := prefixJobs + j.ID
-		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)}, Then: []store.Op{store.PutOp(key, rec)}})
+		jobKey := prefixJobs + j.ID
+		txn := store.Txn{If: []store.Cond{store.Absent(jobKey)}, Then: []store.Op{store.PutOp(jobKey, rec)}}
+		claim.bind(&txn, []*model.Job{j})
+		rev, err := s.st.Txn(ctx, txn)
+		if claim.lost(err) {
+			prior, err := s.replay(ctx, p, key, []model.JobSpec{spec}, now)
+			return first(prior), err == nil, err
+		}
 		if errors.Is(err, store.ErrConflict) && try < 3 {
 			continue // the random suffix collided
 		}
 		if err != nil {
-			return nil, fmt.Errorf("store job: %w", err)
+			return nil, false, fmt.Errorf("store job: %w", err)
 		}
 		s.cache.putJobs([]*model.Job{j}, rev)
 		break
@@ -54,7 +74,15 @@ func (s *Server) Submit(ctx context.Context, p Principal, spec model.JobSpec) (*
 	s.m.submits.Inc()
 	s.log.Debug("job submitted", "job", j.ID, "tenant", spec.Tenant)
 	s.Kick()
-	return j, nil
+	return j, false, nil
+}
+
+// first returns jobs' first job, nil when there is none.
+func first(jobs []*model.Job) *model.Job {
+	if len(jobs) == 0 {
+		return nil
+	}
+	return jobs[0]
 }
 
 // newJobID returns the job's name reduced to [a-z0-9-] (at most 24
