@@ -233,7 +233,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(err)
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		MaxLost: f.maxLost, URL: advertise, Policies: policies,
+		MaxLost: f.maxLost, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {
@@ -277,7 +277,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	defer stopAgents()
 	if f.agents == "virtual" {
 		go func() {
-			agentsErr <- runVirtualAgents(agentsCtx, url, token, ownCerts, fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
+			agentsErr <- runVirtualAgents(agentsCtx, url, token, certPool(ownCerts), fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
 				f.nodeTimeout, log)
 		}()
 	}

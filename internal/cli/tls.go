@@ -3,9 +3,11 @@ package cli
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -27,9 +29,10 @@ func (f *tlsFlags) register(cmd *cobra.Command) {
 }
 
 // api returns the API's TLS configuration, nil when --tls-cert and
-// --tls-key are both empty, and the pool of the certificates in
-// --tls-cert: the in-process agents of allot up trust exactly those.
-func (f tlsFlags) api() (*tls.Config, *x509.CertPool, error) {
+// --tls-key are both empty, and the certificates of --tls-cert: the
+// in-process agents of allot up trust exactly those (certPool), and so do
+// endpoint replicas, which are given them as PEM (certPEM).
+func (f tlsFlags) api() (*tls.Config, []*x509.Certificate, error) {
 	if f.cert == "" && f.key == "" {
 		return nil, nil, nil
 	}
@@ -40,16 +43,35 @@ func (f tlsFlags) api() (*tls.Config, *x509.CertPool, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
 	}
-	pool := x509.NewCertPool()
-	for _, der := range pair.Certificate {
-		c, err := x509.ParseCertificate(der)
-		if err != nil {
+	certs := make([]*x509.Certificate, len(pair.Certificate))
+	for i, der := range pair.Certificate {
+		if certs[i], err = x509.ParseCertificate(der); err != nil {
 			return nil, nil, fmt.Errorf("--tls-cert %s: %w", f.cert, err)
 		}
-		pool.AddCert(c)
 	}
 	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
-	return cfg, pool, nil
+	return cfg, certs, nil
+}
+
+// certPool returns a pool of certs; nil for none (the system's roots).
+func certPool(certs []*x509.Certificate) *x509.CertPool {
+	if len(certs) == 0 {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	for _, c := range certs {
+		pool.AddCert(c)
+	}
+	return pool
+}
+
+// certPEM returns certs PEM-encoded, "" for none.
+func certPEM(certs []*x509.Certificate) string {
+	var b strings.Builder
+	for _, c := range certs {
+		_ = pem.Encode(&b, &pem.Block{Type: "CERTIFICATE", Bytes: c.Raw}) // a strings.Builder does not fail
+	}
+	return b.String()
 }
 
 // etcd returns the TLS configuration of the connections to etcd, nil when

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -142,4 +143,25 @@ func readAdminToken(t *testing.T, data string) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// The certificates of --tls-cert, as PEM, are what endpoint replicas are
+// given to check the server by: they hold the whole chain and verify the
+// server's certificate for its loopback name.
+func TestCertPEMVerifiesTheServer(t *testing.T) {
+	certs := tlstest.Write(t, t.TempDir())
+	_, chain, err := tlsFlags{cert: certs.Cert, key: certs.Key}.api()
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM([]byte(certPEM(chain))) {
+		t.Fatal("certPEM holds no certificate")
+	}
+	if _, err := chain[0].Verify(x509.VerifyOptions{Roots: roots, DNSName: "127.0.0.1"}); err != nil {
+		t.Fatalf("the server's certificate does not verify against certPEM: %v", err)
+	}
+	if certPEM(nil) != "" || certPool(nil) != nil {
+		t.Error("no TLS: want no PEM and the system's roots")
+	}
 }

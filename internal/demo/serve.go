@@ -3,6 +3,8 @@ package demo
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,14 +55,18 @@ type ServeConfig struct {
 	ReportURL   string
 	ReportToken string
 	ReportEvery time.Duration
+	// ReportCA, when set, is the PEM of the certificates an https report
+	// URL's certificate must chain to, instead of the system's roots.
+	ReportCA string
 }
 
 // Server is the demo inference server: an http.Handler answering
 // /healthz and / (the "inference": a wait for a free slot, then the
 // service time on it).
 type Server struct {
-	cfg   ServeConfig
-	slots chan struct{}
+	cfg    ServeConfig
+	slots  chan struct{}
+	client *http.Client // posts the reports
 
 	mu        sync.Mutex // guards the measurements of the current interval below
 	since     time.Time  // start of the interval
@@ -79,7 +85,18 @@ func NewServer(cfg ServeConfig) (*Server, error) {
 	case cfg.ReportURL != "" && cfg.ReportEvery <= 0:
 		return nil, errors.New("a report URL needs a report interval above 0")
 	}
-	return &Server{cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), since: time.Now()}, nil
+	s := &Server{cfg: cfg, slots: make(chan struct{}, cfg.Concurrency), since: time.Now(),
+		client: &http.Client{Timeout: max(time.Second, cfg.ReportEvery)}}
+	if cfg.ReportCA != "" {
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM([]byte(cfg.ReportCA)) {
+			return nil, errors.New("the report CA holds no PEM certificate")
+		}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		s.client.Transport = t
+	}
+	return s, nil
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -167,7 +184,6 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, out io.Writer) error 
 		defer t.Stop()
 		tick = t.C
 	}
-	client := &http.Client{Timeout: max(time.Second, s.cfg.ReportEvery)}
 	for {
 		select {
 		case err := <-errc:
@@ -180,7 +196,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, out io.Writer) error 
 			rep := s.Measure()
 			fmt.Fprintf(out, "requests/s %.1f  p95 %.1f ms  utilisation %.2f\n", rep.RequestsPerSec, rep.P95Ms, rep.Utilisation)
 			if s.cfg.ReportURL != "" {
-				if err := s.post(ctx, client, rep); err != nil {
+				if err := s.post(ctx, rep); err != nil {
 					fmt.Fprintf(out, "report to %s: %v\n", s.cfg.ReportURL, err)
 				}
 			}
@@ -189,7 +205,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener, out io.Writer) error 
 }
 
 // post sends rep to the report URL as JSON.
-func (s *Server) post(ctx context.Context, client *http.Client, rep Report) error {
+func (s *Server) post(ctx context.Context, rep Report) error {
 	body, err := json.Marshal(rep)
 	if err != nil {
 		return err
@@ -202,7 +218,7 @@ func (s *Server) post(ctx context.Context, client *http.Client, rep Report) erro
 	if s.cfg.ReportToken != "" {
 		req.Header.Set("Authorization", "Bearer "+s.cfg.ReportToken)
 	}
-	resp, err := client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		return err
 	}

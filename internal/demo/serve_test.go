@@ -3,12 +3,14 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -173,5 +175,32 @@ func TestRunReports(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// A report to an https server is checked against ReportCA: it reaches a
+// server whose certificate the PEM holds, not one the system's roots
+// would have to vouch for; a PEM without a certificate is refused.
+func TestReportCA(t *testing.T) {
+	var n atomic.Int32
+	sink := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { n.Add(1) }))
+	defer sink.Close()
+	ca := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: sink.Certificate().Raw}))
+	for _, tc := range []struct {
+		ca   string
+		sent bool
+	}{{ca, true}, {"", false}} {
+		s, err := NewServer(ServeConfig{Concurrency: 1, ReportURL: sink.URL, ReportEvery: time.Second, ReportCA: tc.ca})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := n.Load()
+		err = s.post(t.Context(), Report{})
+		if sent := n.Load() > before; sent != tc.sent || (err == nil) != tc.sent {
+			t.Errorf("CA given %v: sent %v, %v", tc.ca != "", sent, err)
+		}
+	}
+	if _, err := NewServer(ServeConfig{Concurrency: 1, ReportCA: "not PEM"}); err == nil {
+		t.Error("a CA without a certificate was accepted")
 	}
 }

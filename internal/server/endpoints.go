@@ -44,6 +44,7 @@ const (
 	EnvEndpoint           = "ALLOT_ENDPOINT"
 	EnvEndpointToken      = "ALLOT_ENDPOINT_TOKEN"
 	EnvEndpointMetricsURL = "ALLOT_ENDPOINT_METRICS_URL"
+	EnvEndpointCA         = "ALLOT_ENDPOINT_CA"
 )
 
 // Kinds of endpoint events besides the autoscaler's (ScaleOut, ScaleIn,
@@ -150,8 +151,12 @@ func (s *Server) replicaSpec(e *Endpoint) model.JobSpec {
 	env[EnvEndpoint] = sp.Name
 	env[EnvEndpointToken] = e.token
 	delete(env, EnvEndpointMetricsURL)
+	delete(env, EnvEndpointCA)
 	if s.cfg.URL != "" {
 		env[EnvEndpointMetricsURL] = s.cfg.URL + "/v1/endpoints/" + url.PathEscape(sp.Name) + "/metrics"
+		if s.cfg.CA != "" {
+			env[EnvEndpointCA] = s.cfg.CA
+		}
 	}
 	return model.JobSpec{
 		Name: sp.Name + "-replica", Tenant: sp.Tenant, Command: slices.Clone(sp.Command), Env: env,

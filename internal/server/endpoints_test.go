@@ -391,3 +391,21 @@ func parseJob(t *testing.T, doc string) model.JobSpec {
 	}
 	return specs[0]
 }
+
+// TestReplicaGetsTheServersCA checks that a server on https gives its
+// replicas the certificates to check it by, and that a replica's env
+// never carries an ALLOT_ENDPOINT_CA the server did not set.
+func TestReplicaGetsTheServersCA(t *testing.T) {
+	h := newHarness(t)
+	h.srv.cfg.URL, h.srv.cfg.CA = "https://allot.example:8443", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+	h.createEndpoint(copilot, chatEndpoint)
+	if env := h.replicaJobsOf("chat")[0].Spec.Env; env[EnvEndpointCA] != h.srv.cfg.CA ||
+		!strings.HasPrefix(env[EnvEndpointMetricsURL], "https://allot.example:8443/") {
+		t.Fatalf("replica env %v, want the server's CA and https URL", env)
+	}
+	h.srv.cfg.URL, h.srv.cfg.CA = "http://allot.example:8080", ""
+	sp := h.srv.replicaSpec(&Endpoint{Spec: model.EndpointSpec{Name: "x", Env: map[string]string{EnvEndpointCA: "forged"}}})
+	if v, ok := sp.Env[EnvEndpointCA]; ok {
+		t.Fatalf("replica env keeps %s=%q from the spec", EnvEndpointCA, v)
+	}
+}

@@ -61,6 +61,10 @@ type Config struct {
 	// set once it listens; endpoint replicas report their metrics there.
 	// Empty: replicas get no ALLOT_ENDPOINT_METRICS_URL.
 	URL string
+	// CA is the PEM of certificates an https URL's certificate chains to
+	// (allot server gives those of --tls-cert); endpoint replicas get it as
+	// ALLOT_ENDPOINT_CA, so that they can check the server they report to.
+	CA string
 	// Policies, when set, is applied at start unless it is the file the
 	// previous start applied (policy_store.go).
 	Policies *PolicyFile
