@@ -25,6 +25,7 @@ import (
 	"github.com/allot-dev/allot/internal/client"
 	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
 	"github.com/allot-dev/allot/internal/store/etcd"
@@ -44,6 +45,8 @@ type serveFlags struct {
 	limits                       api.Limits // of the HTTP API; zero fields take the defaults
 	maxLost                      int
 	regionMoveAfter              time.Duration
+	minRunTime                   time.Duration
+	priorityGap                  int
 	regionWeights                forecast.Weights
 	checkIncremental             bool // hidden: plan from scratch too and stop on a difference (tests)
 	alertWebhook                 string
@@ -77,6 +80,8 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.DurationVar(&f.regionMoveAfter, "region-move-after", server.DefaultRegionMoveAfter, "a queued job allowed in several regions that waited this long in the one chosen for it moves to another where it would start sooner (negative: never)")
 	fl.Float64Var(&f.regionWeights.Price, "region-price-weight", forecast.DefaultWeights.Price, "hours of predicted wait one USD per GPU-hour is worth when ranking a job's regions")
 	fl.Float64Var(&f.regionWeights.Distance, "region-distance-weight", forecast.DefaultWeights.Distance, "hours of predicted wait one step of distance from a job's data region is worth (1: same residency zone, 2: another)")
+	fl.DurationVar(&f.minRunTime, "min-run-time", 0, "protect each attempt from preemption for this long after it starts, so that preemption cannot loop and resumed work makes progress (Slurm's PreemptExemptTime; 0: no protection; allot plan and allot sim use 10m)")
+	fl.IntVar(&f.priorityGap, "priority-gap", 0, "let a queued job evict running work of its own tenant and priority class whose priority value is at least this much lower (reason BetterPriority; 0: off)")
 	fl.BoolVar(&f.checkIncremental, "check-incremental", false, "also plan every cycle from scratch and exit if that Plan differs from the incremental one (tests; doubles a cycle's work)")
 	_ = fl.MarkHidden("check-incremental")
 	fl.StringVar(&f.alertWebhook, "alert-webhook", "", "URL to POST the built-in alerts to as JSON when they fire or resolve (docs/alerts.md); empty: log them only")
@@ -151,6 +156,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	if f.maxLost < 1 {
 		return Usage(fmt.Errorf("--max-lost-attempts %d: want at least 1", f.maxLost))
+	}
+	if f.minRunTime < 0 || f.priorityGap < 0 {
+		return Usage(fmt.Errorf("--min-run-time %s, --priority-gap %d: want 0 (off) or more", f.minRunTime, f.priorityGap))
 	}
 	fleet, err := spec.ReadFleet(f.fleet)
 	if err != nil {
@@ -233,6 +241,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(err)
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
+		Sched: sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap},
 		MaxLost: f.maxLost, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})

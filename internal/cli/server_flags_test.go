@@ -1,0 +1,25 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// Preemption flags that cannot work are refused before anything starts,
+// naming the flag.
+func TestServerPreemptionFlags(t *testing.T) {
+	base := []string{"server", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--agents", "simulated",
+		"--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml"}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--min-run-time", "-1m"}, "--min-run-time -1m0s"},
+		{[]string{"--priority-gap", "-5"}, "--priority-gap -5"},
+	} {
+		_, e, code := run(t, append(base[:len(base):len(base)], tc.args...)...)
+		if code != ExitUsage || !strings.Contains(e, tc.want) {
+			t.Errorf("%v: exit %d, want %d and %q: %s", tc.args, code, ExitUsage, tc.want, e)
+		}
+	}
+}
