@@ -241,7 +241,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(err)
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		Sched: sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap},
+		Sched:   sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap},
 		MaxLost: f.maxLost, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})

@@ -21,8 +21,10 @@ const repeatStep = 20
 // only). A GPU pod that may use more than one GPU model is also charged for
 // taking capacity of a model that the pods limited to it will need
 // (reservation), and a GPU pod for leaving a node unable to host a shape
-// seen to fit that node's class only (hostReserve). A fraction's GPU is
-// chosen by the exact ΔF. See the package documentation.
+// seen to fit that node's class only (hostReserve). On a node whose free
+// CPU could not feed its free GPU milli, a look-ahead (lookahead) takes the
+// place of the fragmentation measure. A fraction's GPU is chosen by the
+// exact ΔF. See the package documentation.
 type Allot struct {
 	m *fragModel
 	// last is, per node index, the shape id + 1 of the last pod chosen
@@ -37,6 +39,17 @@ type Allot struct {
 	// hosts keeps the nodes of a capacity class for the pods seen to fit
 	// no other class.
 	hosts *hostReserve
+	// look is the rollout measure (rollout.go); nil when the target has
+	// no GPU shape.
+	look *lookahead
+	// lookCache holds lookDelta by node index and request shape.
+	lookCache [][]lookEntry
+}
+
+// lookEntry is a request shape's lookDelta on a node at one generation.
+type lookEntry struct {
+	stamp uint64 // NodeInfo.Gen+1 when delta is valid
+	delta float64
 }
 
 // newAllot makes an Allot over m. Before any pod has been seen the repeat
@@ -69,7 +82,7 @@ func newAllot(m *fragModel) *Allot {
 	if milli > 0 && cpu > 0 {
 		m.cpuPerMilli, m.cpuW = cpu/milli, share
 	}
-	return &Allot{m: m, res: newReservation(m.w), hosts: newHostReserve()}
+	return &Allot{m: m, res: newReservation(m.w), hosts: newHostReserve(), look: newLookahead(m.w)}
 }
 
 // Name implements sched.Scorer.
@@ -85,13 +98,71 @@ func allotBetter(n *sched.NodeInfo, a, b float64, i, j int) bool {
 }
 
 // Score implements sched.Scorer: int(100·sigmoid((ΔF − charge)/1000)) as
-// FGD, the charge being the reservation's (0 unless some target is limited
+// FGD, ΔF being the look-ahead's on a CPU-short node (lookDelta), the
+// charge being the reservation's (0 unless some target is limited
 // to GPU models) plus the host charge (0 until a pod that fits one node
 // class only is placed), ties going to the lower node rank. The quantisation is
 // kept on purpose: ranking nodes by the exact ΔF did markedly worse (see
 // the package documentation).
 func (s *Allot) Score(n *sched.NodeInfo, r *sched.Request) float64 {
-	return fgdScore(s.m.evaluate(n, r, allotBetter).delta - s.res.charge(n, r) - s.hosts.charge(n, r))
+	var d float64
+	if s.useLook(n) {
+		d = s.lookDelta(n, r)
+	} else {
+		d = s.m.evaluate(n, r, allotBetter).delta
+	}
+	return fgdScore(d - s.res.charge(n, r) - s.hosts.charge(n, r))
+}
+
+// lookDelta is ΔF on a node whose CPU is short: the rollout's change
+// (lookahead.delta; a fraction on the GPU ChooseGPUs would pick) plus, for
+// a GPU pod, the change of the CPU term, as in F. It is cached per node,
+// generation and request shape.
+func (s *Allot) lookDelta(n *sched.NodeInfo, r *sched.Request) float64 {
+	if n.Index >= len(s.lookCache) {
+		s.lookCache = append(s.lookCache, make([][]lookEntry, n.Index+1-len(s.lookCache))...)
+	}
+	id := s.m.shape(r)
+	c := s.lookCache[n.Index]
+	if id >= len(c) {
+		c = append(c, make([]lookEntry, id+1-len(c))...)
+		s.lookCache[n.Index] = c
+	}
+	if e := c[id]; e.stamp == n.Gen+1 {
+		return e.delta
+	}
+	gpu := -1
+	if r.Fractional() {
+		gpu = s.m.evaluate(n, r, allotBetter).gpu
+	}
+	d := s.look.delta(n, s.m.accept(n), r, gpu)
+	if r.GPUs > 0 {
+		total := freeMilli(n)
+		d += s.m.cpuStranded(n.CPUFree, total) - s.m.cpuStranded(n.CPUFree-r.CPU, total-int64(r.GPUs)*r.Milli)
+	}
+	c[id] = lookEntry{stamp: n.Gen + 1, delta: d}
+	return d
+}
+
+// useLook reports whether n's CPU is short: its free CPU could not feed
+// its free GPU milli at the target's GPU pods' mean rate. There FGD's
+// next-pod measure, which asks only whether one pod of each shape fits
+// the free CPU, misses what CPU will strand, and the rollout, which spends
+// CPU as it places pods, measures it.
+func (s *Allot) useLook(n *sched.NodeInfo) bool {
+	if s.look == nil || s.m.cpuW == 0 {
+		return false
+	}
+	return s.m.cpuStranded(n.CPUFree, freeMilli(n)) > 0
+}
+
+// freeMilli is n's free GPU milli over all its GPUs.
+func freeMilli(n *sched.NodeInfo) int64 {
+	var total int64
+	for _, f := range n.FreeMilli {
+		total += f
+	}
+	return total
 }
 
 // ChooseGPUs implements sched.GPUChooser. sched.Chooser calls it once for

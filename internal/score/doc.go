@@ -20,9 +20,10 @@
 //
 // allot is FGD with a fragmentation measure that looks past the next pod
 // and at the node's CPU, and that takes the weights it needs from the run
-// and the target workload, not from constants. F gains three terms, and
-// ΔF a charge for taking a GPU model's capacity that the pods limited to
-// that model will need.
+// and the target workload, not from constants. F gains three terms, a
+// look-ahead replaces it on nodes whose CPU is short, and ΔF gains a
+// charge for taking a GPU model's capacity that the pods limited to that
+// model will need, and one for breaking a node a rare shape needs.
 //
 // Repeats. FGD asks, for each target shape t, which free GPU milli the
 // *next* pod of shape t could not use. Milli that fits that one pod counts
@@ -113,6 +114,24 @@
 // pod at once). With no one-class shape placed there is no charge
 // (hosts.go).
 //
+// CPU-short nodes (round 4). On a node whose free CPU could not feed its
+// free GPU milli at the rate κ (cpuStranded > 0), F misjudges what a
+// placement strands: the next-pod and repeat terms ask whether pods fit
+// the free CPU, not how the CPU will be spent, so on the CPU-heavy
+// variants CPU-only pods and CPU-hungry GPU pods went to nodes whose GPUs
+// they then starved. There allot measures a placement by a look-ahead
+// (rollout.go): R(n) is the GPU milli left once GPU pods drawn from the
+// target (among the shapes that still fit, by GPUs and CPU, in proportion
+// to their shares) have filled the node, averaged over 8 futures of at
+// most 64 pods read from one fixed stream of uniforms, plus FGD's
+// next-pod measure over the GPU targets that may use the node's model.
+// ΔF is R(n) − R(n′), plus the CPU term's change for a GPU pod, less the
+// two charges below; a fraction goes to the GPU F would choose. R is a
+// function of the node's state (model, free CPU, multiset of free milli)
+// and memoised by it. Nodes whose CPU can feed their GPUs keep F: round
+// 3's look-ahead on every node broke idle nodes that multi-GPU pods need
+// (Measured, round 4).
+//
 // allot is given the same input as FGD: the target workload built from the
 // whole pod list (TargetWorkload, 95 % coverage), not only the pods arrived
 // so far (the host charge learns its shapes from the pods placed, as the
@@ -127,8 +146,50 @@
 // All figures: medians of allocated GPU % at arrived 100 %, seeds 42-51,
 // inflate 1.3, and the lead over this repository's FGD, on variants made
 // by openb.Variant from the default pod list (internal/sim/frag/
-// heldout_test.go lists them). Design was done in three rounds, each on
+// heldout_test.go lists them). Design was done in four rounds, each on
 // its design set only; the held-out sets were run on finished scorers.
+//
+// Round 4 (round 3's scorer plus the look-ahead on CPU-short nodes).
+// Design set: round 3's twenty rows and default, and four rows of later
+// sets that round 3 lost or barely won: cpu225-s202, cpu240-s411,
+// cpu190-s309, multigpu70-s408. Round 3's look-ahead (rollout.go,
+// unchanged in its sizes) was put back and switched on by the request or
+// the node. FGD on the added rows at arrived 100 %: 52.913, 51.064,
+// 58.396, 98.064. Lead over FGD at arrived 100 %, and the mean over the
+// 23 variants at arrived 90 / 95 / 100 % (`allot sim frag --pods FILE`):
+//
+//	                  round 3  CPU-only  every    CPU-short  CPU-only pods  short before
+//	                  (before) pods      pod      nodes      or short nodes or after
+//	default           +0.663   +0.669    +0.614   +0.671     +0.663         +0.676
+//	cpu75-s101        +1.016   +0.813    +1.899   +1.918     +1.536         +1.406
+//	cpu125-s15        +0.966   +0.093    +5.434   +3.131     +3.983         +3.438
+//	cpu150-s102       +0.651   +0.020    +6.327   +3.606     +4.355         +3.973
+//	cpu175-s17        +0.561   +0.384    +7.495   +4.451     +4.118         +3.910
+//	cpu190-s309       +0.147   -0.283    +7.178   +3.930     +4.867         +4.512
+//	cpu210-s22        +0.281   +0.290    +6.134   +4.450     +4.405         +4.518
+//	cpu225-s202       -0.066   +0.280    +5.729   +4.482     +4.145         +3.937
+//	cpu240-s411       -0.039   +0.240    +4.738   +4.460     +4.238         +4.688
+//	gpuspec45-s21     +4.555   +4.564    +4.577   +4.521     +4.492         +4.564
+//	multigpu25-s14    +0.551   +0.528    +0.548   +0.598     +0.595         +0.610
+//	mean 90 %         +0.671   +0.604    +2.064   +1.800     +1.847         +1.800
+//	mean 95 %         +0.775   +0.701    +2.445   +1.956     +2.020         +1.961
+//	mean 100 %        +0.878   +0.805    +2.711   +2.063     +2.117         +2.073
+//
+// Kept: CPU-short nodes. Every pod on every node leads most at arrived
+// 100 %, but as in round 3 it trails FGD at arrived 90-95 % where idle
+// nodes matter (default -0.665 / -0.956, gpushare30-s11 -1.202 / -1.190,
+// multigpu25-s14 -0.160 / -0.270, gpushare55-s105 -0.257 at 90 %) and
+// lowers default at 100 % (95.848). CPU-only pods alone change little
+// and lose cpu125 and cpu150 (the GPU pods that starve a node's GPUs are
+// left to F). Adding CPU-only pods on every node, or the node being short
+// after the placement rather than before, is within seed noise of the
+// kept rule (means +2.117 and +2.073 against +2.063) and adds a case. With
+// the kept rule no row trails FGD at arrived 100 %, the multi-GPU rows are
+// level with round 3 at arrived 90-95 % (mg25 +0.014 / +0.007, mg40,
+// mg15, mg45, mg70 +0.000 at 90 %), gpushare70-s12 at 90 % moves from
+// -0.105 to -0.089 and cpu75-s101 at 90 % from +1.028 to +0.500 (at 95 %
+// and 100 % it gains). Cost on default: 7.2 s for 10 seeds against 4.8 s
+// for round 3's scorer, on the same machine the same hour (BENCHMARKS.md).
 //
 // Round 3 (round 2's scorer plus the GPU-model charge; the host charge,
 // below, came after it). Design
@@ -344,7 +405,7 @@
 // and 19,000 idle. 96.2 % would leave about 236,000 free, so the other
 // fractions' packing remainders (about 54,000) would have to shrink by a
 // third; no candidate came near (best 95.899 in rounds 2 and 3, 95.940
-// for the look-ahead). `allot sim frag --ceiling` bounds what placement can
+// for round 3's look-ahead, 95.905 for round 4's kept scorer). `allot sim frag --ceiling` bounds what placement can
 // do (internal/sim/frag, ceiling.go; the cutting-stock LP over the GPU
 // fractions, everything but GPU packing relaxed): packing every fraction
 // that arrives by arrived 100 % allows at most 96.18 % (median of seeds

@@ -128,7 +128,8 @@ func (m *fragModel) shape(r *sched.Request) int {
 	return id
 }
 
-func (m *fragModel) node(n *sched.NodeInfo) *nodeCache {
+// accept returns, per target, whether it may run on n's GPUs at all.
+func (m *fragModel) accept(n *sched.NodeInfo) []bool {
 	if n.Index >= len(m.nodes) {
 		m.nodes = append(m.nodes, make([]nodeCache, n.Index+1-len(m.nodes))...)
 	}
@@ -139,6 +140,12 @@ func (m *fragModel) node(n *sched.NodeInfo) *nodeCache {
 			c.accept[i] = n.GPUs() > 0 && (len(t.Models) == 0 || acceptsModel(t.Models, n.GPUModel))
 		}
 	}
+	return c.accept
+}
+
+func (m *fragModel) node(n *sched.NodeInfo) *nodeCache {
+	m.accept(n)
+	c := &m.nodes[n.Index]
 	if c.stamp != n.Gen+1 {
 		c.stamp, c.frag = n.Gen+1, m.fragOf(c.accept, n.CPUFree, n.FreeMilli)
 	}

@@ -21,19 +21,24 @@ func (v variant) String() string { return fmt.Sprintf("%s%g-s%d", v.kind, v.pct,
 // The sets of generated variants (BENCHMARKS.md, "Placement on unseen
 // variants"), in the order they were made:
 //
-//   - designVariants: rounds 2 and 3 of allot's scorer were designed, and
+//   - designVariants: rounds 2 to 4 of allot's scorer were designed, and
 //     every candidate measured, on them and the default workload (the last
 //     three were added for round 3).
 //   - seenVariants: round 2's first held-out set. Run on three round-2
-//     scorers in turn, then part of round 3's design set.
+//     scorers in turn, then part of the design set of rounds 3 and 4.
 //   - seen2Variants: round 2's fresh held-out set, run once on the frozen
 //     round-2 scorer. Not designed on in round 3, but its two losses
 //     (cpu225, gpuspec40) chose round 3's direction, so it is not unseen.
 //   - seen3Variants: made after round 3's first scorer (the GPU-model
 //     charge) was frozen and run once on it: all twelve ahead, median
 //     +0.677. Round 3's second term (node classes) was designed without it.
-//   - heldOutVariants: made after round 3's final scorer (both terms) was
-//     frozen and run once on it. The issue's goal is asserted on this set.
+//   - seen4Variants: made after round 3's final scorer (both terms) was
+//     frozen and run once on it: eleven of twelve ahead, median +0.571,
+//     cpu240 -0.038. Round 4 designed on designVariants, seenVariants and
+//     four variants of the later sets (cpu225-s202, cpu190-s309,
+//     cpu240-s411, multigpu70-s408), the CPU-heavy rows above all.
+//   - heldOutVariants: made after round 4's scorer was frozen and run once
+//     on it. The issue's goal is asserted on this set.
 //
 // No two sets share a seed or a kind-and-percentage (TestDisjointVariants),
 // and none uses the percentages of the FGD paper's own variant files
@@ -68,7 +73,7 @@ var (
 		{openb.CPUOnly, 190, 309}, {openb.CPUOnly, 110, 310},
 		{openb.GPUShare, 97, 311}, {openb.MultiGPU, 60, 312},
 	}
-	heldOutVariants = []variant{
+	seen4Variants = []variant{
 		{openb.GPUShare, 25, 401}, {openb.GPUShare, 50, 402},
 		{openb.GPUSpec, 22, 403}, {openb.GPUSpec, 42, 404},
 		{openb.GPUSpec, 60, 405}, {openb.MultiGPU, 32, 406},
@@ -76,30 +81,34 @@ var (
 		{openb.CPUOnly, 80, 409}, {openb.CPUOnly, 165, 410},
 		{openb.CPUOnly, 240, 411}, {openb.GPUShare, 92, 412},
 	}
+	heldOutVariants = []variant{
+		{openb.GPUShare, 38, 501}, {openb.GPUShare, 68, 502},
+		{openb.GPUSpec, 27, 503}, {openb.GPUSpec, 48, 504},
+		{openb.GPUSpec, 55, 505}, {openb.MultiGPU, 18, 506},
+		{openb.MultiGPU, 38, 507}, {openb.MultiGPU, 65, 508},
+		{openb.CPUOnly, 70, 509}, {openb.CPUOnly, 135, 510},
+		{openb.CPUOnly, 230, 511}, {openb.CPUOnly, 265, 512},
+	}
 )
 
 // goalMedianLead is issue 12's goal on unseen variants: allot ahead of fgd
-// on every one, by a median of at least this many points. The final round-3
-// scorer's one run on heldOutVariants met the median (+0.571) and led on
-// eleven of twelve, but not on cpu240-s411 (-0.038; the round-2 scorer's
-// held-out run had likewise trailed on cpu225-s202 by 0.066): CPU-only pods
-// at 225 % or more of the GPU pods' CPU remain the weak spot. The test
-// asserts what held (the median, and every lead above minLead), logs the
-// shortfall, and the scorer was not tuned after that run.
-const (
-	goalMedianLead = 0.3
-	minLead        = -0.1
-)
+// on every one, by a median of at least this many points. Round 4's scorer,
+// run once on heldOutVariants after it was frozen, led on all twelve, by a
+// median of +1.627 (smallest +0.335, multigpu65-s508), so the test asserts
+// the whole goal. Earlier held-out runs had each trailed on one CPU-heavy
+// variant (round 2: cpu225-s202 -0.066; round 3: cpu240-s411 -0.038) and
+// the test then asserted a floor of -0.1 only.
+const goalMedianLead = 0.3
 
 // TestAllotBeatsFGD runs fgd and allot with the paper's seeds at arrived
 // 100 % on generated variants of the default workload and logs a row per
-// variant (-v prints the table of BENCHMARKS.md). On the held-out set the
-// median lead must reach goalMedianLead and every lead minLead; a lead ≤ 0
-// is logged as short of the goal. The design and seen sets are only
-// reported, and only run with -v.
+// variant (-v prints the table of BENCHMARKS.md). On the held-out set
+// allot must lead on every variant and the median lead reach
+// goalMedianLead. The design and seen sets are only reported, and only run
+// with -v.
 func TestAllotBeatsFGD(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 10 seeds × 2 policies × 12 variants (about 2 minutes on 2 cores; 51 variants with -v)")
+		t.Skip("runs 10 seeds × 2 policies × 12 variants (about 2 minutes on 2 cores; 63 variants and 10 minutes with -v)")
 	}
 	nodes, base := loadTrace(t, "default")
 	lead := func(t *testing.T, set string, v variant) float64 {
@@ -116,7 +125,7 @@ func TestAllotBeatsFGD(t *testing.T) {
 		for _, s := range []struct {
 			name string
 			vs   []variant
-		}{{"design", designVariants}, {"seen", seenVariants}, {"seen-2", seen2Variants}, {"seen-3", seen3Variants}} {
+		}{{"design", designVariants}, {"seen", seenVariants}, {"seen-2", seen2Variants}, {"seen-3", seen3Variants}, {"seen-4", seen4Variants}} {
 			t.Run(s.name, func(t *testing.T) {
 				for _, v := range s.vs {
 					lead(t, s.name, v)
@@ -129,10 +138,7 @@ func TestAllotBeatsFGD(t *testing.T) {
 		for _, v := range heldOutVariants {
 			d := lead(t, "held-out", v)
 			if d <= 0 {
-				t.Logf("%s: short of the goal: allot's lead over fgd is %+.3f, goal > 0", v, d)
-			}
-			if d < minLead {
-				t.Errorf("%s: allot's lead over fgd at arrived 100%% is %+.3f < floor %+.2f", v, d, minLead)
+				t.Errorf("%s: allot's lead over fgd at arrived 100%% is %+.3f, want > 0", v, d)
 			}
 			gains = append(gains, d)
 		}
@@ -149,10 +155,10 @@ func median(vals []float64) float64 {
 	return (s[(len(s)-1)/2] + s[len(s)/2]) / 2
 }
 
-// TestDisjointVariants keeps the three sets of variants apart: no shared
-// seed, no shared kind and percentage.
+// TestDisjointVariants keeps the sets of variants apart: no shared seed,
+// no shared kind and percentage.
 func TestDisjointVariants(t *testing.T) {
-	sets := [][]variant{designVariants, seenVariants, seen2Variants, seen3Variants, heldOutVariants}
+	sets := [][]variant{designVariants, seenVariants, seen2Variants, seen3Variants, seen4Variants, heldOutVariants}
 	for i := range sets {
 		for j := range i {
 			for _, a := range sets[i] {
