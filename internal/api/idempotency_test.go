@@ -66,3 +66,36 @@ func TestSubmitIdempotencyKey(t *testing.T) {
 		t.Fatalf("%d jobs stored, want 3 (chat, a, b)", len(list.Jobs))
 	}
 }
+
+// TestCreateInstanceIdempotencyKey: POST /v1/instances honours the key as
+// a submit does.
+func TestCreateInstanceIdempotencyKey(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	cop := e.tokens["copilot"]
+	post := func(body, key string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/v1/instances", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+cop)
+		req.Header.Set("Idempotency-Key", key)
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec
+	}
+	const t4 = `{"sku":"NC64-T4x4","region":"eastus"}`
+	first := post(t4, "box-1")
+	if first.Code != http.StatusCreated {
+		t.Fatalf("first create: %d %s", first.Code, first.Body)
+	}
+	again := post(t4, "box-1")
+	if again.Code != http.StatusOK || again.Header().Get("Idempotent-Replayed") != "true" ||
+		decode[Instance](t, again).ID != decode[Instance](t, first).ID {
+		t.Fatalf("repeat: %d %v %s; want 200, Idempotent-Replayed and instance %s", again.Code, again.Header(), again.Body, decode[Instance](t, first).ID)
+	}
+	rec := post(`{"sku":"NC64-T4x4","region":"eastus","grace":"2m"}`, "box-1")
+	if got := decode[Error](t, rec); rec.Code != http.StatusConflict || got.Code != "Conflict" || got.Field != "Idempotency-Key" {
+		t.Fatalf("the key with another request: %d %s, want 409 Conflict naming Idempotency-Key", rec.Code, rec.Body)
+	}
+	list := decode[struct{ Instances []Instance }](t, e.do("GET", "/v1/instances", cop, nil))
+	if len(list.Instances) != 1 {
+		t.Fatalf("%d instances, want 1", len(list.Instances))
+	}
+}

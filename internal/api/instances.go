@@ -94,13 +94,20 @@ func (h *handler) createInstance(w http.ResponseWriter, r *http.Request, p serve
 		writeError(w, e.Code, e.Field, e.Message)
 		return
 	}
-	j, err := h.srv.CreateInstance(r.Context(), p, req)
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
+	j, replayed, err := h.srv.CreateInstanceKeyed(r.Context(), p, key, req)
 	if err != nil {
+		if replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
 		h.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/v1/instances/"+j.ID)
-	writeJSON(w, http.StatusCreated, newInstance(j))
+	writeJSON(w, created(w, replayed), newInstance(j))
 }
 
 func (h *handler) listInstances(w http.ResponseWriter, r *http.Request, p server.Principal) {

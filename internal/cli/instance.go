@@ -29,8 +29,9 @@ func newInstanceCreateCmd(conn *connection) *cobra.Command {
 	var req client.InstanceRequest
 	var count int
 	var grace time.Duration
+	var key string
 	cmd := &cobra.Command{
-		Use:   "create --sku S --region R [--count N] [--priority spot] [--wait] [--name N]",
+		Use:   "create --sku S --region R [--count N] [--priority spot] [--wait] [--name N] [--idempotency-key KEY]",
 		Short: "Lease whole nodes of a SKU in a region",
 		Long: `create asks for --count whole nodes of SKU --sku in --region and answers
 at once with what the scheduler decided:
@@ -46,10 +47,18 @@ With --wait a request that cannot be placed now is queued instead (state
 Queued) and placed when capacity frees up. --priority spot asks for spot
 capacity: cheaper, and evicted when its nodes are needed (a reservation's
 owner, higher-priority work), after an eviction notice of --grace during
-which 'allot instance show' prints the deadline. Refusals exit with status 2.`,
+which 'allot instance show' prints the deadline. Refusals exit with status 2.
+
+A request is sent again when its answer is lost (a dropped connection, a
+server failing over), with the same idempotency key, so it never leases
+twice. --idempotency-key KEY extends that to runs of create: a script that
+may run twice passes a key of its own, and a second run within 24 h prints
+the instance the first one leased (or its refusal); the same key with
+another request is refused (Conflict).`,
 		Example: `  allot instance create --sku ND96-H100x8-IB --region eastus
   allot instance create --sku NC24-A100x1 --region westus --count 2 --priority spot --grace 2m
-  allot instance create --sku ND96-H100x8-IB --region westeurope --wait --name big-box`,
+  allot instance create --sku ND96-H100x8-IB --region westeurope --wait --name big-box
+  allot instance create --sku NC24-A100x1 --region westus --idempotency-key "ci-$BUILD_ID"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
@@ -60,7 +69,10 @@ which 'allot instance show' prints the deadline. Refusals exit with status 2.`,
 			if cmd.Flags().Changed("grace") {
 				req.Grace = grace.String()
 			}
-			out, err := cl.CreateInstance(cmd.Context(), req)
+			if key == "" {
+				key = client.NewIdempotencyKey()
+			}
+			out, err := cl.CreateInstanceKeyed(cmd.Context(), key, req)
 			if err != nil {
 				return fromAPI(err)
 			}
@@ -76,6 +88,7 @@ which 'allot instance show' prints the deadline. Refusals exit with status 2.`,
 	fl.BoolVar(&req.Wait, "wait", false, "queue the instance when nothing is free now instead of refusing it")
 	fl.StringVar(&req.Name, "name", "", "name of the instance (default SKU-REGION)")
 	fl.StringVar(&req.Tenant, "tenant", "", "tenant the instance is for (required with an admin token)")
+	fl.StringVar(&key, "idempotency-key", "", "key that makes a repeat of this request within 24 h lease nothing more (default: a random key per run)")
 	for _, name := range []string{"sku", "region"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

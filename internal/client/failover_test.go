@@ -196,6 +196,10 @@ func TestSubmitResentWithItsKey(t *testing.T) {
 	if _, err := c.Submit(t.Context(), []byte(`{}`), "application/json"); err != nil || len(keys[4]) != 32 {
 		t.Fatalf("Submit: %v, key %q; want a fresh 32-digit key", err, keys[4:])
 	}
+	if _, err := c.CreateInstance(t.Context(), InstanceRequest{SKU: "NC24-A100x1", Region: "eastus"}); err != nil ||
+		len(keys) != 6 || len(keys[5]) != 32 || keys[5] == keys[4] {
+		t.Fatalf("CreateInstance: %v, keys %q; want one send with a fresh 32-digit key", err, keys[4:])
+	}
 
 	keys = nil
 	c, _ = New(drop.URL+","+ok.URL, "")

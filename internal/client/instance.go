@@ -44,15 +44,26 @@ type Instance struct {
 
 // CreateInstance asks for the instance r describes. The server answers at
 // once: the placed instance (or, with r.Wait, the queued one), or an
-// *Error with code AllocationFailed, SkuNotAvailable or QuotaExceeded.
+// *Error with code AllocationFailed, SkuNotAvailable or QuotaExceeded. It
+// sends a fresh idempotency key, so a request whose answer was lost is sent
+// again without leasing a second instance (see CreateInstanceKeyed).
 func (c *Client) CreateInstance(ctx context.Context, r InstanceRequest) (Instance, error) {
+	return c.CreateInstanceKeyed(ctx, NewIdempotencyKey(), r)
+}
+
+// CreateInstanceKeyed is CreateInstance with the caller's idempotency key:
+// the server answers a repeat of the key for the same request, within 24
+// hours, with what it answered the first (the instance as it is now, or
+// the same refusal) and leases nothing more; a repeat for another request
+// is refused with Conflict.
+func (c *Client) CreateInstanceKeyed(ctx context.Context, key string, r InstanceRequest) (Instance, error) {
 	body, err := json.Marshal(r)
 	if err != nil {
 		return Instance{}, fmt.Errorf("encode instance: %w", err)
 	}
 	var out Instance
 	err = c.do(ctx, request{method: http.MethodPost, path: "/v1/instances", body: body,
-		contentType: "application/json", out: &out})
+		contentType: "application/json", out: &out, key: key})
 	return out, err
 }
 

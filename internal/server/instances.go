@@ -151,19 +151,40 @@ func containsString(list []string, v string) bool {
 // and answers with what the core decided (see the comment at the top of
 // this file): the placed (or, with r.Wait, queued) instance, or a refusal.
 func (s *Server) CreateInstance(ctx context.Context, p Principal, r InstanceRequest) (*model.Job, error) {
+	j, _, err := s.CreateInstanceKeyed(ctx, p, "", r)
+	return j, err
+}
+
+// CreateInstanceKeyed is CreateInstance with a client's idempotency key
+// (none when key is ""), as SubmitKeyed: a request that repeats a key p
+// used within IdempotencyTTL for the same instance stores nothing and
+// answers what the first one was answered, replayed set; its instance as it
+// is now, or the same refusal when the first was withdrawn unplaced. One
+// that repeats it for another request is refused (Conflict, field
+// Idempotency-Key).
+func (s *Server) CreateInstanceKeyed(ctx context.Context, p Principal, key string, r InstanceRequest) (*model.Job, bool, error) {
 	spec, err := s.instanceSpec(s.world(), p, r)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	j, err := s.Submit(ctx, p, spec)
+	j, replayed, err := s.SubmitKeyed(ctx, p, key, spec)
 	var se *Error
 	if errors.As(err, &se) && se.Field == "" && se.Code == CodeSkuNotAvailable {
 		// Admission: even the whole fleet has too few nodes of the SKU
 		// in the region for the count.
-		return nil, refuse(se.Code, "count", "%s", se.Msg)
+		return nil, false, refuse(se.Code, "count", "%s", se.Msg)
 	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if replayed {
+		if code := Code(j.Status.Reason); j.Status.State == model.StateCanceled &&
+			(code == CodeAllocationFailed || code == CodeQuotaExceeded) {
+			return nil, true, refuse(code, "", "%s", j.Status.Detail)
+		}
+		// The first request settles it, even if its client went away; a
+		// repeat while it does sees it queued for a moment.
+		return j, true, nil
 	}
 	// Stored: from here the instance must be settled (placed, or withdrawn)
 	// even if the client goes away, so that none is left queued unasked.
@@ -173,7 +194,8 @@ func (s *Server) CreateInstance(ctx context.Context, p Principal, r InstanceRequ
 		// refused, so nothing is left that the client was not told of.
 		s.log.Error("instance cycle", "job", j.ID, "err", err)
 	}
-	return s.settleInstance(ctx, j.ID, r.Wait)
+	j, err = s.settleInstance(ctx, j.ID, r.Wait)
+	return j, false, err
 }
 
 // settleInstance reads instance id after its first cycle: placed, queued

@@ -176,3 +176,46 @@ func TestAllocationFailedEstimatesHere(t *testing.T) {
 		at += i + len(w)
 	}
 }
+
+// TestCreateInstanceIdempotent: a repeated key leases nothing more and
+// answers what the first request was answered, the instance as it is now
+// or the same refusal; another request with the key is a Conflict.
+func TestCreateInstanceIdempotent(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	a100 := InstanceRequest{SKU: "NC24-A100x1", Region: "eastus", Count: 2}
+	j1, replayed, err := h.srv.CreateInstanceKeyed(ctx, copilot, "lease-1", a100)
+	if err != nil || replayed || j1.Status.State != model.StateRunning {
+		t.Fatalf("first create: %+v replayed %v, %v; want Running", j1, replayed, err)
+	}
+	h.restart() // the record is in the store, not in memory
+	j2, replayed, err := h.srv.CreateInstanceKeyed(ctx, copilot, "lease-1", a100)
+	if err != nil || !replayed || j2.ID != j1.ID || j2.Status.State != model.StateRunning {
+		t.Fatalf("repeat: %+v replayed %v, %v; want %s Running, replayed", j2, replayed, err, j1.ID)
+	}
+	if n := len(mustJobs(t, h.srv, admin, JobFilter{})); n != 1 {
+		t.Fatalf("%d instances after a repeated key, want 1", n)
+	}
+
+	// eastus is full now: the next request is refused, and so is its repeat,
+	// with nothing more recorded.
+	one := a100
+	one.Count = 1
+	_, replayed, err = h.srv.CreateInstanceKeyed(ctx, copilot, "lease-2", one)
+	if !isCode(err, CodeAllocationFailed) || replayed {
+		t.Fatalf("create on a full region: replayed %v, %v; want AllocationFailed", replayed, err)
+	}
+	_, replayed, err = h.srv.CreateInstanceKeyed(ctx, copilot, "lease-2", one)
+	if !isCode(err, CodeAllocationFailed) || !replayed {
+		t.Fatalf("repeat of the refused create: replayed %v, %v; want the same AllocationFailed, replayed", replayed, err)
+	}
+	if n := len(mustJobs(t, h.srv, admin, JobFilter{})); n != 2 {
+		t.Fatalf("%d records after the refused create and its repeat, want 2", n)
+	}
+
+	_, _, err = h.srv.CreateInstanceKeyed(ctx, copilot, "lease-1", one)
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeConflict || se.Field != IdempotencyField {
+		t.Fatalf("the key with another request: %v, want Conflict naming %s", err, IdempotencyField)
+	}
+}
