@@ -2,12 +2,17 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
 )
 
 // budgetFresh is how old the month's costs may be before a submit of a
@@ -38,16 +43,27 @@ type BudgetStatus struct {
 // BudgetEvent is a tenant's month's cost crossing 80 % or 100 % of its
 // budget.
 type BudgetEvent struct {
-	Tenant      string
-	Threshold   int // 80 or 100
-	At          time.Time
-	SpentUSD    float64
-	USDPerMonth float64
+	Tenant      string    `json:"tenant"`
+	Threshold   int       `json:"threshold"` // 80 or 100
+	At          time.Time `json:"at"`
+	SpentUSD    float64   `json:"spent_usd"`
+	USDPerMonth float64   `json:"usd_per_month"`
 }
 
-// budgetBook holds the month's cost of the tenants that have a budget and
-// the alerts it raised, in memory only: a restart adds the month up again
-// and raises a threshold already reached once more.
+// prefixBudgetAlerts holds one record per budget alert raised: a tenant,
+// a month and a threshold, the event as JSON. A threshold is raised by the
+// server whose transaction creates its record, so each is raised once a
+// month, whichever server adds the costs up and however often they
+// restart.
+const prefixBudgetAlerts = "/budget-alerts/"
+
+// budgetAlertKey is the record of tenant reaching threshold in month.
+func budgetAlertKey(month time.Time, tenant string, threshold int) string {
+	return fmt.Sprintf("%s%s/%s/%d", prefixBudgetAlerts, month.Format("2006-01"), tenant, threshold)
+}
+
+// budgetBook holds the month's cost of the tenants that have a budget, in
+// memory, and the month's alerts as last read from the store.
 type budgetBook struct {
 	mu      sync.Mutex // guards the fields below; held while costs are added up
 	at      time.Time  // when status was added up; zero: never
@@ -131,9 +147,9 @@ func (s *Server) addUpBudgets(ctx context.Context, now time.Time) error {
 		}
 	}
 	month := monthStart(now)
-	if !month.Equal(b.month) {
-		b.month, b.reached = month, map[string]int{}
-		b.events = b.events[:0]
+	b.month = month
+	if err := s.readBudgetAlerts(ctx, month); err != nil {
+		return err
 	}
 	status := map[string]BudgetStatus{}
 	if len(limits) > 0 {
@@ -162,8 +178,15 @@ func (s *Server) addUpBudgets(ctx context.Context, now time.Time) error {
 				if th > st.Alert || th <= b.reached[name] {
 					continue
 				}
-				b.reached[name] = th
 				ev := BudgetEvent{Tenant: name, Threshold: th, At: now, SpentUSD: spent, USDPerMonth: l.USDPerMonth}
+				raised, err := s.raiseBudgetAlert(ctx, month, ev)
+				if err != nil {
+					return err
+				}
+				b.reached[name] = th
+				if !raised {
+					continue // another server raised it first
+				}
 				if len(b.events) == maxBudgetEvents {
 					b.events = b.events[1:]
 				}
@@ -176,6 +199,54 @@ func (s *Server) addUpBudgets(ctx context.Context, now time.Time) error {
 	}
 	b.status, b.at = status, now
 	return nil
+}
+
+// readBudgetAlerts sets the book's alerts of month from the store: the
+// events, oldest first, and the highest threshold reached per tenant.
+// b.mu is held.
+func (s *Server) readBudgetAlerts(ctx context.Context, month time.Time) error {
+	b := s.budget
+	kvs, _, err := s.st.List(ctx, prefixBudgetAlerts+month.Format("2006-01")+"/")
+	if err != nil {
+		return fmt.Errorf("read budget alerts: %w", err)
+	}
+	b.reached, b.events = map[string]int{}, b.events[:0]
+	for _, kv := range kvs {
+		var ev BudgetEvent
+		if err := json.Unmarshal(kv.Value, &ev); err != nil {
+			return fmt.Errorf("decode budget alert %s: %w", kv.Key, err)
+		}
+		b.events = append(b.events, ev)
+		b.reached[ev.Tenant] = max(b.reached[ev.Tenant], ev.Threshold)
+	}
+	slices.SortStableFunc(b.events, func(x, y BudgetEvent) int {
+		if c := x.At.Compare(y.At); c != 0 {
+			return c
+		}
+		return x.Threshold - y.Threshold
+	})
+	if n := len(b.events); n > maxBudgetEvents {
+		b.events = b.events[n-maxBudgetEvents:]
+	}
+	return nil
+}
+
+// raiseBudgetAlert stores ev unless its threshold was stored already this
+// month, and reports whether this call stored it.
+func (s *Server) raiseBudgetAlert(ctx context.Context, month time.Time, ev BudgetEvent) (bool, error) {
+	key := budgetAlertKey(month, ev.Tenant, ev.Threshold)
+	val, err := json.Marshal(ev)
+	if err != nil {
+		return false, fmt.Errorf("encode budget alert: %w", err)
+	}
+	_, err = s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)}, Then: []store.Op{store.PutOp(key, val)}})
+	if errors.Is(err, store.ErrConflict) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store budget alert: %w", err)
+	}
+	return true, nil
 }
 
 // budgetAllows refuses a submit of spec when its tenant's budget has a

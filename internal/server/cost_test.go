@@ -233,6 +233,23 @@ func TestBudgetPassedAtOnce(t *testing.T) {
 	if err != nil || st["copilot"].Alert != 100 || len(ev) != 2 || ev[0].Threshold != 80 || ev[1].Threshold != 100 {
 		t.Fatalf("status %+v, events %+v, err %v; want both thresholds", st["copilot"], ev, err)
 	}
+	// A second server on the store (another replica, or this one after a
+	// restart) reads the alerts from it: none is raised again, and both
+	// are still listed.
+	cfg := h.srv.cfg
+	cfg.Registry = nil
+	again, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Hour)
+	st, ev, err = again.budgets(context.Background(), h.clock.Now(), 0)
+	if err != nil || st["copilot"].Alert != 100 || len(ev) != 2 || ev[0].Threshold != 80 || ev[1].Threshold != 100 {
+		t.Fatalf("after a restart: status %+v, events %+v, err %v; want the same two events", st["copilot"], ev, err)
+	}
+	if kvs, _, err := h.st.List(context.Background(), prefixBudgetAlerts); err != nil || len(kvs) != 2 {
+		t.Fatalf("%d alert records (%v), want 2", len(kvs), err)
+	}
 	// Without a hard stop, work is still taken.
 	if _, err := h.srv.Submit(context.Background(), copilot, h.parse(`{name: two, tenant: copilot, resources: {gpus_per_instance: 1, gpu_models: [T4]}}`)); err != nil {
 		t.Errorf("a budget without hard_stop refused a submit: %v", err)
