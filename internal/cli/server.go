@@ -139,7 +139,7 @@ serves, and shuts down cleanly on SIGINT or SIGTERM.`,
 	f.register(cmd, "")
 	f.tls.register(cmd)
 	cmd.Flags().StringVar(&f.advertise, "advertise-url", "", "URL at which the other servers on the same etcd prefix reach this one's API (default: the --listen address, loopback for a wildcard)")
-	cmd.Flags().DurationVar(&f.termTTL, "leader-ttl", etcd.DefaultTermTTL, "how long a leader that stopped renewing its etcd lease keeps leading (a crash, a partition) before another server takes over")
+	cmd.Flags().DurationVar(&f.termTTL, "leader-ttl", etcd.DefaultTermTTL, "how long a leader that stopped renewing its etcd lease keeps leading (a crash, a partition) before another server takes over; at least 1s, rounded up to whole seconds")
 	cmd.Flags().StringVar(&f.store, "store", "", "where the state lives: bolt:DIR (the file DIR/allot.db; empty: bolt in --data) or etcd://HOST:PORT[,HOST:PORT...][/prefix] (an etcd cluster, keys under /prefix/, default /allot/; several servers on one prefix elect a leader)")
 	cmd.Flags().StringVar(&f.agents, "agents", "external", "node layer: external (allot agent processes report facts), virtual (in-process agents with virtual GPUs for every fleet node) or simulated (no processes; jobs end after their duration)")
 	_ = cmd.MarkFlagRequired("data")
@@ -156,6 +156,10 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	if f.maxLost < 1 {
 		return Usage(fmt.Errorf("--max-lost-attempts %d: want at least 1", f.maxLost))
+	}
+	if !up && f.termTTL < time.Second {
+		// etcd leases count whole seconds; 0 would silently mean the default.
+		return Usage(fmt.Errorf("--leader-ttl %s: want at least 1s", f.termTTL))
 	}
 	if f.minRunTime < 0 || f.priorityGap < 0 {
 		return Usage(fmt.Errorf("--min-run-time %s, --priority-gap %d: want 0 (off) or more", f.minRunTime, f.priorityGap))

@@ -5,9 +5,10 @@ import (
 	"testing"
 )
 
-// Preemption flags that cannot work are refused before anything starts,
-// naming the flag.
-func TestServerPreemptionFlags(t *testing.T) {
+// Preemption and election flags that cannot work are refused before
+// anything starts, naming the flag: a leader term under a second would be
+// an etcd lease of 0 s, which meant the default without a word.
+func TestServerFlagRanges(t *testing.T) {
 	base := []string{"server", "--data", t.TempDir(), "--listen", "127.0.0.1:0", "--agents", "simulated",
 		"--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml"}
 	for _, tc := range []struct {
@@ -16,6 +17,8 @@ func TestServerPreemptionFlags(t *testing.T) {
 	}{
 		{[]string{"--min-run-time", "-1m"}, "--min-run-time -1m0s"},
 		{[]string{"--priority-gap", "-5"}, "--priority-gap -5"},
+		{[]string{"--leader-ttl", "0"}, "--leader-ttl 0s: want at least 1s"},
+		{[]string{"--leader-ttl", "500ms"}, "--leader-ttl 500ms: want at least 1s"},
 	} {
 		_, e, code := run(t, append(base[:len(base):len(base)], tc.args...)...)
 		if code != ExitUsage || !strings.Contains(e, tc.want) {
