@@ -36,6 +36,23 @@ type fragModel struct {
 	// CPU could feed at that rate (cpuStranded). cpuW is 0 for FGD; for
 	// allot, the GPU pods' share of the target workload.
 	cpuPerMilli, cpuW float64
+
+	// sizes are the target's distinct GPU milli per GPU, and sizeOf[i] is
+	// target i's index in sizes (-1 for a CPU-only target): fragOf tallies
+	// a node's GPUs once per size (into tally) rather than once per
+	// target, since targets of one size differ only in CPU, GPU count and
+	// models.
+	sizes  []int64
+	sizeOf []int
+	tally  []sizeTally
+}
+
+// sizeTally is how one milli size m meets a node's free GPUs: the GPUs
+// with at least m free, the copies of m they hold between them, and the
+// free milli of the others.
+type sizeTally struct {
+	fit           int
+	copies, small int64
 }
 
 // expectedLeft returns, for every free amount f (0..1000 milli) of one
@@ -98,7 +115,21 @@ type reqCache struct {
 }
 
 func newFragModel(w Workload) *fragModel {
-	return &fragModel{w: w, shapes: map[shapeKey]int{}, lastShape: -1}
+	m := &fragModel{w: w, shapes: map[shapeKey]int{}, lastShape: -1, sizeOf: make([]int, len(w))}
+	for i, t := range w {
+		m.sizeOf[i] = -1
+		if t.GPUs == 0 {
+			continue
+		}
+		k := slices.Index(m.sizes, t.Milli)
+		if k < 0 {
+			k = len(m.sizes)
+			m.sizes = append(m.sizes, t.Milli)
+		}
+		m.sizeOf[i] = k
+	}
+	m.tally = make([]sizeTally, len(m.sizes))
+	return m
 }
 
 func sameRequest(a, b *sched.Request) bool {
@@ -183,6 +214,18 @@ func (m *fragModel) fragOf(accept []bool, cpu int64, free []int64) float64 {
 	if total == 0 {
 		return 0
 	}
+	for k, size := range m.sizes {
+		var c sizeTally
+		for _, f := range free {
+			if f >= size {
+				c.fit++
+				c.copies += f / size
+			} else {
+				c.small += f
+			}
+		}
+		m.tally[k] = c
+	}
 	var out float64
 	for i := range m.w {
 		t := &m.w[i]
@@ -190,15 +233,8 @@ func (m *fragModel) fragOf(accept []bool, cpu int64, free []int64) float64 {
 			out += t.P * float64(total)
 			continue
 		}
-		fit, small, copies := 0, int64(0), int64(0)
-		for _, f := range free {
-			if f >= t.Milli {
-				fit++
-				copies += f / t.Milli
-			} else {
-				small += f
-			}
-		}
+		c := m.tally[m.sizeOf[i]]
+		fit, small, copies := c.fit, c.small, c.copies
 		if fit < t.GPUs {
 			out += t.P * float64(total)
 			continue
@@ -280,7 +316,9 @@ func (m *fragModel) evaluate(n *sched.NodeInfo, r *sched.Request, better func(n 
 	case r.Fractional():
 		out.delta = math.Inf(-1)
 		for i, f := range n.FreeMilli {
-			if f < r.Milli {
+			// GPUs with equal free milli leave equal nodes, and neither
+			// better prefers the later of two equals: measure the first.
+			if f < r.Milli || slices.Contains(n.FreeMilli[:i], f) {
 				continue
 			}
 			free[i] -= r.Milli
