@@ -47,6 +47,7 @@ type serveFlags struct {
 	regionMoveAfter              time.Duration
 	minRunTime                   time.Duration
 	priorityGap                  int
+	holdAfter                    time.Duration
 	regionWeights                forecast.Weights
 	checkIncremental             bool // hidden: plan from scratch too and stop on a difference (tests)
 	alertWebhook                 string
@@ -82,6 +83,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.Float64Var(&f.regionWeights.Distance, "region-distance-weight", forecast.DefaultWeights.Distance, "hours of predicted wait one step of distance from a job's data region is worth (1: same residency zone, 2: another)")
 	fl.DurationVar(&f.minRunTime, "min-run-time", 0, "protect each attempt from preemption for this long after it starts, so that preemption cannot loop and resumed work makes progress (Slurm's PreemptExemptTime; 0: no protection; allot plan and allot sim use 10m)")
 	fl.IntVar(&f.priorityGap, "priority-gap", 0, "let a queued job evict running work of its own tenant and priority class whose priority value is at least this much lower (reason BetterPriority; 0: off)")
+	fl.DurationVar(&f.holdAfter, "hold-after", 0, "let a queued job that has waited this long keep the nodes of one cluster where the least work stands in its way, until it starts, from work of its class or lower (spot aside), so a gang is not starved by small jobs (0: off)")
 	fl.BoolVar(&f.checkIncremental, "check-incremental", false, "also plan every cycle from scratch and exit if that Plan differs from the incremental one (tests; doubles a cycle's work)")
 	_ = fl.MarkHidden("check-incremental")
 	fl.StringVar(&f.alertWebhook, "alert-webhook", "", "URL to POST the built-in alerts to as JSON when they fire or resolve (docs/alerts.md); empty: log them only")
@@ -164,6 +166,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if f.minRunTime < 0 || f.priorityGap < 0 {
 		return Usage(fmt.Errorf("--min-run-time %s, --priority-gap %d: want 0 (off) or more", f.minRunTime, f.priorityGap))
 	}
+	if f.holdAfter < 0 {
+		return Usage(fmt.Errorf("--hold-after %s: want 0 (off) or more", f.holdAfter))
+	}
 	fleet, err := spec.ReadFleet(f.fleet)
 	if err != nil {
 		return Usage(err)
@@ -245,7 +250,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(err)
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		Sched:   sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap},
+		Sched:   sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap, HoldAfter: f.holdAfter},
 		MaxLost: f.maxLost, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})

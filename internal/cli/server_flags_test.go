@@ -17,6 +17,7 @@ func TestServerFlagRanges(t *testing.T) {
 	}{
 		{[]string{"--min-run-time", "-1m"}, "--min-run-time -1m0s"},
 		{[]string{"--priority-gap", "-5"}, "--priority-gap -5"},
+		{[]string{"--hold-after", "-1h"}, "--hold-after -1h0m0s: want 0 (off) or more"},
 		{[]string{"--leader-ttl", "0"}, "--leader-ttl 0s: want at least 1s"},
 		{[]string{"--leader-ttl", "500ms"}, "--leader-ttl 500ms: want at least 1s"},
 	} {

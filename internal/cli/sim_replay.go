@@ -21,7 +21,7 @@ import (
 type simReplayFlags struct {
 	jobs, vcs, policy, sharing, output, report string
 	scale, spread                              float64
-	checkpoint, minRun                         time.Duration
+	checkpoint, minRun, holdAfter              time.Duration
 	leaf, limit, gap                           int
 }
 
@@ -84,6 +84,7 @@ of results and --report plots them together.`,
 	fl.Float64Var(&f.spread, "spread-penalty", replay.DefaultSpreadPenalty, "run-time penalty per extra node and per extra leaf group")
 	fl.IntVar(&f.leaf, "leaf-nodes", replay.DefaultLeafNodes, "nodes per InfiniBand leaf group")
 	fl.IntVar(&f.limit, "limit", 0, "replay only the first N jobs in submit order (0: all)")
+	fl.DurationVar(&f.holdAfter, "hold-after", 0, "let a queued job that has waited this long keep nodes from later work until it starts (the core's Config.HoldAfter; 0: off)")
 	fl.IntVar(&f.gap, "priority-gap", replay.DefaultPriorityGap, "allot policy: preempt the VC's own running work whose priority value (GPU-seconds of predicted remaining service) is this much worse (negative: never)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
 	fl.StringVar(&f.report, "report", "", "write plots and index.html into this directory")
@@ -101,6 +102,10 @@ func runSimReplay(cmd *cobra.Command, f simReplayFlags) error {
 	cfg := replay.Config{
 		Sharing: replay.Sharing(f.sharing), ClusterScale: f.scale, Checkpoint: f.checkpoint,
 		MinRunTime: f.minRun, SpreadPenalty: f.spread, LeafNodes: f.leaf, Limit: f.limit, PriorityGap: f.gap,
+		HoldAfter: f.holdAfter,
+	}
+	if f.holdAfter < 0 {
+		return Usage(fmt.Errorf("--hold-after %s: want 0 (off) or more", f.holdAfter))
 	}
 	if f.gap == 0 {
 		return Usage(errors.New("--priority-gap 0: want a positive gap, or a negative one for none"))
@@ -231,6 +236,7 @@ func writeReplayReport(dir string, results []*replay.Result) error {
 			{"avg / median / p99 JCT", sec(r.AvgJCT) + " / " + sec(r.MedianJCT) + " / " + sec(r.P99JCT)},
 			{"avg JCT, first / second half of the jobs", sec(r.AvgJCTFirstHalf) + " / " + sec(r.AvgJCTSecondHalf)},
 			{"avg / median / p99 queueing delay", sec(r.AvgQueue) + " / " + sec(r.MedianQueue) + " / " + sec(r.P99Queue)},
+			{"p99 / max queueing delay of multi-node jobs", sec(r.P99QueueGang) + " / " + sec(r.MaxQueueGang)},
 			{"GPU utilisation", fmt.Sprintf("%.1f %%", 100*r.GPUUtilisation)},
 			{"makespan", sec(r.Makespan)},
 			{"preemptions", strconv.Itoa(r.Preemptions)},

@@ -81,6 +81,7 @@ func TestSimReplayTableAndErrors(t *testing.T) {
 		{[]string{"--sharing", "shared"}, `sharing "shared"`},
 		{[]string{"-o", "yaml"}, `-o "yaml"`},
 		{[]string{"--priority-gap", "0"}, "--priority-gap 0"},
+		{[]string{"--hold-after", "-5m"}, "--hold-after -5m0s: want 0 (off) or more"},
 		{[]string{"--jobs", bad}, "jobs.csv:2:21: column duration"},
 	} {
 		stdout.Reset()

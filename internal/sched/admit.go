@@ -188,6 +188,9 @@ func (st *state) fitStage(a *attempt, n *NodeInfo, v *verdict) stage {
 // may precede it (mayPrecede); a job that names a reservation runs only on
 // its nodes.
 func (st *state) reservationAllows(a *attempt, i int) bool {
+	if h := st.holdOf[i]; h >= 0 && !st.mayUseHeld(a, h) {
+		return false
+	}
 	r := st.resOf[i]
 	if a.job.Spec.Placement.Reservation != "" {
 		return r >= 0 && r == a.res
@@ -296,10 +299,16 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 			name, pk.gpuModel, pk.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-st.protected(k, p))), gpusText(a.total))
 	case stageBorrow:
 		if a.res >= 0 {
-			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q", v.reservedOut, spec.Placement.Reservation)
+			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q or kept for other work", v.reservedOut, spec.Placement.Reservation) + st.holdNote(a)
 		}
-		if note := st.earmarkNote(a); note != "" {
-			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants or kept for them", v.reservedOut) + note
+		ear, hold := st.earmarkNote(a), st.holdNote(a)
+		switch {
+		case hold != "" && ear == "" && v.reservedOut <= len(st.held):
+			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are kept for jobs that have waited longer", v.reservedOut) + hold
+		case hold != "":
+			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants or kept for them or for jobs that have waited longer", v.reservedOut) + ear + hold
+		case ear != "":
+			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants or kept for them", v.reservedOut) + ear
 		}
 		return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants", v.reservedOut)
 	case stageReservation:
@@ -308,6 +317,7 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		if v.reservedOut > 0 && a.res < 0 {
 			d += fmt.Sprintf("; %d more are reserved for others", v.reservedOut) + st.earmarkNote(a)
 		}
+		d += st.holdNote(a)
 		return InsufficientCapacity, d
 	case stageFit:
 		return PowerCapped, fmt.Sprintf("%d nodes have room but not the power: %s", v.powerNodes, v.powerWhy)

@@ -41,6 +41,7 @@ func (st *state) cycle(jobs []*model.Job) Plan {
 	// 1. Order the queue: class; then tenants whose next job fits their
 	// guarantee; then fair share; then the tenant's own order.
 	queues := st.queues(jobs)
+	st.chooseHolders(jobs)
 	obs := st.cfg.Observer
 	if obs != nil {
 		obs.Prepared()
@@ -65,6 +66,9 @@ func (st *state) cycle(jobs []*model.Job) Plan {
 // scheduleJob runs steps 2–5 for one job and records the outcome in plan.
 func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed map[string]failure) {
 	pend := func(r Reason, d string) {
+		if h := st.holderIndex(j); h >= 0 {
+			d += st.holderNote(h)
+		}
 		plan.Pending = append(plan.Pending, Pending{Job: j.ID, Reason: r, Detail: d})
 	}
 	if _, known := st.tenants[j.Spec.Tenant]; !known || t == nil {
@@ -87,7 +91,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 			return
 		}
 	}
-	key := shapeKey(a) + st.earmarkKey(a)
+	key := shapeKey(a) + st.earmarkKey(a) + st.holdKey(a)
 	if f, seen := failed[key]; seen {
 		pend(f.Reason, f.Detail)
 		return

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -165,11 +166,13 @@ func planJSON(t *testing.T, p sched.Plan) []byte {
 // is 2).
 func TestSessionMatchesSchedule(t *testing.T) {
 	for _, gap := range []int{0, 2} {
-		t.Run(fmt.Sprintf("gap=%d", gap), func(t *testing.T) { sessionMatchesSchedule(t, gap) })
+		t.Run(fmt.Sprintf("gap=%d", gap), func(t *testing.T) { sessionMatchesSchedule(t, gap, 0) })
 	}
+	// A job that waited 30 minutes holds nodes (hold.go).
+	t.Run("hold=30m", func(t *testing.T) { sessionMatchesSchedule(t, 0, 30*time.Minute) })
 }
 
-func sessionMatchesSchedule(t *testing.T, gap int) {
+func sessionMatchesSchedule(t *testing.T, gap int, holdAfter time.Duration) {
 	cycles := 20_000
 	if testing.Short() {
 		cycles = 2_000
@@ -180,14 +183,14 @@ func sessionMatchesSchedule(t *testing.T, gap int) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	values := rand.New(rand.NewPCG(7, 8))
-	s := sched.New(sched.Config{MinRunTime: 5 * time.Minute, PriorityGap: gap})
+	s := sched.New(sched.Config{MinRunTime: 5 * time.Minute, PriorityGap: gap, HoldAfter: holdAfter})
 	fullTenancy := w.Tenancy
 	fleet, tenancy := &w.Fleet, &w.Tenancy
 	d := newSessionDriver(s, fleet, tenancy, rand.New(rand.NewPCG(5, 6)))
 	clock := Epoch
 	next, failures := 0, 0
 	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
-	var stats struct{ binds, preemptions, better, resets, guests, orphans int }
+	var stats struct{ binds, preemptions, better, resets, guests, orphans, holds int }
 	for c := 0; c < cycles; c++ {
 		clock = clock.Add(time.Minute)
 		if rng.IntN(200) == 0 {
@@ -258,15 +261,20 @@ func sessionMatchesSchedule(t *testing.T, gap int) {
 				stats.better++
 			}
 		}
+		for _, p := range want.Pending {
+			if strings.Contains(p.Detail, "are kept for it") {
+				stats.holds++
+			}
+		}
 		if err := want.Apply(w.Jobs, clock); err != nil {
 			t.Fatalf("cycle %d: %v", c, err)
 		}
 		d.commit(want, w.Jobs)
 	}
-	t.Logf("%d cycles: %d binds, %d preemptions (%d for a better value), %d node failures, %d resets, %d cycles with guest work, %d with work off the fleet",
-		cycles, stats.binds, stats.preemptions, stats.better, failures, stats.resets, stats.guests, stats.orphans)
+	t.Logf("%d cycles: %d binds, %d preemptions (%d for a better value), %d node failures, %d resets, %d cycles with guest work, %d with work off the fleet, %d with a job holding nodes",
+		cycles, stats.binds, stats.preemptions, stats.better, failures, stats.resets, stats.guests, stats.orphans, stats.holds)
 	if stats.binds == 0 || stats.preemptions == 0 || failures == 0 || stats.resets == 0 || stats.guests == 0 || stats.orphans == 0 ||
-		(gap > 0) != (stats.better > 0) {
+		(gap > 0) != (stats.better > 0) || (holdAfter > 0) != (stats.holds > 0) {
 		t.Fatalf("the random world did not exercise the Session: %+v, %d failures", stats, failures)
 	}
 }

@@ -147,7 +147,13 @@ type state struct {
 	resOf      []int // node index -> reservation index, -1 for none
 	earOf      []int // node index -> index of the reservation that earmarks it ahead of its start, -1 for none
 	// earmarked is set when a reservation earmarks nodes in this cycle.
-	earmarked  bool
+	earmarked bool
+	// holds are the jobs that keep nodes in this cycle (hold.go), in the
+	// order they were chosen; holdOf is, by node index, the index in holds
+	// of the one that keeps the node, -1 for none; held lists those nodes.
+	holds      []holdState
+	holdOf     []int
+	held       []int
 	res        []reservationState
 	resByName  map[string]int
 	partitions map[string]*partitionState
@@ -348,6 +354,10 @@ func (st *state) buildFleet(f *model.Fleet) {
 	}
 	st.resOf = make([]int, len(f.Nodes))
 	st.earOf = make([]int, len(f.Nodes))
+	st.holdOf, st.held, st.holds = make([]int, len(f.Nodes)), nil, nil
+	for i := range st.holdOf {
+		st.holdOf[i] = -1
+	}
 	for i := range st.resOf {
 		st.resOf[i], st.earOf[i] = -1, -1
 	}

@@ -78,6 +78,10 @@ type Config struct {
 	// off. Other policies, and borrow sharing (where the core already
 	// preempts to reclaim guarantees), never preempt for a value.
 	PriorityGap int
+	// HoldAfter is the core's sched.Config.HoldAfter: a queued job that
+	// has waited this long keeps nodes for itself until it starts. 0
+	// turns it off.
+	HoldAfter time.Duration
 	// CheckIncremental is engine.Config.CheckIncremental: every cycle is
 	// also planned from scratch, and a different Plan fails the run.
 	CheckIncremental bool

@@ -13,6 +13,7 @@ type metrics struct {
 	halfJCT   [2]float64 // sum over the first and the second half of the jobs in submit order
 	halfJobs  [2]int
 	queue     []float64
+	queueGang []float64 // of the jobs of more than one node
 	preempts  int
 	lostGPUs  float64 // GPU-seconds
 	maxOwner  []float64

@@ -24,6 +24,10 @@ type Result struct {
 	AvgQueue         float64 `json:"avg_queueing_delay"`
 	MedianQueue      float64 `json:"median_queueing_delay"`
 	P99Queue         float64 `json:"p99_queueing_delay"`
+	// P99QueueGang and MaxQueueGang are the queueing delays of the jobs
+	// that need more than one node (gangs), which small jobs can starve.
+	P99QueueGang float64 `json:"p99_queueing_delay_gang"`
+	MaxQueueGang float64 `json:"max_queueing_delay_gang"`
 	// GPUUtilisation is GPU-seconds held (lost work included) over GPUs ×
 	// makespan.
 	GPUUtilisation float64 `json:"gpu_utilisation"`
@@ -95,6 +99,8 @@ func (s *sim) summarise() {
 	slices.Sort(s.queue)
 	r.AvgJCT, r.MedianJCT, r.P99JCT = mean(s.jct), percentile(s.jct, 50), percentile(s.jct, 99)
 	r.AvgQueue, r.MedianQueue, r.P99Queue = mean(s.queue), percentile(s.queue, 50), percentile(s.queue, 99)
+	slices.Sort(s.queueGang)
+	r.P99QueueGang, r.MaxQueueGang = percentile(s.queueGang, 99), percentile(s.queueGang, 100)
 	if n := s.halfJobs[0]; n > 0 {
 		r.AvgJCTFirstHalf = s.halfJCT[0] / float64(n)
 	}

@@ -189,7 +189,7 @@ func (s *sim) at(t int64) time.Time { return s.base.Add(time.Duration(t) * time.
 // the engine's.
 func (s *sim) loop() error {
 	s.eng = engine.New(engine.Config{Fleet: &s.fleet, Tenancy: &s.ten, Start: s.base,
-		Core:     sched.Config{MinRunTime: s.cfg.MinRunTime, PriorityGap: s.priorityGap()},
+		Core:     sched.Config{MinRunTime: s.cfg.MinRunTime, PriorityGap: s.priorityGap(), HoldAfter: s.cfg.HoldAfter},
 		Select:   s.selectJobs,
 		RunFor:   func(*model.Job, time.Time) time.Duration { return time.Duration(s.runFor) * time.Second },
 		Input:    s.input,
@@ -333,6 +333,9 @@ func (s *sim) started(j *simJob) {
 	if !j.started {
 		j.started, j.start = true, s.now
 		s.queue = append(s.queue, float64(s.now-j.submit))
+		if j.gpus > GPUsPerNode {
+			s.queueGang = append(s.queueGang, float64(s.now-j.submit))
+		}
 		if j.probe {
 			v := j.vc
 			s.owners[v]++

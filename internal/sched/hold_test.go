@@ -1,0 +1,164 @@
+package sched_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	. "github.com/allot-dev/allot/internal/sched/schedtest"
+)
+
+// starvingGang is two 8×H100 nodes busy with sixteen 1-GPU jobs, and a
+// gang of 2×8 GPUs queued at start. Every 10 minutes the oldest small job
+// ends and a new one is submitted; step runs one cycle, applies its Plan
+// and returns it.
+type starvingGang struct {
+	w     *World
+	s     *sched.Scheduler
+	clock time.Time
+	small int // small jobs made so far
+}
+
+func newStarvingGang(holdAfter time.Duration) *starvingGang {
+	g := &starvingGang{
+		w: NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("h", 2, h100, "l1").
+			Tenant("alice", "").Tenant("bob", ""),
+		s:     sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: holdAfter}),
+		clock: Epoch,
+	}
+	for i := range 16 {
+		g.small++
+		g.w.Job(fmt.Sprintf("s%02d", g.small), "bob").GPUs(1, 1).Submitted(Epoch).
+			Running(Epoch.Add(time.Duration(i)*time.Minute), On(fmt.Sprintf("h-%d", i/8+1), i%8))
+	}
+	g.w.Job("gang", "alice").GPUs(2, 8).Submitted(Epoch)
+	return g
+}
+
+func (g *starvingGang) step(t *testing.T) sched.Plan {
+	t.Helper()
+	g.clock = g.clock.Add(10 * time.Minute)
+	var oldest *model.Job
+	for _, j := range g.w.Jobs {
+		if j.ID != "gang" && j.Status.State == model.StateRunning && (oldest == nil || j.Status.StartedAt.Before(oldest.Status.StartedAt)) {
+			oldest = j
+		}
+	}
+	if oldest != nil {
+		oldest.Status.State, oldest.Status.EndedAt, oldest.Status.Allocations = model.StateSucceeded, g.clock, nil
+	}
+	g.small++
+	g.w.Job(fmt.Sprintf("s%02d", g.small), "bob").GPUs(1, 1).Submitted(g.clock)
+	if err := g.w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := g.s.Schedule(g.w.Snapshot(), g.clock)
+	if err := p.Apply(g.w.Jobs, g.clock); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestHoldEndsGangStarvation: without HoldAfter, each GPU a small job
+// frees goes to the next small job and the gang never starts; with it, the
+// gang holds both nodes once it has waited, the small jobs that come later
+// wait and are told why, and the gang starts when the last small job that
+// was running on them ends.
+func TestHoldEndsGangStarvation(t *testing.T) {
+	g := newStarvingGang(0)
+	for range 40 {
+		if _, started := bindOf(g.step(t), "gang"); started {
+			t.Fatalf("without HoldAfter the gang started at %s; the test no longer starves it", g.clock)
+		}
+	}
+
+	g = newStarvingGang(30 * time.Minute)
+	for k := 1; k <= 40; k++ {
+		p := g.step(t)
+		waited := g.clock.Sub(Epoch)
+		if _, started := bindOf(p, "gang"); started {
+			// Small jobs took the two GPUs freed before the gang had
+			// waited 30 minutes; from then on nothing new lands on the
+			// nodes, and the sixteen jobs there end one per step.
+			if k != 18 {
+				t.Fatalf("the gang started at step %d (waited %s), want step 18", k, waited)
+			}
+			return
+		}
+		gp, _ := pendingOf(p, "gang")
+		held := strings.Contains(gp.Detail, "2 nodes of eastus-c/H100 are kept for it")
+		if held != (waited >= 30*time.Minute) {
+			t.Fatalf("step %d (waited %s): gang detail %q", k, waited, gp.Detail)
+		}
+		last := fmt.Sprintf("s%02d", g.small)
+		if sp, pending := pendingOf(p, last); waited >= 30*time.Minute &&
+			(!pending || !strings.Contains(sp.Detail, "kept for job gang, which has waited since "+Epoch.Format(time.RFC3339))) {
+			t.Fatalf("step %d: new small job %s: pending %v, %q", k, last, pending, sp.Detail)
+		}
+	}
+	t.Fatal("with HoldAfter the gang did not start in 40 steps")
+}
+
+// TestHoldWhoAndWhere: the holder keeps the node where the least work
+// that is not spot stands in its way; spot work and work of a higher class
+// may still use it, work of its own class may not and is told why; a job
+// over its quota holds nothing.
+func TestHoldWhoAndWhere(t *testing.T) {
+	world := func() *World {
+		w := NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("a", 1, h100, "l1").
+			Cluster("eastus-c2", model.FabricInfiniBand).Nodes("b", 1, h100, "l2").
+			Tenant("alice", "").Tenant("bob", "")
+		w.Job("busy-a", "bob").GPUs(1, 6).Submitted(Epoch).Running(Epoch, On("a-1", 0, 1, 2, 3, 4, 5))
+		w.Job("busy-b", "bob").GPUs(1, 2).Submitted(Epoch).Running(Epoch, On("b-1", 0, 1))
+		w.Job("spot-b", "bob").GPUs(1, 1).Class(model.ClassSpot).Submitted(Epoch).Running(Epoch, On("b-1", 2))
+		w.Job("wide", "alice").GPUs(1, 8).Submitted(Epoch)
+		for _, id := range []string{"n1", "n2", "n3"} {
+			w.Job(id, "bob").GPUs(1, 1).Submitted(now)
+		}
+		w.Job("spot", "bob").GPUs(1, 1).Class(model.ClassSpot).Submitted(now)
+		w.Job("high", "bob").GPUs(1, 4).Class(model.ClassReserved).Submitted(now) // more than a-1 has free
+		return w
+	}
+	plan := func(w *World) sched.Plan {
+		t.Helper()
+		if err := w.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		return sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: time.Hour}).Schedule(w.Snapshot(), now)
+	}
+	on := func(p sched.Plan, job string) string {
+		b, ok := bindOf(p, job)
+		if !ok {
+			return "pending"
+		}
+		return b.Nodes[0].Node
+	}
+
+	p := plan(world())
+	// b-1 holds 2 GPUs of work that is not spot, a-1 holds 6.
+	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 nodes of eastus-c2/H100 are kept for it") {
+		t.Fatalf("wide: %q", d.Detail)
+	}
+	for job, want := range map[string]string{"n1": "a-1", "n2": "a-1", "n3": "pending", "spot": "b-1", "high": "b-1"} {
+		if got := on(p, job); got != want {
+			t.Errorf("%s: %s, want %s", job, got, want)
+		}
+	}
+	if d, _ := pendingOf(p, "n3"); d.Reason != sched.InsufficientCapacity || !strings.Contains(d.Detail, "1 nodes of eastus-c2/H100 are kept for job wide") {
+		t.Errorf("n3: %s %q", d.Reason, d.Detail)
+	}
+
+	w := world().Quota("alice", "eastus", "ND", 4)
+	p = plan(w)
+	if d, _ := pendingOf(p, "wide"); d.Reason != sched.QuotaExceeded || strings.Contains(d.Detail, "kept") {
+		t.Fatalf("wide over its quota: %s %q", d.Reason, d.Detail)
+	}
+	for _, job := range []string{"n1", "n2", "n3"} {
+		if on(p, job) == "pending" {
+			t.Errorf("%s pending with no job holding", job)
+		}
+	}
+}
