@@ -50,7 +50,7 @@ func (s *Server) Cycle(ctx context.Context) error {
 		err := s.cycleContained(ctx)
 		var ce *store.ConflictError
 		if err != nil && !errors.As(err, &ce) {
-			s.inc.drop() // a cycle that failed may have left the Session half told
+			s.inc.Drop() // a cycle that failed may have left the Session half told
 		}
 		if errors.As(err, &ce) && attempt < maxReplans {
 			s.m.conflicts.Inc()
@@ -209,7 +209,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	in := s.applyPolicies(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input)}), now)
 
 	// 4. Plan, on the Session the server carries between cycles.
-	plan, err := s.plan(in, byID, now)
+	plan, err := s.plan(in, now)
 	if err != nil {
 		return err
 	}

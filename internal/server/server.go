@@ -123,11 +123,8 @@ type Server struct {
 
 	term atomic.Pointer[Term] // the leadership held now; nil when not leading (Config.Election set)
 
-	cycleMu sync.Mutex  // serialises cycles: at most one in flight; guards inc
-	inc     incremental // the core's state carried between cycles (session.go)
-	// scratch is the core without its observer: it plans from scratch
-	// beside the Session when Config.CheckIncremental is set.
-	scratch *sched.Scheduler
+	cycleMu sync.Mutex         // serialises cycles: at most one in flight; guards inc
+	inc     *sched.Incremental // the core's state carried between cycles (session.go)
 
 	reserveMu sync.Mutex // serialises creating reservations (limits are checked against the others)
 	quotaMu   sync.Mutex // serialises quota requests, decisions and edits (quota.go)
@@ -192,10 +189,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		cfg: cfg, st: cfg.Store, clock: cfg.Clock, nodes: cfg.Nodes, core: sched.New(cfg.Sched),
 		log: cfg.Logger, reg: cfg.Registry, kick: make(chan struct{}, 1),
 	}
-	if cfg.CheckIncremental {
-		c := cfg.Sched
-		c.Observer = nil
-		s.scratch = sched.New(c)
+	s.inc = sched.NewIncremental(s.core, cfg.CheckIncremental)
+	s.inc.OnRefused = func(err error) {
+		// A record the Session refuses (an allocation its node lacks) is
+		// one the from-scratch core counts: Plan planned from scratch.
+		s.log.Warn("scheduling session out of step; planned from scratch", "err", err)
 	}
 	if a, ok := cfg.Nodes.(Agents); ok {
 		s.agentMode, s.nodeTimeout = true, a.Timeout

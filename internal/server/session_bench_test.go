@@ -67,7 +67,7 @@ func BenchmarkCycleBusy(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			for b.Loop() {
 				if mode == "rebuild" {
-					srv.inc.drop()
+					srv.inc.Drop()
 				}
 				clock.Advance(time.Second)
 				if err := srv.Cycle(ctx); err != nil {

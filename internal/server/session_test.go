@@ -310,17 +310,17 @@ func TestIncrementalPlansMatchScratch(t *testing.T) {
 				l.agents()
 				l.clock.Advance(time.Duration(500+l.rng.IntN(4500)) * time.Millisecond)
 				l.heartbeat()
-				ss, ten := l.srv.inc.ss, l.srv.inc.tenancy
+				ss, r := l.srv.inc.Session(), l.srv.inc.Resets()
 				if err := l.srv.Cycle(ctx); err != nil {
 					t.Fatalf("cycle %d: %v", i, err)
 				}
-				if ss != nil && l.srv.inc.ss == ss {
+				if ss != nil && l.srv.inc.Session() == ss {
 					kept++
-					if l.srv.inc.tenancy != ten {
+					if l.srv.inc.Resets() != r {
 						resets++
 					}
 				}
-				held = max(held, len(l.srv.inc.held))
+				held = max(held, l.srv.inc.Held())
 				l.srv.pol.mu.Lock()
 				if len(l.srv.pol.overrides) > 0 {
 					overridden++
@@ -354,11 +354,11 @@ func TestCheckIncrementalCatchesDroppedDelta(t *testing.T) {
 	h.submit(copilot, chat)
 	h.cycle()
 	h.cycle() // the Session learns of the bind from the cache
-	if len(h.srv.inc.held) != 1 {
-		t.Fatalf("the Session holds %d jobs, want the one running", len(h.srv.inc.held))
+	if h.srv.inc.Held() != 1 {
+		t.Fatalf("the Session holds %d jobs, want the one running", h.srv.inc.Held())
 	}
 	for _, n := range h.srv.world().fleet.Nodes {
-		if err := h.srv.inc.ss.SetHealth(n.Name, model.NodeNotReady); err != nil {
+		if err := h.srv.inc.Session().SetHealth(n.Name, model.NodeNotReady); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -378,7 +378,7 @@ func TestCheckIncrementalCatchesDroppedDelta(t *testing.T) {
 	// Run stops on it, so that 'allot server --check-incremental' exits.
 	h.cycle()
 	for _, n := range h.srv.world().fleet.Nodes {
-		if err := h.srv.inc.ss.SetHealth(n.Name, model.NodeNotReady); err != nil {
+		if err := h.srv.inc.Session().SetHealth(n.Name, model.NodeNotReady); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -63,7 +63,6 @@ const Forever time.Duration = -1
 // Engine is one simulation run.
 type Engine struct {
 	cfg    Config
-	core   *sched.Scheduler
 	now    time.Time
 	events eventQueue
 	seq    int
@@ -76,7 +75,7 @@ type Engine struct {
 	cycles int
 	idle   int
 	abort  error
-	inc    incremental // the core's state carried between cycles
+	inc    *sched.Incremental // the core's state carried between cycles (session.go)
 }
 
 // entry is one job with what the engine knows of its work.
@@ -93,7 +92,7 @@ func New(cfg Config) *Engine {
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 8
 	}
-	return &Engine{cfg: cfg, core: sched.New(cfg.Core), now: cfg.Start, byID: map[string]*entry{}}
+	return &Engine{cfg: cfg, inc: sched.NewIncremental(sched.New(cfg.Core), cfg.CheckIncremental), now: cfg.Start, byID: map[string]*entry{}}
 }
 
 // Now is the virtual clock.
