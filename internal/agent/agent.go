@@ -472,14 +472,23 @@ func eventMessage(s string) string {
 // maxChunk bounds one log shipment.
 const maxChunk = 256 << 10
 
-// ship sends the log from off on, in whole lines unless final, and
-// returns the new offset.
+// resendLimit bounds what the agent ships again to a server that lacks it:
+// the last MiB, as much as the server keeps of an attempt's log.
+const resendLimit = 1 << 20
+
+// ship sends the log from off on, in whole lines unless final, each chunk
+// with its offset, and returns the offset of the next byte to send. A
+// server that lacks what came before a chunk (another server took the
+// lead, and the logs it held in memory were lost) answers how far it has
+// the log, and the agent ships again from there, the file's last
+// resendLimit bytes at most.
 func (a *Agent) ship(ctx context.Context, k key, path string, off int64, final bool) int64 {
 	f, err := os.Open(path)
 	if err != nil {
 		return off
 	}
 	defer f.Close()
+	skip, probed := false, false
 	for {
 		buf := make([]byte, maxChunk)
 		n, _ := f.ReadAt(buf, off)
@@ -491,14 +500,31 @@ func (a *Agent) ship(ctx context.Context, k key, path string, off int64, final b
 				return off
 			}
 		}
-		if len(buf) == 0 {
+		if len(buf) == 0 && (!final || probed || off == 0) {
 			return off
 		}
-		if err := a.cfg.Client.AppendLog(ctx, k.job, k.attempt, buf); err != nil {
+		// The last shipment of an instance that wrote nothing new still
+		// asks the server how far it has the log (probed), so that a new
+		// leader gets the log of work that fell silent.
+		probed = probed || len(buf) == 0
+		next, err := a.cfg.Client.AppendLogAt(ctx, k.job, k.attempt, k.rank, off, skip, buf)
+		if err != nil {
 			a.log.Warn("ship log failed", "job", k.job, "attempt", k.attempt, "err", err)
 			return off
 		}
-		off += int64(len(buf))
+		if next >= off {
+			off, skip = next, false // taken (the server may have had part of it)
+			continue
+		}
+		// The server lacks [next, off): ship it again, up to the last
+		// resendLimit bytes of the file.
+		from := next
+		if st, err := f.Stat(); err == nil {
+			from = max(from, st.Size()-resendLimit)
+		}
+		a.log.Info("server lacks part of the log; shipping it again", "job", k.job, "attempt", k.attempt, "rank", k.rank,
+			"from", from, "server_has", next)
+		off, skip = from, from > next
 	}
 }
 

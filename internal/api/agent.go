@@ -180,15 +180,71 @@ func (h *handler) appendLog(w http.ResponseWriter, r *http.Request, p server.Pri
 	if !ok {
 		return
 	}
+	src, ok := logSource(w, r)
+	if !ok {
+		return
+	}
 	body, ok := h.readBody(w, r)
 	if !ok {
 		return
 	}
-	if err := h.srv.AppendLog(r.Context(), p, r.PathValue("id"), n, body); err != nil {
+	next, err := h.srv.AppendLog(r.Context(), p, r.PathValue("id"), n, body, src)
+	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	w.WriteHeader(http.StatusNoContent)
+	if src == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, LogAppended{Next: next})
+}
+
+// LogAppended answers a log chunk sent with its offset: the offset in the
+// instance's log of the next byte the server wants. Lower than the end of
+// the chunk, it asks for what the server lacks (see server.AppendLog).
+type LogAppended struct {
+	Next int64 `json:"next"`
+}
+
+// logSource reads the ?rank=R&offset=O[&skip=1] of a log chunk; nil when
+// offset is absent (a line of the agent's own).
+func logSource(w http.ResponseWriter, r *http.Request) (*server.LogSource, bool) {
+	q := r.URL.Query()
+	if !q.Has("offset") {
+		return nil, true
+	}
+	var src server.LogSource
+	num := func(name string, limit int64) (int64, bool) {
+		v := q.Get(name)
+		x, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || x < 0 || x > limit {
+			writeError(w, codeInvalidSpec, name, fmt.Sprintf("%s %q: want a whole number from 0 to %d", name, v, limit))
+			return 0, false
+		}
+		return x, true
+	}
+	off, ok := num("offset", 1<<62)
+	if !ok {
+		return nil, false
+	}
+	src.Offset = off
+	if q.Has("rank") {
+		rank, ok := num("rank", 1<<20)
+		if !ok {
+			return nil, false
+		}
+		src.Rank = int(rank)
+	}
+	switch q.Get("skip") {
+	case "", "0":
+	case "1":
+		src.Skip = true
+	default:
+		writeError(w, codeInvalidSpec, "skip", fmt.Sprintf("skip %q: want 1 or 0", q.Get("skip")))
+		return nil, false
+	}
+	return &src, true
 }
 
 // logs answers an attempt's log as text; with follow=1 it streams what

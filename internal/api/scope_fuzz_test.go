@@ -95,7 +95,7 @@ func newScopeLab(t testing.TB) *scopeLab {
 	for _, j := range mustJobs(t, srv, admin, server.JobFilter{}) {
 		if n := lastNodes(j); len(n) == 1 {
 			bound[n[0]] = true
-			if err := srv.AppendLog(t.Context(), admin, j.ID, 1, []byte("log of "+j.ID+"\n")); err != nil {
+			if _, err := srv.AppendLog(t.Context(), admin, j.ID, 1, []byte("log of "+j.ID+"\n"), nil); err != nil {
 				t.Fatal(err)
 			}
 		}

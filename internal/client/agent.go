@@ -64,10 +64,36 @@ func (c *Client) Checkpoint(ctx context.Context, id, path string) (Job, error) {
 	return j, err
 }
 
-// AppendLog ships a chunk of attempt n's log of job id.
+// AppendLog ships a chunk of attempt n's log of job id, a line of the
+// agent's own: the server appends it as it is.
 func (c *Client) AppendLog(ctx context.Context, id string, n int, chunk []byte) error {
 	return c.do(ctx, request{method: http.MethodPost, path: fmt.Sprintf("/v1/jobs/%s/attempts/%d/log", seg(id), n),
 		body: chunk, contentType: "application/octet-stream"})
+}
+
+// AppendLogAt ships the chunk at offset off of instance rank's log of
+// attempt n of job id, and returns the offset of the next byte the server
+// wants: off+len(chunk) once taken, less when the server lacks what came
+// before (a new leader), which it then asks for. With skip the server
+// takes the chunk even so, noting that it lacks what came before. Sending a
+// chunk again is harmless: the server keeps each byte once.
+func (c *Client) AppendLogAt(ctx context.Context, id string, n, rank int, off int64, skip bool, chunk []byte) (int64, error) {
+	q := url.Values{"rank": {strconv.Itoa(rank)}, "offset": {strconv.FormatInt(off, 10)}}
+	if skip {
+		q.Set("skip", "1")
+	}
+	var out struct {
+		Next *int64 `json:"next"`
+	}
+	err := c.do(ctx, request{method: http.MethodPost, path: fmt.Sprintf("/v1/jobs/%s/attempts/%d/log", seg(id), n),
+		query: q, body: chunk, contentType: "application/octet-stream", out: &out})
+	if err != nil {
+		return 0, err
+	}
+	if out.Next == nil {
+		return off + int64(len(chunk)), nil // a server before offsets: 204, appended
+	}
+	return *out.Next, nil
 }
 
 // Logs copies attempt n (0: the latest) of job id's log to w; with follow

@@ -185,7 +185,7 @@ func (c *Client) do(ctx context.Context, r request) error {
 	if resp.StatusCode/100 != 2 {
 		return decodeError(resp, data)
 	}
-	if r.out == nil {
+	if r.out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
 	if err := json.Unmarshal(data, r.out); err != nil {

@@ -280,6 +280,24 @@ func (l *haLab) submit(ctx context.Context, doc string) (client.Job, error) {
 	return j, err
 }
 
+// waitLog waits until job id's log, read through the lab's servers,
+// holds want, and returns how long that took; it fails past within.
+func (l *haLab) waitLog(id, want string, within time.Duration) time.Duration {
+	l.t.Helper()
+	start := time.Now()
+	for {
+		var b strings.Builder
+		err := l.cl.Logs(context.Background(), id, 0, false, &b)
+		if err == nil && strings.Contains(b.String(), want) {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			l.t.Fatalf("job %s's log lacks %q after %v (%v):\n%s", id, want, within, err, tail(b.String(), 2000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // load submits a one-GPU job of two seconds every 150 ms (about 13 of the
 // lab's 24 GPUs busy) until the returned stop is called.
 func (l *haLab) load() (stop func()) {
@@ -380,6 +398,15 @@ func (l *haLab) check() history.Report {
 // partly bound and no Plan committed outside the leader's term.
 func TestHALeaderKilled(t *testing.T) {
 	l := newHALab(t, 3)
+	// A job that writes a line before the first failover and goes on
+	// writing through it: the new leader must get the early line back
+	// from its agent (server.AppendLog's offsets).
+	talker, err := l.submit(context.Background(), "name: talker\ntenant: team\nresources: {gpus_per_instance: 1}\n"+
+		"command: [sh, -c, 'echo before-failover; i=0; while [ $i -lt 80 ]; do echo \"line $i\"; i=$((i+1)); sleep 0.25; done']\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.waitLog(talker.ID, "before-failover", 15*time.Second)
 	stop := l.load()
 	for round := 1; round <= 2; round++ {
 		time.Sleep(2 * time.Second)
@@ -389,6 +416,10 @@ func TestHALeaderKilled(t *testing.T) {
 		next := l.waitLeader(10*time.Second, leader)
 		took := l.probe(fmt.Sprintf("probe-%d", round), next, killed, 5*time.Second)
 		t.Logf("round %d: killed server %d; server %d leads and committed %v later", round, leader, next, took.Round(time.Millisecond))
+		if round == 1 {
+			t.Logf("the new leader has the log written before the failover %v after it",
+				l.waitLog(talker.ID, "before-failover", 10*time.Second).Round(time.Millisecond))
+		}
 		l.start(leader) // back, as a follower
 		if l.servers[leader].leads() {
 			t.Errorf("round %d: restarted server %d leads beside server %d", round, leader, next)

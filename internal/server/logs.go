@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -12,7 +13,12 @@ import (
 const MaxLogBytes = 1 << 20
 
 // logBook keeps the logs agents ship, per job and attempt, in memory: a
-// restart of the server loses them (the agents keep the full files).
+// restart of the server, or another server taking the lead, loses them.
+// The agents keep the full files and ship each instance's log with its
+// offset (LogSource): a server that lacks what came before a chunk answers
+// how far it has it, and the agent ships again from there (the last
+// MaxLogBytes of it at most), so a new leader gets the logs of running
+// work back within a shipping interval.
 type logBook struct {
 	mu   sync.Mutex // guards logs
 	logs map[logKey]*attemptLog
@@ -27,6 +33,16 @@ type attemptLog struct {
 	data    []byte        // the last MaxLogBytes
 	total   int64         // bytes ever appended
 	changed chan struct{} // closed (and replaced) on append
+	next    map[int]int64 // by rank: the offset in its log of the next byte to come
+}
+
+// LogSource places a chunk in the log of the instance that wrote it.
+type LogSource struct {
+	Rank   int
+	Offset int64 // of the chunk's first byte in the instance's log
+	// Skip accepts losing what came before Offset that the server lacks:
+	// the agent ships only the last MaxLogBytes again.
+	Skip bool
 }
 
 func newLogBook() *logBook { return &logBook{logs: map[logKey]*attemptLog{}} }
@@ -42,27 +58,61 @@ func (b *logBook) get(k logKey) *attemptLog {
 
 // AppendLog appends a chunk of attempt n's log of job id, keeping the last
 // MaxLogBytes. A node token may append only to jobs of its node.
-func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, chunk []byte) error {
+//
+// With a source, it returns the offset in that instance's log of the next
+// byte it wants: the end of the chunk once taken. What of the chunk the
+// server has already (a chunk sent again after a lost answer) is not
+// appended twice; a chunk that starts past what the server has (it lost
+// the earlier ones, as a new leader does) is not appended, unless
+// src.Skip, and the offset returned, lower than src.Offset, asks for them.
+// Without a source (the agent's own lines) the chunk is appended as it is
+// and 0 returned.
+func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, chunk []byte, src *LogSource) (int64, error) {
 	ref, _, ok := s.cache.job(id)
 	if !ok {
-		return refuse(CodeNotFound, "", "no job %q", id)
+		return 0, refuse(CodeNotFound, "", "no job %q", id)
 	}
 	j, ok, err := s.jobFrom(ctx, ref) // the last chunks may come after the job ended
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !ok {
-		return refuse(CodeNotFound, "", "no job %q", id)
+		return 0, refuse(CodeNotFound, "", "no job %q", id)
 	}
 	if !p.mayReport(j) {
-		return refuse(CodeForbidden, "", "job %q does not run on this node", id)
+		return 0, refuse(CodeForbidden, "", "job %q does not run on this node", id)
 	}
 	if n < 1 || n > len(j.Status.Attempts) {
-		return refuse(CodeNotFound, "", "job %s has no attempt %d", id, n)
+		return 0, refuse(CodeNotFound, "", "job %s has no attempt %d", id, n)
+	}
+	if src != nil && (src.Rank < 0 || src.Rank >= max(j.Spec.Resources.InstanceCount, 1) || src.Offset < 0) {
+		return 0, refuse(CodeInvalidSpec, "rank", "rank %d, offset %d: want a rank of the job's %d instances and an offset of 0 or more",
+			src.Rank, src.Offset, max(j.Spec.Resources.InstanceCount, 1))
 	}
 	s.logs.mu.Lock()
 	defer s.logs.mu.Unlock()
 	l := s.logs.get(logKey{id, n})
+	var next int64
+	if src != nil {
+		if l.next == nil {
+			l.next = map[int]int64{}
+		}
+		have, end := l.next[src.Rank], src.Offset+int64(len(chunk))
+		switch {
+		case src.Offset > have && !src.Skip:
+			return have, nil // ask for what came before
+		case src.Offset > have:
+			note := fmt.Sprintf("[allot: %d bytes of rank %d's log are not kept here; the node keeps the whole file]\n", src.Offset-have, src.Rank)
+			chunk = append([]byte(note), chunk...)
+		default:
+			chunk = chunk[min(have-src.Offset, int64(len(chunk))):] // what the server has already
+		}
+		next = max(have, end)
+		l.next[src.Rank] = next
+		if len(chunk) == 0 {
+			return next, nil
+		}
+	}
 	l.data = append(l.data, chunk...)
 	l.total += int64(len(chunk))
 	if over := len(l.data) - MaxLogBytes; over > 0 {
@@ -70,7 +120,7 @@ func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, c
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
-	return nil
+	return next, nil
 }
 
 // LogChunk is part of an attempt's log.

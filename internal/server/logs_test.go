@@ -1,0 +1,76 @@
+package server
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestAppendLogOffsets: a chunk shipped with its offset is kept once when
+// sent again or overlapping; a server that lost what came before (a new
+// leader: a fresh log book) asks for it and gets the whole log back; with
+// Skip it takes the chunk and says what it lacks; a rank the job does not
+// have is refused naming the field.
+func TestAppendLogOffsets(t *testing.T) {
+	h := newHarness(t)
+	j := h.submit(copilot, chat)
+	h.clock.Advance(time.Second)
+	h.cycle()
+	ctx := t.Context()
+	app := func(src *LogSource, chunk string) int64 {
+		t.Helper()
+		next, err := h.srv.AppendLog(ctx, admin, j.ID, 1, []byte(chunk), src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next
+	}
+	log := func() string {
+		t.Helper()
+		c, err := h.srv.Log(ctx, admin, j.ID, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(c.Data)
+	}
+	for _, step := range []struct {
+		off  int64
+		data string
+		next int64
+		log  string
+	}{
+		{0, "a\nb\n", 4, "a\nb\n"},
+		{0, "a\nb\n", 4, "a\nb\n"},    // sent again after a lost answer
+		{2, "b\nc\n", 6, "a\nb\nc\n"}, // overlapping
+		{9, "x\n", 6, "a\nb\nc\n"},    // past what the server has: asks from 6
+		{6, "d\n", 8, "a\nb\nc\nd\n"}, // the rest
+	} {
+		if got := app(&LogSource{Offset: step.off}, step.data); got != step.next || log() != step.log {
+			t.Fatalf("chunk %q at %d: next %d, log %q; want %d, %q", step.data, step.off, got, log(), step.next, step.log)
+		}
+	}
+	if app(nil, "allot: own line\n") != 0 || !strings.HasSuffix(log(), "d\nallot: own line\n") {
+		t.Fatalf("a line without offset: log %q", log())
+	}
+
+	h.srv.logs = newLogBook() // another server leads: what this one held is gone
+	if got := app(&LogSource{Offset: 8}, "e\n"); got != 0 || log() != "" {
+		t.Fatalf("new leader: next %d, log %q; want 0 and nothing", got, log())
+	}
+	if got := app(&LogSource{Offset: 0}, "a\nb\nc\nd\ne\n"); got != 10 || log() != "a\nb\nc\nd\ne\n" {
+		t.Fatalf("shipped again: next %d, log %q", got, log())
+	}
+
+	h.srv.logs = newLogBook()
+	if got := app(&LogSource{Offset: 8, Skip: true}, "e\n"); got != 10 ||
+		log() != "[allot: 8 bytes of rank 0's log are not kept here; the node keeps the whole file]\ne\n" {
+		t.Fatalf("skip: next %d, log %q", got, log())
+	}
+
+	_, err := h.srv.AppendLog(ctx, admin, j.ID, 1, []byte("x\n"), &LogSource{Rank: 1})
+	var se *Error
+	if !errors.As(err, &se) || se.Code != CodeInvalidSpec || se.Field != "rank" {
+		t.Fatalf("rank 1 of a one-instance job: %v", err)
+	}
+}
