@@ -72,6 +72,10 @@ func (st *state) chooseHolders(jobs []*model.Job) {
 	tries := 0
 	for _, j := range waiting {
 		a := st.newAttempt(j, st.tenants[j.Spec.Tenant])
+		if name := j.Spec.Placement.Reservation; name != "" &&
+			(a.res < 0 || !st.res[a.res].active || st.res[a.res].Owner != a.tenant.name) {
+			continue // waits for its reservation, not for capacity
+		}
 		if a.res >= 0 && slices.ContainsFunc(st.holds, func(x holdState) bool { return x.res == a.res }) {
 			continue // its reservation has a holder
 		}

@@ -151,7 +151,16 @@ func TestHoldWhoAndWhere(t *testing.T) {
 		t.Errorf("n3: %s %q", d.Reason, d.Detail)
 	}
 
-	w := world().Quota("alice", "eastus", "ND", 4)
+	// A job naming a reservation that does not exist waits for it, not
+	// for capacity: it holds nothing.
+	w := world()
+	w.Jobs[3].Spec.Placement.Reservation = "nowhere" // wide
+	p = plan(w)
+	if d, _ := pendingOf(p, "wide"); d.Reason != sched.ReservationNotActive || on(p, "n3") == "pending" {
+		t.Fatalf("wide naming no reservation: %s %q; n3 %s", d.Reason, d.Detail, on(p, "n3"))
+	}
+
+	w = world().Quota("alice", "eastus", "ND", 4)
 	p = plan(w)
 	if d, _ := pendingOf(p, "wide"); d.Reason != sched.QuotaExceeded || strings.Contains(d.Detail, "kept") {
 		t.Fatalf("wide over its quota: %s %q", d.Reason, d.Detail)
