@@ -129,6 +129,26 @@ func (e *Evaluator) forget(now time.Time) {
 	e.resolved = slices.Delete(e.resolved, 0, i)
 }
 
+// Restore replaces the evaluator's alerts with alerts, as Alerts returned
+// them from another evaluator (a server that led before this one): the
+// pending and firing ones go on from their Since and FiredAt, so a
+// condition that still holds neither waits its For again nor fires a
+// second time, and one that no longer holds resolves at the next
+// Evaluate; the resolved ones are kept. The series that range rules read
+// start afresh.
+func (e *Evaluator) Restore(alerts []Alert) {
+	e.active, e.resolved = map[string]*Alert{}, nil
+	for _, a := range alerts {
+		switch a.State {
+		case Pending, Firing:
+			e.active[a.Name+"\x00"+a.Labels.key()] = &a
+		case Resolved:
+			e.resolved = append(e.resolved, a)
+		}
+	}
+	slices.SortStableFunc(e.resolved, func(a, b Alert) int { return a.ResolvedAt.Compare(b.ResolvedAt) })
+}
+
 // Alerts returns the firing and pending alerts, then the recently
 // resolved ones, each group sorted by name and labels (resolved: newest
 // first).

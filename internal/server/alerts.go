@@ -2,8 +2,12 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,6 +15,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/alert"
 	"github.com/allot-dev/allot/internal/api/wire"
+	"github.com/allot-dev/allot/internal/store"
 )
 
 // DefaultAlertEvery is how often the built-in alerts are evaluated.
@@ -18,13 +23,19 @@ const DefaultAlertEvery = 15 * time.Second
 
 // alertBook holds the built-in alerts' evaluator. The evaluator keeps the
 // pending and firing alerts and the resolved ones of the last hour (at most
-// alert.DefaultMaxResolved) in memory only: a restart forgets them, and a
-// condition that still holds is pending again from the restart.
+// alert.DefaultMaxResolved) in memory; the leader also stores them
+// (keyAlerts) whenever an alert starts, fires or resolves, and a server
+// that takes the lead, or restarts, goes on from what was stored: an alert
+// that was firing is not fired, nor sent to the webhook, a second time.
 type alertBook struct {
-	mu   sync.Mutex // guards ev
-	ev   *alert.Evaluator
-	hook *webhook // nil without Config.AlertWebhook
+	mu    sync.Mutex // guards ev and saved
+	ev    *alert.Evaluator
+	hook  *webhook // nil without Config.AlertWebhook
+	saved string   // the states last stored (alertStates)
 }
+
+// keyAlerts holds the built-in alerts as the leader last stored them.
+const keyAlerts = "/alerts/state"
 
 func newAlertBook(cfg Config, s *Server) *alertBook {
 	b := &alertBook{ev: alert.New(alert.Rules, alert.Options{For: cfg.AlertFor})}
@@ -80,23 +91,84 @@ func (s *Server) Alerts() []wire.Alert {
 	return out
 }
 
-// evaluateAlertsEvery evaluates the alerts every Config.AlertEvery, and
-// delivers webhook notices, until ctx ends.
+// evaluateAlertsEvery goes on from the stored alerts, then evaluates the
+// alerts every Config.AlertEvery, storing them when one starts, fires or
+// resolves, and delivers webhook notices, until ctx ends.
 func (s *Server) evaluateAlertsEvery(ctx context.Context) {
 	if s.alerts.hook != nil {
 		go s.alerts.hook.run(ctx)
 	}
+	if err := s.restoreAlerts(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn("stored alerts not read; evaluating afresh", "err", err)
+	}
 	t := time.NewTicker(s.cfg.AlertEvery)
 	defer t.Stop()
-	s.EvaluateAlerts()
 	for {
+		s.EvaluateAlerts()
+		if err := s.saveAlerts(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("alerts not stored", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.EvaluateAlerts()
 		}
 	}
+}
+
+// restoreAlerts sets the evaluator's alerts to those stored; none stored
+// leaves it as it is.
+func (s *Server) restoreAlerts(ctx context.Context) error {
+	kv, err := s.st.Get(ctx, keyAlerts)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var alerts []alert.Alert
+	if err := json.Unmarshal(kv.Value, &alerts); err != nil {
+		return fmt.Errorf("decode %s: %w", keyAlerts, err)
+	}
+	s.alerts.mu.Lock()
+	defer s.alerts.mu.Unlock()
+	s.alerts.ev.Restore(alerts)
+	s.alerts.saved = alertStates(alerts)
+	return nil
+}
+
+// saveAlerts stores the alerts when one started, fired or resolved since
+// they were last stored.
+func (s *Server) saveAlerts(ctx context.Context) error {
+	s.alerts.mu.Lock()
+	alerts, saved := s.alerts.ev.Alerts(), s.alerts.saved
+	s.alerts.mu.Unlock()
+	states := alertStates(alerts)
+	if states == saved {
+		return nil
+	}
+	val, err := json.Marshal(alerts)
+	if err != nil {
+		return fmt.Errorf("encode alerts: %w", err)
+	}
+	if _, err := s.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(keyAlerts, val)}}); err != nil {
+		return err
+	}
+	s.alerts.mu.Lock()
+	s.alerts.saved = states
+	s.alerts.mu.Unlock()
+	return nil
+}
+
+// alertStates is what of alerts makes them worth storing again: each
+// alert's name, labels, state and times, not the values that change at
+// every evaluation.
+func alertStates(alerts []alert.Alert) string {
+	var b strings.Builder
+	for _, a := range alerts {
+		fmt.Fprintf(&b, "%s %v %s %d %d %d\n", a.Name, a.Labels, a.State, a.Since.UnixNano(), a.FiredAt.UnixNano(), a.ResolvedAt.UnixNano())
+	}
+	return b.String()
 }
 
 func wireAlert(a alert.Alert) wire.Alert {

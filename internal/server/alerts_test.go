@@ -192,3 +192,52 @@ func TestAlertsFromMetrics(t *testing.T) {
 		t.Errorf("AllotCycleSlow %+v, want pending with a p99 in the (2 s, 5 s] bucket", slow)
 	}
 }
+
+// TestAlertsGoOnAfterFailover: the leader stores its alerts when one
+// starts or fires; a server that takes over on the same store goes on from
+// them: the firing alerts keep their times and are not fired (nor sent to
+// the webhook) again, and one whose condition no longer holds resolves.
+func TestAlertsGoOnAfterFailover(t *testing.T) {
+	srv, clock := alertServer(t, "")
+	ctx := t.Context()
+	nodes := len(srv.Nodes())
+	srv.EvaluateAlerts()
+	if err := srv.saveAlerts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	if fired := srv.EvaluateAlerts(); len(fired) != nodes {
+		t.Fatalf("fired %d, want %d", len(fired), nodes)
+	}
+	if err := srv.saveAlerts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Alerts()
+
+	cfg := srv.cfg
+	cfg.Registry = nil
+	next, err := New(ctx, cfg) // another server on the same store
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.restoreAlerts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := next.Alerts(); len(got) != nodes || got[0].State != "firing" || !got[0].FiredAt.Equal(*before[0].FiredAt) ||
+		!got[0].Since.Equal(before[0].Since) {
+		t.Fatalf("after the takeover: %+v\nwant %+v", got, before)
+	}
+	clock.Advance(15 * time.Second)
+	if again := next.EvaluateAlerts(); len(again) != 0 {
+		t.Fatalf("the new leader fired again: %+v", again)
+	}
+	// A node comes back while no server evaluates: the new leader
+	// resolves its alert at its first evaluation.
+	name := before[0].Labels["node"]
+	if err := next.RegisterNode(ctx, name, h100s(8), "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := next.EvaluateAlerts(); len(got) != 1 || got[0].State != "resolved" || got[0].Labels["node"] != name {
+		t.Fatalf("after %s came back: %+v, want it resolved", name, got)
+	}
+}
