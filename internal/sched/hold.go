@@ -17,8 +17,10 @@ import (
 // as it frees up. Once a job has waited HoldAfter, a cycle keeps for it the
 // nodes of one gang domain (one GPU model in one cluster) where the least
 // running work stands between it and a start: until it starts they take
-// only its work, work of a higher class (which could evict it anyway) and
-// spot work (which it may evict). The capacity they hold drains as their
+// only its work, work of a higher class (which could evict it anyway),
+// spot work (which it may evict) and work of another partition that fits
+// its partition's unused guarantee (a hold never keeps a partition below
+// its guarantee). The capacity they hold drains as their
 // work ends, and the job starts once it fits; Slurm's backfill keeps a
 // start time for the queue's top job, and Volcano's reservation plugin
 // locks nodes for its most starved one, to the same end.
@@ -42,11 +44,12 @@ const holdCandidates = 16
 
 // holdState is one job that keeps nodes in this cycle: held[first:first+n].
 type holdState struct {
-	job      *model.Job
-	class    model.Class
-	res      int // the reservation it names, -1 for none
-	domain   int
-	first, n int
+	job       *model.Job
+	class     model.Class
+	partition *partitionState // the holder's; nil for none
+	res       int             // the reservation it names, -1 for none
+	domain    int
+	first, n  int
 }
 
 // chooseHolders chooses this cycle's holders among jobs and keeps their
@@ -87,7 +90,8 @@ func (st *state) chooseHolders(jobs []*model.Job) {
 			continue
 		}
 		h := len(st.holds)
-		st.holds = append(st.holds, holdState{job: j, class: a.class, res: a.res, domain: d, first: len(st.held), n: len(nodes)})
+		st.holds = append(st.holds, holdState{job: j, class: a.class, partition: a.tenant.partition, res: a.res, domain: d,
+			first: len(st.held), n: len(nodes)})
 		for _, i := range nodes {
 			st.holdOf[i] = h
 			g := st.groups[st.groupOf[i]]
@@ -212,10 +216,14 @@ func (st *state) blockedMilli(i int) int64 {
 }
 
 // mayUseHeld reports whether a's job may use a node that holds[h] keeps:
-// the holder itself, work of a higher class and spot work.
+// the holder itself, work of a higher class, spot work, and work of
+// another partition that fits inside that partition's unused guarantee (a
+// hold never keeps a partition below its guarantee; inside the holder's
+// own partition it decides who goes first).
 func (st *state) mayUseHeld(a *attempt, h int) bool {
 	x := &st.holds[h]
-	return a.job == x.job || a.class > x.class || a.class == model.ClassSpot
+	return a.job == x.job || a.class > x.class || a.class == model.ClassSpot ||
+		(a.tenant.partition != x.partition && st.withinGuarantee(a.tenant, a.job))
 }
 
 // holderIndex is j's index in holds, or -1.
@@ -257,6 +265,6 @@ func (st *state) holdNote(a *attempt) string {
 func (st *state) holderNote(h int) string {
 	x := &st.holds[h]
 	g := st.groups[st.groupOf[st.held[x.first]]]
-	return fmt.Sprintf("; %d nodes of %s are kept for it, as it has waited since %s: until it starts they take only it, higher classes and spot work",
+	return fmt.Sprintf("; %d nodes of %s are kept for it, as it has waited since %s: until it starts they take only it, higher classes, spot work and other partitions' guaranteed work",
 		x.n, st.domains[g.domain].name, waitingSince(x.job).UTC().Format(time.RFC3339))
 }

@@ -25,7 +25,10 @@ type File struct {
 	OnTime spec.Duration `yaml:"on_time"`
 	// MinRunTime is the core's protection of fresh work (default 10m); a
 	// guarantee counts as violated only for work that waited longer.
-	MinRunTime   spec.Duration    `yaml:"min_run_time"`
+	MinRunTime spec.Duration `yaml:"min_run_time"`
+	// HoldAfter is the core's Config.HoldAfter (0, the default: off): a
+	// queued job that has waited this long keeps nodes until it starts.
+	HoldAfter    spec.Duration    `yaml:"hold_after"`
 	Fleet        FleetGen         `yaml:"fleet"`
 	Reservations []ReservationGen `yaml:"reservations"`
 	Jobs         []JobGen         `yaml:"jobs"`
@@ -251,6 +254,8 @@ func (f *File) check() error {
 		return fieldErr("on_time", "must not be negative")
 	case f.MinRunTime < 0:
 		return fieldErr("min_run_time", "must not be negative")
+	case f.HoldAfter < 0:
+		return fieldErr("hold_after", "must not be negative")
 	}
 	nodes := 0
 	for i, r := range f.Fleet.Regions {

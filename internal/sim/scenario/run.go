@@ -75,7 +75,7 @@ func Run(ctx context.Context, f *File, opt Options) (*Result, error) {
 		r.partOf[t.Name] = t.Partition
 	}
 	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
-		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime)},
+		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime), HoldAfter: time.Duration(f.HoldAfter)},
 		Input: r.input, CheckIncremental: opt.CheckIncremental})
 	r.rec.eng = r.eng
 

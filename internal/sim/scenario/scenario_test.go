@@ -34,6 +34,7 @@ func TestParseErrorsNameLineAndField(t *testing.T) {
 	}{
 		{"unknown field", "seed: 1", "sede: 1", 3, "sede"},
 		{"bad duration", "duration: 24h", "duration: 1d", 5, "duration"},
+		{"negative hold_after", "duration: 24h", "duration: 24h\nhold_after: -1h", 6, "hold_after"},
 		{"unknown SKU", "sku: NC64-T4x4, count: 4", "sku: NC64-T5x4, count: 4", 17, "fleet.regions[0].clusters[1].nodes[0].sku"},
 		{"negative count", "sku: NC64-T4x4, count: 4", "sku: NC64-T4x4, count: -4", 17, "fleet.regions[0].clusters[1].nodes[0].count"},
 		{"opens after the end", "opens: 12h", "opens: 30h", 19, "reservations[0].opens"},
