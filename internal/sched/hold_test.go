@@ -171,3 +171,32 @@ func TestHoldWhoAndWhere(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldKeepsGuarantees: work of another partition that fits its unused
+// guarantee may use the held nodes (a hold never keeps a partition below
+// its guarantee); work of the holder's own partition waits for the holder.
+func TestHoldKeepsGuarantees(t *testing.T) {
+	w := NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("a", 1, h100, "l1").
+		Cluster("eastus-c2", model.FabricInfiniBand).Nodes("b", 1, h100, "l2").
+		Cluster("eastus-t4", model.FabricEthernet).Nodes("t", 2, t4x4, "").
+		Partition("pa", "eastus", "T4", 8).Partition("pb", "eastus", "H100", 4). // pa borrows H100s: no reclaim
+		Tenant("alice", "pa").Tenant("carol", "pa").Tenant("bob", "pb").Tenant("dave", "")
+	w.Job("full-a", "dave").GPUs(1, 8).Submitted(Epoch).Running(Epoch, On("a-1", 0, 1, 2, 3, 4, 5, 6, 7))
+	w.Job("busy-b", "dave").GPUs(1, 2).Submitted(Epoch).Running(Epoch, On("b-1", 0, 1))
+	w.Job("wide", "alice").GPUs(1, 8).Submitted(Epoch)
+	w.Job("bob-n", "bob").GPUs(1, 1).Models("H100").Submitted(now)
+	w.Job("carol-n", "carol").GPUs(1, 1).Models("H100").Submitted(now)
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: time.Hour}).Schedule(w.Snapshot(), now)
+	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 nodes of eastus-c2/H100 are kept for it") {
+		t.Fatalf("wide: %q", d.Detail)
+	}
+	if b, ok := bindOf(p, "bob-n"); !ok || b.Nodes[0].Node != "b-1" {
+		t.Errorf("bob-n, inside pb's guarantee: %+v %v, want bound on the held b-1", b, ok)
+	}
+	if d, ok := pendingOf(p, "carol-n"); !ok || !strings.Contains(d.Detail, "kept for job wide") {
+		t.Errorf("carol-n, of the holder's partition: pending %v %q, want kept off b-1", ok, d.Detail)
+	}
+}
