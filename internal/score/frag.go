@@ -115,21 +115,46 @@ type reqCache struct {
 }
 
 func newFragModel(w Workload) *fragModel {
-	m := &fragModel{w: w, shapes: map[shapeKey]int{}, lastShape: -1, sizeOf: make([]int, len(w))}
+	m := &fragModel{w: w, shapes: map[shapeKey]int{}, lastShape: -1}
+	m.sizes, m.sizeOf = targetSizes(w)
+	m.tally = make([]sizeTally, len(m.sizes))
+	return m
+}
+
+// targetSizes returns w's distinct GPU milli per GPU and, per target, its
+// index in them (-1 for a CPU-only target).
+func targetSizes(w Workload) (sizes []int64, sizeOf []int) {
+	sizeOf = make([]int, len(w))
 	for i, t := range w {
-		m.sizeOf[i] = -1
+		sizeOf[i] = -1
 		if t.GPUs == 0 {
 			continue
 		}
-		k := slices.Index(m.sizes, t.Milli)
+		k := slices.Index(sizes, t.Milli)
 		if k < 0 {
-			k = len(m.sizes)
-			m.sizes = append(m.sizes, t.Milli)
+			k = len(sizes)
+			sizes = append(sizes, t.Milli)
 		}
-		m.sizeOf[i] = k
+		sizeOf[i] = k
 	}
-	m.tally = make([]sizeTally, len(m.sizes))
-	return m
+	return sizes, sizeOf
+}
+
+// tallySizes fills out[k] with how sizes[k] meets GPUs with free milli
+// free.
+func tallySizes(sizes, free []int64, out []sizeTally) {
+	for k, size := range sizes {
+		var c sizeTally
+		for _, f := range free {
+			if f >= size {
+				c.fit++
+				c.copies += f / size
+			} else {
+				c.small += f
+			}
+		}
+		out[k] = c
+	}
 }
 
 func sameRequest(a, b *sched.Request) bool {
@@ -214,18 +239,7 @@ func (m *fragModel) fragOf(accept []bool, cpu int64, free []int64) float64 {
 	if total == 0 {
 		return 0
 	}
-	for k, size := range m.sizes {
-		var c sizeTally
-		for _, f := range free {
-			if f >= size {
-				c.fit++
-				c.copies += f / size
-			} else {
-				c.small += f
-			}
-		}
-		m.tally[k] = c
-	}
+	tallySizes(m.sizes, free, m.tally)
 	var out float64
 	for i := range m.w {
 		t := &m.w[i]

@@ -31,9 +31,13 @@ type lookahead struct {
 	idx  []int    // w[i] is the target workload's idx[i]
 	u    []float64
 	memo map[lookKey]float64
-	// free, work, after and fit are scratch.
+	// sizes and sizeOf are w's GPU milli sizes (targetSizes).
+	sizes  []int64
+	sizeOf []int
+	// free, work, after, fit and tally are scratch.
 	free, work, after []int64
 	fit               []int
+	tally             []sizeTally
 }
 
 // lookKey is a node state; nodes of more than len(free) GPUs are not
@@ -68,7 +72,10 @@ func newLookahead(w Workload) *lookahead {
 		x = x*6364136223846793005 + 1442695040888963407
 		u[i] = float64(x>>11) / (1 << 53)
 	}
-	return &lookahead{w: gpu, idx: idx, u: u, memo: map[lookKey]float64{}}
+	l := &lookahead{w: gpu, idx: idx, u: u, memo: map[lookKey]float64{}}
+	l.sizes, l.sizeOf = targetSizes(gpu)
+	l.tally = make([]sizeTally, len(l.sizes))
+	return l
 }
 
 // value returns the GPU milli a node of GPU model model, with free CPU cpu
@@ -109,24 +116,17 @@ func (l *lookahead) nextPod(accept []bool, cpu int64, free []int64) float64 {
 	for _, f := range free {
 		total += f
 	}
+	tallySizes(l.sizes, free, l.tally)
 	var out float64
 	for i := range l.w {
 		t := &l.w[i]
 		if !accept[l.idx[i]] {
 			continue
 		}
-		fit, small := 0, int64(0)
-		for _, f := range free {
-			if f >= t.Milli {
-				fit++
-			} else {
-				small += f
-			}
-		}
-		if fit < t.GPUs || cpu < t.CPU {
+		if c := l.tally[l.sizeOf[i]]; c.fit < t.GPUs || cpu < t.CPU {
 			out += t.P * float64(total)
 		} else {
-			out += t.P * float64(small)
+			out += t.P * float64(c.small)
 		}
 	}
 	return out
