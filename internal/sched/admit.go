@@ -299,7 +299,11 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 			name, pk.gpuModel, pk.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-st.protected(k, p))), gpusText(a.total))
 	case stageBorrow:
 		if a.res >= 0 {
-			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q or kept for other work", v.reservedOut, spec.Placement.Reservation) + st.holdNote(a)
+			if hold := st.holdNote(a); hold != "" {
+				return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q or kept for a job that has waited longer",
+					v.reservedOut, spec.Placement.Reservation) + hold
+			}
+			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q", v.reservedOut, spec.Placement.Reservation)
 		}
 		ear, hold := st.earmarkNote(a), st.holdNote(a)
 		switch {

@@ -16,27 +16,27 @@ import (
 // fabric, a whole node) can wait for ever while small jobs take each GPU
 // as it frees up. Once a job has waited HoldAfter, a cycle keeps for it the
 // nodes of one gang domain (one GPU model in one cluster) where the least
-// running work stands between it and a start: until it starts they take
+// running work stands between it and a start. Until it starts they take
 // only its work, work of a higher class (which could evict it anyway),
 // spot work (which it may evict) and work of another partition that fits
-// its partition's unused guarantee (a hold never keeps a partition below
-// its guarantee). The capacity they hold drains as their
-// work ends, and the job starts once it fits; Slurm's backfill keeps a
-// start time for the queue's top job, and Volcano's reservation plugin
-// locks nodes for its most starved one, to the same end.
+// that partition's unused guarantee (a hold never keeps a partition below
+// its guarantee). The capacity they hold drains as their work ends, and
+// the job starts once it fits. Slurm's backfill keeps a start time for the
+// queue's top job, and Volcano's reservation plugin locks nodes for its
+// most starved one, to the same end.
 //
 // One job at a time holds in each gang domain, and one in each
 // reservation's nodes there: the queued job of the highest class, then the
 // longest wait, then the lowest ID, among those that have waited
-// HoldAfter, need GPUs, are not spot, and pass every filter except free
+// HoldAfter, need GPUs, are not spot, and pass every filter but free
 // capacity on some group (so a job over its quota or borrowing limit holds
-// nothing). The nodes are chosen afresh every cycle
-// from the Snapshot: Ready nodes that no reservation holds or earmarks (for
-// a job that names a reservation, nodes the reservation holds), in the
-// domain whose chosen nodes hold the least GPU milli of work that is not
-// spot, nodes with less such work first, then by fleet order. Work that may
-// not use held nodes stays off them, so from cycle to cycle that sum only
-// falls and the choice moves only to nodes closer to a start.
+// nothing). The nodes are chosen afresh every cycle from the Snapshot:
+// Ready nodes that no reservation holds or earmarks (for a job that names
+// a reservation, nodes the reservation holds), in the domain whose chosen
+// nodes hold the least GPU milli of work that is not spot, nodes with less
+// such work first, then by fleet order. Work that may not use held nodes
+// stays off them, so from cycle to cycle that sum only falls and the
+// choice moves only to nodes closer to a start.
 
 // holdCandidates bounds how many waiting jobs a cycle tries: each try
 // visits the nodes the job could use.
