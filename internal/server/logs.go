@@ -17,8 +17,8 @@ const MaxLogBytes = 1 << 20
 // The agents keep the full files and ship each instance's log with its
 // offset (LogSource): a server that lacks what came before a chunk answers
 // how far it has it, and the agent ships again from there (the last
-// MaxLogBytes of it at most), so a new leader gets the logs of running
-// work back within a shipping interval.
+// MaxLogBytes of it at most), so a new leader gets an instance's log back
+// at its next shipment (its next output, or its end).
 type logBook struct {
 	mu   sync.Mutex // guards logs
 	logs map[logKey]*attemptLog
