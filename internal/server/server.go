@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -424,8 +425,8 @@ func (s *Server) watch(ctx context.Context) error {
 				break
 			}
 			s.cache.event(ev)
-			if ev.KV.Key != keyFence && !isJobKey(ev.KV.Key) {
-				s.Kick() // a reservation, node or token changed
+			if kicksCycle(ev.KV.Key) {
+				s.Kick()
 			}
 		}
 		switch {
@@ -444,6 +445,24 @@ func (s *Server) watch(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// kicksCycle reports whether a change of key may change what the next
+// cycle decides, so that the watch asks for one: a reservation, node,
+// quota, policy, endpoint or token. Jobs are not (the cycle loop follows
+// them itself), nor the fence, nor records nothing reads to plan: the
+// audit trail, idempotency keys, quota requests, stored alerts and budget
+// alerts, which every request or evaluation may write.
+func kicksCycle(key string) bool {
+	if key == keyFence || key == keyAlerts || isJobKey(key) {
+		return false
+	}
+	for _, p := range []string{prefixAudit, prefixIdempotency, prefixQuotaRequests, prefixBudgetAlerts} {
+		if strings.HasPrefix(key, p) {
+			return false
+		}
+	}
+	return true
 }
 
 func isJobKey(k string) bool { return len(k) > len(prefixJobs) && k[:len(prefixJobs)] == prefixJobs }

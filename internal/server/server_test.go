@@ -447,3 +447,19 @@ func TestUnknownTenantSuggested(t *testing.T) {
 		t.Fatalf("err %v, want the tenant meant", err)
 	}
 }
+
+// TestKicksCycle: a change the next cycle may decide on asks for one;
+// jobs (the loop follows them), the fence and records nothing reads to
+// plan do not.
+func TestKicksCycle(t *testing.T) {
+	for key, want := range map[string]bool{
+		prefixReservations + "r1": true, prefixNodes + "h100-01": true, prefixQuotas + "acme/eastus/ND": true,
+		keyPolicies: true, prefixEndpoints + "chat": true, prefixTokens + "abc": true,
+		prefixJobs + "j1": false, keyFence: false, keyAlerts: false, prefixAudit + "0001": false,
+		prefixIdempotency + "k": false, prefixQuotaRequests + "q1": false, prefixBudgetAlerts + "2026-12/acme/80": false,
+	} {
+		if got := kicksCycle(key); got != want {
+			t.Errorf("kicksCycle(%q) = %v, want %v", key, got, want)
+		}
+	}
+}
