@@ -89,6 +89,9 @@ func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, c
 		return 0, refuse(CodeInvalidSpec, "rank", "rank %d, offset %d: want a rank of the job's %d instances and an offset of 0 or more",
 			src.Rank, src.Offset, max(j.Spec.Resources.InstanceCount, 1))
 	}
+	if nodes := j.Status.Attempts[n-1].Nodes; src != nil && p.Node != "" && (src.Rank >= len(nodes) || nodes[src.Rank] != p.Node) {
+		return 0, refuse(CodeForbidden, "rank", "rank %d of attempt %d of job %s does not run on node %s", src.Rank, n, id, p.Node)
+	}
 	s.logs.mu.Lock()
 	defer s.logs.mu.Unlock()
 	l := s.logs.get(logKey{id, n})

@@ -73,4 +73,19 @@ func TestAppendLogOffsets(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != CodeInvalidSpec || se.Field != "rank" {
 		t.Fatalf("rank 1 of a one-instance job: %v", err)
 	}
+	// A node token ships only the ranks that run on its node.
+	g := h.submit(admin, `{name: g, tenant: copilot, resources: {instance_count: 2, gpus_per_instance: 8, gpu_models: [H100]}, placement: {regions: [eastus]}}`)
+	h.clock.Advance(time.Second)
+	h.cycle()
+	nodes := h.job(g.ID).Status.Attempts[0].Nodes
+	if len(nodes) != 2 || nodes[0] == nodes[1] {
+		t.Fatalf("gang on %v, want two nodes", nodes)
+	}
+	if _, err := h.srv.AppendLog(ctx, Principal{Node: nodes[1]}, g.ID, 1, []byte("r1\n"), &LogSource{Rank: 1}); err != nil {
+		t.Fatalf("node %s, its own rank 1: %v", nodes[1], err)
+	}
+	_, err = h.srv.AppendLog(ctx, Principal{Node: nodes[1]}, g.ID, 1, []byte("r0\n"), &LogSource{Rank: 0})
+	if !errors.As(err, &se) || se.Code != CodeForbidden || se.Field != "rank" {
+		t.Fatalf("node %s claiming rank 0, which runs on %s: %v", nodes[1], nodes[0], err)
+	}
 }
