@@ -83,7 +83,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.Float64Var(&f.regionWeights.Distance, "region-distance-weight", forecast.DefaultWeights.Distance, "hours of predicted wait one step of distance from a job's data region is worth (1: same residency zone, 2: another)")
 	fl.DurationVar(&f.minRunTime, "min-run-time", 0, "protect each attempt from preemption for this long after it starts, so that preemption cannot loop and resumed work makes progress (Slurm's PreemptExemptTime; 0: no protection; allot plan and allot sim use 10m)")
 	fl.IntVar(&f.priorityGap, "priority-gap", 0, "let a queued job evict running work of its own tenant and priority class whose priority value is at least this much lower (reason BetterPriority; 0: off)")
-	fl.DurationVar(&f.holdAfter, "hold-after", 0, "let a queued job that has waited this long keep the nodes of one cluster where the least work stands in its way, until it starts, from work of its class or lower (spot aside), so a gang is not starved by small jobs (0: off)")
+	fl.DurationVar(&f.holdAfter, "hold-after", 0, "let a queued job that has waited this long keep the nodes of one cluster where the least work stands in its way, until it starts, from work of its class or lower (spot work and other partitions' guaranteed work aside), so small jobs cannot starve a gang (0: off)")
 	fl.BoolVar(&f.checkIncremental, "check-incremental", false, "also plan every cycle from scratch and exit if that Plan differs from the incremental one (tests; doubles a cycle's work)")
 	_ = fl.MarkHidden("check-incremental")
 	fl.StringVar(&f.alertWebhook, "alert-webhook", "", "URL to POST the built-in alerts to as JSON when they fire or resolve (docs/alerts.md); empty: log them only")
