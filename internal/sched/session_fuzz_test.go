@@ -19,19 +19,24 @@ import (
 // only allocations naming a GPU the node lacks, and that each cycle decides
 // as Schedule does on the work the Session accepted (both panicking counts
 // as deciding alike). An odd first byte turns preemption for a better
-// priority value on (PriorityGap 2), and jobs then get values of 0 to 3.
+// priority value on (PriorityGap 2), and jobs then get values of 0 to 3;
+// a first byte with bit 1 set turns holds on (HoldAfter 10m).
 func FuzzSession(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{0, 0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5})
 	f.Add([]byte{0, 3, 9, 200, 0, 3, 9, 1, 4, 0, 1, 3, 5})
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 6, 3, 1, 9, 3, 40, 6, 3, 3, 7, 8})
+	f.Add([]byte{2, 0, 0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5, 6, 200, 6, 200, 5})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		w := randomWorld()
-		gap := 0
+		gap, hold := 0, time.Duration(0)
 		if len(ops) > 0 && ops[0]%2 == 1 {
 			gap = 2
 		}
-		s := sched.New(sched.Config{MinRunTime: 5 * time.Minute, PriorityGap: gap})
+		if len(ops) > 0 && ops[0]&2 != 0 {
+			hold = 10 * time.Minute
+		}
+		s := sched.New(sched.Config{MinRunTime: 5 * time.Minute, PriorityGap: gap, HoldAfter: hold})
 		ss := s.NewSession(&w.Fleet, &w.Tenancy)
 		held := map[string]*model.Job{}
 		var order []string // IDs ever held, each once
