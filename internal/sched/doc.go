@@ -85,6 +85,9 @@
 // runs the same steps, then takes back what it bound and released: the
 // driver reports the Plan once committed. A Session's Plan is Schedule's
 // for the same work, byte for byte (TestSessionMatchesSchedule). A driver
+// that has a whole Snapshot each cycle, as the server and the simulation
+// engine do, plans through an Incremental: it compares the Snapshot with
+// what its Session was told and tells it only the differences. A driver
 // that wants to time decisions passes a Config.Observer: it is told of each
 // decision and changes none.
 //
