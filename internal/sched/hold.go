@@ -3,7 +3,9 @@ package sched
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -21,9 +23,12 @@ import (
 // spot work (which it may evict) and work of another partition that fits
 // that partition's unused guarantee (a hold never keeps a partition below
 // its guarantee). The capacity they hold drains as their work ends, and
-// the job starts once it fits. Slurm's backfill keeps a start time for the
-// queue's top job, and Volcano's reservation plugin locks nodes for its
-// most starved one, to the same end.
+// the job starts once it fits. When every job on the held nodes has a
+// retry.timeout, the hold has a shadow time, by which they surely end, and
+// work that surely ends by then may use the nodes meanwhile (backfill).
+// Slurm's backfill keeps a start time for the queue's top job, and
+// Volcano's reservation plugin locks nodes for its most starved one, to
+// the same end.
 //
 // One job at a time holds in each gang domain, and one in each
 // reservation's nodes there: the queued job of the highest class, then the
@@ -33,10 +38,13 @@ import (
 // nothing). The nodes are chosen afresh every cycle from the Snapshot:
 // Ready nodes that no reservation holds or earmarks (for a job that names
 // a reservation, nodes the reservation holds), in the domain whose chosen
-// nodes hold the least GPU milli of work that is not spot, nodes with less
-// such work first, then by fleet order. Work that may not use held nodes
-// stays off them, so from cycle to cycle that sum only falls and the
-// choice moves only to nodes closer to a start.
+// nodes are surely free soonest (by the timeouts of the work on them that
+// is not spot; never, when some of it has none), then hold the least GPU
+// milli of such work; nodes go in the same order, then by fleet order.
+// Work that may not use held nodes stays off them, and backfilled work
+// ends by the shadow time, so from cycle to cycle the chosen nodes' drain
+// time does not grow: the choice moves only to nodes free as soon or
+// sooner, or, without timeouts, holding less work.
 
 // holdCandidates bounds how many waiting jobs a cycle tries: each try
 // visits the nodes the job could use.
@@ -50,7 +58,16 @@ type holdState struct {
 	res       int             // the reservation it names, -1 for none
 	domain    int
 	first, n  int
+	// shadow is when the work on the held nodes that is not spot surely
+	// ends (its retry.timeout and checkpoint grace; endsBy), in Unix
+	// nanoseconds: the holder can start by then, and work that surely
+	// ends by then may use the nodes meanwhile (backfill). 0 when some of
+	// that work has no bound, or none is there.
+	shadow int64
 }
+
+// unbounded is a node's drain time when some work on it has no bound.
+const unbounded = math.MaxInt64
 
 // chooseHolders chooses this cycle's holders among jobs and keeps their
 // nodes; it runs once per cycle, after begin.
@@ -85,13 +102,16 @@ func (st *state) chooseHolders(jobs []*model.Job) {
 		if tries++; tries > holdCandidates {
 			return
 		}
-		nodes, d := st.holdNodes(a)
+		nodes, d, drain := st.holdNodes(a)
 		if len(nodes) == 0 {
 			continue
 		}
 		h := len(st.holds)
 		st.holds = append(st.holds, holdState{job: j, class: a.class, partition: a.tenant.partition, res: a.res, domain: d,
 			first: len(st.held), n: len(nodes)})
+		if drain != unbounded {
+			st.holds[h].shadow = drain
+		}
 		for _, i := range nodes {
 			st.holdOf[i] = h
 			g := st.groups[st.groupOf[i]]
@@ -127,13 +147,18 @@ func waitingSince(j *model.Job) time.Time {
 	return j.Status.SubmittedAt
 }
 
-// holdNodes returns the nodes a would hold, and their domain: in the gang
-// domain without a holder of a's reservation (or of none) where the nodes
-// that would take all its instances, empty, hold the least work that is
-// not spot; none when no such domain could take it even empty.
-func (st *state) holdNodes(a *attempt) ([]int, int) {
+// holdNodes returns the nodes a would hold, their domain, and when the
+// work on them that is not spot surely ends (nodeDrain; 0 for none,
+// unbounded when some has no bound): in the gang domain without a holder
+// of a's reservation (or of none) where the nodes that would take all its
+// instances, empty, are surely free soonest, then hold the least work that
+// is not spot; none when no such domain could take it even empty. Work
+// that backfills held nodes ends by the drain time of the nodes chosen,
+// so it neither moves the choice to later nodes nor the drain time later.
+func (st *state) holdNodes(a *attempt) ([]int, int, int64) {
 	type cand struct {
 		node    int
+		drain   int64 // nodeDrain
 		blocked int64 // milli-GPU of work that is not spot
 		slots   int   // instances of a the node takes when empty
 	}
@@ -156,29 +181,32 @@ func (st *state) holdNodes(a *attempt) ([]int, int) {
 			if _, seen := byDomain[g.domain]; !seen {
 				order = append(order, g.domain)
 			}
-			byDomain[g.domain] = append(byDomain[g.domain], cand{node: i, blocked: st.blockedMilli(i), slots: slots})
+			drain, blocked := st.nodeDrain(i)
+			byDomain[g.domain] = append(byDomain[g.domain], cand{node: i, drain: drain, blocked: blocked, slots: slots})
 		}
 	}
 	var best []int
-	var bestBlocked int64
+	var bestDrain, bestBlocked int64
 	bestDomain := -1
 	for _, d := range order {
 		cands := byDomain[d]
-		slices.SortFunc(cands, func(x, y cand) int { return cmp.Or(cmp.Compare(x.blocked, y.blocked), cmp.Compare(x.node, y.node)) })
+		slices.SortFunc(cands, func(x, y cand) int {
+			return cmp.Or(cmp.Compare(x.drain, y.drain), cmp.Compare(x.blocked, y.blocked), cmp.Compare(x.node, y.node))
+		})
 		var nodes []int
-		var blocked int64
+		var drain, blocked int64
 		took := 0
 		for _, c := range cands {
 			if took >= a.count {
 				break
 			}
-			nodes, blocked, took = append(nodes, c.node), blocked+c.blocked, took+c.slots
+			nodes, drain, blocked, took = append(nodes, c.node), max(drain, c.drain), blocked+c.blocked, took+c.slots
 		}
-		if took >= a.count && (best == nil || blocked < bestBlocked) {
-			best, bestBlocked, bestDomain = nodes, blocked, d
+		if took >= a.count && (best == nil || drain < bestDrain || (drain == bestDrain && blocked < bestBlocked)) {
+			best, bestDrain, bestBlocked, bestDomain = nodes, drain, blocked, d
 		}
 	}
-	return best, bestDomain
+	return best, bestDomain, bestDrain
 }
 
 // emptySlots is how many instances of r an idle node of sku takes.
@@ -199,31 +227,42 @@ func emptySlots(r *Request, sku model.SKU) int {
 	return s
 }
 
-// blockedMilli is the milli-GPU that work other than spot holds on node i.
-func (st *state) blockedMilli(i int) int64 {
-	blocked := st.nodes[i].UsedMilli()
+// nodeDrain returns when the work on node i that is not spot surely ends
+// (endsBy), in Unix nanoseconds (0 when there is none, unbounded when some
+// has no bound), and the milli-GPU it holds there.
+func (st *state) nodeDrain(i int) (drain, blocked int64) {
 	for _, rj := range st.byNode[i] {
-		if rj.class != model.ClassSpot {
+		if rj.class == model.ClassSpot {
 			continue
 		}
 		for _, n := range rj.nodes {
 			if n == i {
-				blocked -= rj.req.TotalMilli()
+				blocked += rj.req.TotalMilli()
 			}
 		}
+		if end, ok := endsBy(rj.job, rj.job.Status.StartedAt); !ok {
+			drain = unbounded
+		} else if drain != unbounded {
+			drain = max(drain, end.UnixNano())
+		}
 	}
-	return blocked
+	return drain, blocked
 }
 
 // mayUseHeld reports whether a's job may use a node that holds[h] keeps:
-// the holder itself, work of a higher class, spot work, and work of
-// another partition that fits inside that partition's unused guarantee (a
-// hold never keeps a partition below its guarantee; inside the holder's
-// own partition it decides who goes first).
+// the holder itself, work of a higher class, spot work, work of another
+// partition that fits inside that partition's unused guarantee (a hold
+// never keeps a partition below its guarantee; inside the holder's own
+// partition it decides who goes first), and work that surely ends, started
+// now, by the holder's shadow time (backfill: it cannot delay the holder).
 func (st *state) mayUseHeld(a *attempt, h int) bool {
 	x := &st.holds[h]
-	return a.job == x.job || a.class > x.class || a.class == model.ClassSpot ||
-		(a.tenant.partition != x.partition && st.withinGuarantee(a.tenant, a.job))
+	if a.job == x.job || a.class > x.class || a.class == model.ClassSpot ||
+		(a.tenant.partition != x.partition && st.withinGuarantee(a.tenant, a.job)) {
+		return true
+	}
+	end, ok := endsBy(a.job, st.now)
+	return ok && x.shadow > 0 && end.UnixNano() <= x.shadow
 }
 
 // holderIndex is j's index in holds, or -1.
@@ -237,12 +276,24 @@ func (st *state) holderIndex(j *model.Job) int {
 }
 
 // holdKey is what a job's shape key gains while jobs hold nodes: a holder
-// may use nodes that jobs alike in every filter may not.
+// may use nodes that jobs alike in every filter may not, and while a hold
+// has a shadow time, so may jobs that surely end by it.
 func (st *state) holdKey(a *attempt) string {
-	if len(st.holds) > 0 && st.holderIndex(a.job) >= 0 {
-		return "|holder"
+	if len(st.holds) == 0 {
+		return ""
 	}
-	return ""
+	k := ""
+	if st.holderIndex(a.job) >= 0 {
+		k = "|holder"
+	}
+	if slices.ContainsFunc(st.holds, func(x holdState) bool { return x.shadow > 0 }) {
+		if end, ok := endsBy(a.job, st.now); ok {
+			k += "|" + strconv.FormatInt(int64(end.Sub(st.now)), 10)
+		} else {
+			k += "|-"
+		}
+	}
+	return k
 }
 
 // holdNote names, for a pending job's detail, the first holder whose nodes
@@ -255,16 +306,25 @@ func (st *state) holdNote(a *attempt) string {
 		if st.mayUseHeld(a, h) || st.resOf[i] != a.res || !a.job.Spec.Placement.AllowsRegion(g.region.name) || !st.capable(a, g) {
 			continue
 		}
-		return fmt.Sprintf("; %d nodes of %s are kept for job %s, which has waited since %s",
-			x.n, st.domains[g.domain].name, x.job.ID, waitingSince(x.job).UTC().Format(time.RFC3339))
+		return fmt.Sprintf("; %d nodes of %s are kept for job %s, which has waited since %s%s",
+			x.n, st.domains[g.domain].name, x.job.ID, waitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
 	}
 	return ""
+}
+
+// backfillText says, for a hold with a shadow time, what work may use its
+// nodes meanwhile; "" without one.
+func (x *holdState) backfillText() string {
+	if x.shadow <= 0 {
+		return ""
+	}
+	return "; work whose retry.timeout ends it by " + time.Unix(0, x.shadow).UTC().Format(time.RFC3339) + " may use them meanwhile"
 }
 
 // holderNote says, for holds[h]'s detail, what it holds.
 func (st *state) holderNote(h int) string {
 	x := &st.holds[h]
 	g := st.groups[st.groupOf[st.held[x.first]]]
-	return fmt.Sprintf("; %d nodes of %s are kept for it, as it has waited since %s: until it starts they take only it, higher classes, spot work and other partitions' guaranteed work",
-		x.n, st.domains[g.domain].name, waitingSince(x.job).UTC().Format(time.RFC3339))
+	return fmt.Sprintf("; %d nodes of %s are kept for it, as it has waited since %s: until it starts they take only it, higher classes, spot work and other partitions' guaranteed work%s",
+		x.n, st.domains[g.domain].name, waitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
 }

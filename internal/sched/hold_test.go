@@ -200,3 +200,36 @@ func TestHoldKeepsGuarantees(t *testing.T) {
 		t.Errorf("carol-n, of the holder's partition: pending %v %q, want kept off b-1", ok, d.Detail)
 	}
 }
+
+// TestHoldBackfill: when every job on the held nodes has a retry.timeout,
+// the hold has a shadow time (when they surely end), and work that surely
+// ends by then may use the held nodes meanwhile (it cannot delay the
+// holder); work that may run longer, or has no timeout, may not.
+func TestHoldBackfill(t *testing.T) {
+	w := NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("a", 1, h100, "l1").
+		Cluster("eastus-c2", model.FabricInfiniBand).Nodes("b", 1, h100, "l2").
+		Tenant("alice", "").Tenant("bob", "")
+	w.Job("full-a", "bob").GPUs(1, 8).Submitted(Epoch).Running(Epoch, On("a-1", 0, 1, 2, 3, 4, 5, 6, 7)) // no timeout
+	w.Job("busy-b", "bob").GPUs(1, 2).Timeout(30*time.Hour, time.Minute).Submitted(Epoch).Running(Epoch, On("b-1", 0, 1))
+	w.Job("wide", "alice").GPUs(1, 8).Submitted(Epoch)
+	w.Job("short", "bob").GPUs(1, 1).Timeout(2*time.Hour, time.Minute).Submitted(now)
+	w.Job("long", "bob").GPUs(1, 1).Timeout(10*time.Hour, time.Minute).Submitted(now)
+	w.Job("open", "bob").GPUs(1, 1).Submitted(now)
+	if err := w.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	p := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: time.Hour}).Schedule(w.Snapshot(), now)
+	shadow := Epoch.Add(30*time.Hour + time.Minute).Format(time.RFC3339) // busy-b's timeout and grace
+	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 nodes of eastus-c2/H100 are kept for it") ||
+		!strings.Contains(d.Detail, "work whose retry.timeout ends it by "+shadow+" may use them meanwhile") {
+		t.Fatalf("wide: %q", d.Detail)
+	}
+	if b, ok := bindOf(p, "short"); !ok || b.Nodes[0].Node != "b-1" {
+		t.Errorf("short, which ends before the shadow time: %+v %v, want on b-1", b, ok)
+	}
+	for _, id := range []string{"long", "open"} {
+		if d, ok := pendingOf(p, id); !ok || !strings.Contains(d.Detail, "kept for job wide") {
+			t.Errorf("%s: pending %v %q, want kept off b-1", id, ok, d.Detail)
+		}
+	}
+}
