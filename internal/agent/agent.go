@@ -488,7 +488,8 @@ func (a *Agent) ship(ctx context.Context, k key, path string, off int64, final b
 		return off
 	}
 	defer f.Close()
-	skip, probed := false, false
+	skip, probed, rewinds := false, false, 0
+	confirmed := off // the end of what the server last said it has
 	for {
 		buf := make([]byte, maxChunk)
 		n, _ := f.ReadAt(buf, off)
@@ -512,12 +513,18 @@ func (a *Agent) ship(ctx context.Context, k key, path string, off int64, final b
 			a.log.Warn("ship log failed", "job", k.job, "attempt", k.attempt, "err", err)
 			return off
 		}
-		if next >= off {
-			off, skip = next, false // taken (the server may have had part of it)
+		if next >= off+int64(len(buf)) {
+			off, skip, confirmed = next, false, next // taken (the server may have had part of it)
 			continue
 		}
 		// The server lacks [next, off): ship it again, up to the last
-		// resendLimit bytes of the file.
+		// resendLimit bytes of the file. A server that asks again and
+		// again is asked no further in this shipment.
+		if rewinds++; rewinds > 2 {
+			a.log.Warn("server keeps asking for an earlier part of the log", "job", k.job, "attempt", k.attempt, "rank", k.rank,
+				"offset", off, "server_has", next)
+			return confirmed
+		}
 		from := next
 		if st, err := f.Stat(); err == nil {
 			from = max(from, st.Size()-resendLimit)

@@ -123,3 +123,34 @@ func TestShipAfterFailover(t *testing.T) {
 		t.Fatalf("long log after the server forgot: %d bytes, starts %q", len(got), got[:min(len(got), 40)])
 	}
 }
+
+// TestShipStopsAskingAServerThatLoops: a server that answers "from 0"
+// whatever it is sent gets a bounded number of requests per shipment, and
+// the offset stays where it was.
+func TestShipStopsAskingAServerThatLoops(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"next":0}`)
+	}))
+	defer hs.Close()
+	cl, err := client.New(hs.URL, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Agent{cfg: Config{Client: cl}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	path := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(path, []byte("a\nb\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if off := a.ship(context.Background(), key{job: "j", attempt: 1}, path, 2, true); off != 2 {
+		t.Errorf("offset %d after a looping server, want 2 (unchanged)", off)
+	}
+	if calls > 4 {
+		t.Errorf("%d requests in one shipment to a server that loops", calls)
+	}
+}
