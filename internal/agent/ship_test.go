@@ -62,6 +62,18 @@ func (s *logServer) log() string {
 	return s.data.String()
 }
 
+// shipper is an agent whose client talks to h, enough to ship logs.
+func shipper(t *testing.T, h http.Handler) *Agent {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	cl, err := client.New(hs.URL, "token")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Agent{cfg: Config{Client: cl}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+}
+
 // TestShipAfterFailover: the agent ships a log in whole lines with their
 // offsets; after the server loses what it had, the next shipment sends it
 // again from the start (the final one even with nothing new), and a log
@@ -69,13 +81,7 @@ func (s *logServer) log() string {
 // gap.
 func TestShipAfterFailover(t *testing.T) {
 	srv := &logServer{}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	cl, err := client.New(hs.URL, "token")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &Agent{cfg: Config{Client: cl}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	a := shipper(t, srv)
 	path := filepath.Join(t.TempDir(), "log")
 	write := func(s string) {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -130,19 +136,13 @@ func TestShipAfterFailover(t *testing.T) {
 func TestShipStopsAskingAServerThatLoops(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	a := shipper(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		calls++
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"next":0}`)
 	}))
-	defer hs.Close()
-	cl, err := client.New(hs.URL, "token")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &Agent{cfg: Config{Client: cl}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	path := filepath.Join(t.TempDir(), "log")
 	if err := os.WriteFile(path, []byte("a\nb\n"), 0o600); err != nil {
 		t.Fatal(err)
