@@ -37,10 +37,11 @@ type Config struct {
 	// HoldAfter, when positive, lets a queued job that has waited this long
 	// keep nodes for itself: the nodes of one gang domain where the least
 	// work stands between it and a start take, until it starts, only it,
-	// higher classes and spot work (hold.go). One job holds at a time.
-	// Zero, the default, turns it off: work that fits always starts, and a
-	// job that needs much in one place may wait while small jobs take
-	// each GPU as it frees up.
+	// higher classes, spot work, other partitions' guaranteed work and work
+	// that surely ends before theirs (hold.go). One job holds per domain
+	// and reservation. Zero, the default, turns it off: work that fits
+	// always starts, and a job that needs much in one place may wait while
+	// small jobs take each GPU as it frees up.
 	HoldAfter time.Duration
 	// Observer, when not nil, is told as the cycle goes, so that a driver
 	// can time the core's decisions; nil costs nothing.
