@@ -138,7 +138,8 @@ func (s *Server) restoreAlerts(ctx context.Context) error {
 }
 
 // saveAlerts stores the alerts when one started, fired or resolved since
-// they were last stored.
+// they were last stored, in the current term (planStore): after the term
+// ended it writes nothing and fails.
 func (s *Server) saveAlerts(ctx context.Context) error {
 	s.alerts.mu.Lock()
 	alerts, saved := s.alerts.ev.Alerts(), s.alerts.saved
@@ -151,7 +152,13 @@ func (s *Server) saveAlerts(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("encode alerts: %w", err)
 	}
-	if _, err := s.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(keyAlerts, val)}}); err != nil {
+	// Fenced on the term: a server whose lease ran out while it evaluated
+	// must not overwrite what the next leader stored.
+	st, err := s.planStore()
+	if err != nil {
+		return err
+	}
+	if _, err := st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(keyAlerts, val)}}); err != nil {
 		return err
 	}
 	s.alerts.mu.Lock()

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/server/servertest"
+	"github.com/allot-dev/allot/internal/store"
 )
 
 // receiver is a webhook receiver answering the statuses in turn (200 once
@@ -239,5 +241,57 @@ func TestAlertsGoOnAfterFailover(t *testing.T) {
 	}
 	if got := next.EvaluateAlerts(); len(got) != 1 || got[0].State != "resolved" || got[0].Labels["node"] != name {
 		t.Fatalf("after %s came back: %+v, want it resolved", name, got)
+	}
+}
+
+// endedTerm is a leadership term whose lease has run out: its store
+// refuses every Txn, as package etcd's fenced store does.
+type endedTerm struct{ st store.Store }
+
+type fencedStore struct{ store.Store }
+
+func (fencedStore) Txn(context.Context, store.Txn) (int64, error) { return 0, store.ErrFenced }
+
+func (t endedTerm) Store() store.Store                           { return fencedStore{t.st} }
+func (endedTerm) Done() <-chan struct{}                          { return nil }
+func (endedTerm) Rev() int64                                     { return 1 }
+func (endedTerm) Resign(context.Context) error                   { return nil }
+func (endedTerm) String() string                                 { return "ended term" }
+func (endedTerm) Campaign(context.Context, string) (Term, error) { return nil, errors.New("not used") }
+func (endedTerm) Leader(context.Context) (string, error)         { return "", nil }
+
+// TestAlertsStoredInTerm: a server whose term ended while it evaluated
+// does not overwrite the alerts the next leader stored.
+func TestAlertsStoredInTerm(t *testing.T) {
+	srv, clock := alertServer(t, "")
+	ctx := t.Context()
+	srv.EvaluateAlerts()
+	if err := srv.saveAlerts(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() string {
+		kv, err := srv.st.Get(ctx, keyAlerts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(kv.Value)
+	}
+	pending := stored()
+
+	term := Term(endedTerm{srv.st})
+	srv.cfg.Election = endedTerm{srv.st}
+	clock.Advance(time.Minute)
+	if fired := srv.EvaluateAlerts(); len(fired) == 0 {
+		t.Fatal("nothing fired")
+	}
+	if err := srv.saveAlerts(ctx); !errors.Is(err, errNotLeading) {
+		t.Errorf("save without a term: %v, want %v", err, errNotLeading)
+	}
+	srv.term.Store(&term)
+	if err := srv.saveAlerts(ctx); !errors.Is(err, store.ErrFenced) {
+		t.Errorf("save in an ended term: %v, want %v", err, store.ErrFenced)
+	}
+	if got := stored(); got != pending {
+		t.Errorf("an ended term overwrote the stored alerts:\n%s\nwant\n%s", got, pending)
 	}
 }
