@@ -2,15 +2,20 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 )
 
 // Apply commits the plan to jobs held in memory, as the simulator and the
-// offline planner do: bound jobs start running at now; preempted jobs go
-// back to the queue without their allocations and with one more
-// preemption counted. It fails, changing nothing, when the plan names a job
+// offline planner do: bound jobs start running at now, a new attempt on
+// their nodes; preempted jobs go back to the queue without their
+// allocations, their attempt ended at now, and with one more preemption
+// counted. Attempts are recorded as the server records them, since a
+// queued job's wait runs from the end of its last one (WaitingSince); the
+// slice is replaced, never written in place, so a shallow copy of a job
+// keeps its own. It fails, changing nothing, when the plan names a job
 // that is not there or not in the state the plan expects.
 func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 	byID := make(map[string]*model.Job, len(jobs))
@@ -32,15 +37,24 @@ func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 		j.Status.State = model.StateQueued
 		j.Status.Allocations = nil
 		j.Status.Preemptions++
+		if n := len(j.Status.Attempts); n > 0 && j.Status.Attempts[n-1].Ended.IsZero() {
+			att := slices.Clone(j.Status.Attempts)
+			att[n-1].Ended, att[n-1].Reason, att[n-1].Detail = now, "Preempted", "preempted for "+pr.For+": "+pr.Detail
+			j.Status.Attempts = att
+		}
 	}
 	for _, b := range p.Binds {
 		j := byID[b.Job]
 		j.Status.State = model.StateRunning
 		j.Status.StartedAt = now
 		j.Status.Allocations = make([]model.Allocation, len(b.Nodes))
+		nodes := make([]string, len(b.Nodes))
 		for i, n := range b.Nodes {
 			j.Status.Allocations[i] = model.Allocation{Node: n.Node, GPUs: n.GPUs, GPUMilli: n.GPUMilli}
+			nodes[i] = n.Node
 		}
+		j.Status.Attempts = append(slices.Clip(j.Status.Attempts),
+			model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: nodes, Started: now})
 	}
 	return nil
 }
