@@ -23,9 +23,15 @@ import (
 // spot work (which it may evict) and work of another partition that fits
 // that partition's unused guarantee (a hold never keeps a partition below
 // its guarantee). The capacity they hold drains as their work ends, and
-// the job starts once it fits. When every job on the held nodes has a
+// the job starts once it fits. Two kinds of backfill keep held GPUs from
+// idling meanwhile. Work of the holder's class and partition that
+// checkpoints may use them while other work still stands in the holder's
+// way there; it yields: once evicting it lets the holder start, the holder
+// does (reason HeldNodes, after MinRunTime like any preemption, losing at
+// most a checkpoint interval of it), and once only yielding work is left
+// no more comes in. And when every job on the held nodes has a
 // retry.timeout, the hold has a shadow time, by which they surely end, and
-// work that surely ends by then may use the nodes meanwhile (backfill).
+// work that surely ends by then may use the nodes without yielding.
 // Slurm's backfill keeps a start time for the queue's top job, and
 // Volcano's reservation plugin locks nodes for its most starved one, to
 // the same end.
@@ -46,9 +52,11 @@ import (
 // time does not grow: the choice moves only to nodes free as soon or
 // sooner, or, without timeouts, holding less work.
 
-// holdCandidates bounds how many waiting jobs a cycle tries: each try
-// visits the nodes the job could use.
-const holdCandidates = 16
+// HoldCandidates bounds how many waiting jobs a cycle tries: each try
+// visits the nodes the job could use. A driver that shows the core only
+// part of its queue (the trace replay) shows, to choose the same holders,
+// at least this many of each tenant's first waiting jobs in HoldOrder.
+const HoldCandidates = 16
 
 // holdState is one job that keeps nodes in this cycle: held[first:first+n].
 type holdState struct {
@@ -62,8 +70,18 @@ type holdState struct {
 	// ends (its retry.timeout and checkpoint grace; endsBy), in Unix
 	// nanoseconds: the holder can start by then, and work that surely
 	// ends by then may use the nodes meanwhile (backfill). 0 when some of
-	// that work has no bound, or none is there.
+	// that work has no bound, or none is there. Work that yields to the
+	// holder does not count.
 	shadow int64
+	// since is when the hold began: the holder's WaitingSince plus
+	// HoldAfter. Work of its class and partition that checkpoints and
+	// started since then yields to it (yields).
+	since time.Time
+	// blocked is the milli-GPU of work on the held nodes that neither is
+	// spot nor yields: while there is some, work that would yield may use
+	// the nodes (mayUseHeld); once there is none, the holder starts as soon
+	// as what yields has run MinRunTime, and nothing new comes in between.
+	blocked int64
 }
 
 // unbounded is a node's drain time when some work on it has no bound.
@@ -85,10 +103,7 @@ func (st *state) chooseHolders(jobs []*model.Job) {
 			waiting = append(waiting, j)
 		}
 	}
-	slices.SortFunc(waiting, func(x, y *model.Job) int {
-		return cmp.Or(cmp.Compare(y.Spec.Priority.Class, x.Spec.Priority.Class),
-			waitingSince(x).Compare(waitingSince(y)), cmp.Compare(x.ID, y.ID))
-	})
+	slices.SortFunc(waiting, HoldOrder)
 	tries := 0
 	for _, j := range waiting {
 		a := st.newAttempt(j, st.tenants[j.Spec.Tenant])
@@ -99,16 +114,17 @@ func (st *state) chooseHolders(jobs []*model.Job) {
 		if a.res >= 0 && slices.ContainsFunc(st.holds, func(x holdState) bool { return x.res == a.res }) {
 			continue // its reservation has a holder
 		}
-		if tries++; tries > holdCandidates {
+		if tries++; tries > HoldCandidates {
 			return
 		}
-		nodes, d, drain := st.holdNodes(a)
+		since := WaitingSince(j).Add(st.cfg.HoldAfter)
+		nodes, d, drain, blocked := st.holdNodes(a, since)
 		if len(nodes) == 0 {
 			continue
 		}
 		h := len(st.holds)
 		st.holds = append(st.holds, holdState{job: j, class: a.class, partition: a.tenant.partition, res: a.res, domain: d,
-			first: len(st.held), n: len(nodes)})
+			first: len(st.held), n: len(nodes), since: since, blocked: blocked})
 		if drain != unbounded {
 			st.holds[h].shadow = drain
 		}
@@ -135,27 +151,35 @@ func (st *state) mayHold(j *model.Job) bool {
 	if t, ok := st.tenants[s.Tenant]; !ok || t == nil {
 		return false
 	}
-	return st.now.Sub(waitingSince(j)) >= st.cfg.HoldAfter
+	return st.now.Sub(WaitingSince(j)) >= st.cfg.HoldAfter
 }
 
-// waitingSince is when j last began to wait: the end of its last attempt,
+// HoldOrder is the order in which waiting jobs are tried as holders: the
+// highest class, then the longest wait (WaitingSince), then the lowest ID.
+func HoldOrder(x, y *model.Job) int {
+	return cmp.Or(cmp.Compare(y.Spec.Priority.Class, x.Spec.Priority.Class),
+		WaitingSince(x).Compare(WaitingSince(y)), cmp.Compare(x.ID, y.ID))
+}
+
+// WaitingSince is when j last began to wait: the end of its last attempt,
 // or its submission.
-func waitingSince(j *model.Job) time.Time {
+func WaitingSince(j *model.Job) time.Time {
 	if n := len(j.Status.Attempts); n > 0 && !j.Status.Attempts[n-1].Ended.IsZero() {
 		return j.Status.Attempts[n-1].Ended
 	}
 	return j.Status.SubmittedAt
 }
 
-// holdNodes returns the nodes a would hold, their domain, and when the
-// work on them that is not spot surely ends (nodeDrain; 0 for none,
-// unbounded when some has no bound): in the gang domain without a holder
+// holdNodes returns the nodes a would hold, their domain, when the work on
+// them that is not spot and would not yield to a, had its hold begun at
+// since, surely ends (nodeDrain; 0 for none, unbounded when some has no
+// bound), and the milli-GPU of that work: in the gang domain without a holder
 // of a's reservation (or of none) where the nodes that would take all its
 // instances, empty, are surely free soonest, then hold the least work that
 // is not spot; none when no such domain could take it even empty. Work
 // that backfills held nodes ends by the drain time of the nodes chosen,
 // so it neither moves the choice to later nodes nor the drain time later.
-func (st *state) holdNodes(a *attempt) ([]int, int, int64) {
+func (st *state) holdNodes(a *attempt, since time.Time) ([]int, int, int64, int64) {
 	type cand struct {
 		node    int
 		drain   int64 // nodeDrain
@@ -181,7 +205,7 @@ func (st *state) holdNodes(a *attempt) ([]int, int, int64) {
 			if _, seen := byDomain[g.domain]; !seen {
 				order = append(order, g.domain)
 			}
-			drain, blocked := st.nodeDrain(i)
+			drain, blocked := st.nodeDrain(i, a.class, a.tenant.partition, since)
 			byDomain[g.domain] = append(byDomain[g.domain], cand{node: i, drain: drain, blocked: blocked, slots: slots})
 		}
 	}
@@ -206,7 +230,7 @@ func (st *state) holdNodes(a *attempt) ([]int, int, int64) {
 			best, bestDrain, bestBlocked, bestDomain = nodes, drain, blocked, d
 		}
 	}
-	return best, bestDomain, bestDrain
+	return best, bestDomain, bestDrain, bestBlocked
 }
 
 // emptySlots is how many instances of r an idle node of sku takes.
@@ -227,12 +251,13 @@ func emptySlots(r *Request, sku model.SKU) int {
 	return s
 }
 
-// nodeDrain returns when the work on node i that is not spot surely ends
-// (endsBy), in Unix nanoseconds (0 when there is none, unbounded when some
-// has no bound), and the milli-GPU it holds there.
-func (st *state) nodeDrain(i int) (drain, blocked int64) {
+// nodeDrain returns when the work on node i that is not spot and would not
+// yield to a holder of class c in partition p whose hold began at since
+// surely ends (endsBy), in Unix nanoseconds (0 when there is none,
+// unbounded when some has no bound), and the milli-GPU it holds there.
+func (st *state) nodeDrain(i int, c model.Class, p *partitionState, since time.Time) (drain, blocked int64) {
 	for _, rj := range st.byNode[i] {
-		if rj.class == model.ClassSpot {
+		if rj.class == model.ClassSpot || yields(rj, c, p, since) {
 			continue
 		}
 		for _, n := range rj.nodes {
@@ -258,11 +283,52 @@ func (st *state) nodeDrain(i int) (drain, blocked int64) {
 func (st *state) mayUseHeld(a *attempt, h int) bool {
 	x := &st.holds[h]
 	if a.job == x.job || a.class > x.class || a.class == model.ClassSpot ||
-		(a.tenant.partition != x.partition && st.withinGuarantee(a.tenant, a.job)) {
+		(a.tenant.partition != x.partition && st.withinGuarantee(a.tenant, a.job)) ||
+		(a.class == x.class && a.tenant.partition == x.partition && checkpoints(a.job) && x.blocked > 0) {
 		return true
 	}
 	end, ok := endsBy(a.job, st.now)
 	return ok && x.shadow > 0 && end.UnixNano() <= x.shadow
+}
+
+// checkpoints reports whether j saves its work as it runs, so that an
+// eviction loses at most one checkpoint interval of it.
+func checkpoints(j *model.Job) bool { return j.Spec.Checkpoint.Interval > 0 }
+
+// yields reports whether running work rj gives way to a holder of class c
+// in partition p whose hold began at since: work of that class and
+// partition that checkpoints and started since then. Such work may use
+// held nodes (mayUseHeld) and the holder evicts it (reason HeldNodes) once
+// that lets it start; work of a lower class it may evict anyway.
+func yields(rj *running, c model.Class, p *partitionState, since time.Time) bool {
+	return rj.class == c && rj.tenant.partition == p && checkpoints(rj.job) && !rj.job.Status.StartedAt.Before(since)
+}
+
+// heldVictim reports whether a, a holder, may evict rj from its held nodes.
+func (st *state) heldVictim(a *attempt, rj *running) bool {
+	h := st.holderIndex(a.job)
+	if h < 0 {
+		return false
+	}
+	x := &st.holds[h]
+	return yields(rj, x.class, x.partition, x.since) && slices.ContainsFunc(rj.nodes, func(i int) bool { return st.holdOf[i] == h })
+}
+
+// heldWork is the running work that yields to holds[h] on its nodes, in
+// victim order: a victim list of its holder (startVictims).
+func (st *state) heldWork(h int) []*running {
+	x := &st.holds[h]
+	out := st.heldBuf[:0]
+	for _, i := range st.held[x.first : x.first+x.n] {
+		for _, rj := range st.byNode[i] {
+			if yields(rj, x.class, x.partition, x.since) && !slices.Contains(out, rj) {
+				out = append(out, rj)
+			}
+		}
+	}
+	slices.SortFunc(out, victimCmp)
+	st.heldBuf = out
+	return out
 }
 
 // holderIndex is j's index in holds, or -1.
@@ -286,6 +352,9 @@ func (st *state) holdKey(a *attempt) string {
 	if st.holderIndex(a.job) >= 0 {
 		k = "|holder"
 	}
+	if checkpoints(a.job) {
+		k += "|checkpoints"
+	}
 	if slices.ContainsFunc(st.holds, func(x holdState) bool { return x.shadow > 0 }) {
 		if end, ok := endsBy(a.job, st.now); ok {
 			k += "|" + strconv.FormatInt(int64(end.Sub(st.now)), 10)
@@ -307,24 +376,30 @@ func (st *state) holdNote(a *attempt) string {
 			continue
 		}
 		return fmt.Sprintf("; %d nodes of %s are kept for job %s, which has waited since %s%s",
-			x.n, st.domains[g.domain].name, x.job.ID, waitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
+			x.n, st.domains[g.domain].name, x.job.ID, WaitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
 	}
 	return ""
 }
 
-// backfillText says, for a hold with a shadow time, what work may use its
-// nodes meanwhile; "" without one.
+// backfillText says what else may use a hold's nodes meanwhile: work of
+// the holder's class and partition that checkpoints, while other work
+// stands in the holder's way there, and, with a shadow time, work that
+// surely ends by it.
 func (x *holdState) backfillText() string {
-	if x.shadow <= 0 {
-		return ""
+	s := ""
+	if x.blocked > 0 {
+		s = "; work of its class that checkpoints may use them until " + x.job.ID + " can start, which then evicts it"
 	}
-	return "; work whose retry.timeout ends it by " + time.Unix(0, x.shadow).UTC().Format(time.RFC3339) + " may use them meanwhile"
+	if x.shadow > 0 {
+		s += "; work whose retry.timeout ends it by " + time.Unix(0, x.shadow).UTC().Format(time.RFC3339) + " may use them meanwhile"
+	}
+	return s
 }
 
 // holderNote says, for holds[h]'s detail, what it holds.
 func (st *state) holderNote(h int) string {
 	x := &st.holds[h]
 	g := st.groups[st.groupOf[st.held[x.first]]]
-	return fmt.Sprintf("; %d nodes of %s are kept for it, as it has waited since %s: until it starts they take only it, higher classes, spot work and other partitions' guaranteed work%s",
-		x.n, st.domains[g.domain].name, waitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
+	return fmt.Sprintf("; %d nodes of %s are kept for it, as it has waited since %s: until it starts they take only it, higher classes, spot work, other partitions' guaranteed work%s",
+		x.n, st.domains[g.domain].name, WaitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
 }

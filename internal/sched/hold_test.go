@@ -233,3 +233,68 @@ func TestHoldBackfill(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldYields: work of the holder's class and partition that
+// checkpoints may use the held nodes while other work still stands in the
+// holder's way there, and the holder evicts it (reason HeldNodes) once
+// that lets it start and the work has run MinRunTime; work that does not
+// checkpoint is kept off, work that was there before the hold began is
+// waited for, and once nothing but yielding work is left no more comes in.
+func TestHoldYields(t *testing.T) {
+	w := NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("a", 1, h100, "l1").
+		Cluster("eastus-c2", model.FabricInfiniBand).Nodes("b", 1, h100, "l2").
+		Tenant("alice", "").Tenant("bob", "")
+	w.Job("full-a", "bob").GPUs(1, 8).Checkpoints(time.Hour).Submitted(Epoch).Running(Epoch, On("a-1", 0, 1, 2, 3, 4, 5, 6, 7))
+	w.Job("busy-b", "bob").GPUs(1, 2).Checkpoints(time.Hour).Submitted(Epoch).Running(Epoch, On("b-1", 0, 1))
+	w.Job("wide", "alice").GPUs(1, 8).Submitted(Epoch)
+	w.Job("ckpt", "bob").GPUs(1, 1).Checkpoints(time.Hour).Submitted(now)
+	w.Job("plain", "bob").GPUs(1, 1).Submitted(now)
+	s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: time.Hour})
+	step := func(at time.Time) sched.Plan {
+		t.Helper()
+		if err := w.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		p := s.Schedule(w.Snapshot(), at)
+		if err := p.Apply(w.Jobs, at); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	p := step(now)
+	if b, ok := bindOf(p, "ckpt"); !ok || b.Nodes[0].Node != "b-1" {
+		t.Fatalf("ckpt, which checkpoints: %+v %v, want on the held b-1", b, ok)
+	}
+	if d, ok := pendingOf(p, "plain"); !ok || !strings.Contains(d.Detail, "kept for job wide") {
+		t.Errorf("plain, which does not checkpoint: pending %v %q, want kept off b-1", ok, d.Detail)
+	}
+	if len(p.Preemptions) != 0 {
+		t.Fatalf("preempted %+v while busy-b, there before the hold, still runs", p.Preemptions)
+	}
+
+	// busy-b ends: only ckpt stands in wide's way, and it is protected
+	// for MinRunTime; nothing new that would yield comes in meanwhile.
+	at := now.Add(time.Minute)
+	for _, j := range w.Jobs {
+		if j.ID == "busy-b" {
+			j.Status.State, j.Status.EndedAt, j.Status.Allocations = model.StateSucceeded, at, nil
+		}
+	}
+	w.Job("late", "bob").GPUs(1, 1).Checkpoints(time.Hour).Submitted(at)
+	p = step(at)
+	if d, _ := pendingOf(p, "wide"); d.Reason != sched.AwaitingPreemption {
+		t.Errorf("wide with ckpt protected: %s %q, want %s", d.Reason, d.Detail, sched.AwaitingPreemption)
+	}
+	if d, ok := pendingOf(p, "late"); !ok || !strings.Contains(d.Detail, "kept for job wide") {
+		t.Errorf("late, once only yielding work is left: pending %v %q, want kept off b-1", ok, d.Detail)
+	}
+
+	p = step(now.Add(sched.DefaultMinRunTime))
+	if len(p.Preemptions) != 1 || p.Preemptions[0].Job != "ckpt" || p.Preemptions[0].For != "wide" || p.Preemptions[0].Reason != sched.HeldNodes {
+		t.Fatalf("preemptions %+v, want ckpt for wide, HeldNodes", p.Preemptions)
+	}
+	if b, ok := bindOf(p, "wide"); !ok || b.Nodes[0].Node != "b-1" {
+		t.Fatalf("wide: %+v %v, want bound on b-1", b, ok)
+	}
+}

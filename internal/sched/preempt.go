@@ -156,6 +156,7 @@ type victimStream struct {
 	a       *attempt
 	reclaim bool
 	stamp   uint64       // groupPass mark of the groups a's filters admit
+	outRead uint64       // running.read mark of the jobs read into out
 	lists   [][]*running // each in victimLess order
 	heads   []int        // heap of the lists not read to the end, by their next entry
 	pos     []int        // by list: the next to read
@@ -176,6 +177,8 @@ func (st *state) startVictims(a *attempt) {
 	}
 	st.stamp++
 	vs.stamp = st.stamp
+	st.stamp++
+	vs.outRead = st.stamp
 	vs.poolOK = append(vs.poolOK[:0], make([]bool, len(st.pools))...)
 	var v verdict
 	for gi, g := range st.groups {
@@ -207,6 +210,11 @@ func (st *state) startVictims(a *attempt) {
 	}
 	if own := st.ownVictims(a); len(own) > 0 {
 		vs.lists = append(vs.lists, own)
+	}
+	if h := st.holderIndex(a.job); h >= 0 {
+		if held := st.heldWork(h); len(held) > 0 {
+			vs.lists = append(vs.lists, held)
+		}
 	}
 	vs.pos = append(vs.pos[:0], make([]int, len(vs.lists))...)
 	vs.heads = vs.heads[:0]
@@ -257,9 +265,10 @@ func (st *state) nextVictim() bool {
 			vs.heads = vs.heads[:last]
 		}
 		vs.down(0)
-		if rj.evicted || rj.job == a.job {
+		if rj.evicted || rj.job == a.job || rj.read == vs.outRead {
 			continue
 		}
+		rj.read = vs.outRead
 		if rj.onReserved && !vs.readsReserved(rj) {
 			continue
 		}
@@ -281,11 +290,14 @@ func (st *state) scanVictims() int {
 	a := vs.a
 	var until time.Time
 	vs.scan = vs.scan[:0]
+	st.stamp++
+	read := st.stamp
 	for _, l := range vs.lists {
 		for _, rj := range l {
-			if rj.evicted || rj.job == a.job || (rj.onReserved && !vs.readsReserved(rj)) {
+			if rj.evicted || rj.job == a.job || rj.read == read || (rj.onReserved && !vs.readsReserved(rj)) {
 				continue
 			}
+			rj.read = read
 			if st.considerVictim(a, rj, vs.stamp, &vs.scan, &until) && len(vs.scan) > roomShortList {
 				return len(vs.scan)
 			}
@@ -390,6 +402,9 @@ func victimCmp(x, y *running) int {
 func (st *state) evictable(a *attempt, rj *running) Reason {
 	if st.betterPriority(a, rj) {
 		return BetterPriority // its own tenant's, wherever it runs (priority.go)
+	}
+	if st.heldVictim(a, rj) {
+		return HeldNodes // started on a's held nodes after its hold began (hold.go)
 	}
 	if rj.onReserved { // the node loops only for work that touches a reservation
 		if st.inOwnReservation(rj) {

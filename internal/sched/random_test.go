@@ -241,8 +241,14 @@ func randomJob(w *World, rng *rand.Rand, id, tenant string, now time.Time) {
 	// drawn from the ID, so that rng's draws stay those of the other rules.
 	if h := fnv.New32a(); true {
 		_, _ = h.Write([]byte(id))
-		if x := h.Sum32(); x%5 == 0 {
+		x := h.Sum32()
+		if x%5 == 0 {
 			b.Timeout(time.Duration(5+x/5%90)*time.Minute, time.Duration(x/450%3)*time.Minute)
+		}
+		// Half checkpoint, so that some may use nodes held for a job that
+		// waited, and yield to it (hold.go).
+		if x/1350%2 == 0 {
+			b.Checkpoints(30 * time.Minute)
 		}
 	}
 	// Owners run a quarter of their jobs in one of their reservations.

@@ -24,6 +24,7 @@ const (
 	ReclaimGuarantee // evicted because its partition borrowed what another is guaranteed
 	ReservationOwner // evicted from a reservation whose owner needs it
 	BetterPriority   // evicted for its own tenant's job of a better priority value (Config.PriorityGap)
+	HeldNodes        // evicted from nodes held for a job that waited, having started there after the hold began (Config.HoldAfter)
 )
 
 var reasonNames = [...]string{
@@ -43,6 +44,7 @@ var reasonNames = [...]string{
 	ReclaimGuarantee:      "ReclaimGuarantee",
 	ReservationOwner:      "ReservationOwner",
 	BetterPriority:        "BetterPriority",
+	HeldNodes:             "HeldNodes",
 }
 
 func (r Reason) String() string {

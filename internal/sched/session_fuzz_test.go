@@ -54,10 +54,14 @@ func FuzzSession(f *testing.F) {
 		for n := 0; len(ops) > 0 && n < 64; n++ {
 			switch next() % 7 {
 			case 0: // a job starts holding, with allocations as given
-				id := fmt.Sprintf("f%d", next()%8)
+				idb := next()
+				id := fmt.Sprintf("f%d", idb%8)
 				b := w.Job(id, []string{"t1", "t3", "t5", "ghost"}[next()%4]).GPUs(1+int(next()%2), 1+int(next()%2))
 				w.Jobs = w.Jobs[:len(w.Jobs)-1] // kept apart from the queue
 				j := b.Job
+				if idb&8 != 0 { // it may use held nodes, and yields (hold.go)
+					j.Spec.Checkpoint.Interval = 30 * time.Minute
+				}
 				if gap > 0 {
 					j.Spec.Priority.Value = int(next() % 4)
 				}

@@ -190,7 +190,7 @@ func sessionMatchesSchedule(t *testing.T, gap int, holdAfter time.Duration) {
 	clock := Epoch
 	next, failures := 0, 0
 	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
-	var stats struct{ binds, preemptions, better, resets, guests, orphans, holds int }
+	var stats struct{ binds, preemptions, better, yielded, resets, guests, orphans, holds int }
 	for c := 0; c < cycles; c++ {
 		clock = clock.Add(time.Minute)
 		if rng.IntN(200) == 0 {
@@ -257,8 +257,11 @@ func sessionMatchesSchedule(t *testing.T, gap int, holdAfter time.Duration) {
 		stats.binds += len(want.Binds)
 		stats.preemptions += len(want.Preemptions)
 		for _, p := range want.Preemptions {
-			if p.Reason == sched.BetterPriority {
+			switch p.Reason {
+			case sched.BetterPriority:
 				stats.better++
+			case sched.HeldNodes:
+				stats.yielded++
 			}
 		}
 		for _, p := range want.Pending {
@@ -271,10 +274,10 @@ func sessionMatchesSchedule(t *testing.T, gap int, holdAfter time.Duration) {
 		}
 		d.commit(want, w.Jobs)
 	}
-	t.Logf("%d cycles: %d binds, %d preemptions (%d for a better value), %d node failures, %d resets, %d cycles with guest work, %d with work off the fleet, %d with a job holding nodes",
-		cycles, stats.binds, stats.preemptions, stats.better, failures, stats.resets, stats.guests, stats.orphans, stats.holds)
+	t.Logf("%d cycles: %d binds, %d preemptions (%d for a better value, %d off held nodes), %d node failures, %d resets, %d cycles with guest work, %d with work off the fleet, %d with a job holding nodes",
+		cycles, stats.binds, stats.preemptions, stats.better, stats.yielded, failures, stats.resets, stats.guests, stats.orphans, stats.holds)
 	if stats.binds == 0 || stats.preemptions == 0 || failures == 0 || stats.resets == 0 || stats.guests == 0 || stats.orphans == 0 ||
-		(gap > 0) != (stats.better > 0) || (holdAfter > 0) != (stats.holds > 0) {
+		(gap > 0) != (stats.better > 0) || (holdAfter > 0) != (stats.holds > 0) || (holdAfter > 0) != (stats.yielded > 0) {
 		t.Fatalf("the random world did not exercise the Session: %+v, %d failures", stats, failures)
 	}
 }

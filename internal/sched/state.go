@@ -127,6 +127,9 @@ type running struct {
 	onNotReady bool      // an instance runs on a node that is not Ready
 	guarded    time.Time // when protection from preemption ends, if after now (protectedUntil)
 	bucket     int       // in state.runBuckets, -1 for none
+	// read marks the job read by a pass over victim lists (victimStream's
+	// outStamp or scan), so that a job on two lists is read once.
+	read uint64
 }
 
 // state is the core's private, mutable copy of the world for one cycle.
@@ -154,6 +157,7 @@ type state struct {
 	holds      []holdState
 	holdOf     []int
 	held       []int
+	heldBuf    []*running // heldWork's list, reused
 	res        []reservationState
 	resByName  map[string]int
 	partitions map[string]*partitionState

@@ -225,6 +225,13 @@ func (b *JobBuilder) Timeout(d, grace time.Duration) *JobBuilder {
 	return b
 }
 
+// Checkpoints sets the checkpoint interval: an eviction loses at most
+// that much work.
+func (b *JobBuilder) Checkpoints(every time.Duration) *JobBuilder {
+	b.Job.Spec.Checkpoint.Interval = every
+	return b
+}
+
 // Checkpointed records the last checkpoint.
 func (b *JobBuilder) Checkpointed(t time.Time) *JobBuilder { b.Job.Status.LastCheckpoint = t; return b }
 
