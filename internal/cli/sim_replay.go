@@ -20,7 +20,7 @@ import (
 
 type simReplayFlags struct {
 	jobs, vcs, policy, sharing, output, report string
-	scale, spread                              float64
+	scale, spread, walltime                    float64
 	checkpoint, minRun, holdAfter              time.Duration
 	leaf, limit, gap                           int
 }
@@ -68,6 +68,9 @@ of results and --report plots them together.`,
   # design on the first half of the trace only
   allot sim replay --cluster-scale 0.25 --sharing static --policy allot --limit 41124 -o json
 
+  # hold nodes for gangs after a day, with walltimes that let short work backfill them
+  allot sim replay --cluster-scale 0.25 --sharing static --policy allot --hold-after 24h --walltime 2
+
   # what each virtual cluster's work cost
   allot sim replay --cluster-scale 0.25 --sharing borrow --policy allot -o json | jq '.tenants[] | {name, usd}'`,
 		Args: cobra.NoArgs,
@@ -85,6 +88,7 @@ of results and --report plots them together.`,
 	fl.IntVar(&f.leaf, "leaf-nodes", replay.DefaultLeafNodes, "nodes per InfiniBand leaf group")
 	fl.IntVar(&f.limit, "limit", 0, "replay only the first N jobs in submit order (0: all)")
 	fl.DurationVar(&f.holdAfter, "hold-after", 0, "let a queued job that has waited this long keep nodes from later work until it starts (the core's Config.HoldAfter; 0: off)")
+	fl.Float64Var(&f.walltime, "walltime", 0, "give every job a walltime (retry.timeout) of F × its run time, as users overestimate; with --hold-after, work that surely ends before a held job starts may backfill its nodes (0: none, as in the trace)")
 	fl.IntVar(&f.gap, "priority-gap", replay.DefaultPriorityGap, "allot policy: preempt the VC's own running work whose priority value (GPU-seconds of predicted remaining service) is this much worse (negative: never)")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
 	fl.StringVar(&f.report, "report", "", "write plots and index.html into this directory")
@@ -102,7 +106,10 @@ func runSimReplay(cmd *cobra.Command, f simReplayFlags) error {
 	cfg := replay.Config{
 		Sharing: replay.Sharing(f.sharing), ClusterScale: f.scale, Checkpoint: f.checkpoint,
 		MinRunTime: f.minRun, SpreadPenalty: f.spread, LeafNodes: f.leaf, Limit: f.limit, PriorityGap: f.gap,
-		HoldAfter: f.holdAfter,
+		HoldAfter: f.holdAfter, Walltime: f.walltime,
+	}
+	if f.walltime != 0 && !(f.walltime >= 1) {
+		return Usage(fmt.Errorf("--walltime %g: want 0 (none) or at least 1", f.walltime))
 	}
 	if f.holdAfter < 0 {
 		return Usage(fmt.Errorf("--hold-after %s: want 0 (off) or more", f.holdAfter))

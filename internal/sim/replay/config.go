@@ -82,6 +82,15 @@ type Config struct {
 	// has waited this long keeps nodes for itself until it starts. 0
 	// turns it off.
 	HoldAfter time.Duration
+	// Walltime gives every job a walltime, its retry.timeout, of Walltime
+	// times its run time at full speed (rounded up to a minute), as a user
+	// who asks for more than the job needs would: the core's holds let
+	// work that surely ends by a held job's start backfill the held nodes
+	// (sched.Config.HoldAfter). Philly has no requested walltimes; 0, the
+	// default, gives none. It must be 0 or at least 1; a job slowed by its
+	// spread past its walltime still runs to its end, and Result.PastWalltime
+	// counts such attempts.
+	Walltime float64
 	// CheckIncremental is engine.Config.CheckIncremental: every cycle is
 	// also planned from scratch, and a different Plan fails the run.
 	CheckIncremental bool
@@ -119,6 +128,9 @@ func (c *Config) normalise() error {
 	}
 	if c.Limit < 0 {
 		return fmt.Errorf("%w: limit %d is negative", ErrConfig, c.Limit)
+	}
+	if c.Walltime != 0 && !(c.Walltime >= 1) {
+		return fmt.Errorf("%w: walltime %g × the run time: want 0 (none) or at least 1", ErrConfig, c.Walltime)
 	}
 	if len(c.VCs) == 0 {
 		return fmt.Errorf("%w: no virtual clusters", ErrConfig)

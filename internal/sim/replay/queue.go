@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
 )
 
 // group is one VC's queued jobs of one GPU count. Jobs of a group are alike
@@ -63,11 +64,39 @@ func (s *sim) dropStarted() {
 // preemption offers it). Config.FullQueue turns the window off to check
 // this. Without the window a cycle costs time in the length of the whole
 // queue, which for FIFO holds thousands of jobs.
+//
+// With holds (Config.HoldAfter) the jobs the core would choose to hold
+// nodes are added (holders): a holder may start where jobs alike to it may
+// not, and its nodes are kept from the window's jobs, so leaving it out
+// would change what the core decides.
 func (s *sim) window(v int, jobs []*model.Job) []*model.Job {
+	from := len(jobs)
+	holders := s.holders(v)
 	if s.cfg.Policy == "fifo" {
-		return s.strictHead(v, jobs)
+		jobs = s.strictHead(v, jobs)
+	} else {
+		jobs = s.startable(v, jobs, holders)
 	}
+	shown := jobs[from:]
+	for _, j := range holders {
+		if !slices.Contains(shown, j.job) {
+			j.job.Spec.Priority.Value = s.pol.prioritise(j, s.now)
+			jobs = append(jobs, j.job)
+		}
+	}
+	return jobs
+}
+
+// startable appends to jobs, for each GPU count, the first jobs of VC v in
+// the core's order that can start in this cycle (see window), counting
+// what holders (the VC's candidates to hold nodes) may evict.
+func (s *sim) startable(v int, jobs []*model.Job, holders []*simJob) []*model.Job {
 	c, perNode := s.capacity(v)
+	if e := s.yielding(v, holders); e > 0 {
+		// A holder evicts work that yields to it (sched's HeldNodes) and
+		// may leave some of what it frees to others.
+		c, perNode = c+e, false
+	}
 	valued := s.priorityGap() > 0
 	if valued {
 		// Running work of the VC a queued job outranks by the gap may make
@@ -112,6 +141,58 @@ func (s *sim) window(v int, jobs []*model.Job) []*model.Job {
 		}
 	}
 	return jobs
+}
+
+// holders returns, when jobs may hold nodes (Config.HoldAfter), the first
+// sched.HoldCandidates queued jobs of VC v in sched.HoldOrder that have
+// waited HoldAfter: the core tries no more than that many holders in a
+// cycle, in that order, so the window that shows them lets it choose the
+// holders it would choose on the whole queue.
+func (s *sim) holders(v int) []*simJob {
+	if s.cfg.HoldAfter <= 0 {
+		return nil
+	}
+	var best []*simJob // in HoldOrder
+	order := func(a, b *simJob) int { return sched.HoldOrder(a.job, b.job) }
+	for _, g := range s.queues[v] {
+		for _, j := range g.jobs {
+			if s.at(s.now).Sub(sched.WaitingSince(j.job)) < s.cfg.HoldAfter {
+				continue
+			}
+			if len(best) == sched.HoldCandidates && order(j, best[len(best)-1]) >= 0 {
+				continue
+			}
+			k, _ := slices.BinarySearchFunc(best, j, order)
+			best = slices.Insert(best, k, j)
+			if len(best) > sched.HoldCandidates {
+				best = best[:sched.HoldCandidates]
+			}
+		}
+	}
+	return best
+}
+
+// yielding bounds the GPUs that holders may evict in VC v: work yields to
+// a holder when it checkpoints and started after the hold began (sched's
+// yields), so no later than the earliest of theirs.
+func (s *sim) yielding(v int, holders []*simJob) int {
+	if len(holders) == 0 || s.cfg.Checkpoint <= 0 {
+		return 0
+	}
+	since := sched.WaitingSince(holders[0].job)
+	for _, h := range holders[1:] {
+		if w := sched.WaitingSince(h.job); w.Before(since) {
+			since = w
+		}
+	}
+	from := int64(since.Add(s.cfg.HoldAfter).Sub(s.base) / time.Second)
+	n := 0
+	for _, j := range s.running {
+		if j.vc == v && j.runStart >= from {
+			n += j.gpus
+		}
+	}
+	return n
 }
 
 // strictHead appends VC v's queued jobs in submit order up to the first one

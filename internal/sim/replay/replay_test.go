@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"testing"
@@ -130,18 +131,25 @@ func TestDeterministic(t *testing.T) {
 }
 
 // TestWindowMatchesFullQueue checks the queue window against showing the
-// core the whole queue: identical under static sharing, within 1 % under
-// borrow sharing (see window).
+// core the whole queue: identical under static sharing, with holds and
+// backfill too, within 1 % under borrow sharing (see window).
 func TestWindowMatchesFullQueue(t *testing.T) {
 	jobs, vcs := loadTrace(t)
 	for _, tc := range []struct {
-		policy  string
-		sharing Sharing
-		tol     float64
-	}{{"fifo-backfill", Static, 0}, {"sjf", Static, 0}, {"allot", Static, 0}, {"allot", Borrow, 0.01}} {
-		t.Run(tc.policy+"-"+string(tc.sharing), func(t *testing.T) {
+		policy   string
+		sharing  Sharing
+		tol      float64
+		hold     time.Duration
+		walltime float64
+	}{{"fifo-backfill", Static, 0, 0, 0}, {"sjf", Static, 0, 0, 0}, {"allot", Static, 0, 0, 0}, {"allot", Borrow, 0.01, 0, 0},
+		{"allot", Static, 0, time.Hour, 0}, {"allot", Static, 0, time.Hour, 2}, {"fifo", Static, 0, time.Hour, 2}} {
+		name := tc.policy + "-" + string(tc.sharing)
+		if tc.hold > 0 {
+			name += fmt.Sprintf("-hold=%s-walltime=%g", tc.hold, tc.walltime)
+		}
+		t.Run(name, func(t *testing.T) {
 			cfg := sliceConfig(jobs, vcs, tc.policy, tc.sharing)
-			cfg.Limit = 3000
+			cfg.Limit, cfg.HoldAfter, cfg.Walltime = 3000, tc.hold, tc.walltime
 			w, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)

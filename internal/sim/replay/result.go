@@ -41,6 +41,11 @@ type Result struct {
 	MaxOwnerWait float64 `json:"max_owner_wait_s"`
 	OwnerJobs    int     `json:"owner_jobs"`
 
+	// PastWalltime counts the attempts that ran longer than their job's
+	// walltime (Config.Walltime; a spread slows a job); they ran to their
+	// end all the same.
+	PastWalltime int `json:"past_walltime,omitempty"`
+
 	Jobs             int        `json:"jobs"`
 	SkippedUnknownVC int        `json:"skipped_unknown_vc"`
 	NeverFit         int        `json:"never_fit"`

@@ -175,6 +175,10 @@ func (s *sim) load(trace []philly.Job) {
 		if s.cfg.Sharing == Static {
 			j.job.Spec.Placement.Reservation = reservationName(tj.VC)
 		}
+		if s.cfg.Walltime > 0 {
+			wall := time.Duration(math.Ceil(s.cfg.Walltime*j.duration)) * time.Second
+			j.job.Spec.Retry.Timeout = max(time.Minute, (wall + time.Minute - 1).Truncate(time.Minute))
+		}
 		s.jobs = append(s.jobs, j)
 		s.byID[j.job.ID] = j
 	}
@@ -355,6 +359,9 @@ func (s *sim) started(j *simJob) {
 	s.drop = true
 	j.slow = 1 + s.cfg.SpreadPenalty*float64(s.spread(j))
 	s.runFor = int64(math.Ceil(j.work * j.slow))
+	if t := j.job.Spec.Retry.Timeout; t > 0 && time.Duration(s.runFor)*time.Second > t {
+		s.res.PastWalltime++
+	}
 }
 
 // spread is how many nodes beyond the fewest a job needs, plus how many
