@@ -57,13 +57,13 @@
 //     can act on.
 //
 // Opt-in (Config.HoldAfter, off by default): before step 1, a queued job
-// that has waited HoldAfter keeps the nodes of one gang domain where the
-// least running work stands in its way, so small jobs cannot starve a gang;
-// until it starts they take only it, a higher class, spot work, other
-// partitions' guaranteed work, work that surely ends before theirs, and
-// work of its class and partition that checkpoints, which it evicts when
-// it can start (reason HeldNodes). One job holds per domain and
-// reservation (hold.go).
+// that needs more than one GPU and has waited HoldAfter keeps the nodes of
+// one gang domain where the least running work stands in its way, so small
+// jobs cannot starve a gang; until it starts they take only it, a higher
+// class, spot work, other partitions' guaranteed work, work that surely
+// ends before theirs, and work of its class and partition that
+// checkpoints, which it evicts when it can start (reason HeldNodes). One
+// job holds per domain and reservation (hold.go).
 //
 // A cycle works on indexes (nodes not full, by group; running work by
 // class, partition and pool in victim order, and on reserved nodes; the

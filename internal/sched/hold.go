@@ -39,9 +39,10 @@ import (
 // One job at a time holds in each gang domain, and one in each
 // reservation's nodes there: the queued job of the highest class, then the
 // longest wait, then the lowest ID, among those that have waited
-// HoldAfter, need GPUs, are not spot, and pass every filter but free
-// capacity on some group (so a job over its quota or borrowing limit holds
-// nothing). The nodes are chosen afresh every cycle from the Snapshot:
+// HoldAfter, need more than one GPU's worth (less fits the first GPU that
+// frees up, and waits only for the queue order, which a hold must not
+// overrule), are not spot, and pass every filter but free capacity on some
+// group (so a job over its quota or borrowing limit holds nothing). The nodes are chosen afresh every cycle from the Snapshot:
 // Ready nodes that no reservation holds or earmarks (for a job that names
 // a reservation, nodes the reservation holds), in the domain whose chosen
 // nodes are surely free soonest (by the timeouts of the work on them that
@@ -138,14 +139,14 @@ func (st *state) chooseHolders(jobs []*model.Job) {
 }
 
 // mayHold reports whether j may hold nodes: queued and waiting for
-// capacity (not held back) for HoldAfter, needing GPUs, not spot, of a
-// known tenant.
+// capacity (not held back) for HoldAfter, needing more than one GPU's
+// worth, not spot, of a known tenant.
 func (st *state) mayHold(j *model.Job) bool {
 	s := &j.Spec
 	switch {
 	case j.Status.State != model.StateQueued, j.Status.Held, j.Status.NotBefore.After(st.now),
 		s.Priority.Class == model.ClassSpot,
-		s.Resources.GPUsPerInstance == 0 && s.Resources.GPUMilli == 0:
+		s.Resources.TotalMilli() <= model.MilliPerGPU:
 		return false
 	}
 	if t, ok := st.tenants[s.Tenant]; !ok || t == nil {

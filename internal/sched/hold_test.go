@@ -298,3 +298,31 @@ func TestHoldYields(t *testing.T) {
 		t.Fatalf("wide: %+v %v, want bound on b-1", b, ok)
 	}
 }
+
+// TestOneGPUNeverHolds: a job that needs one GPU's worth or less fits the
+// first GPU that frees up, so it waits only for the queue order, which a
+// hold must not overrule: it never holds nodes, however long it waited.
+func TestOneGPUNeverHolds(t *testing.T) {
+	for _, tc := range []struct {
+		job   string
+		gpus  int
+		milli int64
+		holds bool
+	}{{"one", 1, 0, false}, {"half", 1, 500, false}, {"two", 2, 0, true}} {
+		w := NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("a", 1, h100, "l1").
+			Tenant("alice", "").Tenant("bob", "")
+		w.Job("full-a", "bob").GPUs(1, 8).Submitted(Epoch).Running(Epoch, On("a-1", 0, 1, 2, 3, 4, 5, 6, 7))
+		b := w.Job(tc.job, "alice").GPUs(1, tc.gpus).Submitted(Epoch)
+		if tc.milli > 0 {
+			b.Milli(tc.milli)
+		}
+		if err := w.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		p := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: time.Hour}).Schedule(w.Snapshot(), now)
+		d, _ := pendingOf(p, tc.job)
+		if held := strings.Contains(d.Detail, "are kept for it"); held != tc.holds {
+			t.Errorf("%s, waiting a day: holds %v, want %v (%q)", tc.job, held, tc.holds, d.Detail)
+		}
+	}
+}

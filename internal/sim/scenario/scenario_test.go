@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sim/scenario"
@@ -169,5 +170,42 @@ func TestFindMinFleetBisects(t *testing.T) {
 		if err != nil || !res.Meets {
 			t.Errorf("the answer %g does not meet: %v %v", m.Factor, err, res.Misses)
 		}
+	}
+}
+
+// TestHoldAfterPassesThrough: a scenario's hold_after reaches the core.
+// In testdata/gang.yaml a stream of one-GPU jobs keeps two nodes busy and
+// the 2×8 gang never starts without holds; with hold_after it holds both
+// nodes and starts, evicting no more than the sixteen GPUs' worth of work
+// that yields to it.
+func TestHoldAfterPassesThrough(t *testing.T) {
+	f, err := scenario.Read("testdata/gang.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gang := func(hold time.Duration) (*scenario.Result, float64) {
+		t.Helper()
+		f.HoldAfter = spec.Duration(hold)
+		res, err := scenario.Run(context.Background(), f, scenario.Options{Strategy: model.StrategyDynamic, CheckIncremental: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tu := range res.Tenants {
+			if tu.Tenant == "trainer" {
+				return res, tu.GPUHours
+			}
+		}
+		t.Fatal("no trainer in the result")
+		return nil, 0
+	}
+	if _, h := gang(0); h != 0 {
+		t.Fatalf("without hold_after the gang ran %.1f GPU-h; the scenario no longer starves it", h)
+	}
+	res, h := gang(time.Hour)
+	if h != 64 { // 2 × 8 GPUs for 4 h
+		t.Errorf("with hold_after 1h the gang ran %.1f GPU-h, want 64", h)
+	}
+	if res.Preemptions > 16 {
+		t.Errorf("with hold_after 1h: %d preemptions, want at most the 16 GPUs the gang needs", res.Preemptions)
 	}
 }
