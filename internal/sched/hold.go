@@ -56,7 +56,8 @@ import (
 // HoldCandidates bounds how many waiting jobs a cycle tries: each try
 // visits the nodes the job could use. A driver that shows the core only
 // part of its queue (the trace replay) shows, to choose the same holders,
-// at least this many of each tenant's first waiting jobs in HoldOrder.
+// at least this many of each tenant's first jobs in HoldOrder that
+// MayHold.
 const HoldCandidates = 16
 
 // holdState is one job that keeps nodes in this cycle: held[first:first+n].
@@ -138,21 +139,29 @@ func (st *state) chooseHolders(jobs []*model.Job) {
 	}
 }
 
-// mayHold reports whether j may hold nodes: queued and waiting for
-// capacity (not held back) for HoldAfter, needing more than one GPU's
-// worth, not spot, of a known tenant.
+// mayHold reports whether j may hold nodes: MayHold, and of a known
+// tenant.
 func (st *state) mayHold(j *model.Job) bool {
+	if t, ok := st.tenants[j.Spec.Tenant]; !ok || t == nil {
+		return false
+	}
+	return MayHold(j, st.now, st.cfg.HoldAfter)
+}
+
+// MayHold reports whether j may hold nodes at now when jobs hold after
+// holdAfter (Config.HoldAfter): queued and waiting for capacity (not held
+// back) for holdAfter, needing more than one GPU's worth, not spot. A
+// driver that shows the core part of its queue uses it to choose what to
+// show (see HoldCandidates).
+func MayHold(j *model.Job, now time.Time, holdAfter time.Duration) bool {
 	s := &j.Spec
 	switch {
-	case j.Status.State != model.StateQueued, j.Status.Held, j.Status.NotBefore.After(st.now),
+	case holdAfter <= 0, j.Status.State != model.StateQueued, j.Status.Held, j.Status.NotBefore.After(now),
 		s.Priority.Class == model.ClassSpot,
 		s.Resources.TotalMilli() <= model.MilliPerGPU:
 		return false
 	}
-	if t, ok := st.tenants[s.Tenant]; !ok || t == nil {
-		return false
-	}
-	return st.now.Sub(WaitingSince(j)) >= st.cfg.HoldAfter
+	return now.Sub(WaitingSince(j)) >= holdAfter
 }
 
 // HoldOrder is the order in which waiting jobs are tried as holders: the

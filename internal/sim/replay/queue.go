@@ -144,8 +144,8 @@ func (s *sim) startable(v int, jobs []*model.Job, holders []*simJob) []*model.Jo
 }
 
 // holders returns, when jobs may hold nodes (Config.HoldAfter), the first
-// sched.HoldCandidates queued jobs of VC v in sched.HoldOrder that have
-// waited HoldAfter: the core tries no more than that many holders in a
+// sched.HoldCandidates queued jobs of VC v in sched.HoldOrder that
+// sched.MayHold: the core tries no more than that many holders in a
 // cycle, in that order, so the window that shows them lets it choose the
 // holders it would choose on the whole queue.
 func (s *sim) holders(v int) []*simJob {
@@ -156,7 +156,7 @@ func (s *sim) holders(v int) []*simJob {
 	order := func(a, b *simJob) int { return sched.HoldOrder(a.job, b.job) }
 	for _, g := range s.queues[v] {
 		for _, j := range g.jobs {
-			if s.at(s.now).Sub(sched.WaitingSince(j.job)) < s.cfg.HoldAfter {
+			if !sched.MayHold(j.job, s.at(s.now), s.cfg.HoldAfter) {
 				continue
 			}
 			if len(best) == sched.HoldCandidates && order(j, best[len(best)-1]) >= 0 {

@@ -141,15 +141,19 @@ func TestWindowMatchesFullQueue(t *testing.T) {
 		tol      float64
 		hold     time.Duration
 		walltime float64
-	}{{"fifo-backfill", Static, 0, 0, 0}, {"sjf", Static, 0, 0, 0}, {"allot", Static, 0, 0, 0}, {"allot", Borrow, 0.01, 0, 0},
-		{"allot", Static, 0, time.Hour, 0}, {"allot", Static, 0, time.Hour, 2}, {"fifo", Static, 0, time.Hour, 2}} {
+		limit    int
+	}{{"fifo-backfill", Static, 0, 0, 0, 3000}, {"sjf", Static, 0, 0, 0, 3000}, {"allot", Static, 0, 0, 0, 3000},
+		{"allot", Borrow, 0.01, 0, 0, 3000},
+		// Holds show their differences late: the jobs that may hold sit
+		// deep in long queues.
+		{"allot", Static, 0, time.Hour, 0, sliceJobs}, {"allot", Static, 0, time.Hour, 2, 3000}, {"fifo", Static, 0, time.Hour, 2, 3000}} {
 		name := tc.policy + "-" + string(tc.sharing)
 		if tc.hold > 0 {
 			name += fmt.Sprintf("-hold=%s-walltime=%g", tc.hold, tc.walltime)
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg := sliceConfig(jobs, vcs, tc.policy, tc.sharing)
-			cfg.Limit, cfg.HoldAfter, cfg.Walltime = 3000, tc.hold, tc.walltime
+			cfg.Limit, cfg.HoldAfter, cfg.Walltime = tc.limit, tc.hold, tc.walltime
 			w, err := Run(context.Background(), cfg)
 			if err != nil {
 				t.Fatal(err)
