@@ -209,6 +209,13 @@ func writeReplayTable(w io.Writer, results []*replay.Result) error {
 	fmt.Fprintf(w, "skipped (unknown VC): %d, never fit: %d\n", r.SkippedUnknownVC, r.NeverFit)
 	fmt.Fprintf(w, "cost: GPU-hours held × %s per GPU-hour (%s on demand in %s)\n", usdRate(r.USDPerGPUHour), replay.SKU, replay.Region)
 	for _, r := range results {
+		fmt.Fprintf(w, "%s, %s: multi-node jobs' queueing delay p99 %.0f s, max %.0f s", r.Policy, r.Sharing, r.P99QueueGang, r.MaxQueueGang)
+		if r.PastWalltime > 0 {
+			fmt.Fprintf(w, "; %d attempts ran past their walltime", r.PastWalltime)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, r := range results {
 		fmt.Fprintf(w, "\n%s, %s: tenants\n", r.Policy, r.Sharing)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "tenant\tguaranteed GPUs\tavg used GPUs\tjobs\tavg JCT s\tmax owner wait s\tGPU-h\tUSD\t")

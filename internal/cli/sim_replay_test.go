@@ -64,7 +64,7 @@ func TestSimReplayTableAndErrors(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
 	}
-	for _, want := range []string{"sjf", "borrow", "704", "tenant", "6214e9", "1st half", "2nd half"} {
+	for _, want := range []string{"sjf", "borrow", "704", "tenant", "6214e9", "1st half", "2nd half", "sjf, borrow: multi-node jobs' queueing delay p99 "} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout.String())
 		}
