@@ -42,16 +42,18 @@ import (
 // HoldAfter, need more than one GPU's worth (less fits the first GPU that
 // frees up, and waits only for the queue order, which a hold must not
 // overrule), are not spot, and pass every filter but free capacity on some
-// group (so a job over its quota or borrowing limit holds nothing). The nodes are chosen afresh every cycle from the Snapshot:
-// Ready nodes that no reservation holds or earmarks (for a job that names
-// a reservation, nodes the reservation holds), in the domain whose chosen
-// nodes are surely free soonest (by the timeouts of the work on them that
-// is not spot; never, when some of it has none), then hold the least GPU
+// group (so a job over its quota or borrowing limit holds nothing). The
+// nodes are chosen afresh every cycle from the Snapshot: Ready nodes that
+// no reservation holds or earmarks (for a job that names a reservation,
+// nodes the reservation holds), in the domain whose chosen nodes are surely
+// free soonest (by the timeouts of the work on them that is neither spot
+// nor yields; never, when some of it has none), then hold the least GPU
 // milli of such work; nodes go in the same order, then by fleet order.
-// Work that may not use held nodes stays off them, and backfilled work
-// ends by the shadow time, so from cycle to cycle the chosen nodes' drain
-// time does not grow: the choice moves only to nodes free as soon or
-// sooner, or, without timeouts, holding less work.
+// Work that may not use held nodes stays off them, work that yields does
+// not count, and work backfilled by the shadow time ends by it, so from
+// cycle to cycle the chosen nodes' drain time does not grow: the choice
+// moves only to nodes free as soon or sooner, or, without timeouts,
+// holding less work.
 
 // HoldCandidates bounds how many waiting jobs a cycle tries: each try
 // visits the nodes the job could use. A driver that shows the core only
