@@ -82,6 +82,8 @@ func TestSimReplayTableAndErrors(t *testing.T) {
 		{[]string{"-o", "yaml"}, `-o "yaml"`},
 		{[]string{"--priority-gap", "0"}, "--priority-gap 0"},
 		{[]string{"--hold-after", "-5m"}, "--hold-after -5m0s: want 0 (off) or more"},
+		{[]string{"--walltime", "0.5"}, "--walltime 0.5: want 0 (none) or at least 1"},
+		{[]string{"--walltime", "NaN"}, "--walltime NaN: want 0 (none) or at least 1"},
 		{[]string{"--jobs", bad}, "jobs.csv:2:21: column duration"},
 	} {
 		stdout.Reset()
