@@ -148,6 +148,11 @@ serves, and shuts down cleanly on SIGINT or SIGTERM.`,
 	return cmd
 }
 
+// schedConfig is what the flags ask of the scheduling core.
+func (f serveFlags) schedConfig() sched.Config {
+	return sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap, HoldAfter: f.holdAfter}
+}
+
 // serve runs the control plane until ctx ends. With up set it also prints
 // what to try next.
 func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) error {
@@ -250,7 +255,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(err)
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
-		Sched:   sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap, HoldAfter: f.holdAfter},
+		Sched:   f.schedConfig(),
 		MaxLost: f.maxLost, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})

@@ -1,8 +1,14 @@
 package cli
 
 import (
+	"reflect"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/sched"
 )
 
 // Preemption and election flags that cannot work are refused before
@@ -25,5 +31,20 @@ func TestServerFlagRanges(t *testing.T) {
 		if code != ExitUsage || !strings.Contains(e, tc.want) {
 			t.Errorf("%v: exit %d, want %d and %q: %s", tc.args, code, ExitUsage, tc.want, e)
 		}
+	}
+}
+
+// The core's flags reach the core's Config, for allot server and allot up
+// alike (both register the same serveFlags).
+func TestServerFlagsReachTheCore(t *testing.T) {
+	var f serveFlags
+	cmd := &cobra.Command{Use: "server"}
+	f.register(cmd, "")
+	if err := cmd.ParseFlags([]string{"--min-run-time", "7m", "--priority-gap", "3", "--hold-after", "2h"}); err != nil {
+		t.Fatal(err)
+	}
+	want := sched.Config{MinRunTime: 7 * time.Minute, PriorityGap: 3, HoldAfter: 2 * time.Hour}
+	if got := f.schedConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("core config %+v, want %+v", got, want)
 	}
 }

@@ -20,8 +20,8 @@
 //     whose nodes only the owner (and spot work it may evict) may use. At
 //     the start of a cycle each active reservation, in the tenancy's order,
 //     takes Count Ready nodes of its SKU and region: first those running
-//     work that names it, then those needing no eviction (idle, or holding
-//     only the owner's work), then those whose other work loses the fewest
+//     work that names it, then those holding no other tenant's work (idle,
+//     or holding only the owner's work), then those whose other work loses the fewest
 //     GPU-seconds since its last checkpoint (for a reservation with a
 //     start, nodes whose other work is all spot before the rest); ties by
 //     node name. A job naming a reservation that got fewer nodes is told
@@ -48,7 +48,9 @@
 //     GPU-seconds since their last checkpoint; work (a resumed job
 //     included) is protected for Config.MinRunTime after it starts, and
 //     work whose every instance runs in its own tenant's reservations is
-//     never evicted (a gang partly outside is, whole). Opt-in
+//     evicted only by its tenant's work that names the reservation, of
+//     the same class or above, when it needs those nodes (a gang partly
+//     outside is evictable by others too, whole). Opt-in
 //     (Config.PriorityGap, off by default): a job may also evict its own
 //     tenant's work of its class whose priority value is at least the gap
 //     below its own, on the same terms, in the tenant's reservations too

@@ -150,8 +150,9 @@ func (st *state) restore(rj *running) {
 // that order: the buckets of work off reserved nodes whose class,
 // partition and pool let a evict them where a's filters admit the pool,
 // and the work on reserved nodes; with them its own tenant's work (for a
-// better value) and, for a holder, the work on its nodes that yields to it
-// (heldWork). A job on two lists is read once (running.read). Who may be
+// better value), for a job that names a reservation the owner's work
+// wholly inside reservations (yieldsToNamed), and, for a holder, the work
+// on its nodes that yields to it (heldWork). A job on two lists is read once (running.read). Who may be
 // evicted is decided on the state before the preemption released anyone
 // (evictable reads partitionState.usedBefore), as if the whole list were
 // drawn up first.
@@ -210,6 +211,9 @@ func (st *state) startVictims(a *attempt) {
 	}
 	if len(st.onReserved) > 0 {
 		vs.lists = append(vs.lists, st.onReserved)
+	}
+	if a.res >= 0 && len(st.ownReserved) > 0 {
+		vs.lists = append(vs.lists, st.ownReserved)
 	}
 	if own := st.ownVictims(a); len(own) > 0 {
 		vs.lists = append(vs.lists, own)
@@ -410,8 +414,11 @@ func (st *state) evictable(a *attempt, rj *running) Reason {
 		return HeldNodes // started on a's held nodes after its hold began (hold.go)
 	}
 	if rj.onReserved { // the node loops only for work that touches a reservation
+		if st.yieldsToNamed(a, rj) {
+			return ReservationOwner
+		}
 		if st.inOwnReservation(rj) {
-			return ReasonNone // an owner wholly inside its reservations is never preempted
+			return ReasonNone // otherwise an owner wholly inside its reservations stays
 		}
 		if st.onReservationOf(rj, a.tenant.name) && rj.tenant != a.tenant {
 			return ReservationOwner
@@ -449,10 +456,11 @@ func (st *state) relevant(a *attempt, rj *running, stamp uint64) bool {
 }
 
 // inOwnReservation reports whether every instance of rj runs on a node of
-// a reservation its own tenant holds. Only such work is never preempted:
-// it uses nothing but capacity set aside for its owner. A gang with one
-// instance outside holds shared capacity too, and being all or nothing it
-// is evicted whole when that capacity is owed to someone.
+// a reservation its own tenant holds. Only its own tenant's work that
+// names the reservation may evict such work (yieldsToNamed): it uses
+// nothing but capacity set aside for its owner. A gang with one instance
+// outside holds shared capacity too, and being all or nothing it is
+// evicted whole when that capacity is owed to someone.
 func (st *state) inOwnReservation(rj *running) bool {
 	for _, i := range rj.nodes {
 		if r := st.resOf[i]; r < 0 || st.res[r].Owner != rj.tenant.name {
@@ -460,6 +468,25 @@ func (st *state) inOwnReservation(rj *running) bool {
 		}
 	}
 	return true
+}
+
+// yieldsToNamed reports whether rj is the owner's own work that does not
+// name the reservation a's job names, of a's class or below, with an
+// instance on that reservation's nodes. The owner's other work may use its
+// reservation, but the work that names it comes first there: else a batch
+// job the owner started on an earmarked node the day before would keep
+// the reservation's own work out for as long as it runs.
+func (st *state) yieldsToNamed(a *attempt, rj *running) bool {
+	if a.res < 0 || rj.tenant != a.tenant || rj.class > a.class ||
+		rj.job.Spec.Placement.Reservation == st.res[a.res].Name {
+		return false
+	}
+	for _, i := range rj.nodes {
+		if st.resOf[i] == a.res {
+			return true
+		}
+	}
+	return false
 }
 
 func (st *state) onReservationOf(rj *running, tenant string) bool {

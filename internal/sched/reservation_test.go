@@ -57,6 +57,55 @@ func TestReservationNodeChoice(t *testing.T) {
 		on:    map[string]string{"own": "h-2"},
 		evict: []string{"new"},
 	}, {
+		// A node holding only the owner's work ties with an idle one, and
+		// the lower name wins: here the reservation covers the owner's work
+		// and leaves the idle node to others.
+		name: "a node holding only the owner's work ties with an idle one",
+		world: func() *World {
+			w := oneRegion(2).Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("mine", "bob").GPUs(1, 8).Running(now.Add(-2*time.Hour), whole("h-1"))
+			w.Job("other", "alice").GPUs(1, 8)
+			return w
+		},
+		want: map[string]sched.Reason{"other": sched.ReasonNone},
+		on:   map[string]string{"other": "h-2"},
+		none: true,
+	}, {
+		// The owner's batch job ran on the node before the window opened;
+		// the work that names the reservation comes first there.
+		name: "the owner's other work yields to the work naming the reservation",
+		world: func() *World {
+			w := oneRegion(2).Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("mine", "bob").GPUs(1, 8).Running(now.Add(-2*time.Hour), whole("h-1"))
+			w.Job("busy", "alice").GPUs(1, 8).Running(now.Add(-2*time.Hour), whole("h-2"))
+			w.Job("own", "bob").GPUs(1, 8).Reservation("r")
+			return w
+		},
+		want:  map[string]sched.Reason{"own": sched.ReasonNone},
+		on:    map[string]string{"own": "h-1"},
+		evict: []string{"mine"},
+	}, {
+		name: "the owner's work of a higher class stays",
+		world: func() *World {
+			w := oneRegion(2).Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("mine", "bob").GPUs(1, 8).Class(model.ClassReserved).Running(now.Add(-2*time.Hour), whole("h-1"))
+			w.Job("busy", "alice").GPUs(1, 8).Running(now.Add(-2*time.Hour), whole("h-2"))
+			w.Job("own", "bob").GPUs(1, 8).Reservation("r")
+			return w
+		},
+		want: map[string]sched.Reason{"own": sched.InsufficientCapacity},
+		none: true,
+	}, {
+		name: "the owner's work that names the reservation stays",
+		world: func() *World {
+			w := oneRegion(2).Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("first", "bob").GPUs(1, 8).Reservation("r").Running(now.Add(-2*time.Hour), whole("h-1"))
+			w.Job("own", "bob").GPUs(1, 8).Reservation("r")
+			return w
+		},
+		want: map[string]sched.Reason{"own": sched.InsufficientCapacity},
+		none: true,
+	}, {
 		name: "only NotReady nodes left: the detail says so",
 		world: func() *World {
 			w := oneRegion(1).NotReady("h-1").Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})

@@ -14,7 +14,9 @@ import (
 //
 //  1. nodes running the owner's work that names the reservation, so that
 //     work stays inside it from one cycle to the next;
-//  2. nodes that need no eviction: idle, or holding only the owner's work;
+//  2. nodes that hold no other tenant's work: idle, or holding only the
+//     owner's work (which needs no eviction unless the owner's work that
+//     names the reservation needs its GPUs, yieldsToNamed);
 //  3. for a reservation with a start (whose nodes took only spot work and
 //     work bound to end before it, see earmark), nodes whose other work is
 //     all spot: the spot work is evicted before any that kept the rule;

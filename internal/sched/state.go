@@ -190,13 +190,16 @@ type state struct {
 	stamp      uint64      // numbers calls that keep scratch marks (gangDomains, startVictims, room)
 	domOrder   []*domain   // scratch of gangDomains
 	groupPass  []uint64    // scratch of startVictims: group -> stamp when a's filters admit it
-	// Running work off reserved nodes by class, partition and pool, and
-	// running work with an instance on a reserved node, each in victimLess
-	// order (indexRunning). workOnNotReady is set when some running work has
-	// an instance on a node that is not Ready.
+	// Running work off reserved nodes by class, partition and pool,
+	// running work with an instance on a reserved node, and work wholly
+	// inside its owner's reservations (which only the owner's work that
+	// names one may evict, yieldsToNamed), each in victimLess order
+	// (indexRunning). workOnNotReady is set when some running work has an
+	// instance on a node that is not Ready.
 	runBuckets     []*runBucket
 	runBucketOf    map[runKey]int
 	onReserved     []*running
+	ownReserved    []*running
 	workOnNotReady bool
 	victims        victimStream // scratch of preempt
 	// Running work by tenant and class, in victimLess order, when
@@ -279,7 +282,7 @@ func (st *state) begin(now time.Time) {
 	// it on comes out in that order. A Session sorts the order of its
 	// previous cycle, which the passing minute changes little.
 	slices.SortFunc(st.running, victimCmp)
-	st.onReserved, st.workOnNotReady = st.onReserved[:0], false
+	st.onReserved, st.ownReserved, st.workOnNotReady = st.onReserved[:0], st.ownReserved[:0], false
 	for _, b := range st.runBuckets {
 		clear(b.work)
 		b.work = b.work[:0]
@@ -537,7 +540,7 @@ func (st *state) indexRunning(rj *running, sorted bool) {
 	}
 	switch {
 	case rj.onReserved && st.inOwnReservation(rj):
-		// Never evicted (evictable), so never read.
+		st.ownReserved = file(st.ownReserved)
 	case rj.onReserved:
 		st.onReserved = file(st.onReserved)
 	case rj.class >= model.ClassSpot && rj.class <= model.ClassReserved:
@@ -577,6 +580,7 @@ func (st *state) unindexRunning(rj *running) {
 	st.unfileOwn(rj)
 	if rj.onReserved {
 		st.onReserved = drop(st.onReserved)
+		st.ownReserved = drop(st.ownReserved)
 		return
 	}
 	if rj.bucket >= 0 {

@@ -47,10 +47,10 @@ func BeforeCycle(w *World, now time.Time) *Cycle {
 
 // reserve gives each active reservation, in order, Count Ready nodes of its
 // SKU and region not taken before: those running work that names it, then
-// those needing no eviction, then (for a reservation with a start) those
-// whose other tenants' work is all spot, then those whose other tenants'
-// work loses the fewest GPU-seconds since its last checkpoint, then by
-// name.
+// those holding no other tenant's work, then (for a reservation with a
+// start) those whose other tenants' work is all spot, then those whose
+// other tenants' work loses the fewest GPU-seconds since its last
+// checkpoint, then by name.
 func (c *Cycle) reserve() map[string]model.Reservation {
 	type cand struct {
 		name string

@@ -209,3 +209,30 @@ func TestHoldAfterPassesThrough(t *testing.T) {
 		t.Errorf("with hold_after 1h: %d preemptions, want at most the 16 GPUs the gang needs", res.Preemptions)
 	}
 }
+
+// TestWeekExampleMeetsTargets runs the week README and BENCHMARKS.md show
+// and checks what they claim of it on the full fleet: with the example
+// policies, dynamic and hybrid keep every endpoint's SLO, every guarantee
+// and every reservation, and static does not.
+func TestWeekExampleMeetsTargets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the simulated week three times")
+	}
+	f, err := scenario.Read("../../../examples/scenarios/week.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := spec.ReadPolicies("../../../examples/policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range model.Strategies {
+		res, err := scenario.Run(context.Background(), f, scenario.Options{Strategy: s, Policies: ps})
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if want := s != model.StrategyStatic; res.Meets != want {
+			t.Errorf("%s: meets targets %v, want %v; misses %v", s, res.Meets, want, res.Misses)
+		}
+	}
+}
