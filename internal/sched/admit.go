@@ -123,15 +123,23 @@ func (st *state) partitionAllows(p *partitionState, k int, milli int64) bool {
 	if used+milli <= guar {
 		return true
 	}
-	if p != nil {
-		if limit := p.borrow[k]; limit >= 0 && used+milli-guar > limit {
-			return false
-		}
+	if st.overBorrowLimit(p, k, milli) {
+		return false
 	}
 	// Capacity others keep for themselves is not lendable; whether the rest
 	// has room is for placement (or preemption) to find out.
 	prot := st.protected(k, p)
 	return prot == 0 || st.poolFree[k]-prot >= milli
+}
+
+// overBorrowLimit reports whether taking milli more of pool k would put
+// partition p past its borrowing limit there; no eviction can change that.
+func (st *state) overBorrowLimit(p *partitionState, k int, milli int64) bool {
+	if p == nil {
+		return false
+	}
+	over := p.used[k] + milli - p.guar[k]
+	return over > 0 && p.borrow[k] >= 0 && over > p.borrow[k]
 }
 
 // protected is the idle guaranteed capacity of pool k that partitions other

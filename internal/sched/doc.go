@@ -44,13 +44,15 @@
 //     fewest leaf groups;
 //  4. preempt: when a job of a higher class, a partition below its
 //     guarantee, or a reservation's owner cannot be placed, evict the
-//     victims that free enough capacity in one place while losing the fewest
-//     GPU-seconds since their last checkpoint; work (a resumed job
-//     included) is protected for Config.MinRunTime after it starts, and
-//     work whose every instance runs in its own tenant's reservations is
-//     evicted only by its tenant's work that names the reservation, of
-//     the same class or above, when it needs those nodes (a gang partly
-//     outside is evictable by others too, whole). Opt-in
+//     victims that free enough capacity in one place while losing the
+//     fewest GPU-seconds since their last checkpoint (also where all the
+//     free capacity is other partitions' idle guarantee, when evicting
+//     frees enough beyond it); work (a resumed job included) is protected
+//     for Config.MinRunTime after it starts, and work whose every instance
+//     runs in its own tenant's reservations is evicted only by its
+//     tenant's work that names the reservation, of the same class or
+//     above, when it needs those nodes (a gang partly outside is evictable
+//     by others too, whole). Opt-in
 //     (Config.PriorityGap, off by default): a job may also evict its own
 //     tenant's work of its class whose priority value is at least the gap
 //     below its own, on the same terms, in the tenant's reservations too

@@ -186,7 +186,11 @@ func (st *state) startVictims(a *attempt) {
 	vs.poolOK = append(vs.poolOK[:0], make([]bool, len(st.pools))...)
 	var v verdict
 	for gi, g := range st.groups {
-		if st.groupStage(a, g, &v) >= stageBorrow {
+		// A pool whose free capacity others keep for themselves (their idle
+		// guarantees) may still take a once it evicts work there: whether
+		// the victims free enough is for the trials (roomCouldHold, then
+		// placeable) to find out. a's own borrowing limit stays.
+		if s := st.groupStage(a, g, &v); s >= stageBorrow || (s == stageQuota && st.mayFreeLendable(a, g.pool)) {
 			st.groupPass[gi] = vs.stamp
 			vs.poolOK[g.pool] = true
 		}
@@ -344,6 +348,28 @@ func (st *state) considerVictim(a *attempt, rj *running, stamp uint64, out *[]vi
 	}
 	*out = append(*out, victim{rj: rj, reason: reason, cost: rj.cost})
 	return true
+}
+
+// mayFreeLendable reports whether evictions could give a, which is beyond
+// its partition's guarantee in pool k and kept out by what others keep
+// there, room it may borrow: a's borrowing limit leaves room, and the pool's
+// free capacity with all the work of a lower class (the only work a may
+// evict there, evictableOff) covers what others keep and a. A job naming a
+// reservation, a holder, and one that may evict its own tenant's work for
+// a better value have more victims than that: for them only the limit
+// counts.
+func (st *state) mayFreeLendable(a *attempt, k int) bool {
+	if st.overBorrowLimit(a.tenant.partition, k, a.total) {
+		return false
+	}
+	if a.res >= 0 || st.cfg.PriorityGap > 0 || st.holderIndex(a.job) >= 0 {
+		return true
+	}
+	free := st.poolFree[k]
+	for c := model.ClassSpot; c < a.class; c++ {
+		free += st.classMilli[k][c]
+	}
+	return free-st.protected(k, a.tenant.partition) >= a.total
 }
 
 // mayReclaim reports whether a's partition is below its guarantee, with

@@ -98,7 +98,7 @@ func TestPreempt(t *testing.T) {
 		victims: map[string]sched.Reason{"squatter": sched.ReservationOwner},
 		want:    map[string]sched.Reason{"j": sched.ReasonNone},
 	}, {
-		name: "an owner inside its reservation is never preempted",
+		name: "an owner inside its reservation is never preempted by another tenant",
 		world: func() *World {
 			w := oneNode().Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
 			w.Job("owner", "bob").GPUs(1, 8).Class(spot).Running(Epoch, On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
@@ -106,6 +106,30 @@ func TestPreempt(t *testing.T) {
 			return w
 		},
 		want: map[string]sched.Reason{"j": sched.InsufficientCapacity},
+	}, {
+		// p keeps its idle 8 GPUs (lend_limit 0), so nothing free is
+		// lendable, but the spot work holds the other 8: evicting it makes
+		// room outside what p keeps.
+		name: "a higher class evicts spot work beyond what others keep",
+		world: func() *World {
+			w := oneRegion(2).Partition("p", "eastus", "H100", 8).LendLimit(0).Tenant("carol", "p")
+			w.Job("spot", "alice").GPUs(1, 8).Class(spot).Running(Epoch, On("h-2", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("j", "bob").GPUs(1, 8)
+			return w
+		},
+		victims: map[string]sched.Reason{"spot": sched.HigherClass},
+		want:    map[string]sched.Reason{"j": sched.ReasonNone},
+	}, {
+		// p keeps all 16 GPUs: evicting the spot work would free only
+		// capacity p keeps, so nothing is evicted for nothing.
+		name: "no eviction that frees only what others keep",
+		world: func() *World {
+			w := oneRegion(2).Partition("p", "eastus", "H100", 16).LendLimit(0).Tenant("carol", "p")
+			w.Job("spot", "alice").GPUs(1, 8).Class(spot).Running(Epoch, On("h-2", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("j", "bob").GPUs(1, 8)
+			return w
+		},
+		want: map[string]sched.Reason{"j": sched.BorrowLimitReached},
 	}, {
 		name: "a gang evicts what it needs on one fabric",
 		world: func() *World {

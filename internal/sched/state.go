@@ -196,10 +196,14 @@ type state struct {
 	// names one may evict, yieldsToNamed), each in victimLess order
 	// (indexRunning). workOnNotReady is set when some running work has an
 	// instance on a node that is not Ready.
-	runBuckets     []*runBucket
-	runBucketOf    map[runKey]int
-	onReserved     []*running
-	ownReserved    []*running
+	runBuckets  []*runBucket
+	runBucketOf map[runKey]int
+	onReserved  []*running
+	ownReserved []*running
+	// classMilli is the milli-GPU running work of each class holds on the
+	// Ready nodes of each pool (indexRunning): a bound on what evictions
+	// there could free (mayFreeLendable).
+	classMilli     [][model.ClassReserved + 1]int64
 	workOnNotReady bool
 	victims        victimStream // scratch of preempt
 	// Running work by tenant and class, in victimLess order, when
@@ -283,6 +287,7 @@ func (st *state) begin(now time.Time) {
 	// previous cycle, which the passing minute changes little.
 	slices.SortFunc(st.running, victimCmp)
 	st.onReserved, st.ownReserved, st.workOnNotReady = st.onReserved[:0], st.ownReserved[:0], false
+	st.classMilli = append(st.classMilli[:0], make([][model.ClassReserved + 1]int64, len(st.pools))...)
 	for _, b := range st.runBuckets {
 		clear(b.work)
 		b.work = b.work[:0]
@@ -538,6 +543,7 @@ func (st *state) indexRunning(rj *running, sorted bool) {
 		at := sort.Search(len(l), func(i int) bool { return victimLess(rj, l[i]) })
 		return slices.Insert(l, at, rj)
 	}
+	st.countClass(rj, +1)
 	switch {
 	case rj.onReserved && st.inOwnReservation(rj):
 		st.ownReserved = file(st.ownReserved)
@@ -578,6 +584,7 @@ func (st *state) unindexRunning(rj *running) {
 		return l
 	}
 	st.unfileOwn(rj)
+	st.countClass(rj, -1)
 	if rj.onReserved {
 		st.onReserved = drop(st.onReserved)
 		st.ownReserved = drop(st.ownReserved)
@@ -586,6 +593,20 @@ func (st *state) unindexRunning(rj *running) {
 	if rj.bucket >= 0 {
 		b := st.runBuckets[rj.bucket]
 		b.work = drop(b.work)
+	}
+}
+
+// countClass adds (sign +1) or takes away rj's milli-GPU on Ready nodes to
+// its class's use of their pools.
+func (st *state) countClass(rj *running, sign int64) {
+	if rj.class < model.ClassSpot || rj.class > model.ClassReserved {
+		return
+	}
+	m := sign * rj.req.TotalMilli()
+	for _, i := range rj.nodes {
+		if st.nodes[i].Ready {
+			st.classMilli[st.groups[st.groupOf[i]].pool][rj.class] += m
+		}
 	}
 }
 
