@@ -21,7 +21,8 @@
 //     the start of a cycle each active reservation, in the tenancy's order,
 //     takes Count Ready nodes of its SKU and region: first those running
 //     work that names it, then those holding no other tenant's work (idle,
-//     or holding only the owner's work), then those whose other work loses the fewest
+//     or holding only the owner's work; idle ones first while work naming
+//     it is queued), then those whose other work loses the fewest
 //     GPU-seconds since its last checkpoint (for a reservation with a
 //     start, nodes whose other work is all spot before the rest); ties by
 //     node name. A job naming a reservation that got fewer nodes is told

@@ -57,9 +57,10 @@ func TestReservationNodeChoice(t *testing.T) {
 		on:    map[string]string{"own": "h-2"},
 		evict: []string{"new"},
 	}, {
-		// A node holding only the owner's work ties with an idle one, and
-		// the lower name wins: here the reservation covers the owner's work
-		// and leaves the idle node to others.
+		// With no work naming the reservation queued, a node holding only
+		// the owner's work ties with an idle one, and the lower name wins:
+		// here the reservation covers the owner's work and leaves the idle
+		// node to others.
 		name: "a node holding only the owner's work ties with an idle one",
 		world: func() *World {
 			w := oneRegion(2).Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
@@ -69,6 +70,19 @@ func TestReservationNodeChoice(t *testing.T) {
 		},
 		want: map[string]sched.Reason{"other": sched.ReasonNone},
 		on:   map[string]string{"other": "h-2"},
+		none: true,
+	}, {
+		// Work naming the reservation is queued: the idle node, not an
+		// eviction of the owner's other work.
+		name: "for work naming it, an idle node before one holding the owner's other work",
+		world: func() *World {
+			w := oneRegion(2).Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("mine", "bob").GPUs(1, 8).Running(now.Add(-2*time.Hour), whole("h-1"))
+			w.Job("own", "bob").GPUs(1, 8).Reservation("r")
+			return w
+		},
+		want: map[string]sched.Reason{"own": sched.ReasonNone},
+		on:   map[string]string{"own": "h-2"},
 		none: true,
 	}, {
 		// The owner's batch job ran on the node before the window opened;

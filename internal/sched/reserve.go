@@ -15,8 +15,11 @@ import (
 //  1. nodes running the owner's work that names the reservation, so that
 //     work stays inside it from one cycle to the next;
 //  2. nodes that hold no other tenant's work: idle, or holding only the
-//     owner's work (which needs no eviction unless the owner's work that
-//     names the reservation needs its GPUs, yieldsToNamed);
+//     owner's work. While the owner's work that names the reservation is
+//     queued, idle nodes come first, then those whose owner's work loses
+//     the least (that work yields to it, yieldsToNamed); otherwise they
+//     tie, so that the reservation may cover the owner's work and leave
+//     idle nodes to others;
 //  3. for a reservation with a start (whose nodes took only spot work and
 //     work bound to end before it, see earmark), nodes whose other work is
 //     all spot: the spot work is evicted before any that kept the rule;
@@ -73,11 +76,13 @@ func (st *state) reserve() {
 }
 
 // reserveCost ranks node i for reservation rs (see reserve): tier 0 when it
-// runs work naming rs, 1 when nothing on it would need evicting, 2 when
-// rs has a start and only spot work would, else 3; with the GPU-seconds
-// its other tenants' work would lose.
+// runs work naming rs, 1 when it holds no other tenant's work, 2 when rs
+// has a start and other tenants' work on it is all spot, else 3; with the
+// GPU-seconds that work would lose (in tier 1, the owner's work that does
+// not name rs, while work naming rs is queued; else nothing).
 func (st *state) reserveCost(rs *reservationState, i int) (tier int, cost float64) {
 	named, foreign, onlySpot := false, false, true
+	var own float64 // the owner's work that does not name rs
 	work := st.byNode[i]
 	if len(work) > 2 {
 		// Summed in job order, so that the cost does not depend on the
@@ -98,11 +103,15 @@ func (st *state) reserveCost(rs *reservationState, i int) (tier int, cost float6
 			cost += rj.cost // counted at begin
 		case rj.job.Spec.Placement.Reservation == rs.Name:
 			named = true
+		default:
+			own += rj.cost
 		}
 	}
 	switch {
 	case named:
 		return 0, cost
+	case !foreign && rs.named:
+		return 1, own
 	case !foreign:
 		return 1, 0
 	case onlySpot && !rs.Start.IsZero():

@@ -248,7 +248,7 @@ func (ss *Session) Schedule(queued []*model.Job, now time.Time) Plan {
 	}
 	st := ss.st
 	ss.broken = true // until the cycle is undone
-	st.begin(now)
+	st.begin(now, queued)
 	held := len(st.running)
 	plan := st.cycle(queued)
 	st.undo(held)

@@ -65,6 +65,7 @@ type rackState struct {
 type reservationState struct {
 	model.Reservation
 	active bool
+	named  bool // its owner's work that names it is queued
 	nodes  []int
 	// earmarks are the nodes it will take at its start, kept while the
 	// window lies ahead (earmark.go); nil once it is active or over.
@@ -223,7 +224,7 @@ type state struct {
 func newState(s *Snapshot, now time.Time, cfg Config) *state {
 	st := newBase(s.Fleet, s.Tenancy, cfg)
 	st.buildRunning(s.Jobs)
-	st.begin(now)
+	st.begin(now, s.Jobs)
 	return st
 }
 
@@ -250,11 +251,12 @@ func newBase(f *model.Fleet, t *model.Tenancy, cfg Config) *state {
 }
 
 // begin readies a state holding the running work for a cycle at now: it
-// redoes everything that depends on the time (reservation windows and the
-// nodes they take, what evicting each job loses, protection, the victim
-// order) and leaves the counts of capacity as they are. A Session calls it
-// on the state it carries; newState on one built for the cycle.
-func (st *state) begin(now time.Time) {
+// redoes everything that depends on the time and the queue (reservation
+// windows and the nodes they take, what evicting each job loses,
+// protection, the victim order) and leaves the counts of capacity as they
+// are. A Session calls it on the state it carries; newState on one built
+// for the cycle. Of jobs, only the queued ones count.
+func (st *state) begin(now time.Time, jobs []*model.Job) {
 	st.now = now
 	st.room.a, st.victims.a = nil, nil
 	for i := range st.res {
@@ -266,7 +268,16 @@ func (st *state) begin(now time.Time) {
 			st.earOf[n] = -1
 		}
 		rs.nodes, rs.earmarks, rs.notReady, rs.heldByOthers = rs.nodes[:0], rs.earmarks[:0], 0, 0
-		rs.active = rs.ActiveAt(now)
+		rs.active, rs.named = rs.ActiveAt(now), false
+	}
+	for _, j := range jobs {
+		name := j.Spec.Placement.Reservation
+		if name == "" || j.Status.State != model.StateQueued {
+			continue
+		}
+		if r, ok := st.resByName[name]; ok && st.res[r].Owner == j.Spec.Tenant {
+			st.res[r].named = true
+		}
 	}
 	kept := st.running[:0]
 	for _, rj := range st.running {

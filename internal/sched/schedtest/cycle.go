@@ -47,10 +47,12 @@ func BeforeCycle(w *World, now time.Time) *Cycle {
 
 // reserve gives each active reservation, in order, Count Ready nodes of its
 // SKU and region not taken before: those running work that names it, then
-// those holding no other tenant's work, then (for a reservation with a
-// start) those whose other tenants' work is all spot, then those whose
-// other tenants' work loses the fewest GPU-seconds since its last
-// checkpoint, then by name.
+// those holding no other tenant's work (while the owner's work that names
+// it is queued, those whose owner's work loses the fewest GPU-seconds
+// first, idle ones before all), then (for a reservation with a start)
+// those whose other tenants' work is all spot, then those whose other
+// tenants' work loses the fewest GPU-seconds since its last checkpoint,
+// then by name.
 func (c *Cycle) reserve() map[string]model.Reservation {
 	type cand struct {
 		name string
@@ -77,6 +79,10 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 		if !r.ActiveAt(c.now) {
 			continue
 		}
+		waiting := false // the owner's work that names r is queued
+		for _, j := range c.w.Jobs {
+			waiting = waiting || (j.Status.State == model.StateQueued && j.Spec.Tenant == r.Owner && j.Spec.Placement.Reservation == r.Name)
+		}
 		var cands []cand
 		for _, n := range c.w.Fleet.Nodes {
 			if _, taken := out[n.Name]; taken || n.Health != model.NodeReady || n.SKU != r.SKU || n.Region != r.Region {
@@ -84,6 +90,7 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 			}
 			x := cand{name: n.Name, tier: 1}
 			named, foreign, spot := false, false, true
+			var own float64
 			for _, j := range onNode[n.Name] {
 				switch {
 				case j.Spec.Tenant != r.Owner:
@@ -92,6 +99,8 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 					x.cost += c.lost(j)
 				case j.Spec.Placement.Reservation == r.Name:
 					named = true
+				case waiting:
+					own += c.lost(j)
 				}
 			}
 			switch {
@@ -102,7 +111,7 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 			case foreign:
 				x.tier = 3
 			default:
-				x.cost = 0
+				x.cost = own
 			}
 			cands = append(cands, x)
 		}
