@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"testing"
 	"time"
@@ -231,5 +232,35 @@ func TestTargetsMatchInheritedLabels(t *testing.T) {
 	adj := Adjust(w.Snapshot(), seed(t), fs, schedtest.Epoch)
 	if len(adj.Overrides) != 1 || adj.Overrides[0].Job != "from-partition" {
 		t.Fatalf("overrides = %+v, want from-partition only", adj.Overrides)
+	}
+}
+
+// TestUtilizationByScope: the fleet, each region and each cluster count
+// the GPUs of their Ready nodes and what holding jobs have allocated there;
+// a NotReady node counts in neither, and queued or ended jobs hold nothing.
+func TestUtilizationByScope(t *testing.T) {
+	w := schedtest.NewWorld().
+		Region("east", "us", model.FabricInfiniBand).Nodes("e", 2, "ND96-H100x8-IB", "l1").
+		Cluster("east-b", model.FabricInfiniBand).Nodes("b", 1, "ND96-H100x8-IB", "l2").
+		Region("west", "us", model.FabricInfiniBand).Nodes("w", 2, "ND96-H100x8-IB", "l1").
+		NotReady("w-2").Tenant("t", "")
+	start := time.Unix(0, 0)
+	w.Job("whole", "t").GPUs(1, 4).Running(start, schedtest.On("e-1", 0, 1, 2, 3))
+	w.Job("gang", "t").GPUs(2, 2).Running(start, schedtest.On("e-2", 0, 1), schedtest.On("b-1", 0, 1))
+	frac := w.Job("frac", "t").Milli(250).Running(start, schedtest.On("w-1", 0))
+	frac.Job.Status.Allocations[0].GPUMilli = 250
+	w.Job("lost", "t").GPUs(1, 8).Running(start, schedtest.On("w-2", 0, 1, 2, 3, 4, 5, 6, 7)) // on the NotReady node
+	w.Job("queued", "t").GPUs(1, 8)
+	got := Utilization(w.Snapshot())
+	want := map[model.Scope]Usage{
+		model.ScopeFleet:                  {Ready: 32, AllocatedMilli: 8250},
+		{Kind: "region", Name: "east"}:    {Ready: 24, AllocatedMilli: 8000},
+		{Kind: "region", Name: "west"}:    {Ready: 8, AllocatedMilli: 250},
+		{Kind: "cluster", Name: "east-c"}: {Ready: 16, AllocatedMilli: 6000},
+		{Kind: "cluster", Name: "east-b"}: {Ready: 8, AllocatedMilli: 2000},
+		{Kind: "cluster", Name: "west-c"}: {Ready: 8, AllocatedMilli: 250},
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("Utilization = %v,\nwant %v", got, want)
 	}
 }

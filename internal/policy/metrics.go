@@ -117,33 +117,54 @@ type Usage struct {
 }
 
 // Utilization counts Usage for the fleet, each region and each cluster of
-// snap.
+// snap. It runs every minute of a simulated week, so it counts into a
+// slice by scope index and builds the map once.
 func Utilization(snap *sched.Snapshot) map[model.Scope]Usage {
-	out := map[model.Scope]Usage{model.ScopeFleet: {}}
-	scopes := map[string][]model.Scope{}
+	scopes := []model.Scope{model.ScopeFleet}
+	index := map[model.Scope]int{model.ScopeFleet: 0}
+	indexOf := func(s model.Scope) int {
+		i, ok := index[s]
+		if !ok {
+			i = len(scopes)
+			index[s] = i
+			scopes = append(scopes, s)
+		}
+		return i
+	}
+	type nodeScopes struct{ region, cluster int }
+	ready := make(map[string]nodeScopes, len(snap.Fleet.Nodes))
+	var usage []Usage
 	for _, n := range snap.Fleet.Nodes {
 		if n.Health != model.NodeReady {
 			continue
 		}
-		sc := []model.Scope{model.ScopeFleet, {Kind: "region", Name: n.Region}, {Kind: "cluster", Name: n.Cluster}}
-		scopes[n.Name] = sc
-		for _, s := range sc {
-			u := out[s]
-			u.Ready += snap.Fleet.Catalog[n.SKU].GPUs
-			out[s] = u
-		}
+		ns := nodeScopes{indexOf(model.Scope{Kind: "region", Name: n.Region}), indexOf(model.Scope{Kind: "cluster", Name: n.Cluster})}
+		ready[n.Name] = ns
+		usage = append(usage, make([]Usage, len(scopes)-len(usage))...)
+		gpus := snap.Fleet.Catalog[n.SKU].GPUs
+		usage[0].Ready += gpus
+		usage[ns.region].Ready += gpus
+		usage[ns.cluster].Ready += gpus
 	}
+	usage = append(usage, make([]Usage, len(scopes)-len(usage))...)
 	for _, j := range snap.Jobs {
 		if !j.Status.State.Holds() {
 			continue
 		}
 		for _, a := range j.Status.Allocations {
-			for _, s := range scopes[a.Node] {
-				u := out[s]
-				u.AllocatedMilli += int64(len(a.GPUs)) * a.GPUMilli
-				out[s] = u
+			ns, ok := ready[a.Node]
+			if !ok {
+				continue
 			}
+			m := int64(len(a.GPUs)) * a.GPUMilli
+			usage[0].AllocatedMilli += m
+			usage[ns.region].AllocatedMilli += m
+			usage[ns.cluster].AllocatedMilli += m
 		}
+	}
+	out := make(map[model.Scope]Usage, len(scopes))
+	for i, s := range scopes {
+		out[s] = usage[i]
 	}
 	return out
 }
