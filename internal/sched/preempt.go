@@ -152,10 +152,10 @@ func (st *state) restore(rj *running) {
 // and the work on reserved nodes; with them its own tenant's work (for a
 // better value), for a job that names a reservation the owner's work
 // wholly inside reservations (yieldsToNamed), and, for a holder, the work
-// on its nodes that yields to it (heldWork). A job on two lists is read once (running.read). Who may be
-// evicted is decided on the state before the preemption released anyone
-// (evictable reads partitionState.usedBefore), as if the whole list were
-// drawn up first.
+// on its nodes that yields to it (heldWork). A job on two lists is read
+// once (running.read). Who may be evicted is decided on the state before
+// the preemption released anyone (evictable reads
+// partitionState.usedBefore), as if the whole list were drawn up first.
 type victimStream struct {
 	a       *attempt
 	reclaim bool
