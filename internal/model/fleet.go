@@ -166,3 +166,14 @@ func (f *Fleet) GPUCount(region, model string) int {
 	}
 	return n
 }
+
+// NodeCount is how many nodes of sku region has, whatever their health.
+func (f *Fleet) NodeCount(region, sku string) int {
+	n := 0
+	for _, node := range f.Nodes {
+		if node.Region == region && node.SKU == sku {
+			n++
+		}
+	}
+	return n
+}

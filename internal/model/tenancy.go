@@ -240,13 +240,7 @@ func (r Reservation) Validate(f *Fleet, tenants map[string]bool) error {
 	if !hasRegion(f, r.Region) {
 		return fieldErr("region", "unknown region %q%s", r.Region, DidYouMean(r.Region, f.RegionNames()))
 	}
-	have := 0
-	for _, n := range f.Nodes {
-		if n.Region == r.Region && n.SKU == r.SKU {
-			have++
-		}
-	}
-	if r.Count > have {
+	if have := f.NodeCount(r.Region, r.SKU); r.Count > have {
 		return fieldErr("count", "region %s has %d nodes of %s, %d asked", r.Region, have, r.SKU, r.Count)
 	}
 	return nil

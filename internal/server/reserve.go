@@ -18,7 +18,10 @@ import (
 //   - at any instant, the nodes of the tenant's reservations that overlap
 //     r, plus r's, are at most max_count;
 //   - where the tenant has a quota on the SKU's series in r's region, the
-//     GPUs of those reservations plus r's stay within it.
+//     GPUs of those reservations plus r's stay within it;
+//   - at any instant, the reservations of r's SKU and region that overlap
+//     r, whoever owns them, plus r, hold at most the nodes of that SKU the
+//     region has: a tenant cannot buy nodes already sold.
 func checkReserveLimits(w *world, r model.Reservation, now time.Time) error {
 	t, _ := w.tenancy.Tenant(r.Owner)
 	lim := t.Reserve
@@ -51,6 +54,9 @@ func checkReserveLimits(w *world, r model.Reservation, now time.Time) error {
 		return refuse(CodeQuotaExceeded, "count", "tenant %q would hold %d reserved nodes at once (%d already, %d asked); its reservation.max_count is %d",
 			r.Owner, nodes+r.Count, nodes, r.Count, lim.MaxCount)
 	}
+	if err := checkNodesLeft(w, r, start); err != nil {
+		return err
+	}
 	for _, q := range w.tenancy.Quotas {
 		if q.Tenant != r.Owner || q.Region != r.Region || q.Series != sku.Series {
 			continue
@@ -66,6 +72,24 @@ func checkReserveLimits(w *world, r model.Reservation, now time.Time) error {
 			return refuse(CodeQuotaExceeded, "count", "tenant %q would hold %d reserved %s-series GPUs in %s (%d already, %d asked); its quota there is %d",
 				r.Owner, want, sku.Series, r.Region, held, r.Count*sku.GPUs, q.GPUs)
 		}
+	}
+	return nil
+}
+
+// checkNodesLeft refuses r when the reservations of its SKU and region that
+// overlap [start, r.End), plus r, would hold more nodes at some instant
+// than the region has of the SKU.
+func checkNodesLeft(w *world, r model.Reservation, start time.Time) error {
+	have := w.fleet.NodeCount(r.Region, r.SKU)
+	var same []model.Reservation
+	for _, x := range w.tenancy.Reservations {
+		if x.SKU == r.SKU && x.Region == r.Region && overlaps(x, model.Reservation{Start: start, End: r.End}) {
+			same = append(same, x)
+		}
+	}
+	if held := peak(same, start, r.End, func(model.Reservation) int { return 1 }); held+r.Count > have {
+		return refuse(CodeConflict, "count", "region %s has %d nodes of %s and reservations overlapping this one already hold up to %d of them; %d asked",
+			r.Region, have, r.SKU, held, r.Count)
 	}
 	return nil
 }

@@ -56,6 +56,13 @@ func TestReservationLimits(t *testing.T) {
 			model.Reservation{SKU: "NC64-T4x4", Region: "eastus", Count: 2, Start: now, End: now.Add(day)}, CodeQuotaExceeded, "count"},
 		{"admin is not limited", admin,
 			model.Reservation{Owner: "hobbyist", SKU: "ND96-H100x8-IB", Region: "eastus", Count: 8, Start: now, End: now.Add(3650 * day)}, "", ""},
+		// eastus has 8 H100 nodes, all reserved from now on: a tenant cannot
+		// buy one, though its own limits would let it.
+		{"nodes already sold", acme,
+			model.Reservation{SKU: "ND96-H100x8-IB", Region: "eastus", Count: 1, Start: now.Add(2 * day), End: now.Add(3 * day)},
+			CodeConflict, "count"},
+		{"another SKU has nodes left", acme,
+			model.Reservation{SKU: "NC64-T4x4", Region: "westus", Count: 1, Start: now.Add(2 * day), End: now.Add(3 * day)}, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.r.Name = fmt.Sprintf("r-%x", sha256.Sum256([]byte(c.name)))[:16]
