@@ -120,33 +120,30 @@ type Usage struct {
 // snap. It runs every minute of a simulated week, so it counts into a
 // slice by scope index and builds the map once.
 func Utilization(snap *sched.Snapshot) map[model.Scope]Usage {
-	scopes := []model.Scope{model.ScopeFleet}
+	scopes, usage := []model.Scope{model.ScopeFleet}, []Usage{{}}
 	index := map[model.Scope]int{model.ScopeFleet: 0}
 	indexOf := func(s model.Scope) int {
 		i, ok := index[s]
 		if !ok {
 			i = len(scopes)
 			index[s] = i
-			scopes = append(scopes, s)
+			scopes, usage = append(scopes, s), append(usage, Usage{})
 		}
 		return i
 	}
 	type nodeScopes struct{ region, cluster int }
 	ready := make(map[string]nodeScopes, len(snap.Fleet.Nodes))
-	var usage []Usage
 	for _, n := range snap.Fleet.Nodes {
 		if n.Health != model.NodeReady {
 			continue
 		}
 		ns := nodeScopes{indexOf(model.Scope{Kind: "region", Name: n.Region}), indexOf(model.Scope{Kind: "cluster", Name: n.Cluster})}
 		ready[n.Name] = ns
-		usage = append(usage, make([]Usage, len(scopes)-len(usage))...)
 		gpus := snap.Fleet.Catalog[n.SKU].GPUs
 		usage[0].Ready += gpus
 		usage[ns.region].Ready += gpus
 		usage[ns.cluster].Ready += gpus
 	}
-	usage = append(usage, make([]Usage, len(scopes)-len(usage))...)
 	for _, j := range snap.Jobs {
 		if !j.Status.State.Holds() {
 			continue

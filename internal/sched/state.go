@@ -596,9 +596,12 @@ func (st *state) unindexRunning(rj *running) {
 	}
 	st.unfileOwn(rj)
 	st.countClass(rj, -1)
-	if rj.onReserved {
-		st.onReserved = drop(st.onReserved)
+	switch {
+	case rj.onReserved && st.inOwnReservation(rj): // filed as indexRunning did
 		st.ownReserved = drop(st.ownReserved)
+		return
+	case rj.onReserved:
+		st.onReserved = drop(st.onReserved)
 		return
 	}
 	if rj.bucket >= 0 {
