@@ -346,3 +346,31 @@ func FuzzJSONBodies(f *testing.F) {
 		}
 	})
 }
+
+// An administrator's reservation that promises the pool's GPUs more than
+// once is created, with a Warning header saying so (server.CreateReservation).
+func TestReservationWarningHeader(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	rec := e.do("POST", "/v1/reservations", e.admin,
+		[]byte(`{"name":"big","owner":"hobbyist","sku":"ND96-H100x8-IB","region":"eastus","count":8,"start":"2026-06-02T00:00:00Z","end":"2026-06-03T00:00:00Z"}`))
+	if rec.Code != 201 {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	got := rec.Header().Values("Warning")
+	if len(got) != 1 || !strings.HasPrefix(got[0], `299 - "the pool's GPUs are promised more than once: eastus H100`) || !strings.HasSuffix(got[0], `may wait"`) {
+		t.Fatalf("Warning %q", got)
+	}
+	rec = e.do("POST", "/v1/reservations", e.admin,
+		[]byte(`{"name":"small","owner":"hobbyist","sku":"NC64-T4x4","region":"eastus","count":1,"start":"2026-06-02T00:00:00Z","end":"2026-06-03T00:00:00Z"}`))
+	if rec.Code != 201 || len(rec.Header().Values("Warning")) != 0 {
+		t.Fatalf("%d, Warning %q: want 201 and none", rec.Code, rec.Header().Values("Warning"))
+	}
+}
+
+func TestWarnQuotes(t *testing.T) {
+	rec := httptest.NewRecorder()
+	warn(rec, []string{"a \"b\" c\\d\né"})
+	if got := rec.Header().Get("Warning"); got != `299 - "a \"b\" c\\d??"` {
+		t.Fatalf("got %s", got)
+	}
+}

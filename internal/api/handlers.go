@@ -314,12 +314,13 @@ func (h *handler) createReservation(w http.ResponseWriter, r *http.Request, p se
 		var end time.Time
 		end, e = parseTime("end", req.End)
 		if e == nil {
-			res, err := h.srv.CreateReservation(r.Context(), p, model.Reservation{Name: req.Name, Owner: req.Owner,
+			res, warnings, err := h.srv.CreateReservation(r.Context(), p, model.Reservation{Name: req.Name, Owner: req.Owner,
 				SKU: req.SKU, Region: req.Region, Count: req.Count, Start: start, End: end})
 			if err != nil {
 				h.fail(w, r, err)
 				return
 			}
+			warn(w, warnings)
 			w.Header().Set("Location", "/v1/reservations/"+res.Name)
 			writeJSON(w, http.StatusCreated, newReservation(res))
 			return

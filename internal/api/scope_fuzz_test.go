@@ -75,7 +75,7 @@ func newScopeLab(t testing.TB) *scopeLab {
 				t.Fatal(err)
 			}
 		}
-		if _, err := srv.CreateReservation(ctx, admin, model.Reservation{Name: tn + "-rsv", Owner: tn, SKU: "NC64-T4x4",
+		if _, _, err := srv.CreateReservation(ctx, admin, model.Reservation{Name: tn + "-rsv", Owner: tn, SKU: "NC64-T4x4",
 			Region: "eastus", Count: 1, Start: t0.AddDate(4, 0, i+1), End: t0.AddDate(4, 1, 0)}); err != nil {
 			t.Fatal(err)
 		}

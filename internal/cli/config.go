@@ -29,6 +29,9 @@ type connection struct {
 	server, token string // from --server, --token; empty when not given
 	ca            string // --ca-file; empty when not given
 	output        string // -o
+	// stderr is where the server's warnings are printed: the running
+	// command's standard error (clientGroup sets it), else os.Stderr.
+	stderr io.Writer
 }
 
 // configFile is the layout of $ALLOT_CONFIG or ~/.config/allot/config.yaml.
@@ -71,6 +74,7 @@ func clientGroup(use, short, long string, conn *connection) *cobra.Command {
 			}
 			return Usage(fmt.Errorf("%s: want a subcommand (%s); see 'allot %s --help'", use, strings.Join(names, ", "), use))
 		},
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) { conn.stderr = cmd.ErrOrStderr() },
 	}
 	fl := cmd.PersistentFlags()
 	fl.StringVar(&conn.server, "server", "", "API server URL, or several comma-separated (servers sharing an etcd store: tried in turn) (default $ALLOT_SERVER, the config file's server:, else "+DefaultServer+")")
@@ -151,6 +155,11 @@ func (c *connection) client() (*client.Client, format, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	stderr := c.stderr
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	cl.OnWarning = func(text string) { fmt.Fprintln(stderr, "Warning:", text) }
 	return cl, f, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/spec"
+	"github.com/allot-dev/allot/internal/strategy"
 )
 
 type planFlags struct {
@@ -37,6 +38,11 @@ pending with the reason and detail that 'allot job submit' refuses it with
 A step of a pipeline (a job with after:) waits for its predecessors to
 succeed, which one cycle never sees: it is neither bound nor pending.
 
+The tenants file's strategy (static, dynamic or hybrid; docs/strategies.md)
+applies as it does in the server. A pool whose GPUs the tenancy promises
+more than once (guarantees kept from lending plus reservations, from --now
+on) is warned of on standard error: its reservations' work may wait.
+
 With --running PATH[@AGE], the jobs in that file or directory are placed
 first, by a cycle of their own, as work that started AGE (default 1h) before
 --now; the flag repeats, oldest first. The printed plan is the cycle after,
@@ -55,7 +61,7 @@ examples/refused (jobs that submit refuses: they can never run) queued.`,
 			if !cmd.Flags().Changed("jobs") && !cmd.Flags().Changed("running") {
 				f.jobs, f.running = exampleJobs, exampleRunning
 			}
-			return runPlan(cmd.OutOrStdout(), f)
+			return runPlan(cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
 	fl := cmd.Flags()
@@ -77,7 +83,7 @@ var (
 	exampleRunning = []string{"examples/running/batch.yaml@2h", "examples/running/resumed.yaml@5m"}
 )
 
-func runPlan(out io.Writer, f planFlags) error {
+func runPlan(out, errOut io.Writer, f planFlags) error {
 	if len(f.jobs) == 0 {
 		return Usage(fmt.Errorf("--jobs is required with --running"))
 	}
@@ -126,7 +132,7 @@ func runPlan(out io.Writer, f planFlags) error {
 			return err
 		}
 		all := append(jobs, running...)
-		warm := s.Schedule(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: all}, start)
+		warm := s.Schedule(strategy.Apply(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: all}), start)
 		if err := warm.Apply(all, start); err != nil {
 			return err
 		}
@@ -141,7 +147,11 @@ func runPlan(out io.Writer, f planFlags) error {
 		return Usage(err)
 	}
 	jobs = append(jobs, queued...)
-	plan := s.Schedule(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: jobs}, now)
+	snap := strategy.Apply(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: jobs})
+	for _, p := range snap.Tenancy.Overpromises(fleet, now) {
+		fmt.Fprintf(errOut, "Warning: the tenancy promises more GPUs than a pool has: %s; guarantees that are not lent come first, so reservations' work may wait\n", p)
+	}
+	plan := s.Schedule(snap, now)
 	admit(s, fleet, tenancy, queued, plan.Pending, now)
 	if f.output == "json" {
 		enc := json.NewEncoder(out)

@@ -131,3 +131,48 @@ func TestPlanDefaultsToTheExampleScenario(t *testing.T) {
 		}
 	}
 }
+
+// plan schedules what the server would: the tenancy under its strategy
+// (package strategy). Under static, internal-ai has no eastus T4
+// guarantee and may not borrow, so copilot's chat replicas wait; and a
+// reservation of an eastus H100 node beside the 57 GPUs internal-ai then
+// keeps of 64 is warned of.
+func TestPlanFollowsTheStrategy(t *testing.T) {
+	data, err := os.ReadFile("../../examples/tenants.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := "strategy: static\n" + string(data) + `  - {name: hob-h100, owner: hobbyist, sku: ND96-H100x8-IB, region: eastus, count: 1}
+`
+	tenants := filepath.Join(t.TempDir(), "tenants.yaml")
+	if err := os.WriteFile(tenants, []byte(static), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := examplesArgs("-o", "json")
+	for i, a := range args {
+		if strings.HasSuffix(a, "examples/tenants.yaml") {
+			args[i] = tenants
+		}
+	}
+	out, errOut, code := run(t, args...)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var plan struct {
+		Pending []struct{ Job, Reason string } `json:"pending"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil {
+		t.Fatal(err)
+	}
+	reason := map[string]string{}
+	for _, p := range plan.Pending {
+		reason[p.Job] = p.Reason
+	}
+	if reason["copilot-chat-0"] != "BorrowLimitReached" {
+		t.Errorf("copilot-chat-0 pending %q under static, want BorrowLimitReached", reason["copilot-chat-0"])
+	}
+	want := "Warning: the tenancy promises more GPUs than a pool has: eastus H100 from 2026-12-01T12:00:00Z: guarantees kept from lending (57 GPUs) and reservations hob-h100 (8 GPUs) promise 65 at once; the pool has 64"
+	if !strings.Contains(errOut, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errOut)
+	}
+}

@@ -41,6 +41,10 @@ func TestReservationCommands(t *testing.T) {
 						t.Errorf("body %s, want sku, region, count and a made-up name", body)
 					}
 				}}},
+		{name: "a warning the server gives is printed", args: []string{"reservation", "create", "--sku", "S", "--region", "eastus", "--count", "1", "--owner", "acme"},
+			ex: exchange{method: "POST", path: "/v1/reservations", status: 201, body: rsv,
+				header: map[string]string{"Warning": `299 - "eastus H100: \"promised\" twice"`}},
+			wantOut: []string{"acme-h100"}, wantErr: []string{`Warning: eastus H100: "promised" twice`}},
 		{name: "name taken", args: []string{"reservation", "create", "--sku", "S", "--region", "eastus", "--count", "1", "--name", "x"},
 			ex:       exchange{method: "POST", path: "/v1/reservations", status: 409, body: `{"code":"Conflict","message":"reservation x exists","field":"name"}`},
 			wantCode: ExitUsage, wantErr: []string{"allot: Conflict: reservation x exists (field name)"}},

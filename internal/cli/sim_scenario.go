@@ -221,6 +221,9 @@ func writeScenarioTable(w io.Writer, runs []scenarioRun) error {
 		for _, m := range r.Misses {
 			fmt.Fprintf(w, "%s misses: %s\n", r.Strategy, m)
 		}
+		for _, m := range r.Warnings {
+			fmt.Fprintf(w, "%s warning: %s\n", r.Strategy, m)
+		}
 	}
 	return nil
 }

@@ -30,6 +30,11 @@ type Client struct {
 	// NoLeaderWait bounds how long a request answered 503 NoLeader (the
 	// servers are electing a leader) is retried; New sets 15 s.
 	NoLeaderWait time.Duration
+	// OnWarning, when set, is given the text of each Warning header of a
+	// successful answer: the server did what was asked and has something
+	// to tell whoever asked (a reservation that promises GPUs promised to
+	// others already, say).
+	OnWarning func(text string)
 }
 
 // New returns a client of the server at base ("http://127.0.0.1:8080"),
@@ -185,6 +190,11 @@ func (c *Client) do(ctx context.Context, r request) error {
 	if resp.StatusCode/100 != 2 {
 		return decodeError(resp, data)
 	}
+	if c.OnWarning != nil {
+		for _, v := range resp.Header.Values("Warning") {
+			c.OnWarning(warningText(v))
+		}
+	}
 	if r.out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
@@ -192,6 +202,25 @@ func (c *Client) do(ctx context.Context, r request) error {
 		return fmt.Errorf("%s %s: decode response: %w", r.method, r.path, err)
 	}
 	return nil
+}
+
+// warningText is the text of a Warning header value, 299 - "text" (RFC
+// 7234, section 5.5), with its quoted-pair escapes undone; a value of
+// another form is returned whole.
+func warningText(v string) string {
+	rest, ok := strings.CutPrefix(v, `299 - "`)
+	if !ok || !strings.HasSuffix(rest, `"`) {
+		return v
+	}
+	rest = rest[:len(rest)-1]
+	var b strings.Builder
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '\\' && i+1 < len(rest) {
+			i++
+		}
+		b.WriteByte(rest[i])
+	}
+	return b.String()
 }
 
 // seg escapes a user-given path segment, so that a job ID "a/b" stays one

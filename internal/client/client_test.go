@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -218,5 +219,35 @@ func TestDecodeVariants(t *testing.T) {
 	out, _ := json.Marshal(p.T)
 	if string(out) != "null" {
 		t.Errorf("zero Time encodes as %s, want null", out)
+	}
+}
+
+// A successful answer's Warning headers reach OnWarning, unquoted; a
+// refusal's do not (its error says what happened).
+func TestWarnings(t *testing.T) {
+	status := http.StatusCreated
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Add("Warning", `299 - "pool \"H100\" promised twice, path C:\\x"`)
+		w.Header().Add("Warning", `199 agent "not ours"`)
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"code":"Conflict","message":"no"}`))
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	c.OnWarning = func(text string) { got = append(got, text) }
+	if _, err := c.CreateReservation(context.Background(), Reservation{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`pool "H100" promised twice, path C:\x`, `199 agent "not ours"`}
+	if !slices.Equal(got, want) {
+		t.Fatalf("warnings %q, want %q", got, want)
+	}
+	got, status = nil, http.StatusConflict
+	if _, err := c.CreateReservation(context.Background(), Reservation{}); err == nil || len(got) != 0 {
+		t.Fatalf("refused: err %v, warnings %q; want an error and no warning", err, got)
 	}
 }

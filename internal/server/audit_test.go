@@ -32,7 +32,7 @@ func TestAuditHooks(t *testing.T) {
 	step()
 	now := h.clock.Now()
 	r := model.Reservation{Name: "acme-t4", SKU: "NC64-T4x4", Region: "eastus", Count: 1, Start: now, End: now.Add(time.Hour)}
-	if _, err := h.srv.CreateReservation(ctx, acme, r); err != nil {
+	if _, _, err := h.srv.CreateReservation(ctx, acme, r); err != nil {
 		t.Fatal(err)
 	}
 	step()

@@ -92,7 +92,7 @@ func scrapeLoaded(t *testing.T) map[string]*family {
 			t.Fatalf("submit %s: %v", doc, err)
 		}
 	}
-	if _, err := srv.CreateReservation(ctx, server.Principal{Admin: true}, model.Reservation{Name: "r1", Owner: "team",
+	if _, _, err := srv.CreateReservation(ctx, server.Principal{Admin: true}, model.Reservation{Name: "r1", Owner: "team",
 		SKU: fleet.Nodes[2].SKU, Region: "lab", Count: 1}); err != nil {
 		t.Fatalf("reserve: %v", err)
 	}

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/strategy"
 )
 
 // checkReserveLimits refuses a tenant's own reservation r that would pass
@@ -21,7 +24,12 @@ import (
 //     GPUs of those reservations plus r's stay within it;
 //   - at any instant, the reservations of r's SKU and region that overlap
 //     r, whoever owns them, plus r, hold at most the nodes of that SKU the
-//     region has: a tenant cannot buy nodes already sold.
+//     region has: a tenant cannot buy nodes already sold;
+//   - at any instant, the guaranteed GPUs that partitions keep from
+//     lending (under the strategy in force) and the reservations of r's
+//     pool (its GPU model in its region), plus r, promise at most the GPUs
+//     the pool has (model.Promise): a tenant cannot buy what partitions
+//     keep for themselves.
 func checkReserveLimits(w *world, r model.Reservation, now time.Time) error {
 	t, _ := w.tenancy.Tenant(r.Owner)
 	lim := t.Reserve
@@ -31,10 +39,7 @@ func checkReserveLimits(w *world, r model.Reservation, now time.Time) error {
 	if r.End.IsZero() {
 		return refuse(CodeInvalidSpec, "end", "must be set: a tenant's reservation lasts at most %s", lim.MaxDuration)
 	}
-	start := r.Start
-	if start.Before(now) {
-		start = now
-	}
+	start := laterOf(r.Start, now)
 	if !r.End.After(start) {
 		return refuse(CodeInvalidSpec, "end", "must be in the future")
 	}
@@ -56,6 +61,9 @@ func checkReserveLimits(w *world, r model.Reservation, now time.Time) error {
 	}
 	if err := checkNodesLeft(w, r, start); err != nil {
 		return err
+	}
+	if p, over := promiseWith(w, r, start); over {
+		return refuse(CodeConflict, "count", "the GPUs asked are promised to others: %s", p)
 	}
 	for _, q := range w.tenancy.Quotas {
 		if q.Tenant != r.Owner || q.Region != r.Region || q.Series != sku.Series {
@@ -92,6 +100,45 @@ func checkNodesLeft(w *world, r model.Reservation, start time.Time) error {
 			r.Region, have, r.SKU, held, r.Count)
 	}
 	return nil
+}
+
+// promiseWith is what the tenancy, with r added, promises of r's pool at
+// the instant of [start, r.End) where it promises most beyond the pool's
+// GPUs, and whether that is more than the pool has. The promise only rises
+// where a reservation starts, so start and the starts inside the window are
+// the instants looked at.
+func promiseWith(w *world, r model.Reservation, start time.Time) (model.Promise, bool) {
+	if !r.End.IsZero() && !r.End.After(start) {
+		return model.Promise{}, false // over before it is checked
+	}
+	ten := *w.tenancy
+	ten.Reservations = append(slices.Clone(w.tenancy.Reservations), r)
+	ten = *coreTenancy(w.fleet, &ten)
+	gpuModel := w.fleet.Catalog[r.SKU].GPUModel
+	worst := ten.PromiseAt(w.fleet, r.Region, gpuModel, start)
+	for _, x := range w.tenancy.Reservations {
+		if x.Region == r.Region && x.Start.After(start) && (r.End.IsZero() || x.Start.Before(r.End)) &&
+			w.fleet.Catalog[x.SKU].GPUModel == gpuModel {
+			if p := ten.PromiseAt(w.fleet, r.Region, gpuModel, x.Start); p.Promised > worst.Promised {
+				worst = p
+			}
+		}
+	}
+	return worst, worst.Over()
+}
+
+// coreTenancy is t as the core is given it under t's strategy (package
+// strategy): under static, say, no guarantee is lent.
+func coreTenancy(f *model.Fleet, t *model.Tenancy) *model.Tenancy {
+	return strategy.Apply(&sched.Snapshot{Fleet: f, Tenancy: t}).Tenancy
+}
+
+// laterOf returns the later of two times.
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // overlaps reports whether two reservations hold capacity at a common

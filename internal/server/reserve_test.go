@@ -1,14 +1,18 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server/servertest"
 )
 
 // A tenant reserves within its reservation limits and its quota; an
@@ -66,7 +70,7 @@ func TestReservationLimits(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.r.Name = fmt.Sprintf("r-%x", sha256.Sum256([]byte(c.name)))[:16]
-			_, err := h.srv.CreateReservation(ctx, c.by, c.r)
+			_, _, err := h.srv.CreateReservation(ctx, c.by, c.r)
 			if c.code == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -79,4 +83,76 @@ func TestReservationLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// What partitions keep from lending and what is reserved must fit the pool
+// (model.Promise). examples/tenants.yaml guarantees internal-ai 57 of the
+// 64 eastus H100 GPUs and lets it lend 32 of them, so it keeps 25 as
+// written and all 57 under the static strategy; customer-critical (acme's
+// partition) has 35 westus A100 GPUs of 50.
+func TestReservationPromises(t *testing.T) {
+	ctx := context.Background()
+	day := 24 * time.Hour
+	open := func(t *testing.T, strategy model.Strategy, extra ...model.Reservation) (*Server, *bytes.Buffer) {
+		fleet, ten := servertest.Example(t)
+		ten.Strategy = strategy
+		ten.Reservations = append(ten.Reservations, extra...)
+		var log bytes.Buffer
+		srv, err := New(ctx, Config{Store: servertest.Store(t, ""), Fleet: fleet, Tenancy: ten, Clock: NewManualClock(t0),
+			Logger: slog.New(slog.NewTextHandler(&log, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv, &log
+	}
+	acme := Principal{Tenant: "acme"}
+	h100 := func(name, owner string, count int) model.Reservation {
+		return model.Reservation{Name: name, Owner: owner, SKU: "ND96-H100x8-IB", Region: "eastus", Count: count, Start: t0, End: t0.Add(day)}
+	}
+
+	t.Run("as written, a tenant buys what is lent", func(t *testing.T) {
+		srv, log := open(t, "")
+		if _, warnings, err := srv.CreateReservation(ctx, acme, h100("a", "acme", 2)); err != nil || len(warnings) != 0 {
+			t.Fatalf("25 kept + 16 of 64: err %v, warnings %q", err, warnings)
+		}
+		if strings.Contains(log.String(), "promised more than once") {
+			t.Fatalf("warned:\n%s", log)
+		}
+	})
+	t.Run("under static, a tenant cannot buy what a partition keeps", func(t *testing.T) {
+		srv, _ := open(t, model.StrategyStatic)
+		_, _, err := srv.CreateReservation(ctx, acme, h100("a", "acme", 2))
+		var se *Error
+		if !errors.As(err, &se) || se.Code != CodeConflict || se.Field != "count" ||
+			!strings.Contains(se.Msg, "guarantees kept from lending (57 GPUs) and reservations a (16 GPUs) promise 73 at once; the pool has 64") {
+			t.Fatalf("got %v; want Conflict on count saying what is promised", err)
+		}
+	})
+	t.Run("under static, the owner's partition keeps room for its own", func(t *testing.T) {
+		srv, _ := open(t, model.StrategyStatic)
+		r := model.Reservation{Name: "w", Owner: "acme", SKU: "ND96-A100x8-IB", Region: "westus", Count: 2, Start: t0, End: t0.Add(day)}
+		if _, warnings, err := srv.CreateReservation(ctx, acme, r); err != nil || len(warnings) != 0 {
+			t.Fatalf("max(35, 16) of 50: err %v, warnings %q", err, warnings)
+		}
+	})
+	t.Run("an administrator is warned, and the server logs it", func(t *testing.T) {
+		srv, log := open(t, "")
+		_, warnings, err := srv.CreateReservation(ctx, admin, h100("big", "hobbyist", 8))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "eastus H100 from 2026-06-01T12:00:00Z: guarantees kept from lending (25 GPUs) and reservations big (64 GPUs) promise 89 at once; the pool has 64"
+		if len(warnings) != 1 || !strings.Contains(warnings[0], want) {
+			t.Fatalf("warnings %q, want one saying %q", warnings, want)
+		}
+		if !strings.Contains(log.String(), "reservation created beyond its pool") {
+			t.Fatalf("not logged:\n%s", log)
+		}
+	})
+	t.Run("a tenants file that promises too much is logged at start", func(t *testing.T) {
+		_, log := open(t, model.StrategyStatic, h100("file", "hobbyist", 1))
+		if !strings.Contains(log.String(), "promise 65 at once; the pool has 64") {
+			t.Fatalf("not logged:\n%s", log)
+		}
+	})
 }

@@ -223,6 +223,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.loadPolicies(ctx, cfg.Policies); err != nil {
 		return nil, err
 	}
+	w := s.world()
+	for _, p := range coreTenancy(w.fleet, w.tenancy).Overpromises(w.fleet, s.clock.Now()) {
+		s.log.Warn("a pool's GPUs are promised more than once; guarantees that are not lent come first, so reservations' work may wait",
+			"promise", p.String())
+	}
 	return s, nil
 }
 

@@ -330,10 +330,10 @@ func TestReservationsAndTokens(t *testing.T) {
 	ctx := context.Background()
 	now := h.clock.Now()
 	r := model.Reservation{Name: "acme-t4", SKU: "NC64-T4x4", Region: "eastus", Count: 1, Start: now, End: now.Add(24 * time.Hour)}
-	if _, err := h.srv.CreateReservation(ctx, Principal{Tenant: "acme"}, r); err != nil {
+	if _, _, err := h.srv.CreateReservation(ctx, Principal{Tenant: "acme"}, r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.srv.CreateReservation(ctx, Principal{Tenant: "acme"}, r); !isCode(err, CodeConflict) {
+	if _, _, err := h.srv.CreateReservation(ctx, Principal{Tenant: "acme"}, r); !isCode(err, CodeConflict) {
 		t.Fatalf("duplicate: %v", err)
 	}
 	found := false

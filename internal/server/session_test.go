@@ -214,7 +214,7 @@ func (l *incrementalLab) reserve(i int) {
 	l.t.Helper()
 	ctx := context.Background()
 	if l.rng.IntN(2) == 0 {
-		_, err := l.srv.CreateReservation(ctx, admin, model.Reservation{Name: fmt.Sprintf("r%d", i), Owner: "copilot",
+		_, _, err := l.srv.CreateReservation(ctx, admin, model.Reservation{Name: fmt.Sprintf("r%d", i), Owner: "copilot",
 			SKU: "ND96-H100x8-IB", Region: "eastus", Count: 1 + l.rng.IntN(2),
 			Start: l.clock.Now().Add(time.Duration(l.rng.IntN(60)) * time.Second), End: l.clock.Now().Add(10 * time.Minute)})
 		l.refusedOrGone(err)

@@ -215,18 +215,22 @@ func (s *Server) Reservation(p Principal, name string) (model.Reservation, error
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // CreateReservation stores r. A tenant owns what it creates; the
-// administrator must name the owner.
-func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Reservation) (model.Reservation, error) {
+// administrator must name the owner. A tenant's reservation passes its
+// limits (checkReserveLimits); an administrator's is stored whatever it
+// promises, with a warning when the GPUs of its pool are then promised
+// more than once over its window (model.Promise): the core keeps the
+// guarantees that are not lent, so the reservation's work may wait.
+func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Reservation) (model.Reservation, []string, error) {
 	switch {
 	case !p.Admin && r.Owner == "":
 		r.Owner = p.Tenant
 	case !p.Admin && r.Owner != p.Tenant:
-		return r, refuse(CodeForbidden, "owner", "a token of tenant %q may not reserve for %q", p.Tenant, r.Owner)
+		return r, nil, refuse(CodeForbidden, "owner", "a token of tenant %q may not reserve for %q", p.Tenant, r.Owner)
 	case p.Admin && r.Owner == "":
-		return r, refuse(CodeInvalidSpec, "owner", "must not be empty")
+		return r, nil, refuse(CodeInvalidSpec, "owner", "must not be empty")
 	}
 	if !validName.MatchString(r.Name) {
-		return r, refuse(CodeInvalidSpec, "name", "want 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		return r, nil, refuse(CodeInvalidSpec, "name", "want 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
 	// One reservation at a time, so that two of a tenant's requests
 	// cannot both pass its limits.
@@ -234,33 +238,41 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 	defer s.reserveMu.Unlock()
 	w := s.world()
 	if err := r.Validate(w.fleet, w.tenants); err != nil {
-		return r, fromField(err)
+		return r, nil, fromField(err)
 	}
 	for _, x := range w.tenancy.Reservations {
 		if x.Name == r.Name {
-			return r, refuse(CodeConflict, "name", "reservation %q exists", r.Name)
+			return r, nil, refuse(CodeConflict, "name", "reservation %q exists", r.Name)
 		}
 	}
 	if !p.Admin {
 		if err := checkReserveLimits(w, r, s.clock.Now()); err != nil {
-			return r, err
+			return r, nil, err
 		}
+	}
+	var warnings []string
+	if pr, over := promiseWith(w, r, laterOf(r.Start, s.clock.Now())); over {
+		warnings = append(warnings, "the pool's GPUs are promised more than once: "+pr.String()+
+			"; guarantees that are not lent come first, so this reservation's work may wait")
 	}
 	key := prefixReservations + r.Name
 	v := encodeReservation(r)
 	rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)}, Then: []store.Op{store.PutOp(key, v)}})
 	if errors.Is(err, store.ErrConflict) {
-		return r, refuse(CodeConflict, "name", "reservation %q exists", r.Name)
+		return r, nil, refuse(CodeConflict, "name", "reservation %q exists", r.Name)
 	}
 	if err != nil {
-		return r, fmt.Errorf("store reservation: %w", err)
+		return r, nil, fmt.Errorf("store reservation: %w", err)
 	}
 	s.cache.putKV(key, v, rev)
 	s.log.Info("reservation created", "reservation", r.Name, "owner", r.Owner, "sku", r.SKU, "region", r.Region,
 		"count", r.Count, "by", p.Name())
+	for _, warning := range warnings {
+		s.log.Warn("reservation created beyond its pool", "reservation", r.Name, "warning", warning)
+	}
 	s.audit(ctx, p, ActionReservationNew, "reservation/"+r.Name, reservationAuditText(r))
 	s.Kick()
-	return r, nil
+	return r, warnings, nil
 }
 
 // DeleteReservation removes a reservation created through the API.

@@ -98,20 +98,7 @@ func pools(f *model.Fleet) [][2]string {
 	if f == nil {
 		return nil
 	}
-	seen := map[[2]string]bool{}
-	var out [][2]string
-	for _, n := range f.Nodes {
-		s := f.Catalog[n.SKU]
-		if s.GPUs == 0 {
-			continue
-		}
-		k := [2]string{n.Region, s.GPUModel}
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
-		}
-	}
-	return out
+	return f.Pools()
 }
 
 // pooled is t under the dynamic strategy.

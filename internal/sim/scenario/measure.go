@@ -10,6 +10,8 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/price"
 	"github.com/allot-dev/allot/internal/report"
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/strategy"
 )
 
 // checkGuarantees counts a violation minute for every partition with a
@@ -195,6 +197,10 @@ func (r *run) result() *Result {
 			USD: price.Cents(rec.meter().usd[t.Name])})
 	}
 	res.Meets = len(res.Misses) == 0
+	core := strategy.Apply(&sched.Snapshot{Fleet: w.Fleet, Tenancy: w.Tenancy}).Tenancy
+	for _, p := range core.Overpromises(w.Fleet, w.Start) {
+		res.Warnings = append(res.Warnings, "the tenancy promises more GPUs than a pool has: "+p.String())
+	}
 	return res
 }
 

@@ -33,8 +33,12 @@ type Result struct {
 	// Meets is whether every endpoint kept its SLO in at least
 	// TargetAttainmentPct of the minutes, no guarantee was violated and
 	// every reservation was on time; Misses says what failed.
-	Meets       bool     `json:"meets_targets"`
-	Misses      []string `json:"misses,omitempty"`
+	Meets  bool     `json:"meets_targets"`
+	Misses []string `json:"misses,omitempty"`
+	// Warnings names each pool that the tenancy, as the run's strategy
+	// gives it to the core, promises more GPUs than it has at some instant
+	// of the run (model.Promise): reservations' work there may wait.
+	Warnings    []string `json:"warnings,omitempty"`
 	WallSeconds float64  `json:"wall_seconds"`
 
 	// Series for the report.

@@ -236,3 +236,26 @@ func TestWeekExampleMeetsTargets(t *testing.T) {
 		}
 	}
 }
+
+// A run says where the tenancy, as its strategy gives it to the core,
+// promises a pool more GPUs than it has: with shop's reservation at three
+// of east's four H100 nodes (24 GPUs), static keeps ai's 16 guaranteed
+// GPUs from lending as well (40 of 32); hybrid lends them (24 of 32).
+func TestRunWarnsOfOverpromisedPools(t *testing.T) {
+	f := small(t)
+	f.Reservations[0].Count = 3
+	want := map[model.Strategy][]string{
+		model.StrategyStatic: {"the tenancy promises more GPUs than a pool has: east H100 from 2026-03-02T12:00:00Z: " +
+			"guarantees kept from lending (16 GPUs) and reservations shop-h100 (24 GPUs) promise 40 at once; the pool has 32"},
+		model.StrategyHybrid: nil,
+	}
+	for s, w := range want {
+		res, err := scenario.Run(context.Background(), f, scenario.Options{Strategy: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Warnings, w) {
+			t.Errorf("%s: warnings %q, want %q", s, res.Warnings, w)
+		}
+	}
+}

@@ -1,0 +1,31 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+)
+
+// warn adds each warning to the response as a Warning header with the
+// miscellaneous persistent code, 299 - "text", as Kubernetes' API server
+// does: the request succeeded, and the client should show the text to
+// whoever made it (allot's CLI prints it on standard error). Characters a
+// header cannot carry become '?'.
+func warn(w http.ResponseWriter, warnings []string) {
+	for _, text := range warnings {
+		var b strings.Builder
+		b.WriteString(`299 - "`)
+		for _, c := range text {
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteRune(c)
+			case c < ' ' || c > '~':
+				b.WriteByte('?')
+			default:
+				b.WriteRune(c)
+			}
+		}
+		b.WriteByte('"')
+		w.Header().Add("Warning", b.String())
+	}
+}
