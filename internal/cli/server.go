@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -176,11 +177,11 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	fleet, err := spec.ReadFleet(f.fleet)
 	if err != nil {
-		return Usage(err)
+		return Usage(notHere(err, "--fleet"))
 	}
 	tenancy, err := spec.ReadTenancy(f.tenants, fleet)
 	if err != nil {
-		return Usage(err)
+		return Usage(notHere(err, "--tenants"))
 	}
 	var policies *server.PolicyFile
 	if f.policies != "" {
@@ -438,4 +439,13 @@ func selfCommand() string {
 		return "allot"
 	}
 	return "go run ./cmd/allot"
+}
+
+// notHere adds to a missing file's error how paths are read and which flag
+// names another file: the defaults are the repository's examples.
+func notHere(err error, flag string) error {
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return fmt.Errorf("%w (paths are relative to the current directory, and the defaults are the repository's examples/: run from its root, or pass %s FILE)", err, flag)
 }
