@@ -303,8 +303,17 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		if p != nil {
 			name, used, guar = p.name, p.used[k], p.guar[k]
 		}
-		return BorrowLimitReached, fmt.Sprintf("partition %s: %s in %s: %s used of %s guaranteed; lendable idle %s; job needs %s",
-			name, pk.gpuModel, pk.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-st.protected(k, p))), gpusText(a.total))
+		prot := st.protected(k, p)
+		detail := fmt.Sprintf("partition %s: %s in %s: %s used of %s guaranteed; lendable idle %s; job needs %s",
+			name, pk.gpuModel, pk.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-prot)), gpusText(a.total))
+		if a.res >= 0 && prot > 0 {
+			// The reservation's nodes are idle for it, but the pool's
+			// guarantees that are not lent take them first: the tenancy
+			// promises the pool twice (model.Promise).
+			detail += fmt.Sprintf("; other partitions keep %s of the pool idle for their guarantees, not lent, and reservation %q waits for room beyond them",
+				gpusText(prot), spec.Placement.Reservation)
+		}
+		return BorrowLimitReached, detail
 	case stageBorrow:
 		if a.res >= 0 {
 			if hold := st.holdNote(a); hold != "" {

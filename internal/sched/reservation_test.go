@@ -213,3 +213,20 @@ func oneRegion(n int) *World {
 	return NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("h", n, h100, "l1").
 		Tenant("alice", "").Tenant("bob", "")
 }
+
+// TestReservationBehindKeptGuarantees: p keeps 12 of the 16 GPUs from
+// lending and alice reserved a node of 8 (the tenancy promises 20 of 16,
+// model.Promise). The core keeps p's idle guarantee, so alice's work
+// waits, and its detail says why.
+func TestReservationBehindKeptGuarantees(t *testing.T) {
+	w := oneRegion(2).Partition("p", "eastus", "H100", 12).LendLimit(0).Tenant("carol", "p").
+		Reserve("r", "alice", h100, "eastus", 1, time.Time{}, time.Time{})
+	w.Job("mine", "alice").GPUs(1, 8).Reservation("r")
+	p := schedule(t, w)
+	expect(t, p, "mine", sched.BorrowLimitReached)
+	pd, _ := pendingOf(p, "mine")
+	want := `lendable idle 4 GPUs; job needs 8 GPUs; other partitions keep 12 GPUs of the pool idle for their guarantees, not lent, and reservation "r" waits for room beyond them`
+	if !strings.Contains(pd.Detail, want) {
+		t.Fatalf("detail %q, want it to end %q", pd.Detail, want)
+	}
+}
