@@ -63,7 +63,11 @@ func checkReserveLimits(w *world, r model.Reservation, now time.Time) error {
 		return err
 	}
 	if p, over := promiseWith(w, r, start); over {
-		return refuse(CodeConflict, "count", "the GPUs asked are promised to others: %s", p)
+		// Figures only: other tenants' reservations are not the tenant's
+		// to see (Principal.sees).
+		when := "from " + p.At.UTC().Format(time.RFC3339)
+		return refuse(CodeConflict, "count", "the GPUs asked are promised to others: %s %s %s: partitions keep %d GPUs from lending and reservations, this one's %d included, hold %d; %d promised at once, the pool has %d",
+			p.Region, p.GPUModel, when, p.Kept, r.Count*w.fleet.Catalog[r.SKU].GPUs, p.Reserved, p.Promised, p.Have)
 	}
 	for _, q := range w.tenancy.Quotas {
 		if q.Tenant != r.Owner || q.Region != r.Region || q.Series != sku.Series {

@@ -124,8 +124,17 @@ func TestReservationPromises(t *testing.T) {
 		_, _, err := srv.CreateReservation(ctx, acme, h100("a", "acme", 2))
 		var se *Error
 		if !errors.As(err, &se) || se.Code != CodeConflict || se.Field != "count" ||
-			!strings.Contains(se.Msg, "guarantees kept from lending (57 GPUs) and reservations a (16 GPUs) promise 73 at once; the pool has 64") {
+			!strings.Contains(se.Msg, "eastus H100 from 2026-06-01T12:00:00Z: partitions keep 57 GPUs from lending and reservations, this one's 16 included, hold 16; 73 promised at once, the pool has 64") {
 			t.Fatalf("got %v; want Conflict on count saying what is promised", err)
+		}
+	})
+	t.Run("the refusal names no other tenant's reservation", func(t *testing.T) {
+		srv, _ := open(t, model.StrategyStatic, h100("globex-secret", "globex", 1))
+		_, _, err := srv.CreateReservation(ctx, acme, h100("a", "acme", 1))
+		var se *Error
+		if !errors.As(err, &se) || se.Code != CodeConflict || strings.Contains(se.Msg, "globex") ||
+			!strings.Contains(se.Msg, "this one's 8 included, hold 16; 73 promised at once") {
+			t.Fatalf("got %v; want Conflict with figures only", err)
 		}
 	})
 	t.Run("under static, the owner's partition keeps room for its own", func(t *testing.T) {
