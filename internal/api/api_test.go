@@ -24,6 +24,7 @@ var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
 type env struct {
 	t      testing.TB
+	clock  *server.ManualClock
 	srv    *server.Server
 	h      http.Handler
 	admin  string
@@ -40,12 +41,12 @@ func newEnv(t testing.TB, rate float64, burst int) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, tokens: map[string]string{}}
+	e := &env{t: t, clock: clock, srv: srv, tokens: map[string]string{}}
 	e.admin, _, err = srv.EnsureAdminToken(context.Background(), filepath.Join(dir, "admin-token"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tn := range []string{"copilot", "acme"} {
+	for _, tn := range []string{"copilot", "acme", "hobbyist"} {
 		if e.tokens[tn], err = srv.CreateToken(context.Background(), tn); err != nil {
 			t.Fatal(err)
 		}
@@ -372,5 +373,37 @@ func TestWarnQuotes(t *testing.T) {
 	warn(rec, []string{"a \"b\" c\\d\né"})
 	if got := rec.Header().Get("Warning"); got != `299 - "a \"b\" c\\d??"` {
 		t.Fatalf("got %s", got)
+	}
+}
+
+// A tenant whose job was preempted for another tenant's reads, in every
+// answer about its job, neither that job's ID nor its tenant
+// (server.Server.ForViewer); the administrator reads both.
+func TestPreemptedTenantReadsNoOtherTenant(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	submit := func(tenant, doc string) string {
+		rec := e.do("POST", "/v1/jobs", e.tokens[tenant], []byte(doc))
+		if rec.Code != 201 {
+			t.Fatalf("submit: %d %s", rec.Code, rec.Body)
+		}
+		return decode[Job](t, rec).ID
+	}
+	spot := submit("hobbyist", `{"name":"sweep","priority":"spot","resources":{"instance_count":2,"gpus_per_instance":4,"gpu_models":["T4"]},"placement":{"regions":["eastus"]}}`)
+	if err := e.srv.Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Hour)
+	big := submit("copilot", `{"name":"secret-project","resources":{"instance_count":2,"gpus_per_instance":4,"gpu_models":["T4"]},"placement":{"regions":["eastus"]}}`)
+	if err := e.srv.Cycle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if rec := e.do("GET", "/v1/jobs/"+spot, e.admin, nil); !strings.Contains(rec.Body.String(), big) {
+		t.Fatalf("admin: no preemption for %s:\n%s", big, rec.Body)
+	}
+	for _, path := range []string{"/v1/jobs/" + spot, "/v1/jobs/" + spot + "/why", "/v1/jobs", "/v1/jobs?limit=10"} {
+		rec := e.do("GET", path, e.tokens["hobbyist"], nil)
+		if body := rec.Body.String(); rec.Code != 200 || strings.Contains(body, "secret-project") || strings.Contains(body, "copilot") {
+			t.Fatalf("%s as hobbyist: %d\n%s", path, rec.Code, body)
+		}
 	}
 }

@@ -82,7 +82,7 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 	}
 	out := Batch{Jobs: make([]Job, len(jobs))}
 	for i, j := range jobs {
-		out.Jobs[i] = NewJob(j)
+		out.Jobs[i] = h.job(p, j)
 	}
 	writeJSON(w, created(w, replayed), out)
 }

@@ -60,7 +60,7 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request, p server.Princi
 		return
 	}
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
-	writeJSON(w, created(w, replayed), NewJob(j))
+	writeJSON(w, created(w, replayed), h.job(p, j))
 }
 
 // idempotencyKey reads a submit's Idempotency-Key header ("" when absent)
@@ -127,7 +127,7 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request, p server.Prin
 	}
 	out := make([]Job, len(jobs))
 	for i, j := range jobs {
-		out[i] = NewJob(j)
+		out[i] = h.job(p, j)
 	}
 	writeJSON(w, http.StatusOK, JobList{Jobs: out})
 }
@@ -142,7 +142,7 @@ func (h *handler) pageJobs(w http.ResponseWriter, r *http.Request, p server.Prin
 	}
 	out := JobList{Jobs: make([]Job, len(page.Jobs))}
 	for i, j := range page.Jobs {
-		out.Jobs[i] = NewJob(j)
+		out.Jobs[i] = h.job(p, j)
 	}
 	if page.Next != nil {
 		out.Continue = encodeCursor(*page.Next)
@@ -156,7 +156,7 @@ func (h *handler) getJob(w http.ResponseWriter, r *http.Request, p server.Princi
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, NewJob(j))
+	writeJSON(w, http.StatusOK, h.job(p, j))
 }
 
 func (h *handler) cancel(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -165,7 +165,7 @@ func (h *handler) cancel(w http.ResponseWriter, r *http.Request, p server.Princi
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, NewJob(j))
+	writeJSON(w, http.StatusOK, h.job(p, j))
 }
 
 func (h *handler) why(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -174,7 +174,7 @@ func (h *handler) why(w http.ResponseWriter, r *http.Request, p server.Principal
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newWhy(why))
+	writeJSON(w, http.StatusOK, newWhy(h.srv.WhyForViewer(p, why)))
 }
 
 func (h *handler) nodes(w http.ResponseWriter, _ *http.Request, _ server.Principal) {

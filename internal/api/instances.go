@@ -107,7 +107,7 @@ func (h *handler) createInstance(w http.ResponseWriter, r *http.Request, p serve
 		return
 	}
 	w.Header().Set("Location", "/v1/instances/"+j.ID)
-	writeJSON(w, created(w, replayed), newInstance(j))
+	writeJSON(w, created(w, replayed), newInstance(h.srv.ForViewer(p, j)))
 }
 
 func (h *handler) listInstances(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -128,7 +128,7 @@ func (h *handler) listInstances(w http.ResponseWriter, r *http.Request, p server
 	}
 	out := make([]Instance, len(js))
 	for i, j := range js {
-		out[i] = newInstance(j)
+		out[i] = newInstance(h.srv.ForViewer(p, j))
 	}
 	writeJSON(w, http.StatusOK, map[string][]Instance{"instances": out})
 }
@@ -139,7 +139,7 @@ func (h *handler) getInstance(w http.ResponseWriter, r *http.Request, p server.P
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newInstance(j))
+	writeJSON(w, http.StatusOK, newInstance(h.srv.ForViewer(p, j)))
 }
 
 func (h *handler) deleteInstance(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -148,5 +148,5 @@ func (h *handler) deleteInstance(w http.ResponseWriter, r *http.Request, p serve
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newInstance(j))
+	writeJSON(w, http.StatusOK, newInstance(h.srv.ForViewer(p, j)))
 }

@@ -11,21 +11,21 @@ import (
 )
 
 func (h *handler) hold(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	h.answerJob(w, r)(h.srv.Hold(r.Context(), p, r.PathValue("id")))
+	h.answerJob(w, r, p)(h.srv.Hold(r.Context(), p, r.PathValue("id")))
 }
 
 func (h *handler) release(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	h.answerJob(w, r)(h.srv.Release(r.Context(), p, r.PathValue("id")))
+	h.answerJob(w, r, p)(h.srv.Release(r.Context(), p, r.PathValue("id")))
 }
 
 // answerJob returns a function that answers 200 with the job, or the error.
-func (h *handler) answerJob(w http.ResponseWriter, r *http.Request) func(*model.Job, error) {
+func (h *handler) answerJob(w http.ResponseWriter, r *http.Request, p server.Principal) func(*model.Job, error) {
 	return func(j *model.Job, err error) {
 		if err != nil {
 			h.fail(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, NewJob(j))
+		writeJSON(w, http.StatusOK, h.job(p, j))
 	}
 }
 
@@ -84,5 +84,5 @@ func (h *handler) patchJob(w http.ResponseWriter, r *http.Request, p server.Prin
 		writeError(w, e.Code, e.Field, e.Message)
 		return
 	}
-	h.answerJob(w, r)(h.srv.SetPriority(r.Context(), p, r.PathValue("id"), prio))
+	h.answerJob(w, r, p)(h.srv.SetPriority(r.Context(), p, r.PathValue("id"), prio))
 }

@@ -71,6 +71,9 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
+// job is j as p may read it (server.Server.ForViewer), in the API's form.
+func (h *handler) job(p server.Principal, j *model.Job) Job { return NewJob(h.srv.ForViewer(p, j)) }
+
 // NewJob returns j as the API shows it.
 func NewJob(j *model.Job) Job {
 	st := j.Status

@@ -356,6 +356,17 @@ func (c *cache) job(id string) (ref jobRef, modRev int64, ok bool) {
 	return jobRef{id: id, job: e.job}, e.modRev, ok
 }
 
+// jobTenant returns the tenant of the job with id, ended or not.
+func (c *cache) jobTenant(id string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.jobs[id]
+	if !ok {
+		return "", false
+	}
+	return e.tenant.Value(), true
+}
+
 // jobList returns the jobs whose tenant and state keep accepts, newest
 // first.
 func (c *cache) jobList(keep func(tenant string, st model.State) bool) []jobRef {
