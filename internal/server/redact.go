@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -33,7 +34,7 @@ func (s *Server) ForViewer(p Principal, j *model.Job) *model.Job {
 }
 
 // WhyForViewer returns why as p may read it: its job as ForViewer gives
-// it, and the estimate's words redacted too.
+// it, and the estimates' words (its own and each region's) redacted too.
 func (s *Server) WhyForViewer(p Principal, why Why) Why {
 	if p.Tenant == "" {
 		return why
@@ -41,6 +42,11 @@ func (s *Server) WhyForViewer(p Principal, why Why) Why {
 	why.Job = s.ForViewer(p, why.Job)
 	why.Estimate.Why = s.redact(p.Tenant, why.Estimate.Why)
 	why.Estimate.How = s.redact(p.Tenant, why.Estimate.How)
+	why.Regions = slices.Clone(why.Regions)
+	for i := range why.Regions {
+		e := &why.Regions[i].Estimate
+		e.Why, e.How = s.redact(p.Tenant, e.Why), s.redact(p.Tenant, e.How)
+	}
 	return why
 }
 
