@@ -132,7 +132,7 @@ func runPlan(out, errOut io.Writer, f planFlags) error {
 			return err
 		}
 		all := append(jobs, running...)
-		warm := s.Schedule(strategy.Apply(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: all}), start)
+		warm := s.Schedule(strategy.Apply(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: all}, start), start)
 		if err := warm.Apply(all, start); err != nil {
 			return err
 		}
@@ -147,7 +147,7 @@ func runPlan(out, errOut io.Writer, f planFlags) error {
 		return Usage(err)
 	}
 	jobs = append(jobs, queued...)
-	snap := strategy.Apply(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: jobs})
+	snap := strategy.Apply(&sched.Snapshot{Fleet: fleet, Tenancy: tenancy, Jobs: jobs}, now)
 	for _, p := range snap.Tenancy.Overpromises(fleet, now) {
 		fmt.Fprintf(errOut, "Warning: the tenancy promises more GPUs than a pool has: %s; guarantees that are not lent come first, so reservations' work may wait\n", p)
 	}

@@ -22,10 +22,12 @@ type Options struct {
 	// assumed to run from its start; zero means it never ends.
 	UnknownRunTime time.Duration
 	// Prepare, when not nil, is what the driver does to a Snapshot
-	// before its core sees it (the server applies the fleet's sharing
-	// strategy); each run applies it once, to the snapshot it starts
-	// from, what-if copies included. It must be pure.
-	Prepare func(*sched.Snapshot) *sched.Snapshot
+	// before its core sees it at a time (the server applies the fleet's
+	// sharing strategy). Each run applies it to the jobs once, at the time
+	// it starts, what-if copies included, and to the tenancy at every
+	// cycle's time, which it may read (static fences borrowing by the
+	// reservations active then). It must be pure.
+	Prepare func(*sched.Snapshot, time.Time) *sched.Snapshot
 }
 
 // Defaults of Options. A core cycle costs about in proportion to the nodes
@@ -116,6 +118,9 @@ func (f *Forecaster) Starts(snap *sched.Snapshot, now time.Time, ids ...string) 
 type run struct {
 	f         *Forecaster
 	snap      *sched.Snapshot
+	raw       *model.Tenancy // the tenancy before Prepare
+	ten       *model.Tenancy // Prepare's tenancy at tenAt
+	tenAt     time.Time
 	now, t    time.Time
 	jobs      []*model.Job
 	ends      map[string]time.Time // holding job -> when it frees its capacity; absent: never
@@ -134,10 +139,11 @@ type run struct {
 }
 
 func (f *Forecaster) newRun(snap *sched.Snapshot, now time.Time, ids []string) *run {
+	raw := snap.Tenancy
 	if f.opts.Prepare != nil {
-		snap = f.opts.Prepare(snap)
+		snap = f.opts.Prepare(snap, now)
 	}
-	r := &run{f: f, snap: snap, now: now, t: now, maxEvents: f.Events(snap), ends: map[string]time.Time{}, targets: map[string]bool{},
+	r := &run{f: f, snap: snap, raw: raw, ten: snap.Tenancy, tenAt: now, now: now, t: now, maxEvents: f.Events(snap), ends: map[string]time.Time{}, targets: map[string]bool{},
 		started: map[string]time.Time{}, last: map[string]sched.Pending{}, held: map[string]bool{}}
 	for _, id := range ids {
 		r.targets[id] = true
@@ -298,6 +304,17 @@ func (r *run) coalesce(next, horizon time.Time) time.Time {
 	}
 }
 
+// tenancy is the tenancy the core is given at r.t: Prepare's at r.t, which
+// may differ from the one the run started with once a reservation's window
+// opens or closes.
+func (r *run) tenancy() *model.Tenancy {
+	if r.f.opts.Prepare != nil && !r.tenAt.Equal(r.t) {
+		r.ten = r.f.opts.Prepare(&sched.Snapshot{Fleet: r.snap.Fleet, Tenancy: r.raw}, r.t).Tenancy
+		r.tenAt = r.t
+	}
+	return r.ten
+}
+
 // windowOpens returns the earliest opening of the reservation windows that
 // the jobs asked about and not started yet wait for, when each of them
 // waits for one (the core said ReservationNotActive and its reservation's
@@ -369,7 +386,7 @@ func (r *run) cycle() sched.Plan {
 		}
 		input = append(input, j)
 	}
-	plan := r.f.core.Schedule(&sched.Snapshot{Fleet: r.snap.Fleet, Tenancy: r.snap.Tenancy, Jobs: input}, r.t)
+	plan := r.f.core.Schedule(&sched.Snapshot{Fleet: r.snap.Fleet, Tenancy: r.tenancy(), Jobs: input}, r.t)
 	if err := plan.Apply(input, r.t); err != nil {
 		// The core planned on exactly these jobs: it cannot name others.
 		panic(fmt.Sprintf("forecast: apply plan: %v", err))

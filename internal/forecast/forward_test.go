@@ -9,6 +9,7 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 	. "github.com/allot-dev/allot/internal/sched/schedtest"
+	"github.com/allot-dev/allot/internal/strategy"
 )
 
 const t4 = "NC4-T4x1" // one T4 per node
@@ -68,6 +69,21 @@ func TestStarts(t *testing.T) {
 			return w
 		},
 		job: "q", want: at(90 * 24 * h),
+	}, {
+		// Static lets partition p borrow beyond its guarantee only by the
+		// GPUs of its reservations active at the time: none now, one once
+		// the window opens.
+		name: "a reservation window under the static strategy",
+		world: func() *World {
+			w := t4Region(2).Partition("p", "eastus", "T4", 1).Tenant("c", "p").
+				Reserve("res", "c", t4, "eastus", 1, at(3*h), at(9*h))
+			w.Tenancy.Strategy = model.StrategyStatic
+			w.Job("g", "c").Running(Epoch, On("t-1", 0))
+			w.Job("q", "c").Reservation("res")
+			return w
+		},
+		opts: forecast.Options{Prepare: strategy.Apply},
+		job:  "q", want: at(3 * h),
 	}, {
 		name: "the queue ahead goes first",
 		world: func() *World {

@@ -206,7 +206,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 
 	// 3. Policies.
 	// The fleet's sharing strategy first (package strategy), as the simulator does.
-	in := s.applyPolicies(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input)}), now)
+	in := s.applyPolicies(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input)}, now), now)
 
 	// 4. Plan, on the Session the server carries between cycles.
 	plan, err := s.plan(in, now)

@@ -117,7 +117,7 @@ func promiseWith(w *world, r model.Reservation, start time.Time) (model.Promise,
 	}
 	ten := *w.tenancy
 	ten.Reservations = append(slices.Clone(w.tenancy.Reservations), r)
-	ten = *coreTenancy(w.fleet, &ten)
+	ten = *coreTenancy(w.fleet, &ten, start)
 	gpuModel := w.fleet.Catalog[r.SKU].GPUModel
 	worst := ten.PromiseAt(w.fleet, r.Region, gpuModel, start)
 	for _, x := range w.tenancy.Reservations {
@@ -131,10 +131,10 @@ func promiseWith(w *world, r model.Reservation, start time.Time) (model.Promise,
 	return worst, worst.Over()
 }
 
-// coreTenancy is t as the core is given it under t's strategy (package
-// strategy): under static, say, no guarantee is lent.
-func coreTenancy(f *model.Fleet, t *model.Tenancy) *model.Tenancy {
-	return strategy.Apply(&sched.Snapshot{Fleet: f, Tenancy: t}).Tenancy
+// coreTenancy is t as the core is given it at now under t's strategy
+// (package strategy): under static, say, no guarantee is lent.
+func coreTenancy(f *model.Fleet, t *model.Tenancy, now time.Time) *model.Tenancy {
+	return strategy.Apply(&sched.Snapshot{Fleet: f, Tenancy: t}, now).Tenancy
 }
 
 // laterOf returns the later of two times.

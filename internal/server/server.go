@@ -224,7 +224,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	w := s.world()
-	for _, p := range coreTenancy(w.fleet, w.tenancy).Overpromises(w.fleet, s.clock.Now()) {
+	for _, p := range coreTenancy(w.fleet, w.tenancy, s.clock.Now()).Overpromises(w.fleet, s.clock.Now()) {
 		s.log.Warn("a pool's GPUs are promised more than once; guarantees that are not lent come first, so reservations' work may wait",
 			"promise", p.String())
 	}

@@ -1,6 +1,8 @@
 package strategy
 
 import (
+	"time"
+
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 )
@@ -9,10 +11,10 @@ import (
 // values of the workload label of non-urgent work.
 var Overflow = []string{"batch", "developer"}
 
-// Apply returns the Snapshot the core schedules under snap.Tenancy's
-// strategy; see the package documentation. snap itself is returned when
-// nothing changes, as it is without a strategy.
-func Apply(snap *sched.Snapshot) *sched.Snapshot {
+// Apply returns the Snapshot the core schedules at now under
+// snap.Tenancy's strategy; see the package documentation. snap itself is
+// returned when nothing changes, as it is without a strategy.
+func Apply(snap *sched.Snapshot, now time.Time) *sched.Snapshot {
 	if snap == nil || snap.Tenancy == nil {
 		return snap
 	}
@@ -21,7 +23,7 @@ func Apply(snap *sched.Snapshot) *sched.Snapshot {
 		return snap
 	case model.StrategyStatic:
 		out := *snap
-		out.Tenancy = fenced(snap.Tenancy, snap.Fleet)
+		out.Tenancy = fenced(snap.Tenancy, snap.Fleet, now)
 		return &out
 	case model.StrategyDynamic:
 		out := *snap
@@ -38,13 +40,14 @@ func Apply(snap *sched.Snapshot) *sched.Snapshot {
 	}
 }
 
-// fenced is t under the static strategy: a partition with guarantees may
-// go beyond them in a pool only by the GPUs its tenants reserve there.
-func fenced(t *model.Tenancy, f *model.Fleet) *model.Tenancy {
+// fenced is t at now under the static strategy: a partition with
+// guarantees may go beyond them in a pool only by the GPUs its tenants'
+// reservations hold there then.
+func fenced(t *model.Tenancy, f *model.Fleet, now time.Time) *model.Tenancy {
 	out := *t
 	out.Partitions = make([]model.Partition, len(t.Partitions))
 	zero := 0
-	reserved := reservedGPUs(t, f)
+	reserved := reservedGPUs(t, f, now)
 	limit := func(part string, pool [2]string) *int {
 		n := reserved[part][pool]
 		return &n
@@ -73,8 +76,9 @@ func fenced(t *model.Tenancy, f *model.Fleet) *model.Tenancy {
 }
 
 // reservedGPUs sums, per partition and pool, the GPUs of the reservations
-// its tenants own: capacity bought for the partition's own work.
-func reservedGPUs(t *model.Tenancy, f *model.Fleet) map[string]map[[2]string]int {
+// its tenants own that are active at now: capacity bought for the
+// partition's own work. One outside its window lets nobody borrow.
+func reservedGPUs(t *model.Tenancy, f *model.Fleet, now time.Time) map[string]map[[2]string]int {
 	out := map[string]map[[2]string]int{}
 	if f == nil {
 		return out
@@ -82,7 +86,7 @@ func reservedGPUs(t *model.Tenancy, f *model.Fleet) map[string]map[[2]string]int
 	for _, r := range t.Reservations {
 		owner, ok := t.Tenant(r.Owner)
 		sku, known := f.Catalog[r.SKU]
-		if !ok || !known || owner.Partition == "" {
+		if !ok || !known || owner.Partition == "" || !r.ActiveAt(now) {
 			continue
 		}
 		if out[owner.Partition] == nil {

@@ -2,11 +2,15 @@ package strategy_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/strategy"
 )
+
+// now is the time the tests apply strategies at.
+var now = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 // world is two regions of H100 and T4 nodes, a guaranteed partition, an
 // unguaranteed one, and queued jobs of each kind of work.
@@ -41,7 +45,7 @@ func world(s model.Strategy) *sched.Snapshot {
 
 func TestStaticFencesGuarantees(t *testing.T) {
 	in := world(model.StrategyStatic)
-	out := strategy.Apply(in)
+	out := strategy.Apply(in, now)
 	ai := out.Tenancy.Partitions[0]
 	if len(ai.Guarantees) != 2 {
 		t.Fatalf("static ai guarantees = %+v, want its own and a zero one for the other pool", ai.Guarantees)
@@ -70,9 +74,32 @@ func TestStaticFencesGuarantees(t *testing.T) {
 	}
 }
 
+// TestStaticBorrowsOnlyInTheWindow checks that a reservation lets its
+// partition borrow only while it is active: before its window and after
+// it, the partition runs on its guarantee alone.
+func TestStaticBorrowsOnlyInTheWindow(t *testing.T) {
+	in := world(model.StrategyStatic)
+	r := &in.Tenancy.Reservations[0]
+	r.Start, r.End = now.Add(time.Hour), now.Add(3*time.Hour)
+	for _, tt := range []struct {
+		at   time.Time
+		want int
+	}{{now, 0}, {r.Start, 4}, {r.End.Add(-time.Second), 4}, {r.End, 0}} {
+		out := strategy.Apply(in, tt.at)
+		for _, g := range out.Tenancy.Partitions[0].Guarantees {
+			if g.Region != "west" {
+				continue
+			}
+			if g.BorrowLimit == nil || *g.BorrowLimit != tt.want {
+				t.Errorf("at %s: west borrow limit %v, want %d", tt.at.Format(time.TimeOnly), g.BorrowLimit, tt.want)
+			}
+		}
+	}
+}
+
 func TestDynamicDropsGuarantees(t *testing.T) {
 	in := world(model.StrategyDynamic)
-	out := strategy.Apply(in)
+	out := strategy.Apply(in, now)
 	for _, p := range out.Tenancy.Partitions {
 		if len(p.Guarantees) != 0 {
 			t.Errorf("partition %s keeps %+v", p.Name, p.Guarantees)
@@ -89,7 +116,7 @@ func TestDynamicDropsGuarantees(t *testing.T) {
 func TestHybridOverflowsNonUrgentWork(t *testing.T) {
 	for _, s := range []model.Strategy{model.StrategyHybrid} {
 		in := world(s)
-		out := strategy.Apply(in)
+		out := strategy.Apply(in, now)
 		want := map[string]model.Class{"train": model.ClassStandard, "devbox": model.ClassSpot, "etl": model.ClassSpot,
 			"labelled": model.ClassSpot, "urgent-batch": model.ClassReserved, "serve": model.ClassStandard}
 		for i, j := range out.Jobs {
@@ -112,14 +139,14 @@ func TestHybridOverflowsNonUrgentWork(t *testing.T) {
 func TestHybridWithoutOverflowReturnsSnapshot(t *testing.T) {
 	in := world(model.StrategyHybrid)
 	in.Jobs = in.Jobs[:1]
-	if out := strategy.Apply(in); out != in {
+	if out := strategy.Apply(in, now); out != in {
 		t.Error("hybrid with nothing to overflow copied the snapshot")
 	}
 }
 
 func TestNoStrategyKeepsTheSnapshot(t *testing.T) {
 	in := world("")
-	if out := strategy.Apply(in); out != in {
+	if out := strategy.Apply(in, now); out != in {
 		t.Error("without a strategy Apply changed the snapshot")
 	}
 }

@@ -1,7 +1,7 @@
 // Package strategy turns a fleet's sharing strategy (model.Strategy, the
 // strategy field of tenants.yaml) into what the scheduling core is given.
 //
-// Contract: Apply is a function of a Snapshot. It returns a Snapshot whose
+// Contract: Apply is a function of a Snapshot and the cycle's time. It returns a Snapshot whose
 // Tenancy and Jobs express the strategy with the means the core already has
 // (guarantees with borrowing and lending limits, priority classes), and
 // never changes the Snapshot it is given: a job it changes is a copy. It
@@ -13,7 +13,8 @@
 //
 //   - static: every partition that has a guarantee gets, in every pool
 //     (region × GPU model), a borrow_limit of the GPUs its tenants'
-//     reservations hold there (0 without any) and lend_limit 0 on each
+//     reservations active at the cycle's time hold there (0 without any)
+//     and lend_limit 0 on each
 //     guarantee: it runs only on its own guaranteed and reserved GPUs and
 //     lends none of them while idle. Partitions without any guarantee and tenants without a
 //     partition share what no partition is guaranteed.

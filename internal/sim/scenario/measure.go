@@ -197,7 +197,7 @@ func (r *run) result() *Result {
 			USD: price.Cents(rec.meter().usd[t.Name])})
 	}
 	res.Meets = len(res.Misses) == 0
-	core := strategy.Apply(&sched.Snapshot{Fleet: w.Fleet, Tenancy: w.Tenancy}).Tenancy
+	core := strategy.Apply(&sched.Snapshot{Fleet: w.Fleet, Tenancy: w.Tenancy}, w.Start).Tenancy
 	for _, p := range core.Overpromises(w.Fleet, w.Start) {
 		res.Warnings = append(res.Warnings, "the tenancy promises more GPUs than a pool has: "+p.String())
 	}

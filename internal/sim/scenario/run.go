@@ -129,7 +129,7 @@ func Run(ctx context.Context, f *File, opt Options) (*Result, error) {
 // input is what the core schedules: the strategy's snapshot, then the
 // operator policies' adjustment of it, as the server's cycle does.
 func (r *run) input(snap *sched.Snapshot, now time.Time) *sched.Snapshot {
-	s := strategy.Apply(snap)
+	s := strategy.Apply(snap, now)
 	if r.opt.Policies == nil || len(r.active) == 0 {
 		return s
 	}
@@ -159,7 +159,7 @@ func (r *run) tick(now time.Time) error {
 		}
 	}
 	if ps := r.opt.Policies; ps != nil && len(ps.Policies) > 0 {
-		snap := strategy.Apply(&sched.Snapshot{Fleet: r.w.Fleet, Tenancy: r.w.Tenancy, Jobs: r.eng.Jobs()})
+		snap := strategy.Apply(&sched.Snapshot{Fleet: r.w.Fleet, Tenancy: r.w.Tenancy, Jobs: r.eng.Jobs()}, now)
 		policy.RecordUtilization(&r.metrics, snap, now)
 		for i, ep := range r.endpoints {
 			r.metrics.Add("p95_latency", ep.spec.Name, now, p95[i])
