@@ -33,6 +33,10 @@ func TestRedactForTenants(t *testing.T) {
 	if a := h.srv.ForViewer(admin, &j); a.Status.Detail != detail {
 		t.Fatalf("admin reads %q", a.Status.Detail)
 	}
+	// A name that ends a sentence is still a name.
+	if got := h.srv.redact("copilot", "kept for "+theirs.ID+". Owner acme..."); got != "kept for another tenant's job. Owner another tenant..." {
+		t.Fatalf("copilot reads %q", got)
+	}
 	// The owner of the other objects reads them by name.
 	if got := h.srv.redact("acme", detail); !strings.Contains(got, theirs.ID) || strings.Contains(got, mine.ID) || !strings.Contains(got, "of another tenant waits") {
 		t.Fatalf("acme reads %q", got)
