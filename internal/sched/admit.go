@@ -306,6 +306,16 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		prot := st.protected(k, p)
 		detail := fmt.Sprintf("partition %s: %s in %s: %s used of %s guaranteed; lendable idle %s; job needs %s",
 			name, pk.gpuModel, pk.region, gpusText(used), gpusText(guar), gpusText(max(0, st.poolFree[k]-prot)), gpusText(a.total))
+		if st.overBorrowLimit(p, k, a.total) {
+			// No eviction helps: only the partition's own work ending, or
+			// none of it left when the job needs more than the cap.
+			detail += fmt.Sprintf("; the partition may borrow at most %s beyond its guarantee (borrow_limit)", gpusText(p.borrow[k]))
+			if a.total > guar+p.borrow[k] {
+				detail += fmt.Sprintf(", so it never holds more than %s here: the job cannot start while the tenancy stays as it is", gpusText(guar+p.borrow[k]))
+			} else {
+				detail += ": the job waits for the partition's own work here to end"
+			}
+		}
 		if a.res >= 0 && prot > 0 {
 			// The reservation's nodes are idle for it, but the pool's
 			// guarantees that are not lent take them first: the tenancy

@@ -47,7 +47,17 @@ func TestAdmit(t *testing.T) {
 			w.Job("toomuch", "carol").GPUs(1, 1).Models("H100").Submitted(Epoch.Add(2))
 			return w
 		},
-		want: map[string]sched.Reason{"in": sched.ReasonNone, "borrow": sched.ReasonNone, "toomuch": sched.BorrowLimitReached},
+		want:      map[string]sched.Reason{"in": sched.ReasonNone, "borrow": sched.ReasonNone, "toomuch": sched.BorrowLimitReached},
+		detailHas: map[string]string{"toomuch": "may borrow at most 4 GPUs beyond its guarantee (borrow_limit): the job waits for the partition's own work here to end"},
+	}, {
+		name: "a job beyond guarantee and borrowing limit together",
+		world: func() *World {
+			w := twoLeaves().Partition("p", "eastus", "H100", 8).BorrowLimit(4).Tenant("carol", "p")
+			w.Job("huge", "carol").GPUs(2, 8).Models("H100")
+			return w
+		},
+		want:      map[string]sched.Reason{"huge": sched.BorrowLimitReached},
+		detailHas: map[string]string{"huge": "never holds more than 12 GPUs here: the job cannot start while the tenancy stays as it is"},
 	}, {
 		name: "lend limit keeps idle guarantee",
 		world: func() *World {
@@ -58,7 +68,8 @@ func TestAdmit(t *testing.T) {
 			w.Job("blocked", "alice").GPUs(1, 1).Models("H100").Submitted(Epoch.Add(1))
 			return w
 		},
-		want: map[string]sched.Reason{"fits": sched.ReasonNone, "blocked": sched.BorrowLimitReached},
+		want:      map[string]sched.Reason{"fits": sched.ReasonNone, "blocked": sched.BorrowLimitReached},
+		detailHas: map[string]string{"blocked": "lendable idle 0 GPUs; job needs 1 GPUs"},
 	}, {
 		name: "reserved nodes are the owner's",
 		world: func() *World {
