@@ -43,11 +43,16 @@ func Distance(f *model.Fleet, from, to string) int {
 
 // Candidates returns the regions spec may run in, in the fleet's order: its
 // allowed regions (every region when it names none) whose residency zone is
-// the one it requires (any, when it requires none).
+// the one it requires (any, when it requires none) and that have a SKU that
+// can hold one of its instances (Price). A region without one is never a
+// choice, however cheap or idle: no estimate could ever be made there.
 func Candidates(f *model.Fleet, spec *model.JobSpec) []string {
 	var out []string
 	for _, rg := range f.Regions {
-		if spec.Placement.AllowsRegion(rg.Name) && (spec.Placement.Residency == "" || spec.Placement.Residency == rg.Residency) {
+		if !spec.Placement.AllowsRegion(rg.Name) || (spec.Placement.Residency != "" && spec.Placement.Residency != rg.Residency) {
+			continue
+		}
+		if _, capable := Price(f, spec, rg.Name); capable {
 			out = append(out, rg.Name)
 		}
 	}

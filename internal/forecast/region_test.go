@@ -77,6 +77,13 @@ func TestRank(t *testing.T) {
 		job:   func(b *JobBuilder) { b.Models("A100", "T4").Regions("eastus", "westus") },
 		est:   all(at(20*time.Hour), none, none),
 		order: []string{"eastus", "westus"},
+	}, {
+		// westeurope has T4 only: before it was dropped it ranked first
+		// when no region had an estimate, its price being 0.
+		name:  "a region without a capable SKU is no choice, however cheap",
+		job:   func(b *JobBuilder) { b.Models("A100") },
+		est:   all(none, none, none),
+		order: []string{"eastus", "westus"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

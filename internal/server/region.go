@@ -80,9 +80,10 @@ func (s *Server) forecastSnapshot(w *world, extra *model.Job) *sched.Snapshot {
 }
 
 // weighRegions estimates j's start in each of its candidate regions and
-// ranks them; nil when j has fewer than two candidates.
+// ranks them; nil when j has fewer than two candidates, or names a
+// reservation (whose nodes are in one region).
 func (s *Server) weighRegions(w *world, j *model.Job, now time.Time) []forecast.RegionOption {
-	if len(forecast.Candidates(w.fleet, &j.Spec)) < 2 {
+	if j.Spec.Placement.Reservation != "" || len(forecast.Candidates(w.fleet, &j.Spec)) < 2 {
 		return nil
 	}
 	f := s.forecaster()

@@ -114,10 +114,27 @@ func TestSingleRegionNotPinned(t *testing.T) {
 		`{name: one, tenant: copilot, resources: {gpu_models: [T4]}, placement: {regions: [eastus]}}`,
 		`{name: any, tenant: copilot, resources: {gpu_models: [T4]}, placement: {data_region: westus}}`,
 		`{name: eu, tenant: copilot, resources: {gpu_models: [T4]}, placement: {regions: [eastus, westeurope], residency: eu}}`,
+		// Only westus has nodes of 8 A100s.
+		`{name: a100, tenant: copilot, resources: {gpus_per_instance: 8, gpu_models: [A100]}, placement: {regions: [eastus, westus]}}`,
 	} {
 		if j := h.submit(copilot, doc); j.Status.Region != "" {
 			t.Errorf("%s: chosen region %q, want none", j.Spec.Name, j.Status.Region)
 		}
+	}
+	// A job naming a reservation runs where the reservation is: eastus's
+	// idle H100s are no choice for it, and why weighs no regions.
+	globex := Principal{Tenant: "globex"}
+	j := h.submit(globex, `{name: r, tenant: globex, resources: {gpus_per_instance: 8, gpu_models: [H100]},
+		placement: {reservation: globex-h100, regions: [eastus, westeurope]}}`)
+	if j.Status.Region != "" {
+		t.Errorf("reservation job: chosen region %q, want none", j.Status.Region)
+	}
+	w, err := h.srv.Explain(t.Context(), globex, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w.Regions) != 0 {
+		t.Errorf("reservation job: regions weighed %+v", w.Regions)
 	}
 }
 
