@@ -213,7 +213,7 @@ func TestUsageErrorsSendNothing(t *testing.T) {
 		{"job", "list", "--bogus"},
 		{"job"},
 		{"job", "frobnicate"},
-		{"sku", "list"},
+		{"sku", "list", "extra"},
 		{"quota", "usage"},
 		{"token", "create"},
 		{"reservation", "create", "--sku", "S", "--region", "r"},

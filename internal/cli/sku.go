@@ -13,7 +13,7 @@ func newSKUCmd() *cobra.Command {
 	conn := &connection{}
 	cmd := clientGroup("sku", "See the machine types each region sells, and what is free",
 		`sku shows the SKUs (machine types) of the fleet: their GPUs, price, and how
-many nodes and GPUs of each are free now in a region.`, conn)
+many nodes and GPUs of each are free now in each region.`, conn)
 	cmd.AddCommand(newSKUListCmd(conn))
 	return cmd
 }
@@ -21,16 +21,17 @@ many nodes and GPUs of each are free now in a region.`, conn)
 func newSKUListCmd(conn *connection) *cobra.Command {
 	var region, series string
 	cmd := &cobra.Command{
-		Use:   "list --region R [--series S]",
-		Short: "List a region's SKUs with free capacity and prices",
-		Long: `list shows each SKU sold in a region: its series (ND for training nodes on
+		Use:   "list [--region R] [--series S]",
+		Short: "List the SKUs of every region, or of one, with free capacity and prices",
+		Long: `list shows each SKU sold in each region (one region with --region): its series (ND for training nodes on
 InfiniBand, NC for inference), GPU model and count per node, how many of its
 nodes and GPUs are free now, and its on-demand and spot price per node-hour
 in that region (the fleet file's prices:, else the SKU's catalog rates).
 The spot price is the one a spot job starting now would pay: its floor,
 rising with the region's GPU utilisation to the on-demand price when full
 (docs/cost.md). Any token may list SKUs.`,
-		Example: `  allot sku list --region eastus
+		Example: `  allot sku list
+  allot sku list --region eastus
   allot sku list --region westeurope --series ND -o json`,
 		Aliases: []string{"ls"},
 		Args:    cobra.NoArgs,
@@ -59,9 +60,8 @@ rising with the region's GPU utilisation to the on-demand price when full
 			})
 		},
 	}
-	cmd.Flags().StringVar(&region, "region", "", "region, e.g. eastus (required)")
+	cmd.Flags().StringVar(&region, "region", "", "only this region, e.g. eastus (default: every region)")
 	cmd.Flags().StringVar(&series, "series", "", "only SKUs of this series, e.g. ND or NC")
-	_ = cmd.MarkFlagRequired("region")
 	_ = cmd.RegisterFlagCompletionFunc("series", cobra.FixedCompletions([]string{"ND", "NC"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

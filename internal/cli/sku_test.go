@@ -12,5 +12,8 @@ func TestSKUList(t *testing.T) {
 		{name: "json", args: []string{"sku", "list", "--region", "eastus", "-o", "json"},
 			ex:      exchange{method: "GET", path: "/v1/skus", query: "region=eastus", status: 200, body: body},
 			wantOut: []string{`"skus": [`, `"free_gpus": 27.5`}},
+		{name: "every region", args: []string{"sku", "ls"},
+			ex:      exchange{method: "GET", path: "/v1/skus", status: 200, body: body},
+			wantOut: []string{"REGION", "eastus", "ND96-H100x8-IB"}},
 	})
 }
