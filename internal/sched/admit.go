@@ -309,11 +309,11 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		if st.overBorrowLimit(p, k, a.total) {
 			// No eviction helps: only the partition's own work ending, or
 			// none of it left when the job needs more than the cap.
-			detail += fmt.Sprintf("; the partition may borrow at most %s beyond its guarantee (borrow_limit)", gpusText(p.borrow[k]))
+			detail += fmt.Sprintf("; the partition may borrow at most %s beyond its guarantee here", gpusText(p.borrow[k]))
 			if a.total > guar+p.borrow[k] {
-				detail += fmt.Sprintf(", so it never holds more than %s here: the job cannot start while the tenancy stays as it is", gpusText(guar+p.borrow[k]))
+				detail += fmt.Sprintf(", so it never holds more than %s: the job cannot start while its guarantee and borrowing limit stay as they are", gpusText(guar+p.borrow[k]))
 			} else {
-				detail += ": the job waits for the partition's own work here to end"
+				detail += ": the job waits for the partition's own work in the pool to end"
 			}
 		}
 		if a.res >= 0 && prot > 0 {

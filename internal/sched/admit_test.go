@@ -48,7 +48,7 @@ func TestAdmit(t *testing.T) {
 			return w
 		},
 		want:      map[string]sched.Reason{"in": sched.ReasonNone, "borrow": sched.ReasonNone, "toomuch": sched.BorrowLimitReached},
-		detailHas: map[string]string{"toomuch": "may borrow at most 4 GPUs beyond its guarantee (borrow_limit): the job waits for the partition's own work here to end"},
+		detailHas: map[string]string{"toomuch": "may borrow at most 4 GPUs beyond its guarantee here: the job waits for the partition's own work in the pool to end"},
 	}, {
 		name: "a job beyond guarantee and borrowing limit together",
 		world: func() *World {
@@ -57,7 +57,7 @@ func TestAdmit(t *testing.T) {
 			return w
 		},
 		want:      map[string]sched.Reason{"huge": sched.BorrowLimitReached},
-		detailHas: map[string]string{"huge": "never holds more than 12 GPUs here: the job cannot start while the tenancy stays as it is"},
+		detailHas: map[string]string{"huge": "never holds more than 12 GPUs: the job cannot start while its guarantee and borrowing limit stay as they are"},
 	}, {
 		name: "lend limit keeps idle guarantee",
 		world: func() *World {
