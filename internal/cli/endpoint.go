@@ -58,7 +58,7 @@ A tenant token manages its own endpoints; an admin token all of them.`, conn)
 func newEndpointCreateCmd(conn *connection) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "create -f FILE",
+		Use:   "create [-f] FILE",
 		Short: "Create the endpoints in a file and start their first replicas",
 		Long: `create reads the endpoints in FILE (one or more YAML documents separated by
 "---", a list, JSON, or a directory of such files), checks them locally, and
@@ -74,7 +74,6 @@ server refuses (InvalidSpec, SkuNotAvailable, QuotaExceeded, a name taken:
 Conflict).`,
 		Example: `  allot endpoint create -f chat.yaml
   allot endpoint create -f endpoints/ -o json`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {
@@ -105,9 +104,7 @@ Conflict).`,
 			return show(cmd.OutOrStdout(), f, v, func() printer { return endpointTable(out, time.Now()) })
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "endpoint file, or a directory of *.yaml, *.yml and *.json files (required)")
-	_ = cmd.MarkFlagRequired("file")
-	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
+	fileFlag(cmd, &file, "endpoint file, or a directory of *.yaml, *.yml and *.json files (or give it as the argument)")
 	return cmd
 }
 

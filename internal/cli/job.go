@@ -31,7 +31,7 @@ func newJobSubmitCmd(conn *connection) *cobra.Command {
 	var file, array, key string
 	var sets []string
 	cmd := &cobra.Command{
-		Use:   "submit -f FILE [--set key=value]... [--array A-B[:STEP]] [--idempotency-key KEY]",
+		Use:   "submit [-f] FILE [--set key=value]... [--array A-B[:STEP]] [--idempotency-key KEY]",
 		Short: "Submit the jobs in a YAML file",
 		Long: `submit reads the jobs in FILE (one or more YAML documents separated by
 "---", a list of jobs, JSON, or a directory of such files), checks them
@@ -78,7 +78,6 @@ refused (Conflict).`,
   allot job submit -f sweep.yaml --array 0-99:10   # 10 jobs, sweep[0] … sweep[90]
   allot job submit -f examples/jobs/pipeline.yaml  # pipe-train waits for pipe-prepare
   allot job submit -f job.yaml --idempotency-key "nightly-$(date +%F)"  # at most once a day`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {
@@ -97,12 +96,10 @@ refused (Conflict).`,
 			return submitJobs(cmd, cl, f, specs, key)
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "job file, or a directory of *.yaml, *.yml and *.json job files (required)")
+	fileFlag(cmd, &file, "job file, or a directory of *.yaml, *.yml and *.json job files (or give it as the argument)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a field of every job, key=value, e.g. priority=spot (repeatable)")
 	cmd.Flags().StringVar(&array, "array", "", "submit each job once per index, A-B[:STEP] or a list (1,5,9), at most 1000")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", idempotencyHelp)
-	_ = cmd.MarkFlagRequired("file")
-	_ = cmd.MarkFlagFilename("file", "yaml", "yml", "json")
 	return cmd
 }
 

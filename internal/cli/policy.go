@@ -37,7 +37,7 @@ scheduling cycle, and 'allot job why' says what they did to a job.`,
 func newPolicyValidateCmd() *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
-		Use:   "validate -f FILE",
+		Use:   "validate [-f] FILE",
 		Short: "Check a policies file and print what each policy means",
 		Long: `validate reads a policies file, reports the first problem as
 file:line:col: field: message (exit status 2), or prints each policy as allot
@@ -47,7 +47,6 @@ table: developer_instances, batch_jobs, training_jobs and inference_gpus are
 work labelled workload: developer, batch, training or inference;
 low_priority_pool is the spot class).`,
 		Example: `  allot policy validate -f examples/policies.yaml`,
-		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ps, err := spec.ReadPolicies(file)
 			if err != nil {
@@ -56,8 +55,7 @@ low_priority_pool is the spot class).`,
 			return writePolicies(cmd.OutOrStdout(), file, ps)
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "policies file")
-	_ = cmd.MarkFlagRequired("file")
+	fileFlag(cmd, &file, "policies file (or give it as the argument)")
 	return cmd
 }
 
@@ -69,7 +67,7 @@ type policyTestFlags struct {
 func newPolicyTestCmd() *cobra.Command {
 	var f policyTestFlags
 	cmd := &cobra.Command{
-		Use:   "test -f FILE --metrics RECORDING [--at TIME]",
+		Use:   "test [-f] FILE --metrics RECORDING [--at TIME]",
 		Short: "Replay recorded metrics and print when each policy would have fired",
 		Long: `test evaluates the policies of FILE over a recording of metrics, as the
 server would at every scheduling cycle, and prints every change: when a
@@ -96,17 +94,15 @@ Without a world of jobs, a scale_down's floor is shown as a share of what
 its target holds when the policy fires.`,
 		Example: `  allot policy test -f examples/policies.yaml --metrics examples/metrics/busy-hour.yaml
   allot policy test -f examples/policies.yaml --metrics examples/metrics/busy-hour.yaml --at 2026-03-02T09:17:00Z`,
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPolicyTest(cmd.OutOrStdout(), f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVarP(&f.file, "file", "f", "", "policies file")
 	fl.StringVar(&f.metrics, "metrics", "", "recorded metrics file (YAML)")
 	fl.StringVar(&f.at, "at", "", "show the policies that apply at this time, RFC 3339")
 	fl.DurationVar(&f.every, "every", 0, "time between two evaluations (default: the recording's smallest step)")
-	_ = cmd.MarkFlagRequired("file")
+	fileFlag(cmd, &f.file, "policies file (or give it as the argument)")
 	_ = cmd.MarkFlagRequired("metrics")
 	return cmd
 }

@@ -32,7 +32,7 @@ func newPolicyApplyCmd() *cobra.Command {
 	conn := &connection{}
 	var file string
 	cmd := &cobra.Command{
-		Use:   "apply -f FILE",
+		Use:   "apply [-f] FILE",
 		Short: "Replace the server's policies with a policies file (admin)",
 		Long: `apply checks FILE as 'allot policy validate' does, then sends it to the
 server, where it replaces the active policy set whole (a new revision) and is
@@ -40,7 +40,6 @@ evaluated from the next scheduling cycle on. A policy left out of FILE stops
 applying at once. The server keeps the file's text: 'allot policy list --text'
 prints it.`,
 		Example: `  allot policy apply -f examples/policies.yaml --token "$ADMIN"`,
-		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			data, err := os.ReadFile(file)
 			if err != nil {
@@ -60,8 +59,7 @@ prints it.`,
 			return show(cmd.OutOrStdout(), f, ps, func() printer { return policySetView{ps: ps} })
 		},
 	}
-	cmd.Flags().StringVarP(&file, "file", "f", "", "policies file")
-	_ = cmd.MarkFlagRequired("file")
+	fileFlag(cmd, &file, "policies file (or give it as the argument)")
 	return withConnection(cmd, conn)
 }
 

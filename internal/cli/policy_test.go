@@ -84,7 +84,7 @@ func TestPolicyValidate(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", w, out)
 		}
 	}
-	if _, errOut, code := run(t, "policy", "validate", "-f", "../../examples/policies-full.yaml"); code != ExitOK {
+	if _, errOut, code := run(t, "policy", "validate", "../../examples/policies-full.yaml"); code != ExitOK {
 		t.Errorf("policies-full.yaml: exit %d: %s", code, errOut)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yaml")
