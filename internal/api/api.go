@@ -168,6 +168,8 @@ func (h *handler) routes() []route {
 		{"GET /v1/jobs/{id}/logs", tenants, h.logs},
 		{"POST /v1/jobs/{id}/checkpoint", reporters, h.checkpoint},
 		{"GET /v1/nodes", admins, h.nodes},
+		{"POST /v1/nodes/{name}/drain", admins, h.drainNode},
+		{"POST /v1/nodes/{name}/resume", admins, h.resumeNode},
 		{"GET /v1/tenants", admins, h.tenants},
 		{"GET /v1/partitions", admins, h.partitions},
 		{"GET /v1/quotas", admins, h.quotas},

@@ -186,6 +186,28 @@ func (h *handler) nodes(w http.ResponseWriter, _ *http.Request, _ server.Princip
 	writeJSON(w, http.StatusOK, map[string][]Node{"nodes": out})
 }
 
+func (h *handler) drainNode(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	var req DrainRequest
+	if !h.decodeBody(w, r, &req) {
+		return
+	}
+	n, err := h.srv.DrainNode(r.Context(), p, r.PathValue("name"), req.Reason)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newNode(n))
+}
+
+func (h *handler) resumeNode(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	n, err := h.srv.ResumeNode(r.Context(), p, r.PathValue("name"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newNode(n))
+}
+
 func (h *handler) tenants(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
 	t := h.srv.Tenancy()
 	out := make([]Tenant, len(t.Tenants))

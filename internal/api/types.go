@@ -168,9 +168,13 @@ func newNode(n server.NodeStatus) Node {
 	if jobs == nil {
 		jobs = []string{}
 	}
-	return Node{Name: n.Node.Name, SKU: n.Node.SKU, Region: n.Node.Region, Cluster: n.Node.Cluster, Leaf: n.Node.Leaf,
+	out := Node{Name: n.Node.Name, SKU: n.Node.SKU, Region: n.Node.Region, Cluster: n.Node.Cluster, Leaf: n.Node.Leaf,
 		Rack: n.Node.Rack, Health: string(n.Node.Health), GPUs: n.SKU.GPUs, GPUModel: n.SKU.GPUModel,
 		FreeGPUMilli: n.FreeMilli, Jobs: jobs}
+	if d := n.Drain; d != nil {
+		out.Drain = &NodeDrain{Reason: d.Reason, By: d.By, At: d.At}
+	}
+	return out
 }
 
 // Tenant is a tenant of the tenants file.
@@ -233,8 +237,10 @@ func newReservation(r model.Reservation) Reservation {
 
 // Bodies shared with the client live in package wire.
 type (
-	Node  = wire.Node
-	SKU   = wire.SKU
-	Token = wire.Token
-	Alert = wire.Alert
+	Node         = wire.Node
+	NodeDrain    = wire.NodeDrain
+	DrainRequest = wire.DrainRequest
+	SKU          = wire.SKU
+	Token        = wire.Token
+	Alert        = wire.Alert
 )

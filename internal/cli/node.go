@@ -3,6 +3,7 @@ package cli
 import (
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,11 +12,12 @@ import (
 
 func newNodeCmd() *cobra.Command {
 	conn := &connection{}
-	cmd := clientGroup("node", "See the fleet's nodes and what runs on them (admin)",
+	cmd := clientGroup("node", "See the fleet's nodes and what runs on them; drain and resume them (admin)",
 		`node shows the machines of the fleet: where each sits (region, cluster,
-InfiniBand leaf, rack), its health, its free GPU capacity and its jobs.
-Nodes are admin-only: a tenant token gets Forbidden.`, conn)
-	cmd.AddCommand(newNodeListCmd(conn))
+InfiniBand leaf, rack), its health, its free GPU capacity and its jobs, and
+takes a node out of service and back (drain, resume). Nodes are
+admin-only: a tenant token gets Forbidden.`, conn)
+	cmd.AddCommand(newNodeListCmd(conn), newNodeDrainCmd(conn), newNodeResumeCmd(conn))
 	return cmd
 }
 
@@ -24,21 +26,83 @@ func newNodeListCmd(conn *connection) *cobra.Command {
 		Use:   "list",
 		Short: "List nodes with health, free GPUs and jobs",
 		Long: `list shows every node: SKU, region, cluster, leaf and rack, health (Ready,
-NotReady, ...), GPUs and GPU model, free GPUs (fractions when jobs share a
-GPU), and the IDs of the jobs on it.`,
+NotReady, Draining), GPUs and GPU model, free GPUs (fractions when jobs share
+a GPU), the IDs of the jobs on it, and why it is drained.`,
 		Example: `  allot node list
   allot node list -o json | jq '.nodes[] | select(.health != "Ready") | .name'`,
 		Aliases: []string{"ls"},
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return fetchAndList(cmd, conn, "nodes", (*client.Client).Nodes, func(nodes []client.Node) printer {
-				t := table{header: []string{"NAME", "SKU", "REGION", "CLUSTER", "LEAF", "RACK", "HEALTH", "GPUS", "FREE", "JOBS"}}
-				for _, n := range nodes {
-					t.add(n.Name, n.SKU, n.Region, orDash(n.Cluster), orDash(n.Leaf), orDash(n.Rack), n.Health,
-						strconv.Itoa(n.GPUs)+" "+n.GPUModel, gpus(float64(n.FreeGPUMilli)/1000), orDash(strings.Join(n.Jobs, ",")))
-				}
-				return t
+			return fetchAndList(cmd, conn, "nodes", (*client.Client).Nodes, nodeTable)
+		},
+	}
+}
+
+func newNodeDrainCmd(conn *connection) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:   "drain NAME --reason TEXT",
+		Short: "Take a node out of service: its work runs on, nothing new is placed there",
+		Long: `drain marks a node Draining, as Slurm's drain or kubectl cordon do: the jobs
+on it run to their end (cancel or preempt them to empty it sooner), and the
+scheduler places nothing new there until 'allot node resume'. The reason is
+required; 'allot node list' shows it, and the audit log records who drained
+the node and why. The drain is kept in the store: it survives restarts of
+the server and of the node's agent. Draining a drained node replaces its
+reason.`,
+		Example: `  allot node drain eastus-h100-03 --reason "GPU 5 XID 79, RMA ticket 4411"
+  allot node list | grep Draining`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return nodeAction(cmd, conn, func(cl *client.Client) (client.Node, error) {
+				return cl.DrainNode(cmd.Context(), args[0], reason)
 			})
 		},
 	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the node is drained, one line (required)")
+	_ = cmd.MarkFlagRequired("reason")
+	return cmd
+}
+
+func newNodeResumeCmd(conn *connection) *cobra.Command {
+	return &cobra.Command{
+		Use:   "resume NAME",
+		Short: "Put a drained node back in service",
+		Long: `resume ends a node's drain: the scheduler places work on it again (a node
+whose agent is away stays NotReady until it is back). A node that is not
+drained is left as it is.`,
+		Example: `  allot node resume eastus-h100-03`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return nodeAction(cmd, conn, func(cl *client.Client) (client.Node, error) {
+				return cl.ResumeNode(cmd.Context(), args[0])
+			})
+		},
+	}
+}
+
+// nodeAction runs act and shows the node it returns as list does.
+func nodeAction(cmd *cobra.Command, conn *connection, act func(*client.Client) (client.Node, error)) error {
+	cl, f, err := conn.client()
+	if err != nil {
+		return err
+	}
+	n, err := act(cl)
+	if err != nil {
+		return fromAPI(err)
+	}
+	return show(cmd.OutOrStdout(), f, n, func() printer { return nodeTable([]client.Node{n}) })
+}
+
+func nodeTable(nodes []client.Node) printer {
+	t := table{header: []string{"NAME", "SKU", "REGION", "CLUSTER", "LEAF", "RACK", "HEALTH", "GPUS", "FREE", "JOBS", "DRAINED"}}
+	for _, n := range nodes {
+		drained := "-"
+		if d := n.Drain; d != nil {
+			drained = d.Reason + " (" + d.By + ", " + d.At.UTC().Format(time.RFC3339) + ")"
+		}
+		t.add(n.Name, n.SKU, n.Region, orDash(n.Cluster), orDash(n.Leaf), orDash(n.Rack), n.Health,
+			strconv.Itoa(n.GPUs)+" "+n.GPUModel, gpus(float64(n.FreeGPUMilli)/1000), orDash(strings.Join(n.Jobs, ",")), drained)
+	}
+	return t
 }

@@ -2,6 +2,8 @@ package client
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -21,6 +23,26 @@ func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 	}
 	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/nodes", out: &out})
 	return out.Nodes, err
+}
+
+// DrainNode drains node name for reason (admin only): the work on it runs
+// on, nothing new is placed there until ResumeNode.
+func (c *Client) DrainNode(ctx context.Context, name, reason string) (Node, error) {
+	body, err := json.Marshal(wire.DrainRequest{Reason: reason})
+	if err != nil {
+		return Node{}, fmt.Errorf("encode drain: %w", err)
+	}
+	var out Node
+	err = c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(name) + "/drain", body: body,
+		contentType: "application/json", out: &out})
+	return out, err
+}
+
+// ResumeNode ends the drain of node name (admin only).
+func (c *Client) ResumeNode(ctx context.Context, name string) (Node, error) {
+	var out Node
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(name) + "/resume", out: &out})
+	return out, err
 }
 
 // SKUs lists the SKUs of region, of one series ("ND") when series is not

@@ -48,6 +48,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"delete", "/v1/instances/{id}", "200"},
 		{"post", "/v1/quota-requests", "201"}, {"get", "/v1/quota-requests", "200"}, {"put", "/v1/quotas", "200"},
 		{"post", "/v1/quota-requests/{id}/approve", "200"}, {"post", "/v1/quota-requests/{id}/deny", "200"}, {"get", "/v1/audit", "200"},
+		{"post", "/v1/nodes/{name}/drain", "200"}, {"post", "/v1/nodes/{name}/resume", "200"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -58,7 +59,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 			t.Errorf("%s %s: no %s response in openapi.json", strings.ToUpper(ep.method), ep.path, ep.status)
 		}
 	}
-	for name, v := range map[string]any{"Job": client.Job{}, "Batch": client.Batch{}, "JobError": client.JobError{}, "Why": client.Why{}, "RegionEstimate": client.RegionEstimate{}, "Node": client.Node{}, "SKU": client.SKU{},
+	for name, v := range map[string]any{"Job": client.Job{}, "Batch": client.Batch{}, "JobError": client.JobError{}, "Why": client.Why{}, "RegionEstimate": client.RegionEstimate{}, "Node": client.Node{}, "NodeDrain": wire.NodeDrain{}, "DrainRequest": wire.DrainRequest{}, "SKU": client.SKU{},
 		"Usage": client.Usage{}, "Reservation": client.Reservation{}, "ReservationUse": client.ReservationUse{}, "Token": client.Token{},
 		"Endpoint": client.Endpoint{}, "EndpointReplica": client.EndpointReplica{}, "EndpointMetrics": client.EndpointMetrics{},
 		"EndpointEvent": client.EndpointEvent{}, "MetricsReport": client.MetricsReport{},

@@ -70,6 +70,9 @@ func (s *Server) RegisterNode(ctx context.Context, name string, gpus []GPU, addr
 		return refuse(CodeInvalidSpec, "gpus", "node %s is a %s with %d GPUs; the agent reported %d", name, n.SKU, sku.GPUs, len(gpus))
 	}
 	rec := nodeRecord{Health: string(model.NodeReady), UpdatedAt: s.clock.Now(), Address: address}
+	if old, _, ok := s.cache.node(name); ok {
+		rec.Drain = old.Drain // an agent's restart does not undo a drain
+	}
 	seen := map[int]bool{}
 	for i, g := range gpus {
 		if g.Model != sku.GPUModel {
@@ -147,7 +150,7 @@ func (s *Server) CheckHeartbeats(ctx context.Context) error {
 	health, _ := s.cache.nodeHealth()
 	changed := false
 	for name, h := range health {
-		if h != model.NodeReady {
+		if h != model.NodeReady && h != model.NodeDraining {
 			continue
 		}
 		s.beatsMu.Lock()

@@ -43,6 +43,8 @@ const (
 	ActionPolicyApply    = "policy.apply"
 	ActionPolicyDelete   = "policy.delete"
 	ActionJobCancel      = "job.cancel"
+	ActionNodeDrain      = "node.drain"
+	ActionNodeResume     = "node.resume"
 )
 
 // AuditRecord is one entry of the audit log.

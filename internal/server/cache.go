@@ -252,7 +252,7 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 			c.log.Error("skipping unreadable node record", "key", key, "err", err)
 			return
 		}
-		c.nodes[n] = nodeEntry{health: model.Health(r.Health), rec: r, modRev: modRev}
+		c.nodes[n] = nodeEntry{health: r.health(), rec: r, modRev: modRev}
 		c.worldGen++
 	case strings.HasPrefix(key, prefixQuotas):
 		c.putQuotaLocked(key, value, modRev)

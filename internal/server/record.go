@@ -248,6 +248,9 @@ type nodeRecord struct {
 	UpdatedAt time.Time   `json:"updated_at,omitzero"`
 	Address   string      `json:"address,omitempty"`
 	GPUs      []gpuRecord `json:"gpus,omitempty"`
+	// Drain, when set, is the administrator's drain (drain.go): a Ready
+	// node is Draining while it stands.
+	Drain *NodeDrain `json:"drain,omitempty"`
 }
 
 type gpuRecord struct {

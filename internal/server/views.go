@@ -34,6 +34,7 @@ type NodeStatus struct {
 	SKU       model.SKU
 	FreeMilli int64    // free milli-GPU summed over the node's GPUs
 	Jobs      []string // IDs of jobs holding capacity here, sorted
+	Drain     *NodeDrain
 }
 
 // Nodes returns every fleet node with its health and use, in fleet order.
@@ -49,7 +50,8 @@ func (s *Server) Nodes() []NodeStatus {
 		}
 		js := jobs[n.Name]
 		sort.Strings(js)
-		out[i] = NodeStatus{Node: n, SKU: sku, FreeMilli: int64(sku.GPUs)*model.MilliPerGPU - u, Jobs: js}
+		rec, _, _ := s.cache.node(n.Name)
+		out[i] = NodeStatus{Node: n, SKU: sku, FreeMilli: int64(sku.GPUs)*model.MilliPerGPU - u, Jobs: js, Drain: rec.Drain}
 	}
 	return out
 }

@@ -15,6 +15,21 @@ type Node struct {
 	GPUModel     string   `json:"gpu_model"`
 	FreeGPUMilli int64    `json:"free_gpu_milli"`
 	Jobs         []string `json:"jobs"`
+	// Drain is the administrator's drain, while it stands.
+	Drain *NodeDrain `json:"drain,omitempty"`
+}
+
+// NodeDrain is an administrator's drain of a node: the work on it runs on,
+// nothing new is placed there.
+type NodeDrain struct {
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+}
+
+// DrainRequest is the body of POST /v1/nodes/{name}/drain.
+type DrainRequest struct {
+	Reason string `json:"reason"`
 }
 
 // SKU is a SKU offered in one region with its capacity now.
