@@ -152,6 +152,11 @@ func TestUIDashboard(t *testing.T) {
 	}
 	screenshot(t, ops, shots, "2-admin-after-preemption.png")
 
+	// A drained node is told apart from a lost one, with its reason.
+	allotAtMust(t, url, admin, "node", "drain", "westeurope-t4x1-02", "--reason", "fan swap")
+	defer allotAt(t, url, admin, "node", "resume", "westeurope-t4x1-02")
+	waitFor(t, ops, "the drained node", `#fleet .node.draining[data-node="westeurope-t4x1-02"][title="drained by admin: fan swap"]`)
+
 	// globex's tab: its own job, nobody else's, and no admin-only sections.
 	tenant, cancelTenant := chromedp.NewContext(browserCtx)
 	defer cancelTenant()

@@ -165,7 +165,10 @@ function drawFleet(nodes, jobs, tenants) {
 }
 
 function drawNode(n, held, partColour) {
-  const d = el("div", { class: "node" + (n.health === "Ready" ? "" : " notready"), "data-node": n.name },
+  const state = n.health === "Ready" ? "" : n.health === "Draining" ? " draining" : " notready";
+  const attrs = { class: "node" + state, "data-node": n.name };
+  if (n.drain) attrs.title = `drained by ${n.drain.by}: ${n.drain.reason}`;
+  const d = el("div", attrs,
     el("div", { class: "name", text: `${n.name} · ${n.gpu_model} · ${n.health}` }));
   const gpus = el("div", { class: "gpus" });
   for (let i = 0; i < n.gpus; i++) {
