@@ -70,9 +70,6 @@ func (s *Server) RegisterNode(ctx context.Context, name string, gpus []GPU, addr
 		return refuse(CodeInvalidSpec, "gpus", "node %s is a %s with %d GPUs; the agent reported %d", name, n.SKU, sku.GPUs, len(gpus))
 	}
 	rec := nodeRecord{Health: string(model.NodeReady), UpdatedAt: s.clock.Now(), Address: address}
-	if old, _, ok := s.cache.node(name); ok {
-		rec.Drain = old.Drain // an agent's restart does not undo a drain
-	}
 	seen := map[int]bool{}
 	for i, g := range gpus {
 		if g.Model != sku.GPUModel {
@@ -85,7 +82,12 @@ func (s *Server) RegisterNode(ctx context.Context, name string, gpus []GPU, addr
 		seen[g.Index] = true
 		rec.GPUs = append(rec.GPUs, gpuRecord{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB})
 	}
-	if err := s.putNode(ctx, name, rec); err != nil {
+	err := s.updateNode(ctx, name, func(r *nodeRecord) {
+		drain := r.Drain // an agent's restart does not undo a drain
+		*r = rec
+		r.Drain = drain
+	})
+	if err != nil {
 		return err
 	}
 	s.beat(name)
@@ -110,8 +112,8 @@ func (s *Server) Heartbeat(ctx context.Context, name string) error {
 	}
 	s.beat(name)
 	if rec.Health != string(model.NodeReady) {
-		rec.Health, rec.UpdatedAt = string(model.NodeReady), s.clock.Now()
-		if err := s.putNode(ctx, name, rec); err != nil {
+		now := s.clock.Now()
+		if err := s.updateNode(ctx, name, func(r *nodeRecord) { r.Health, r.UpdatedAt = string(model.NodeReady), now }); err != nil {
 			return err
 		}
 		s.log.Info("node ready again: heartbeat resumed", "node", name)
@@ -127,15 +129,39 @@ func (s *Server) beat(name string) {
 	s.m.heartbeats.Inc()
 }
 
-func (s *Server) putNode(ctx context.Context, name string, rec nodeRecord) error {
-	v, _ := json.Marshal(rec)
+// updateNode applies change to node name's record as the store has it and
+// writes the result, conditional on the record read: a write meanwhile (an
+// administrator's drain, a heartbeat) makes it read and apply change again,
+// so neither undoes the other.
+func (s *Server) updateNode(ctx context.Context, name string, change func(*nodeRecord)) error {
 	key := prefixNodes + name
-	rev, err := s.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(key, v)}})
-	if err != nil {
-		return fmt.Errorf("record node %s: %w", name, err)
+	for range 5 {
+		var rec nodeRecord
+		cond := store.Absent(key)
+		kv, err := s.st.Get(ctx, key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("read node %s: %w", name, err)
+		default:
+			if err := json.Unmarshal(kv.Value, &rec); err != nil {
+				return fmt.Errorf("read node %s: %w", name, err)
+			}
+			cond = store.ModRevIs(key, kv.ModRev)
+		}
+		change(&rec)
+		v, _ := json.Marshal(rec)
+		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{cond}, Then: []store.Op{store.PutOp(key, v)}})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("record node %s: %w", name, err)
+		}
+		s.cache.putKV(key, v, rev)
+		return nil
 	}
-	s.cache.putKV(key, v, rev)
-	return nil
+	return fmt.Errorf("record node %s: it changed five times while being written", name)
 }
 
 // CheckHeartbeats marks NotReady every Ready node whose agent has not
@@ -163,9 +189,7 @@ func (s *Server) CheckHeartbeats(ctx context.Context) error {
 		if now.Sub(last) < s.nodeTimeout {
 			continue
 		}
-		rec, _, _ := s.cache.node(name)
-		rec.Health, rec.UpdatedAt = string(model.NodeNotReady), now
-		if err := s.putNode(ctx, name, rec); err != nil {
+		if err := s.updateNode(ctx, name, func(r *nodeRecord) { r.Health, r.UpdatedAt = string(model.NodeNotReady), now }); err != nil {
 			return err
 		}
 		s.log.Warn("node not ready: missed heartbeats", "node", name, "last_heartbeat", last, "timeout", s.nodeTimeout)
