@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server/servertest"
 )
 
 func nodeOf(h *harness, name string) NodeStatus {
@@ -119,6 +120,30 @@ func TestDrainNodeRefusals(t *testing.T) {
 	}
 	if n := nodeOf(h, "eastus-t4x1-01"); n.Node.Health != model.NodeReady || n.Drain != nil {
 		t.Errorf("a refused drain changed the node: %s %+v", n.Node.Health, n.Drain)
+	}
+}
+
+// TestDrainFromTheFleetFile: a node the fleet file says is Draining is
+// drained as if by the administrator, under agents too, and resumes.
+func TestDrainFromTheFleetFile(t *testing.T) {
+	ctx := context.Background()
+	fleet, ten := servertest.Lab(t)
+	fleet.Nodes[0].Health = model.NodeDraining
+	srv, err := New(ctx, Config{Store: servertest.Store(t, ""), Fleet: fleet, Tenancy: ten, Clock: NewManualClock(t0),
+		Nodes: Agents{Timeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := fleet.Nodes[0].Name
+	if err := srv.RegisterNode(ctx, name, h100s(8), ""); err != nil {
+		t.Fatal(err)
+	}
+	n := srv.nodeStatus(name)
+	if n.Node.Health != model.NodeDraining || n.Drain == nil || n.Drain.By != "fleet file" {
+		t.Fatalf("registered: %s %+v, want Draining by the fleet file", n.Node.Health, n.Drain)
+	}
+	if n, err = srv.ResumeNode(ctx, admin, name); err != nil || n.Node.Health != model.NodeReady {
+		t.Fatalf("resumed: %s %v", n.Node.Health, err)
 	}
 }
 

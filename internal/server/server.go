@@ -287,7 +287,17 @@ func (s *Server) recordNodes(ctx context.Context) error {
 		if _, ok := have[n.Name]; ok {
 			continue
 		}
-		v, _ := json.Marshal(nodeRecord{Health: string(s.nodes.InitialHealth(n)), UpdatedAt: now})
+		rec := nodeRecord{Health: string(s.nodes.InitialHealth(n)), UpdatedAt: now}
+		if n.Health == model.NodeDraining {
+			// The fleet file's drain is one like the administrator's
+			// (drain.go): the node is Draining once Ready, agents or not,
+			// and 'allot node resume' ends it.
+			if rec.Health == string(model.NodeDraining) {
+				rec.Health = string(model.NodeReady)
+			}
+			rec.Drain = &NodeDrain{Reason: "health: Draining in the fleet file", By: "fleet file", At: now.UTC()}
+		}
+		v, _ := json.Marshal(rec)
 		key := prefixNodes + n.Name
 		txn.If = append(txn.If, store.Absent(key))
 		txn.Then = append(txn.Then, store.PutOp(key, v))
