@@ -122,13 +122,15 @@ nodes. Deleted and refused instances are left out unless --all.`,
 
 func newInstanceShowCmd(conn *connection) *cobra.Command {
 	return &cobra.Command{
-		Use:   "show ID",
+		Use:   "show ID|NAME",
 		Short: "Show one instance: its state, reason, nodes and any eviction deadline",
 		Long: `show prints an instance: its SKU, region and node count, its state and the
 reason for it, the nodes it holds, and, while it is being evicted
 (Preempted), the deadline of its eviction notice. An evicted instance waits
-(Queued) until it can be placed again, or until it is deleted.`,
+(Queued) until it can be placed again, or until it is deleted. An instance
+not ended also answers to its --name while no other of yours has it.`,
 		Example: `  allot instance show nd96-h100x8-ib-eastus-1k2m3n4p5q7x3z
+  allot instance show big-box
   allot instance show ID -o json | jq -r .eviction_deadline`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -142,13 +144,15 @@ reason for it, the nodes it holds, and, while it is being evicted
 
 func newInstanceDeleteCmd(conn *connection) *cobra.Command {
 	return &cobra.Command{
-		Use:   "delete ID",
+		Use:   "delete ID|NAME",
 		Short: "Delete an instance and free its nodes",
 		Long: `delete ends an instance: its nodes are free for the next scheduling cycle
 (where agents run it, its processes get the instance's grace to stop).
 Only its tenant or an admin may delete it; deleting one that already ended
-is a Conflict (exit status 2).`,
-		Example: `  allot instance delete nd96-h100x8-ib-eastus-1k2m3n4p5q7x3z`,
+is a Conflict (exit status 2). An instance not ended also answers to its
+--name while no other of yours has it (two of one name: give the ID).`,
+		Example: `  allot instance delete nd96-h100x8-ib-eastus-1k2m3n4p5q7x3z
+  allot instance delete big-box`,
 		Aliases: []string{"rm"},
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

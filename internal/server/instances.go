@@ -305,6 +305,10 @@ func (s *Server) soonest(j *model.Job, now time.Time) string {
 // instance is NotFound.
 func (s *Server) Instance(ctx context.Context, p Principal, id string) (*model.Job, error) {
 	j, err := s.Job(ctx, p, id)
+	var se *Error
+	if errors.As(err, &se) && se.Code == CodeNotFound {
+		return s.instanceNamed(ctx, p, id)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -312,6 +316,30 @@ func (s *Server) Instance(ctx context.Context, p Principal, id string) (*model.J
 		return nil, refuse(CodeNotFound, "", "no instance %q (it is a job: see allot job show)", id)
 	}
 	return j, nil
+}
+
+// instanceNamed is the one instance not ended that p sees with name
+// (create --name), as the ID it answers to.
+func (s *Server) instanceNamed(ctx context.Context, p Principal, name string) (*model.Job, error) {
+	live, err := s.Instances(ctx, p, "", false)
+	if err != nil {
+		return nil, err
+	}
+	var named []*model.Job
+	var ids []string
+	for _, j := range live {
+		if j.Spec.Name == name {
+			named = append(named, j)
+			ids = append(ids, j.ID)
+		}
+	}
+	switch len(named) {
+	case 0:
+		return nil, refuse(CodeNotFound, "", "no instance %q: give an ID or the name of one not ended ('allot instance list')", clipText(name))
+	case 1:
+		return named[0], nil
+	}
+	return nil, refuse(CodeConflict, "", "%d instances are named %q: give one's ID (%s)", len(named), name, strings.Join(ids, ", "))
 }
 
 // Instances returns the instances p may see, of tenant when it is not
@@ -337,7 +365,7 @@ func (s *Server) DeleteInstance(ctx context.Context, p Principal, id string) (*m
 		return nil, err
 	}
 	if j.Status.State.Terminal() {
-		return nil, refuse(CodeConflict, "", "instance %s already ended: %s (%s)", id, j.Status.State, j.Status.Reason)
+		return nil, refuse(CodeConflict, "", "instance %s already ended: %s (%s)", j.ID, j.Status.State, j.Status.Reason)
 	}
-	return s.Cancel(ctx, p, id)
+	return s.Cancel(ctx, p, j.ID)
 }

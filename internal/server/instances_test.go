@@ -219,3 +219,40 @@ func TestCreateInstanceIdempotent(t *testing.T) {
 		t.Fatalf("the key with another request: %v, want Conflict naming %s", err, IdempotencyField)
 	}
 }
+
+// TestInstanceByName: an instance answers to the name it was created with
+// while it is the only one not ended of that name; two are told apart by
+// ID, and a name nobody has is "no instance", not "no job".
+func TestInstanceByName(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	box := InstanceRequest{Name: "box", SKU: "NC24-A100x1", Region: "eastus", Count: 1}
+	first, err := h.srv.CreateInstance(ctx, copilot, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := h.srv.Instance(ctx, copilot, "box"); err != nil || j.ID != first.ID {
+		t.Fatalf("show box: %v %v, want %s", j, err, first.ID)
+	}
+	if _, err := h.srv.Instance(ctx, Principal{Tenant: "acme"}, "box"); !isCode(err, CodeNotFound) {
+		t.Errorf("another tenant's name: %v, want NotFound", err)
+	}
+	second, err := h.srv.CreateInstance(ctx, copilot, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.srv.DeleteInstance(ctx, copilot, "box")
+	if !isCode(err, CodeConflict) || !strings.Contains(err.Error(), first.ID) || !strings.Contains(err.Error(), second.ID) {
+		t.Fatalf("delete box with two of them: %v, want Conflict naming both IDs", err)
+	}
+	if _, err := h.srv.DeleteInstance(ctx, copilot, second.ID); err != nil {
+		t.Fatal(err)
+	}
+	if j, err := h.srv.DeleteInstance(ctx, copilot, "box"); err != nil || j.ID != first.ID {
+		t.Fatalf("delete box: %v %v, want %s canceled", j, err, first.ID)
+	}
+	_, err = h.srv.Instance(ctx, copilot, "box")
+	if !isCode(err, CodeNotFound) || !strings.Contains(err.Error(), `no instance "box"`) {
+		t.Errorf("box after both ended: %v, want NotFound saying no instance", err)
+	}
+}
