@@ -127,7 +127,8 @@ func capacityText(f *model.Fleet, s *model.JobSpec) string {
 	byRegion := map[string]*room{}
 	for _, n := range f.Nodes {
 		sku, ok := f.Catalog[n.SKU]
-		if !ok || !s.Placement.AllowsRegion(n.Region) || !r.AcceptsModel(sku.GPUModel) || sku.GPUs == 0 {
+		if !ok || !s.Placement.AllowsRegion(n.Region) || !r.AcceptsModel(sku.GPUModel) || sku.GPUs == 0 ||
+			(s.Placement.SKU != "" && n.SKU != s.Placement.SKU) {
 			continue
 		}
 		per := 0

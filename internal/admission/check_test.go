@@ -84,6 +84,19 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckCountsThePinnedSKU: work pinned to a SKU (an instance) is told
+// how many nodes of that SKU exist, not how many instances of its shape
+// other SKUs could hold.
+func TestCheckCountsThePinnedSKU(t *testing.T) {
+	f, ten := example(t)
+	s := job(t, "name: box\ntenant: acme\nresources: {instance_count: 5, gpus_per_instance: 1, gpu_models: [A100]}\nplacement: {regions: [westus]}\n")
+	s.Placement.SKU = "NC24-A100x1"
+	v := admission.Check(sched.New(sched.Config{}), admission.Ideal(f), ten, s, time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	if !v.Never() || !strings.Contains(v.Detail, "the most that exists: westus 2 instances (2 nodes of 1×A100)") {
+		t.Fatalf("verdict %s: %s", v.Reason, v.Detail)
+	}
+}
+
 // TestIdealLeavesFleet checks that Ideal copies: the fleet it is given
 // keeps its health.
 func TestIdealLeavesFleet(t *testing.T) {
