@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"time"
 
 	"github.com/allot-dev/allot/internal/admission"
@@ -17,10 +18,46 @@ func (s *Server) admissible(w *world, spec model.JobSpec, now time.Time) error {
 		return refuse(CodeInvalidSpec, "command", "a job needs a command to run on a node: "+
 			"give the program and its arguments, e.g. command: [python, train.py]")
 	}
+	if name := spec.Placement.Reservation; name != "" {
+		if err := usableReservation(w, spec.Tenant, name, now); err != nil {
+			return err
+		}
+	}
 	if v := w.admit(s.core, spec, now); v.Never() {
 		return refuse(neverCode(v), v.Field, "%s", v.Detail)
 	}
 	return nil
+}
+
+// usableReservation refuses a job that names a reservation it can never
+// run in, as sbatch --reservation does: one its tenant does not own (the
+// same words whether another tenant owns it or nobody does, so a tenant
+// learns no other tenant's reservation names), or one whose window has
+// ended. A reservation whose window lies ahead is usable: the job waits
+// for it (ReservationNotActive).
+func usableReservation(w *world, tenant, name string, now time.Time) error {
+	const field = "placement.reservation"
+	var own []string
+	for _, r := range w.tenancy.Reservations {
+		if r.Owner != tenant {
+			continue
+		}
+		if r.Name == name {
+			if !r.End.IsZero() && !now.Before(r.End) {
+				return refuse(CodeInvalidSpec, field, "reservation %q ended at %s", name, r.End.UTC().Format(time.RFC3339))
+			}
+			return nil
+		}
+		own = append(own, r.Name)
+	}
+	hint := model.DidYouMean(name, own)
+	switch {
+	case hint == "" && len(own) == 0:
+		hint = " ('allot reservation create' makes one)"
+	case hint == "":
+		hint = " (it has " + strings.Join(own, ", ") + ")"
+	}
+	return refuse(CodeInvalidSpec, field, "tenant %s has no reservation %q%s", tenant, clipText(name), hint)
 }
 
 // neverCode is the refusal code of a verdict that Never holds.

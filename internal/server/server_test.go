@@ -219,13 +219,25 @@ func TestStalePlanReplans(t *testing.T) {
 	}
 }
 
+// reserveLater reserves copilot 4 eastus H100 nodes from a day on and
+// returns a job that waits for them (ReservationNotActive).
+func reserveLater(h *harness) string {
+	h.t.Helper()
+	r := model.Reservation{Name: "later", Owner: "copilot", SKU: "ND96-H100x8-IB", Region: "eastus", Count: 4,
+		Start: t0.Add(24 * time.Hour), End: t0.Add(48 * time.Hour)}
+	if _, _, err := h.srv.CreateReservation(h.t.Context(), admin, r); err != nil {
+		h.t.Fatal(err)
+	}
+	return `{name: big, tenant: copilot, resources: {instance_count: 4, gpus_per_instance: 8, gpu_models: [H100]}, placement: {reservation: later}}`
+}
+
 func TestRestartRebuilds(t *testing.T) {
 	h := newHarness(t)
 	var ids []string
 	for range 5 {
 		ids = append(ids, h.submit(copilot, chat).ID)
 	}
-	big := h.submit(copilot, `{name: big, tenant: copilot, resources: {instance_count: 4, gpus_per_instance: 8, gpu_models: [H100]}, placement: {reservation: later}}`)
+	big := h.submit(copilot, reserveLater(h))
 	h.cycle()
 	before := map[string]model.JobStatus{}
 	for _, id := range append(ids, big.ID) {
@@ -252,7 +264,7 @@ func TestRestartRebuilds(t *testing.T) {
 
 func TestPendingReasonWrittenOnlyWhenChanged(t *testing.T) {
 	h := newHarness(t)
-	big := h.submit(copilot, `{name: big, tenant: copilot, resources: {instance_count: 4, gpus_per_instance: 8, gpu_models: [H100]}, placement: {reservation: later}}`)
+	big := h.submit(copilot, reserveLater(h))
 	h.cycle()
 	_, rev1, _ := h.srv.cache.job(big.ID)
 	h.cycle()

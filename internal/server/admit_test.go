@@ -1,0 +1,57 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+// TestSubmitNamesAUsableReservation: a job naming a reservation its tenant
+// does not own, or one that has ended, is refused at submit, as sbatch
+// refuses an invalid --reservation; another tenant's name reads as a
+// missing one. A reservation whose window lies ahead is usable.
+func TestSubmitNamesAUsableReservation(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	short := model.Reservation{Name: "short", Owner: "acme", SKU: "ND96-A100x8-IB", Region: "westus", Count: 1, End: t0.Add(time.Hour)}
+	if _, _, err := h.srv.CreateReservation(ctx, admin, short); err != nil {
+		t.Fatal(err)
+	}
+	job := func(tenant, res string) model.JobSpec {
+		specs, err := spec.ParseJobs("t", []byte(fmt.Sprintf(`{name: r, tenant: %s, resources: {gpus_per_instance: 8, gpu_models: [A100]}, placement: {reservation: %s}}`, tenant, res)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return specs[0]
+	}
+	acme := Principal{Tenant: "acme"}
+	for _, tc := range []struct {
+		p           Principal
+		tenant, res string
+		want        string // "" admitted
+	}{
+		{acme, "acme", "acme-a100-2027", ""},
+		{acme, "acme", "short", ""},
+		{acme, "acme", "acme-a100-202", `tenant acme has no reservation "acme-a100-202" (did you mean acme-a100-2027?)`},
+		{copilot, "copilot", "globex-h100", `tenant copilot has no reservation "globex-h100" ('allot reservation create' makes one)`},
+		{admin, "globex", "acme-a100-2027", `tenant globex has no reservation "acme-a100-2027" (it has globex-h100)`},
+	} {
+		_, err := h.srv.Submit(ctx, tc.p, job(tc.tenant, tc.res))
+		var se *Error
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s naming %s: %v", tc.tenant, tc.res, err)
+		case tc.want != "" && (!errors.As(err, &se) || se.Code != CodeInvalidSpec || se.Field != "placement.reservation" || se.Msg != tc.want):
+			t.Errorf("%s naming %s: %v, want InvalidSpec on placement.reservation: %s", tc.tenant, tc.res, err, tc.want)
+		}
+	}
+	h.clock.Advance(2 * time.Hour)
+	if _, err := h.srv.Submit(ctx, acme, job("acme", "short")); err == nil || !strings.Contains(err.Error(), `reservation "short" ended at 2026-06-01T13:00:00Z`) {
+		t.Errorf("naming an ended reservation: %v", err)
+	}
+}
