@@ -55,3 +55,28 @@ func TestSubmitNamesAUsableReservation(t *testing.T) {
 		t.Errorf("naming an ended reservation: %v", err)
 	}
 }
+
+// TestDeleteReservationInUse: a reservation that jobs not ended name is
+// not deleted (they would wait for it forever); once they end, it is.
+func TestDeleteReservationInUse(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	acme := Principal{Tenant: "acme"}
+	r := model.Reservation{Name: "mine", Owner: "acme", SKU: "ND96-A100x8-IB", Region: "westus", Count: 1,
+		Start: t0.Add(time.Hour), End: t0.Add(3 * time.Hour)}
+	if _, _, err := h.srv.CreateReservation(ctx, admin, r); err != nil {
+		t.Fatal(err)
+	}
+	j := h.submit(acme, `{name: inside, tenant: acme, resources: {gpus_per_instance: 8, gpu_models: [A100]}, placement: {reservation: mine}}`)
+	h.cycle()
+	err := h.srv.DeleteReservation(ctx, acme, "mine")
+	if !isCode(err, CodeConflict) || !strings.Contains(err.Error(), `reservation "mine" is named by 1 job not ended (`+j.ID+`)`) {
+		t.Fatalf("delete with a job waiting for it: %v", err)
+	}
+	if _, err := h.srv.Cancel(ctx, acme, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.DeleteReservation(ctx, acme, "mine"); err != nil {
+		t.Fatalf("delete once the job ended: %v", err)
+	}
+}

@@ -294,6 +294,9 @@ func (s *Server) DeleteReservation(ctx context.Context, p Principal, name string
 		}
 		return refuse(CodeNotFound, "", "no reservation %q", name)
 	}
+	if err := s.reservationIdle(p, name); err != nil {
+		return err
+	}
 	key := prefixReservations + name
 	rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.DeleteOp(key)}})
 	if errors.Is(err, store.ErrConflict) {
@@ -307,6 +310,38 @@ func (s *Server) DeleteReservation(ctx context.Context, p Principal, name string
 	s.audit(ctx, p, ActionReservationDel, "reservation/"+name, reservationAuditText(r))
 	s.Kick()
 	return nil
+}
+
+// reservationIdle refuses the deletion of reservation name while jobs not
+// ended name it, as Slurm refuses to delete a reservation in use: queued
+// ones would wait for it forever, and running ones could not come back
+// after a preemption. The answer names the jobs p may see.
+func (s *Server) reservationIdle(p Principal, name string) error {
+	snap := s.cache.snapshot()
+	var ids []string
+	n := 0
+	for _, j := range append(snap.jobs, snap.blocked...) {
+		if j.Spec.Placement.Reservation != name {
+			continue
+		}
+		n++
+		if p.sees(j.Spec.Tenant) && len(ids) < 5 {
+			ids = append(ids, j.ID)
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	if more := n - len(ids); more > 0 {
+		ids = append(ids, fmt.Sprintf("%d more", more))
+	}
+	which := strings.Join(ids, ", ")
+	jobs := "jobs"
+	if n == 1 {
+		jobs = "job"
+	}
+	return refuse(CodeConflict, "", "reservation %q is named by %d %s not ended (%s): cancel them, or let them end, first",
+		name, n, jobs, which)
 }
 
 // HashToken returns the SHA-256 hex digest under which a token is stored.
