@@ -99,6 +99,27 @@ func (st *state) groupStage(a *attempt, g *group, v *verdict) stage {
 	return stageBorrow
 }
 
+// unready counts the nodes that are not Ready in the groups that pass a's
+// group filters (region, residency, fabric): those lost and those drained.
+// It is for the explanation of NoReadyNodes only, so it may walk nodes.
+func (st *state) unready(a *attempt) (notReady, draining int) {
+	var scratch verdict
+	for _, g := range st.groups {
+		if st.groupStage(a, g, &scratch) < stageReady {
+			continue
+		}
+		for _, n := range g.nodes {
+			switch {
+			case n.Draining:
+				draining++
+			case !n.Ready:
+				notReady++
+			}
+		}
+	}
+	return notReady, draining
+}
+
 // capable reports whether one instance could ever run on g's SKU.
 func (st *state) capable(a *attempt, g *group) bool {
 	r := &a.req
@@ -292,7 +313,9 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		return TopologyUnsatisfiable, fmt.Sprintf("no %s cluster in %s has %s",
 			spec.Placement.Interconnect, regionsText(spec.Placement.Regions), shapeText(a))
 	case stageInterconnect:
-		return NoReadyNodes, fmt.Sprintf("all %d capable nodes are NotReady or Draining", v.capableNodes)
+		notReady, draining := st.unready(a)
+		return NoReadyNodes, fmt.Sprintf("all %d capable nodes are NotReady or Draining: %d NotReady, %d Draining (taken out of service by an administrator)",
+			v.capableNodes, notReady, draining)
 	case stageReady:
 		k, sk := v.quota, st.series[v.quota.series]
 		return QuotaExceeded, fmt.Sprintf("tenant %s: %s GPUs in %s: %s of %s used, job needs %s",

@@ -50,6 +50,20 @@ func TestAdmit(t *testing.T) {
 		want:      map[string]sched.Reason{"in": sched.ReasonNone, "borrow": sched.ReasonNone, "toomuch": sched.BorrowLimitReached},
 		detailHas: map[string]string{"toomuch": "may borrow at most 4 GPUs beyond its guarantee here: the job waits for the partition's own work in the pool to end"},
 	}, {
+		name: "no Ready node: lost ones and drained ones told apart",
+		world: func() *World {
+			w := twoLeaves().NotReady("t4-1")
+			for i := range w.Fleet.Nodes {
+				if w.Fleet.Nodes[i].Name == "t4-2" {
+					w.Fleet.Nodes[i].Health = model.NodeDraining
+				}
+			}
+			w.Job("j", "alice").GPUs(1, 1).Models("T4")
+			return w
+		},
+		want:      map[string]sched.Reason{"j": sched.NoReadyNodes},
+		detailHas: map[string]string{"j": "all 2 capable nodes are NotReady or Draining: 1 NotReady, 1 Draining"},
+	}, {
 		name: "a job beyond guarantee and borrowing limit together",
 		world: func() *World {
 			w := twoLeaves().Partition("p", "eastus", "H100", 8).BorrowLimit(4).Tenant("carol", "p")

@@ -23,6 +23,7 @@ type NodeInfo struct {
 	Leaf      string
 	Rack      string
 	Ready     bool // accepts new work
+	Draining  bool // not Ready because an administrator drains it (model.NodeDraining)
 	PowerW    int64
 
 	FreeMilli []int64 // per GPU; model.MilliPerGPU when the GPU is idle

@@ -217,6 +217,7 @@ func (ss *Session) SetHealth(node string, health model.Health) error {
 	}
 	ss.health[node] = health
 	n := st.nodes[i]
+	n.Draining = health == model.NodeDraining
 	ready := health == model.NodeReady
 	if n.Ready == ready {
 		return nil

@@ -347,7 +347,8 @@ func (st *state) buildFleet(f *model.Fleet) {
 		ni := &NodeInfo{
 			Index: i, Rank: i, Name: n.Name, SKU: n.SKU, Series: sku.Series, GPUModel: sku.GPUModel,
 			Region: n.Region, Residency: reg.residency, Cluster: n.Cluster, Fabric: clusterFabric[n.Cluster],
-			Leaf: n.Leaf, Rack: n.Rack, Ready: n.Health == model.NodeReady, PowerW: sku.PowerW,
+			Leaf: n.Leaf, Rack: n.Rack, Ready: n.Health == model.NodeReady,
+			Draining: n.Health == model.NodeDraining, PowerW: sku.PowerW,
 			FreeMilli: free, FreeWhole: sku.GPUs,
 			CPUCap: sku.CPUMilli(), CPUFree: sku.CPUMilli(), MemCap: sku.MemoryMiB(), MemFree: sku.MemoryMiB(),
 		}
