@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"time"
@@ -54,9 +55,10 @@ reason.`,
   allot node list | grep Draining`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return nodeAction(cmd, conn, func(cl *client.Client) (client.Node, error) {
-				return cl.DrainNode(cmd.Context(), args[0], reason)
-			})
+			drain := func(cl *client.Client, ctx context.Context) (client.Node, error) {
+				return cl.DrainNode(ctx, args[0], reason)
+			}
+			return fetchAndShow(cmd, conn, drain, nodeRow)
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the node is drained, one line (required)")
@@ -74,25 +76,14 @@ drained is left as it is.`,
 		Example: `  allot node resume eastus-h100-03`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return nodeAction(cmd, conn, func(cl *client.Client) (client.Node, error) {
-				return cl.ResumeNode(cmd.Context(), args[0])
-			})
+			resume := func(cl *client.Client, ctx context.Context) (client.Node, error) { return cl.ResumeNode(ctx, args[0]) }
+			return fetchAndShow(cmd, conn, resume, nodeRow)
 		},
 	}
 }
 
-// nodeAction runs act and shows the node it returns as list does.
-func nodeAction(cmd *cobra.Command, conn *connection, act func(*client.Client) (client.Node, error)) error {
-	cl, f, err := conn.client()
-	if err != nil {
-		return err
-	}
-	n, err := act(cl)
-	if err != nil {
-		return fromAPI(err)
-	}
-	return show(cmd.OutOrStdout(), f, n, func() printer { return nodeTable([]client.Node{n}) })
-}
+// nodeRow shows one node as list does.
+func nodeRow(n client.Node) printer { return nodeTable([]client.Node{n}) }
 
 func nodeTable(nodes []client.Node) printer {
 	t := table{header: []string{"NAME", "SKU", "REGION", "CLUSTER", "LEAF", "RACK", "HEALTH", "GPUS", "FREE", "JOBS", "DRAINED"}}

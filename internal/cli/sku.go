@@ -23,10 +23,10 @@ func newSKUListCmd(conn *connection) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "list [--region R] [--series S]",
 		Short: "List the SKUs of every region, or of one, with free capacity and prices",
-		Long: `list shows each SKU sold in each region (one region with --region): its series (ND for training nodes on
-InfiniBand, NC for inference), GPU model and count per node, how many of its
-nodes and GPUs are free now, and its on-demand and spot price per node-hour
-in that region (the fleet file's prices:, else the SKU's catalog rates).
+		Long: `list shows each SKU sold in each region (in one with --region): its series
+(ND for training nodes on InfiniBand, NC for inference), GPU model and count
+per node, how many of its nodes and GPUs are free now, and its on-demand and
+spot price per node-hour in that region (the fleet file's prices:, else the SKU's catalog rates).
 The spot price is the one a spot job starting now would pay: its floor,
 rising with the region's GPU utilisation to the on-demand price when full
 (docs/cost.md). Any token may list SKUs.`,

@@ -82,10 +82,11 @@ func (s *Server) RegisterNode(ctx context.Context, name string, gpus []GPU, addr
 		seen[g.Index] = true
 		rec.GPUs = append(rec.GPUs, gpuRecord{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB})
 	}
-	err := s.updateNode(ctx, name, func(r *nodeRecord) {
+	_, err := s.updateNode(ctx, name, func(r *nodeRecord, _ *store.Txn) bool {
 		drain := r.Drain // an agent's restart does not undo a drain
 		*r = rec
 		r.Drain = drain
+		return true
 	})
 	if err != nil {
 		return err
@@ -113,7 +114,7 @@ func (s *Server) Heartbeat(ctx context.Context, name string) error {
 	s.beat(name)
 	if rec.Health != string(model.NodeReady) {
 		now := s.clock.Now()
-		if err := s.updateNode(ctx, name, func(r *nodeRecord) { r.Health, r.UpdatedAt = string(model.NodeReady), now }); err != nil {
+		if _, err := s.updateNode(ctx, name, setHealth(model.NodeReady, now)); err != nil {
 			return err
 		}
 		s.log.Info("node ready again: heartbeat resumed", "node", name)
@@ -132,8 +133,10 @@ func (s *Server) beat(name string) {
 // updateNode applies change to node name's record as the store has it and
 // writes the result, conditional on the record read: a write meanwhile (an
 // administrator's drain, a heartbeat) makes it read and apply change again,
-// so neither undoes the other.
-func (s *Server) updateNode(ctx context.Context, name string, change func(*nodeRecord)) error {
+// so neither undoes the other. change may add operations to the write (an
+// audit record) and returns false to write nothing; updateNode reports
+// whether it wrote.
+func (s *Server) updateNode(ctx context.Context, name string, change func(*nodeRecord, *store.Txn) bool) (bool, error) {
 	key := prefixNodes + name
 	for range 5 {
 		var rec nodeRecord
@@ -142,26 +145,39 @@ func (s *Server) updateNode(ctx context.Context, name string, change func(*nodeR
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 		case err != nil:
-			return fmt.Errorf("read node %s: %w", name, err)
+			return false, fmt.Errorf("read node %s: %w", name, err)
 		default:
 			if err := json.Unmarshal(kv.Value, &rec); err != nil {
-				return fmt.Errorf("read node %s: %w", name, err)
+				return false, fmt.Errorf("read node %s: %w", name, err)
 			}
 			cond = store.ModRevIs(key, kv.ModRev)
 		}
-		change(&rec)
+		var txn store.Txn
+		if !change(&rec, &txn) {
+			return false, nil
+		}
 		v, _ := json.Marshal(rec)
-		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{cond}, Then: []store.Op{store.PutOp(key, v)}})
+		txn.If = append(txn.If, cond)
+		txn.Then = append(txn.Then, store.PutOp(key, v))
+		rev, err := s.st.Txn(ctx, txn)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("record node %s: %w", name, err)
+			return false, fmt.Errorf("record node %s: %w", name, err)
 		}
 		s.cache.putKV(key, v, rev)
-		return nil
+		return true, nil
 	}
-	return fmt.Errorf("record node %s: it changed five times while being written", name)
+	return false, refuse(CodeConflict, "name", "node %s changed five times while it was being written; try again", name)
+}
+
+// setHealth is the change of a node's health to h at now.
+func setHealth(h model.Health, now time.Time) func(*nodeRecord, *store.Txn) bool {
+	return func(r *nodeRecord, _ *store.Txn) bool {
+		r.Health, r.UpdatedAt = string(h), now
+		return true
+	}
 }
 
 // CheckHeartbeats marks NotReady every Ready node whose agent has not
@@ -189,7 +205,7 @@ func (s *Server) CheckHeartbeats(ctx context.Context) error {
 		if now.Sub(last) < s.nodeTimeout {
 			continue
 		}
-		if err := s.updateNode(ctx, name, func(r *nodeRecord) { r.Health, r.UpdatedAt = string(model.NodeNotReady), now }); err != nil {
+		if _, err := s.updateNode(ctx, name, setHealth(model.NodeNotReady, now)); err != nil {
 			return err
 		}
 		s.log.Warn("node not ready: missed heartbeats", "node", name, "last_heartbeat", last, "timeout", s.nodeTimeout)

@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -56,8 +53,8 @@ func (s *Server) ResumeNode(ctx context.Context, p Principal, name string) (Node
 }
 
 // setDrain writes d as node name's drain (nil: none) with its audit record
-// in one transaction, conditional on the record it read: a heartbeat
-// written meanwhile makes it read and try again.
+// in one transaction (updateNode). Resuming a node not drained writes
+// nothing.
 func (s *Server) setDrain(ctx context.Context, p Principal, name string, d *NodeDrain, action, detail string) (NodeStatus, error) {
 	if !p.Admin {
 		return NodeStatus{}, refuse(CodeForbidden, "", "draining and resuming nodes is for the administrator")
@@ -65,40 +62,26 @@ func (s *Server) setDrain(ctx context.Context, p Principal, name string, d *Node
 	if _, ok := s.world().nodes[name]; !ok {
 		return NodeStatus{}, refuse(CodeNotFound, "name", "no node %q in the fleet", clipText(name))
 	}
-	key := prefixNodes + name
-	for range 3 {
-		kv, err := s.st.Get(ctx, key)
-		if err != nil {
-			return NodeStatus{}, fmt.Errorf("read node %s: %w", name, err)
+	wrote, err := s.updateNode(ctx, name, func(r *nodeRecord, txn *store.Txn) bool {
+		if d == nil && r.Drain == nil {
+			return false
 		}
-		var rec nodeRecord
-		if err := json.Unmarshal(kv.Value, &rec); err != nil {
-			return NodeStatus{}, fmt.Errorf("read node %s: %w", name, err)
-		}
-		if d == nil && rec.Drain == nil {
-			return s.nodeStatus(name), nil
-		}
-		rec.Drain = d
-		v, _ := json.Marshal(rec)
-		txn := store.Txn{If: []store.Cond{store.ModRevIs(key, kv.ModRev)}, Then: []store.Op{store.PutOp(key, v)}}
-		s.auditTxn(&txn, p, action, "node/"+name, detail)
-		rev, err := s.st.Txn(ctx, txn)
-		if errors.Is(err, store.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return NodeStatus{}, fmt.Errorf("record node %s: %w", name, err)
-		}
-		s.cache.putKV(key, v, rev)
+		r.Drain = d
+		s.auditTxn(txn, p, action, "node/"+name, detail)
+		return true
+	})
+	if err != nil {
+		return NodeStatus{}, err
+	}
+	if wrote {
 		if d != nil {
 			s.log.Info("node drained", "node", name, "by", p.Name(), "reason", d.Reason)
 		} else {
 			s.log.Info("node resumed", "node", name, "by", p.Name())
 		}
 		s.Kick()
-		return s.nodeStatus(name), nil
 	}
-	return NodeStatus{}, refuse(CodeConflict, "name", "node %s changed three times while it was being written; try again", name)
+	return s.nodeStatus(name), nil
 }
 
 // nodeStatus is node name as Nodes shows it.

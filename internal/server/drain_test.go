@@ -124,26 +124,30 @@ func TestDrainNodeRefusals(t *testing.T) {
 }
 
 // TestDrainFromTheFleetFile: a node the fleet file says is Draining is
-// drained as if by the administrator, under agents too, and resumes.
+// drained as if by the administrator, with simulated nodes and under
+// agents, and resumes.
 func TestDrainFromTheFleetFile(t *testing.T) {
-	ctx := context.Background()
-	fleet, ten := servertest.Lab(t)
-	fleet.Nodes[0].Health = model.NodeDraining
-	srv, err := New(ctx, Config{Store: servertest.Store(t, ""), Fleet: fleet, Tenancy: ten, Clock: NewManualClock(t0),
-		Nodes: Agents{Timeout: 2 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := fleet.Nodes[0].Name
-	if err := srv.RegisterNode(ctx, name, h100s(8), ""); err != nil {
-		t.Fatal(err)
-	}
-	n := srv.nodeStatus(name)
-	if n.Node.Health != model.NodeDraining || n.Drain == nil || n.Drain.By != "fleet file" {
-		t.Fatalf("registered: %s %+v, want Draining by the fleet file", n.Node.Health, n.Drain)
-	}
-	if n, err = srv.ResumeNode(ctx, admin, name); err != nil || n.Node.Health != model.NodeReady {
-		t.Fatalf("resumed: %s %v", n.Node.Health, err)
+	for _, nodes := range []Nodes{Simulated{}, Agents{Timeout: 2 * time.Second}} {
+		ctx := context.Background()
+		fleet, ten := servertest.Lab(t)
+		fleet.Nodes[0].Health = model.NodeDraining
+		srv, err := New(ctx, Config{Store: servertest.Store(t, ""), Fleet: fleet, Tenancy: ten, Clock: NewManualClock(t0), Nodes: nodes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fleet.Nodes[0].Name
+		if _, agents := nodes.(Agents); agents {
+			if err := srv.RegisterNode(ctx, name, h100s(8), ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := srv.nodeStatus(name)
+		if n.Node.Health != model.NodeDraining || n.Drain == nil || n.Drain.By != "fleet file" {
+			t.Fatalf("%T: %s %+v, want Draining by the fleet file", nodes, n.Node.Health, n.Drain)
+		}
+		if n, err = srv.ResumeNode(ctx, admin, name); err != nil || n.Node.Health != model.NodeReady {
+			t.Fatalf("%T: resumed: %s %v", nodes, n.Node.Health, err)
+		}
 	}
 }
 

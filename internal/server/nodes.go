@@ -40,8 +40,10 @@ type Ending struct {
 type Simulated struct{}
 
 // InitialHealth implements Nodes.
+// A node the file drains is Ready: its drain is recorded beside its health
+// (recordNodes), as an administrator's drain is.
 func (Simulated) InitialHealth(n model.Node) model.Health {
-	if n.Health == "" {
+	if n.Health == "" || n.Health == model.NodeDraining {
 		return model.NodeReady
 	}
 	return n.Health

@@ -72,11 +72,12 @@ func (s *Server) redact(viewer, text string) string {
 		}
 		// A word may end a sentence: "preempted for acme." names acme.
 		word := text[i:j]
-		name := strings.TrimRight(word, ".")
 		if other := s.foreignWord(w, viewer, word); other != "" {
 			word, changed = other, true
-		} else if other := s.foreignWord(w, viewer, name); name != word && other != "" {
-			word, changed = other+word[len(name):], true
+		} else if name := strings.TrimRight(word, "."); name != word {
+			if other := s.foreignWord(w, viewer, name); other != "" {
+				word, changed = other+word[len(name):], true
+			}
 		}
 		b.WriteString(word)
 		i = j

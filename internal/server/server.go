@@ -292,9 +292,6 @@ func (s *Server) recordNodes(ctx context.Context) error {
 			// The fleet file's drain is one like the administrator's
 			// (drain.go): the node is Draining once Ready, agents or not,
 			// and 'allot node resume' ends it.
-			if rec.Health == string(model.NodeDraining) {
-				rec.Health = string(model.NodeReady)
-			}
 			rec.Drain = &NodeDrain{Reason: "health: Draining in the fleet file", By: "fleet file", At: now.UTC()}
 		}
 		v, _ := json.Marshal(rec)

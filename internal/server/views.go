@@ -320,13 +320,15 @@ func (s *Server) reservationIdle(p Principal, name string) error {
 	snap := s.cache.snapshot()
 	var ids []string
 	n := 0
-	for _, j := range append(snap.jobs, snap.blocked...) {
-		if j.Spec.Placement.Reservation != name {
-			continue
-		}
-		n++
-		if p.sees(j.Spec.Tenant) && len(ids) < 5 {
-			ids = append(ids, j.ID)
+	for _, jobs := range [][]*model.Job{snap.jobs, snap.blocked} {
+		for _, j := range jobs {
+			if j.Spec.Placement.Reservation != name {
+				continue
+			}
+			n++
+			if p.sees(j.Spec.Tenant) && len(ids) < 5 {
+				ids = append(ids, j.ID)
+			}
 		}
 	}
 	if n == 0 {
