@@ -26,12 +26,14 @@ administrator's edit ('quota set'). Both are recorded in the audit log
 func newQuotaUsageCmd(conn *connection) *cobra.Command {
 	var region string
 	cmd := &cobra.Command{
-		Use:   "usage --region R",
-		Short: "Show GPUs in use per tenant and series, against quota",
-		Long: `usage shows, for each tenant and SKU series in a region, the GPUs its
-running jobs hold and its quota there ("-" when no quota applies). A tenant
-token sees its own usage; an admin token sees every tenant's.`,
-		Example: `  allot quota usage --region eastus
+		Use:     "usage [--region R]",
+		Aliases: []string{"list"},
+		Short:   "Show GPUs in use per tenant and series, against quota",
+		Long: `usage shows, for each tenant, region and SKU series, the GPUs its
+running jobs hold and its quota there ("-" when no quota applies), in every
+region or in --region's alone. A tenant token sees its own usage; an admin
+token sees every tenant's.`,
+		Example: `  allot quota usage
   allot quota usage --region westus -o yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -62,7 +64,6 @@ token sees its own usage; an admin token sees every tenant's.`,
 			})
 		},
 	}
-	cmd.Flags().StringVar(&region, "region", "", "region, e.g. eastus (required)")
-	_ = cmd.MarkFlagRequired("region")
+	cmd.Flags().StringVar(&region, "region", "", "only this region, e.g. eastus (default: every region)")
 	return cmd
 }

@@ -12,5 +12,11 @@ func TestQuotaUsage(t *testing.T) {
 		{name: "yaml", args: []string{"quota", "usage", "--region", "eastus", "-o", "yaml"},
 			ex:      exchange{method: "GET", path: "/v1/usage", query: "region=eastus", status: 200, body: body},
 			wantOut: []string{"usage:\n  - tenant: acme\n", "quota_gpus: null\n"}},
+		{name: "every region", args: []string{"quota", "usage"},
+			ex:      exchange{method: "GET", path: "/v1/usage", query: "", status: 200, body: body},
+			wantOut: []string{"REGION", "eastus", "acme", "16"}},
+		{name: "list is usage", args: []string{"quota", "list"},
+			ex:      exchange{method: "GET", path: "/v1/usage", query: "", status: 200, body: body},
+			wantOut: []string{"acme", "16"}},
 	})
 }
