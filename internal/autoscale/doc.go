@@ -22,9 +22,9 @@
 //     says why.
 //  3. Forecast: the arrival rate the endpoint must serve when a replica
 //     asked for now is ready: the peak of the last Params.PeakWindow plus
-//     the rising trend (a least-squares slope over Params.TrendWindow, never
-//     negative, and none until the samples span half of it: a step's edge
-//     is not a trend) times Params.LeadTime.
+//     the rising trend (the median of the slopes between every two samples
+//     of Params.TrendWindow, never negative, and none until the samples
+//     span half of it: a step is not a trend) times Params.LeadTime.
 //  4. Model: the smallest replica count whose predicted p95 at the forecast
 //     is at most SLO × Params.Headroom (queue.go has the queueing model).
 //     Replicas not yet ready count: their capacity is coming.
