@@ -95,8 +95,7 @@ func created(w http.ResponseWriter, replayed bool) int {
 
 // parseState reads a state filter, accepting any letter case.
 func parseState(v string) (model.State, bool) {
-	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
-		model.StateBlocked, model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {
+	for _, s := range jobStates {
 		if strings.EqualFold(v, string(s)) {
 			return s, true
 		}

@@ -8,11 +8,38 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 )
 
 // MaxNameFilter bounds the name filter of a listing.
 const MaxNameFilter = 256
+
+// jobStates are the states of a job, in the order of its life.
+var jobStates = []model.State{model.StateBlocked, model.StateQueued, model.StatePreparing, model.StateRunning,
+	model.StatePreempted, model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut}
+
+// unknownState is the message for a state filter that names no state: the
+// states, and for the words of Slurm and Kubernetes (PENDING, Pending,
+// COMPLETED …) the states they mean here.
+func unknownState(s string) string {
+	names := make([]string, len(jobStates))
+	for i, st := range jobStates {
+		names[i] = string(st)
+	}
+	msg := fmt.Sprintf("unknown state %q (want %s or %s)", clip(s), strings.Join(names[:len(names)-1], ", "), names[len(names)-1])
+	switch strings.ToLower(s) {
+	case "pending", "pd", "waiting":
+		msg += "; a job waiting to start is Queued, or Blocked behind the steps it runs after: state=Queued,Blocked"
+	case "completed", "cd", "complete", "done":
+		msg += "; a job that ended well is Succeeded"
+	case "cancelled", "ca":
+		msg += "; did you mean Canceled?"
+	case "timeout", "to":
+		msg += "; did you mean TimedOut?"
+	}
+	return msg
+}
 
 // parseJobQuery reads the filters of a job listing or bulk action: state
 // (repeatable, or comma-separated; any letter case), tenant (a tenant token
@@ -27,8 +54,7 @@ func parseJobQuery(q url.Values, p server.Principal) (server.JobQuery, *Error) {
 			}
 			st, ok := parseState(s)
 			if !ok {
-				return out, &Error{Code: codeInvalidSpec, Field: "state", Message: fmt.Sprintf(
-					"unknown state %q (want Queued, Preparing, Running, Preempted, Succeeded, Failed, Canceled or TimedOut)", clip(s))}
+				return out, &Error{Code: codeInvalidSpec, Field: "state", Message: unknownState(s)}
 			}
 			out.States = append(out.States, st)
 		}
