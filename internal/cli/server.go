@@ -110,8 +110,9 @@ to the leader at its --advertise-url. A leader that loses its lease stops
 committing at once: each Plan commit is fenced on its term. Clients and
 agents take every server's URL, comma-separated, and fail over.
 
-On its first start it creates an admin token, prints it once and writes it
-to DATA/admin-token (mode 0600). With --agents external (the default) each
+On its first start it creates an admin token and writes it to
+DATA/admin-token (mode 0600); it prints the token too when its standard
+output is a terminal, never into a log file or the journal. With --agents external (the default) each
 fleet node is run by an 'allot agent' that registers it, heartbeats and runs
 its jobs' commands; a node is NotReady until its agent registers and after it
 misses heartbeats for --node-timeout. --agents virtual runs such agents
@@ -306,9 +307,12 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		}()
 	}
 	fmt.Fprintf(out, "listening on %s\n", url)
-	if created {
+	switch {
+	case created && (up || isTerminal(out)):
 		fmt.Fprintf(out, "admin token (shown once; also in %s): %s\n", tokenPath, token)
-	} else {
+	case created: // a log file or the journal, which others may read
+		fmt.Fprintf(out, "admin token created in %s (printed only to a terminal)\n", tokenPath)
+	default:
 		fmt.Fprintf(out, "admin token: in %s\n", tokenPath)
 	}
 	if up {

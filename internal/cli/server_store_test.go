@@ -122,3 +122,33 @@ func TestServerOnEtcdUnreachable(t *testing.T) {
 		t.Fatalf("gave up after %v", d)
 	}
 }
+
+// A server whose output is not a terminal (a log file, the journal) writes
+// its new admin token to DATA/admin-token only, never into that output.
+func TestServerKeepsTheTokenOutOfItsLog(t *testing.T) {
+	data := t.TempDir()
+	var out, errOut syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	code := make(chan int, 1)
+	go func() {
+		code <- Run(ctx, []string{"server", "--data", data, "--listen", "127.0.0.1:0", "--agents", "simulated",
+			"--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml"}, &out, &errOut)
+	}()
+	waitFor(t, &out, regexp.MustCompile(`admin token created in .*admin-token \(printed only to a terminal\)`))
+	cancel()
+	select {
+	case <-code:
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not stop")
+	}
+	token, err := os.ReadFile(filepath.Join(data, "admin-token"))
+	if err != nil || len(strings.TrimSpace(string(token))) < 32 {
+		t.Fatalf("admin-token: %q %v", token, err)
+	}
+	for name, s := range map[string]string{"output": out.String(), "log": errOut.String()} {
+		if strings.Contains(s, strings.TrimSpace(string(token))) {
+			t.Errorf("the admin token is in the server's %s:\n%s", name, s)
+		}
+	}
+}
