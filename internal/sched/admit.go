@@ -300,6 +300,21 @@ func (st *state) explain(a *attempt, v *verdict) (Reason, string) {
 	return reason, detail
 }
 
+// unreadyText is the detail of NoReadyNodes: of the capable nodes, how
+// many are lost (NotReady) and how many drained, naming only the kinds
+// there are.
+func unreadyText(capable, notReady, draining int) string {
+	const lost, drained = "NotReady (their agents do not heartbeat)", "Draining (taken out of service by an administrator)"
+	switch {
+	case draining == 0:
+		return fmt.Sprintf("all %d capable nodes are %s", capable, lost)
+	case notReady == 0:
+		return fmt.Sprintf("all %d capable nodes are %s", capable, drained)
+	}
+	return fmt.Sprintf("all %d capable nodes are NotReady or Draining: %d NotReady, %d Draining (taken out of service by an administrator)",
+		capable, notReady, draining)
+}
+
 // explainFilters says which filter stopped the furthest candidate.
 func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 	spec := &a.job.Spec
@@ -314,8 +329,7 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 			spec.Placement.Interconnect, regionsText(spec.Placement.Regions), shapeText(a))
 	case stageInterconnect:
 		notReady, draining := st.unready(a)
-		return NoReadyNodes, fmt.Sprintf("all %d capable nodes are NotReady or Draining: %d NotReady, %d Draining (taken out of service by an administrator)",
-			v.capableNodes, notReady, draining)
+		return NoReadyNodes, unreadyText(v.capableNodes, notReady, draining)
 	case stageReady:
 		k, sk := v.quota, st.series[v.quota.series]
 		return QuotaExceeded, fmt.Sprintf("tenant %s: %s GPUs in %s: %s of %s used, job needs %s",

@@ -12,12 +12,13 @@ import (
 
 func TestAdmit(t *testing.T) {
 	tests := []struct {
-		name       string
-		world      func() *World
-		want       map[string]sched.Reason
-		detailHas  map[string]string
-		onlyNodes  map[string]string // job -> node prefix it must land on
-		notOnNodes map[string]string // job -> node prefix it must avoid
+		name        string
+		world       func() *World
+		want        map[string]sched.Reason
+		detailHas   map[string]string
+		detailLacks map[string]string
+		onlyNodes   map[string]string // job -> node prefix it must land on
+		notOnNodes  map[string]string // job -> node prefix it must avoid
 	}{{
 		name: "hard quota",
 		world: func() *World {
@@ -63,6 +64,31 @@ func TestAdmit(t *testing.T) {
 		},
 		want:      map[string]sched.Reason{"j": sched.NoReadyNodes},
 		detailHas: map[string]string{"j": "all 2 capable nodes are NotReady or Draining: 1 NotReady, 1 Draining"},
+	}, {
+		name: "no Ready node, all lost: no word of drains",
+		world: func() *World {
+			w := twoLeaves().NotReady("t4-1").NotReady("t4-2")
+			w.Job("j", "alice").GPUs(1, 1).Models("T4")
+			return w
+		},
+		want:        map[string]sched.Reason{"j": sched.NoReadyNodes},
+		detailHas:   map[string]string{"j": "all 2 capable nodes are NotReady (their agents do not heartbeat)"},
+		detailLacks: map[string]string{"j": "Draining"},
+	}, {
+		name: "no Ready node, all drained",
+		world: func() *World {
+			w := twoLeaves()
+			for i := range w.Fleet.Nodes {
+				if m := w.Fleet.Nodes[i].Name; m == "t4-1" || m == "t4-2" {
+					w.Fleet.Nodes[i].Health = model.NodeDraining
+				}
+			}
+			w.Job("j", "alice").GPUs(1, 1).Models("T4")
+			return w
+		},
+		want:        map[string]sched.Reason{"j": sched.NoReadyNodes},
+		detailHas:   map[string]string{"j": "all 2 capable nodes are Draining (taken out of service by an administrator)"},
+		detailLacks: map[string]string{"j": "NotReady"},
 	}, {
 		name: "a job beyond guarantee and borrowing limit together",
 		world: func() *World {
@@ -126,6 +152,11 @@ func TestAdmit(t *testing.T) {
 			for job, sub := range tc.detailHas {
 				if pd, _ := pendingOf(p, job); !strings.Contains(pd.Detail, sub) {
 					t.Errorf("%s: detail %q lacks %q", job, pd.Detail, sub)
+				}
+			}
+			for job, sub := range tc.detailLacks {
+				if pd, _ := pendingOf(p, job); strings.Contains(pd.Detail, sub) {
+					t.Errorf("%s: detail %q has %q", job, pd.Detail, sub)
 				}
 			}
 			for job, prefix := range tc.onlyNodes {

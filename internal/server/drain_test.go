@@ -49,7 +49,7 @@ func TestDrainNode(t *testing.T) {
 	if j := h.job(r.ID); j.Status.State != model.StateRunning || j.Status.Allocations[0].Node != on[0].Node {
 		t.Fatalf("r on a drained node: %s on %+v, want running on %s", j.Status.State, j.Status.Allocations, on[0].Node)
 	}
-	if j := h.job(q.ID); j.Status.State != model.StateQueued || !strings.Contains(j.Status.Detail, "0 NotReady, 4 Draining") {
+	if j := h.job(q.ID); j.Status.State != model.StateQueued || !strings.Contains(j.Status.Detail, "all 4 capable nodes are Draining") {
 		t.Fatalf("q: %s %s %q, want queued, saying the nodes are Draining", j.Status.State, j.Status.Reason, j.Status.Detail)
 	}
 
