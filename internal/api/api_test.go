@@ -368,6 +368,23 @@ func TestReservationWarningHeader(t *testing.T) {
 	}
 }
 
+// An administrator's cost, usage or job listing for a tenant the tenants
+// file does not have answers, with a Warning naming the nearest tenant: an
+// empty answer alone reads as a tenant that ran nothing.
+func TestUnknownTenantWarning(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	for _, path := range []string{"/v1/cost?tenant=acmee", "/v1/accounting?tenant=acmee", "/v1/jobs?tenant=acmee", "/v1/jobs?tenant=acmee&limit=5"} {
+		rec := e.do("GET", path, e.admin, nil)
+		got := rec.Header().Values("Warning")
+		if rec.Code != 200 || len(got) != 1 || !strings.Contains(got[0], `no tenant \"acmee\" in the tenants file (did you mean acme?)`) {
+			t.Errorf("%s: %d, Warning %q", path, rec.Code, got)
+		}
+		if rec = e.do("GET", strings.Replace(path, "acmee", "acme", 1), e.admin, nil); rec.Code != 200 || len(rec.Header().Values("Warning")) != 0 {
+			t.Errorf("%s for acme: %d, Warning %q: want 200 and none", path, rec.Code, rec.Header().Values("Warning"))
+		}
+	}
+}
+
 func TestWarnQuotes(t *testing.T) {
 	rec := httptest.NewRecorder()
 	warn(rec, []string{"a \"b\" c\\d\né"})

@@ -53,6 +53,7 @@ func (h *handler) cost(w http.ResponseWriter, r *http.Request, p server.Principa
 		h.fail(w, r, err)
 		return
 	}
+	h.warnUnknownTenant(w, p, q.Tenant)
 	budgets, events, err := h.srv.Budgets(r.Context(), p, q.Tenant, now)
 	if err != nil {
 		h.fail(w, r, err)

@@ -107,6 +107,7 @@ func (h *handler) listJobs(w http.ResponseWriter, r *http.Request, p server.Prin
 	q := r.URL.Query()
 	f, e := parseJobQuery(q, p)
 	if e == nil {
+		h.warnUnknownTenant(w, p, f.Tenant)
 		var paged bool
 		var limit int
 		var from *server.JobCursor

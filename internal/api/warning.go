@@ -3,6 +3,8 @@ package api
 import (
 	"net/http"
 	"strings"
+
+	"github.com/allot-dev/allot/internal/server"
 )
 
 // warn adds each warning to the response as a Warning header with the
@@ -27,5 +29,13 @@ func warn(w http.ResponseWriter, warnings []string) {
 		}
 		b.WriteByte('"')
 		w.Header().Add("Warning", b.String())
+	}
+}
+
+// warnUnknownTenant warns an administrator whose filter names a tenant the
+// tenants file does not have (server.UnknownTenant).
+func (h *handler) warnUnknownTenant(w http.ResponseWriter, p server.Principal, tenant string) {
+	if text := h.srv.UnknownTenant(p, tenant); text != "" {
+		warn(w, []string{text})
 	}
 }

@@ -496,3 +496,25 @@ func (s *Server) StoreReachable(ctx context.Context) error {
 	_, err := s.st.Rev(ctx)
 	return err
 }
+
+// UnknownTenant is the warning for an administrator's filter that names
+// tenant when the tenants file has no such tenant: the answer (cost,
+// usage, jobs) holds only what a tenant of that name left before it was
+// removed, most likely nothing, and an empty answer would read as a tenant
+// that ran nothing. It is "" otherwise (a tenant token may name only its
+// own tenant).
+func (s *Server) UnknownTenant(p Principal, tenant string) string {
+	if tenant == "" || !p.Admin {
+		return ""
+	}
+	ts := s.world().tenancy.Tenants
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		if t.Name == tenant {
+			return ""
+		}
+		names[i] = t.Name
+	}
+	return fmt.Sprintf("no tenant %q in the tenants file%s: this shows only what a tenant of that name left before it was removed",
+		tenant, model.DidYouMean(tenant, names))
+}
