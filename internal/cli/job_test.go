@@ -219,7 +219,7 @@ func TestUsageErrorsSendNothing(t *testing.T) {
 		{"job"},
 		{"job", "frobnicate"},
 		{"sku", "list", "extra"},
-		{"quota", "usage"},
+		{"quota", "usage", "extra"},
 		{"token", "create"},
 		{"reservation", "create", "--sku", "S", "--region", "r"},
 		{"reservation", "create", "--sku", "S", "--region", "r", "--count", "1", "--start", "tomorrow"},

@@ -41,7 +41,10 @@ func newReservationCreateCmd(conn *connection) *cobra.Command {
 		Short: "Reserve nodes of a SKU in a region",
 		Long: `create reserves --count nodes of SKU --sku in --region. --start and --end
 take RFC 3339 times (2027-03-01T00:00:00Z), dates (2027-03-01, midnight UTC),
-"now", or an offset from now (+24h); left out, the server decides. --name
+"now", or an offset from now (+24h). A start left out, or in the past, is
+now: a reservation holds nodes from when it is made. An end left out never
+ends (administrators only: a tenant's reservation lasts at most its
+reservation.max_duration). --name
 names the reservation (jobs refer to it by name; default SKU-REGION-XXXXXX,
 printed); --owner is the tenant it is held for, required with an admin
 token. A name already taken is a

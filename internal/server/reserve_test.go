@@ -67,13 +67,23 @@ func TestReservationLimits(t *testing.T) {
 			CodeConflict, "count"},
 		{"another SKU has nodes left", acme,
 			model.Reservation{SKU: "NC64-T4x4", Region: "westus", Count: 1, Start: now.Add(2 * day), End: now.Add(3 * day)}, "", ""},
+		{"no start: from now", acme, model.Reservation{SKU: "NC64-T4x4", Region: "westeurope", Count: 1, End: now.Add(day)}, "", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.r.Name = fmt.Sprintf("r-%x", sha256.Sum256([]byte(c.name)))[:16]
-			_, _, err := h.srv.CreateReservation(ctx, c.by, c.r)
+			got, _, err := h.srv.CreateReservation(ctx, c.by, c.r)
 			if c.code == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
+				}
+				// A start left out or past is now: the window, and what it
+				// bought, begin when it was made.
+				want := now.UTC().Truncate(time.Second)
+				if c.r.Start.After(want) {
+					want = c.r.Start
+				}
+				if stored, err := h.srv.Reservation(admin, c.r.Name); err != nil || !got.Start.Equal(want) || !stored.Start.Equal(want) {
+					t.Fatalf("start %v, stored %v (%v); want %v", got.Start, stored.Start, err, want)
 				}
 				return
 			}

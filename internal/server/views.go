@@ -234,6 +234,12 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 	if !validName.MatchString(r.Name) {
 		return r, nil, refuse(CodeInvalidSpec, "name", "want 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit")
 	}
+	// A reservation made now holds its nodes from now at the earliest: an
+	// open or past start would reach its window, and the GPU-hours it
+	// bought, back to before it was made.
+	if now := s.clock.Now().UTC().Truncate(time.Second); r.Start.Before(now) {
+		r.Start = now
+	}
 	// One reservation at a time, so that two of a tenant's requests
 	// cannot both pass its limits.
 	s.reserveMu.Lock()
