@@ -44,11 +44,10 @@ take RFC 3339 times (2027-03-01T00:00:00Z), dates (2027-03-01, midnight UTC),
 "now", or an offset from now (+24h). A start left out, or in the past, is
 now: a reservation holds nodes from when it is made. An end left out never
 ends (administrators only: a tenant's reservation lasts at most its
-reservation.max_duration). --name
-names the reservation (jobs refer to it by name; default SKU-REGION-XXXXXX,
-printed); --owner is the tenant it is held for, required with an admin
-token. A name already taken is a
-Conflict (exit status 2).`,
+reservation.max_duration). --name names the reservation (jobs refer to it
+by name; default SKU-REGION-XXXXXX, printed); --owner is the tenant it is
+held for, required with an admin token. A name already taken is a Conflict
+(exit status 2).`,
 		Example: `  allot reservation create --sku ND96-H100x8-IB --region eastus --count 2 \
       --start now --end +720h --name acme-h100
   allot reservation create --sku ND96-A100x8-IB --region westus --count 2 \
