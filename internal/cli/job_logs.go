@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,10 +15,10 @@ import (
 )
 
 func newJobLogsCmd(conn *connection) *cobra.Command {
-	var attempt int
+	var attempt, rank int
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs ID [--attempt N] [-f]",
+		Use:   "logs ID [--attempt N] [--rank N] [-f]",
 		Short: "Print a job's log (the latest attempt by default)",
 		Long: `logs prints what the job's processes wrote, as their agents shipped it: the
 latest attempt, or --attempt N. The server keeps the last MiB of each
@@ -28,10 +30,15 @@ An attempt that ended otherwise than by completing (its command could not
 start, exited non-zero, was killed, preempted, timed out) is headed by a
 line on stderr saying how, e.g.
   # attempt 1: Failed: attempt 1, rank 0 on eastus-t4x1-01 could not start: exec: "torchrun": executable file not found in $PATH
-and the agent's own account ends the log ("allot: rank 0 on NODE: ...").`,
+and the agent's own account ends the log ("allot: rank 0 on NODE: ...").
+
+The log of a job of several instances (a gang) labels each line with the
+rank that wrote it, "[rank 2] step 10/7200 ...", as srun --label does;
+--rank N prints only rank N's lines, without the label, and the agent's
+lines about it.`,
 		Example: `  allot job logs train-llama-1k8lhkvh808cr
   allot job logs train-llama-1k8lhkvh808cr --attempt 1
-  allot job logs train-llama-1k8lhkvh808cr -f`,
+  allot job logs train-llama-1k8lhkvh808cr -f --rank 0`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -39,13 +46,29 @@ and the agent's own account ends the log ("allot: rank 0 on NODE: ...").`,
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
+			if rank >= 0 {
+				j, err := cl.GetJob(cmd.Context(), args[0])
+				if err != nil {
+					return fromAPI(err)
+				}
+				n := instancesOf(j)
+				if rank >= n {
+					return Usage(fmt.Errorf("--rank %d: job %s has %d instance(s), ranks 0 to %d", rank, j.ID, n, n-1))
+				}
+				if n > 1 {
+					f := &rankFilter{w: out, rank: rank}
+					defer f.flush()
+					out = f
+				}
+			}
 			if !follow {
 				if j, err := cl.GetJob(cmd.Context(), args[0]); err == nil {
 					printAttemptEnd(cmd.ErrOrStderr(), j, attempt)
 				}
 			}
 			for {
-				err := cl.Logs(cmd.Context(), args[0], attempt, follow, cmd.OutOrStdout())
+				err := cl.Logs(cmd.Context(), args[0], attempt, follow, out)
 				// Following a job that has not started yet waits for its
 				// first attempt.
 				var e *client.APIError
@@ -62,7 +85,70 @@ and the agent's own account ends the log ("allot: rank 0 on NODE: ...").`,
 	}
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the attempt ends")
+	cmd.Flags().IntVar(&rank, "rank", -1, "only this rank's lines of a gang's log (default: every rank's, labeled)")
 	return cmd
+}
+
+// instancesOf is the instance count of j's spec (1 when it does not say).
+func instancesOf(j client.Job) int {
+	var spec struct {
+		Resources struct {
+			InstanceCount int `json:"instance_count"`
+		} `json:"resources"`
+	}
+	if json.Unmarshal(j.Spec, &spec) != nil || spec.Resources.InstanceCount < 1 {
+		return 1
+	}
+	return spec.Resources.InstanceCount
+}
+
+// rankFilter passes on, line by line, what one rank wrote to a gang's
+// log, without the "[rank N] " label the server puts on each line, and
+// the unlabeled lines but the agent's about other ranks ("allot: rank M on
+// NODE: ...").
+type rankFilter struct {
+	w    io.Writer
+	rank int
+	buf  []byte // an unfinished line
+}
+
+func (f *rankFilter) Write(p []byte) (int, error) {
+	f.buf = append(f.buf, p...)
+	start := 0
+	for {
+		i := bytes.IndexByte(f.buf[start:], '\n')
+		if i < 0 {
+			break
+		}
+		if err := f.line(f.buf[start : start+i+1]); err != nil {
+			return 0, err
+		}
+		start += i + 1
+	}
+	f.buf = append(f.buf[:0], f.buf[start:]...)
+	return len(p), nil
+}
+
+func (f *rankFilter) line(l []byte) error {
+	label := fmt.Sprintf("[rank %d] ", f.rank)
+	if rest, ok := bytes.CutPrefix(l, []byte(label)); ok {
+		_, err := f.w.Write(rest)
+		return err
+	}
+	if bytes.HasPrefix(l, []byte("[rank ")) ||
+		bytes.HasPrefix(l, []byte("allot: rank ")) && !bytes.HasPrefix(l, []byte(fmt.Sprintf("allot: rank %d ", f.rank))) {
+		return nil
+	}
+	_, err := f.w.Write(l)
+	return err
+}
+
+// flush passes on a last line that did not end.
+func (f *rankFilter) flush() {
+	if len(f.buf) > 0 {
+		_ = f.line(f.buf)
+		f.buf = nil
+	}
 }
 
 // printAttemptEnd heads the log of attempt n of j (0: the latest) with how

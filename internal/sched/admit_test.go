@@ -65,6 +65,15 @@ func TestAdmit(t *testing.T) {
 		want:      map[string]sched.Reason{"j": sched.NoReadyNodes},
 		detailHas: map[string]string{"j": "all 2 capable nodes are NotReady or Draining: 1 NotReady, 1 Draining"},
 	}, {
+		name: "a tenant not defined, with the nearest that is",
+		world: func() *World {
+			w := twoLeaves()
+			w.Job("j", "alise").GPUs(1, 1)
+			return w
+		},
+		want:      map[string]sched.Reason{"j": sched.UnknownTenant},
+		detailHas: map[string]string{"j": `tenant "alise" is not defined (did you mean alice?)`},
+	}, {
 		name: "no Ready node, all lost: no word of drains",
 		world: func() *World {
 			w := twoLeaves().NotReady("t4-1").NotReady("t4-2")

@@ -72,7 +72,12 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		plan.Pending = append(plan.Pending, Pending{Job: j.ID, Reason: r, Detail: d})
 	}
 	if _, known := st.tenants[j.Spec.Tenant]; !known || t == nil {
-		pend(UnknownTenant, fmt.Sprintf("tenant %q is not defined", j.Spec.Tenant))
+		names := make([]string, 0, len(st.tenants))
+		for name := range st.tenants {
+			names = append(names, name)
+		}
+		slices.Sort(names) // Nearest keeps the first of equally near names
+		pend(UnknownTenant, fmt.Sprintf("tenant %q is not defined%s", j.Spec.Tenant, model.DidYouMean(j.Spec.Tenant, names)))
 		return
 	}
 	a := st.newAttempt(j, t)

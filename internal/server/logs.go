@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -34,6 +35,11 @@ type attemptLog struct {
 	total   int64         // bytes ever appended
 	changed chan struct{} // closed (and replaced) on append
 	next    map[int]int64 // by rank: the offset in its log of the next byte to come
+	// In the log of a job of several instances every line is labeled with
+	// the rank that wrote it (labeled); midLine is set while the log ends
+	// inside a line of lastRank (-1: the agent's own lines).
+	midLine  bool
+	lastRank int
 }
 
 // LogSource places a chunk in the log of the instance that wrote it.
@@ -116,6 +122,13 @@ func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, c
 			return next, nil
 		}
 	}
+	if j.Spec.Resources.InstanceCount > 1 {
+		rank := -1
+		if src != nil {
+			rank = src.Rank
+		}
+		chunk = l.labeled(chunk, rank)
+	}
 	l.data = append(l.data, chunk...)
 	l.total += int64(len(chunk))
 	if over := len(l.data) - MaxLogBytes; over > 0 {
@@ -124,6 +137,35 @@ func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, c
 	close(l.changed)
 	l.changed = make(chan struct{})
 	return next, nil
+}
+
+// labeled returns chunk, written by rank (-1: the agent), as it goes into
+// the log of a job of several instances: each line of a rank begins with
+// "[rank N] ", as srun --label writes them, and a line another rank left
+// unfinished is ended first, so that no two ranks share a line ('allot job
+// logs --rank N' picks one rank's lines by the label).
+func (l *attemptLog) labeled(chunk []byte, rank int) []byte {
+	out := make([]byte, 0, len(chunk)+16)
+	if l.midLine && l.lastRank != rank {
+		out = append(out, '\n')
+		l.midLine = false
+	}
+	l.lastRank = rank
+	for len(chunk) > 0 {
+		if !l.midLine && rank >= 0 {
+			out = fmt.Appendf(out, "[rank %d] ", rank)
+		}
+		i := bytes.IndexByte(chunk, '\n')
+		if i < 0 {
+			out = append(out, chunk...)
+			l.midLine = true
+			break
+		}
+		out = append(out, chunk[:i+1]...)
+		chunk = chunk[i+1:]
+		l.midLine = false
+	}
+	return out
 }
 
 // LogChunk is part of an attempt's log.

@@ -89,3 +89,43 @@ func TestAppendLogOffsets(t *testing.T) {
 		t.Fatalf("node %s claiming rank 0, which runs on %s: %v", nodes[1], nodes[0], err)
 	}
 }
+
+// In the log of a gang each line is labeled with its rank, and a line one
+// rank left unfinished is ended before another rank's; the agent's own
+// lines are not labeled. A job of one instance is kept as written.
+func TestGangLogLabelsRanks(t *testing.T) {
+	h := newHarness(t)
+	g := h.submit(admin, `{name: g, tenant: copilot, resources: {instance_count: 2, gpus_per_instance: 8, gpu_models: [H100]}, placement: {regions: [eastus]}}`)
+	one := h.submit(copilot, chat)
+	h.clock.Advance(time.Second)
+	h.cycle()
+	ctx := t.Context()
+	var off [2]int64
+	for _, c := range []struct {
+		rank  int // -1: the agent's own line
+		chunk string
+	}{{1, "a\nb"}, {0, "c\n"}, {1, "d\n"}, {0, "e"}, {0, "f\ng\n"}, {-1, "allot: rank 0 on node: exited 0\n"}} {
+		var src *LogSource
+		if c.rank >= 0 {
+			src = &LogSource{Rank: c.rank, Offset: off[c.rank]}
+			off[c.rank] += int64(len(c.chunk))
+		}
+		if _, err := h.srv.AppendLog(ctx, admin, g.ID, 1, []byte(c.chunk), src); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := h.srv.Log(ctx, admin, g.ID, 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "[rank 1] a\n[rank 1] b\n[rank 0] c\n[rank 1] d\n[rank 0] ef\n[rank 0] g\nallot: rank 0 on node: exited 0\n"
+	if string(got.Data) != want {
+		t.Errorf("gang log %q, want %q", got.Data, want)
+	}
+	if _, err := h.srv.AppendLog(ctx, admin, one.ID, 1, []byte("x\ny"), &LogSource{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.srv.Log(ctx, admin, one.ID, 1, 0); err != nil || string(got.Data) != "x\ny" {
+		t.Errorf("one instance's log %q (%v), want it as written", got.Data, err)
+	}
+}
