@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"fmt"
 	"sync"
@@ -20,9 +21,17 @@ const MaxLogBytes = 1 << 20
 // how far it has it, and the agent ships again from there (the last
 // MaxLogBytes of it at most), so a new leader gets an instance's log back
 // at its next shipment (its next output, or its end).
+//
+// The book holds at most limit bytes in all (logbook.go): over it, it drops
+// whole logs of the tenant that holds the most, least recently written
+// first, so that jobs printing a MiB each, many times over, can neither
+// exhaust the server's memory nor push out other tenants' logs first.
 type logBook struct {
-	mu   sync.Mutex // guards logs
-	logs map[logKey]*attemptLog
+	mu       sync.Mutex // guards what follows
+	logs     map[logKey]*attemptLog
+	limit    int64                  // bytes of data kept at most, all logs together
+	bytes    int64                  // bytes of data kept
+	byTenant map[string]*tenantLogs // logs with data, by their job's tenant
 }
 
 type logKey struct {
@@ -31,15 +40,20 @@ type logKey struct {
 }
 
 type attemptLog struct {
+	key     logKey
 	data    []byte        // the last MaxLogBytes
 	total   int64         // bytes ever appended
-	changed chan struct{} // closed (and replaced) on append
+	changed chan struct{} // closed (and replaced) on append, and when the log is dropped
 	next    map[int]int64 // by rank: the offset in its log of the next byte to come
 	// In the log of a job of several instances every line is labeled with
 	// the rank that wrote it (labeled); midLine is set while the log ends
 	// inside a line of lastRank (-1: the agent's own lines).
 	midLine  bool
 	lastRank int
+	// tenant and at place the log in its tenant's list, least recently
+	// written first; at is nil until the log holds data.
+	tenant string
+	at     *list.Element
 }
 
 // LogSource places a chunk in the log of the instance that wrote it.
@@ -51,12 +65,14 @@ type LogSource struct {
 	Skip bool
 }
 
-func newLogBook() *logBook { return &logBook{logs: map[logKey]*attemptLog{}} }
+func newLogBook(limit int64) *logBook {
+	return &logBook{logs: map[logKey]*attemptLog{}, limit: limit, byTenant: map[string]*tenantLogs{}}
+}
 
 func (b *logBook) get(k logKey) *attemptLog {
 	l, ok := b.logs[k]
 	if !ok {
-		l = &attemptLog{changed: make(chan struct{})}
+		l = &attemptLog{key: k, changed: make(chan struct{})}
 		b.logs[k] = l
 	}
 	return l
@@ -129,6 +145,7 @@ func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, c
 		}
 		chunk = l.labeled(chunk, rank)
 	}
+	held := len(l.data)
 	l.data = append(l.data, chunk...)
 	l.total += int64(len(chunk))
 	if over := len(l.data) - MaxLogBytes; over > 0 {
@@ -136,6 +153,11 @@ func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, c
 	}
 	close(l.changed)
 	l.changed = make(chan struct{})
+	s.logs.written(l, j.Spec.Tenant, int64(len(l.data)-held))
+	if n := s.logs.shed(l); n > 0 {
+		s.m.logsDropped.Add(float64(n))
+	}
+	s.m.logBytes.Set(float64(s.logs.bytes))
 	return next, nil
 }
 

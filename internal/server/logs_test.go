@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +56,7 @@ func TestAppendLogOffsets(t *testing.T) {
 		t.Fatalf("a line without offset: log %q", log())
 	}
 
-	h.srv.logs = newLogBook() // another server leads: what this one held is gone
+	h.srv.logs = newLogBook(DefaultLogMemory) // another server leads: what this one held is gone
 	if got := app(&LogSource{Offset: 8}, "e\n"); got != 0 || log() != "" {
 		t.Fatalf("new leader: next %d, log %q; want 0 and nothing", got, log())
 	}
@@ -62,7 +64,7 @@ func TestAppendLogOffsets(t *testing.T) {
 		t.Fatalf("shipped again: next %d, log %q", got, log())
 	}
 
-	h.srv.logs = newLogBook()
+	h.srv.logs = newLogBook(DefaultLogMemory)
 	if got := app(&LogSource{Offset: 8, Skip: true}, "e\n"); got != 10 ||
 		log() != "[allot: 8 bytes of rank 0's log are not kept here; the node keeps the whole file]\ne\n" {
 		t.Fatalf("skip: next %d, log %q", got, log())
@@ -127,5 +129,57 @@ func TestGangLogLabelsRanks(t *testing.T) {
 	}
 	if got, err := h.srv.Log(ctx, admin, one.ID, 1, 0); err != nil || string(got.Data) != "x\ny" {
 		t.Errorf("one instance's log %q (%v), want it as written", got.Data, err)
+	}
+}
+
+// Over its limit the log book drops whole logs of the tenant holding the
+// most, least recently written first, never the one just written: a tenant
+// whose jobs print a MiB each, again and again, neither grows the server's
+// memory past the limit nor pushes out another tenant's log.
+func TestLogMemoryBound(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	var loud []string
+	for i := range 6 {
+		loud = append(loud, h.submit(admin, fmt.Sprintf(`{name: loud%d, tenant: hobbyist, resources: {gpus_per_instance: 1, gpu_models: [T4]}}`, i)).ID)
+	}
+	quiet := h.submit(copilot, chat)
+	h.clock.Advance(time.Second)
+	h.cycle()
+	const limit = 3 << 20
+	h.srv.logs = newLogBook(limit)
+	app := func(id string, chunk []byte) {
+		t.Helper()
+		if _, err := h.srv.AppendLog(ctx, admin, id, 1, chunk, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	app(quiet.ID, []byte("ready\n"))
+	mib := bytes.Repeat([]byte("x"), 1<<20)
+	for _, id := range loud {
+		app(id, mib)
+		if h.srv.logs.bytes > limit {
+			t.Fatalf("after %s: %d bytes kept, over the limit of %d", id, h.srv.logs.bytes, limit)
+		}
+	}
+	logOf := func(id string) string {
+		t.Helper()
+		c, err := h.srv.Log(ctx, admin, id, 1, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(c.Data)
+	}
+	if got := logOf(quiet.ID); got != "ready\n" {
+		t.Errorf("the quiet tenant's log %q, want it kept", got)
+	}
+	for i, id := range loud {
+		kept := len(logOf(id)) == 1<<20
+		if want := i >= len(loud)-2; kept != want { // room for two MiB beside the quiet log
+			t.Errorf("loud%d kept %v, want %v", i, kept, want)
+		}
+	}
+	if got := counter(t, h.srv, "allot_logs_dropped_total"); got != 4 {
+		t.Errorf("allot_logs_dropped_total %v, want 4", got)
 	}
 }

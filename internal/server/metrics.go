@@ -33,6 +33,9 @@ type metrics struct {
 	heartbeats prometheus.Counter
 	leader     prometheus.Gauge
 
+	logBytes    prometheus.Gauge   // job logs kept in memory
+	logsDropped prometheus.Counter // logs dropped to stay within Config.LogMemory
+
 	epP95      *prometheus.GaugeVec // by endpoint
 	epSLO      *prometheus.GaugeVec
 	epReplicas *prometheus.GaugeVec // by endpoint and kind (desired, live, ready)
@@ -92,6 +95,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_server_leader",
 			Help: "1 while this server leads (schedules and commits plans), 0 while another does; always 1 without leader election.",
 		}),
+		logBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "allot_log_bytes",
+			Help: "Bytes of job logs the server keeps in memory (the last MiB of each attempt, up to --log-memory-mib in all).",
+		}),
+		logsDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "allot_logs_dropped_total",
+			Help: "Attempts' logs dropped from memory to stay within --log-memory-mib, the tenant holding the most first (the nodes keep the files).",
+		}),
 		epP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "allot_endpoint_p95_latency_seconds",
 			Help: "Worst p95 request latency the endpoint's replicas reported in the last minute, as of the last reconcile.",
@@ -107,7 +118,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		epNames: map[string]bool{},
 	}
 	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader,
-		m.epP95, m.epSLO, m.epReplicas,
+		m.logBytes, m.logsDropped, m.epP95, m.epSLO, m.epReplicas,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
 		model.StateBlocked, model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {

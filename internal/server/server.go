@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,11 @@ type Config struct {
 	// MaxLost is how many attempts of one job may be lost with their node
 	// (lifecycle.go) before the job fails; 0 means DefaultMaxLost.
 	MaxLost int
+	// LogMemory bounds the bytes of job logs the server keeps in memory,
+	// all attempts together (the last MaxLogBytes of each); over it, the
+	// tenant holding the most loses its least recently written log first
+	// (logbook.go). 0 means DefaultLogMemory.
+	LogMemory int64
 	// Logger receives one line per decision; nil discards.
 	Logger *slog.Logger
 	// Registry receives the server's metrics; nil means a new one.
@@ -203,7 +209,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.beats = map[string]time.Time{}
-	s.logs = newLogBook()
+	s.logs = newLogBook(cmp.Or(cfg.LogMemory, DefaultLogMemory))
 	s.ep = newEndpointBook()
 	s.alerts = newAlertBook(cfg, s)
 	s.budget = newBudgetBook()
