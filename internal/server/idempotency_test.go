@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,4 +163,67 @@ func FuzzCheckIdempotencyKey(f *testing.F) {
 			t.Fatalf("%q: %v, want InvalidSpec naming %s", key, err, IdempotencyField)
 		}
 	})
+}
+
+// The leader deletes the records of keys that expired over
+// idempotencyGrace ago, page after page and batch after batch, and keeps
+// the others: a kept key still replays, a swept one makes a new job. A
+// record written again since it was read is not deleted.
+func TestSweepIdempotency(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	spec := batchSpecs(t, chat)[0]
+	old, _, err := h.srv.SubmitKeyed(ctx, copilot, "old", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records as old as "old", straight into the store: more than a page
+	// of the listing and many batches of deletes.
+	stale, _ := json.Marshal(idemRecord{Jobs: []string{old.ID}, Request: "r", At: h.clock.Now()})
+	for i := range 1203 {
+		if _, err := h.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(fmt.Sprintf("%sbulk-%04d", prefixIdempotency, i), stale)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.clock.Advance(IdempotencyTTL)
+	fresh, _, err := h.srv.SubmitKeyed(ctx, copilot, "fresh", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.srv.sweepIdempotency(ctx, h.clock.Now()); err != nil || n != 0 {
+		t.Fatalf("within the grace: %d deleted, %v; want none", n, err)
+	}
+	h.clock.Advance(idempotencyGrace)
+	if n, err := h.srv.sweepIdempotency(ctx, h.clock.Now()); err != nil || n != 1204 {
+		t.Fatalf("%d deleted, %v; want 1204 (old and the bulk)", n, err)
+	}
+	left, _, err := h.st.List(ctx, prefixIdempotency)
+	if err != nil || len(left) != 1 {
+		t.Fatalf("%d records left, %v; want fresh's alone", len(left), err)
+	}
+	if j, replayed, err := h.srv.SubmitKeyed(ctx, copilot, "fresh", spec); err != nil || !replayed || j.ID != fresh.ID {
+		t.Fatalf("the kept key: %v replayed %v, %v; want %s", j, replayed, err, fresh.ID)
+	}
+	if j, replayed, err := h.srv.SubmitKeyed(ctx, copilot, "old", spec); err != nil || replayed || j.ID == old.ID {
+		t.Fatalf("the swept key: replayed %v, %v; want a new job", replayed, err)
+	}
+
+	// A record rewritten after the read is left; the others go.
+	var kvs []store.KV
+	for _, k := range []string{"a", "b", "c"} {
+		rev, err := h.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(prefixIdempotency+k, stale)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kvs = append(kvs, store.KV{Key: prefixIdempotency + k, ModRev: rev})
+	}
+	if _, err := h.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(prefixIdempotency+"b", stale)}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := h.srv.deleteRecords(ctx, kvs); err != nil || n != 2 {
+		t.Fatalf("%d deleted, %v; want 2", n, err)
+	}
+	if _, err := h.st.Get(ctx, prefixIdempotency+"b"); err != nil {
+		t.Fatalf("the rewritten record: %v, want it kept", err)
+	}
 }

@@ -359,7 +359,8 @@ func (s *Server) Run(ctx context.Context) error {
 
 // lead runs what only the leading server does: scheduling cycles on
 // events and ticks, and the loops that write for the fleet (missed
-// heartbeats, endpoint replicas, region moves, alerts, budgets). It
+// heartbeats, endpoint replicas, region moves, alerts, budgets, expired
+// idempotency records). It
 // returns nil when ctx ends or a commit finds the term over, and the
 // watch's error when the store fails for good.
 func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
@@ -372,6 +373,7 @@ func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
 	go s.moveWaitingEvery(ctx)
 	go s.evaluateAlertsEvery(ctx)
 	go s.checkBudgetsEvery(ctx)
+	go s.sweepIdempotencyEvery(ctx)
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	s.Kick() // the first cycle: resume what the store holds
