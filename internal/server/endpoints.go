@@ -218,7 +218,8 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 	rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)},
 		Then: []store.Op{store.PutOp(key, rec), store.PutOp(tokKey, tok)}})
 	if errors.Is(err, store.ErrConflict) {
-		return nil, refuse(CodeConflict, "name", "endpoint %q exists", spec.Name)
+		return nil, refuse(CodeConflict, "name", "endpoint %q exists: 'allot endpoint scale %s' changes its replica bounds; for another spec, "+
+			"create it under a new name and delete the old one once the new one serves", spec.Name, spec.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store endpoint: %w", err)

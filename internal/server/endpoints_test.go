@@ -124,8 +124,9 @@ func TestEndpointCreateStartsMinReplicas(t *testing.T) {
 	if after.ModRev != kv.ModRev || len(h.replicaJobsOf("chat")) != 2 {
 		t.Fatalf("a reconcile without metrics changed the endpoint (modrev %d → %d)", kv.ModRev, after.ModRev)
 	}
-	if _, err := h.srv.CreateEndpoint(context.Background(), copilot, parseEndpoint(t, chatEndpoint)); !isCode(err, CodeConflict) {
-		t.Fatalf("a second endpoint named chat: %v, want Conflict", err)
+	if _, err := h.srv.CreateEndpoint(context.Background(), copilot, parseEndpoint(t, chatEndpoint)); !isCode(err, CodeConflict) ||
+		!strings.Contains(err.Error(), "'allot endpoint scale chat' changes its replica bounds") {
+		t.Fatalf("a second endpoint named chat: %v, want Conflict saying what changes an endpoint", err)
 	}
 	bad := parseEndpoint(t, chatEndpoint)
 	bad.Name = "no/slash"
