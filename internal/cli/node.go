@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -28,7 +29,8 @@ func newNodeListCmd(conn *connection) *cobra.Command {
 		Short: "List nodes with health, free GPUs and jobs",
 		Long: `list shows every node: SKU, region, cluster, leaf and rack, health (Ready,
 NotReady, Draining), GPUs and GPU model, free GPUs (fractions when jobs share
-a GPU), the IDs of the jobs on it, and why it is drained.`,
+a GPU), the jobs on it (the first three IDs and how many more: -o json
+lists them all), and why it is drained.`,
 		Example: `  allot node list
   allot node list -o json | jq '.nodes[] | select(.health != "Ready") | .name'`,
 		Aliases: []string{"ls"},
@@ -93,7 +95,17 @@ func nodeTable(nodes []client.Node) printer {
 			drained = d.Reason + " (" + d.By + ", " + d.At.UTC().Format(time.RFC3339) + ")"
 		}
 		t.add(n.Name, n.SKU, n.Region, orDash(n.Cluster), orDash(n.Leaf), orDash(n.Rack), n.Health,
-			strconv.Itoa(n.GPUs)+" "+n.GPUModel, gpus(float64(n.FreeGPUMilli)/1000), orDash(strings.Join(n.Jobs, ",")), drained)
+			strconv.Itoa(n.GPUs)+" "+n.GPUModel, gpus(float64(n.FreeGPUMilli)/1000), jobsCell(n.Jobs), drained)
 	}
 	return t
+}
+
+// jobsCell is the JOBS cell of a node: its first three jobs' IDs and how
+// many more, so that a node shared by dozens of fractions keeps to a line.
+func jobsCell(ids []string) string {
+	const shown = 3
+	if len(ids) <= shown {
+		return orDash(strings.Join(ids, ","))
+	}
+	return fmt.Sprintf("%s +%d more", strings.Join(ids[:shown], ","), len(ids)-shown)
 }
