@@ -275,7 +275,7 @@ func (h *handler) skus(w http.ResponseWriter, r *http.Request, _ server.Principa
 	out := make([]SKU, len(offers))
 	for i, o := range offers {
 		out[i] = SKU{Name: o.SKU.Name, Series: o.SKU.Series, GPUModel: o.SKU.GPUModel, GPUsPerNode: o.SKU.GPUs,
-			Region: o.Region, Nodes: o.Nodes, FreeNodes: o.FreeNodes, FreeGPUs: o.FreeGPUs,
+			Region: o.Region, Nodes: o.Nodes, FreeNodes: o.FreeNodes, ReservedNodes: o.ReservedNodes, FreeGPUs: o.FreeGPUs,
 			PricePerHour: o.OnDemand, SpotPricePerHour: o.Spot}
 	}
 	writeJSON(w, http.StatusOK, map[string][]SKU{"skus": out})

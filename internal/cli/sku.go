@@ -25,8 +25,11 @@ func newSKUListCmd(conn *connection) *cobra.Command {
 		Short: "List the SKUs of every region, or of one, with free capacity and prices",
 		Long: `list shows each SKU sold in each region (in one with --region): its series
 (ND for training nodes on InfiniBand, NC for inference), GPU model and count
-per node, how many of its nodes and GPUs are free now, and its on-demand and
-spot price per node-hour in that region (the fleet file's prices:, else the SKU's catalog rates).
+per node, how many of its nodes and GPUs are free now, how many nodes
+reservations active now hold (RESERVED: only their owners' work, and spot
+work while they idle, runs there, free or not), and its on-demand and spot
+price per node-hour in that region (the fleet file's prices:, else the SKU's
+catalog rates).
 The spot price is the one a spot job starting now would pay: its floor,
 rising with the region's GPU utilisation to the on-demand price when full
 (docs/cost.md). Any token may list SKUs.`,
@@ -51,10 +54,10 @@ rising with the region's GPU utilisation to the on-demand price when full
 				SKUs []client.SKU `json:"skus"`
 			}{skus}
 			return show(cmd.OutOrStdout(), f, v, func() printer {
-				t := table{header: []string{"NAME", "SERIES", "GPU", "GPUS/NODE", "REGION", "NODES", "FREE NODES", "FREE GPUS", "$/HOUR", "SPOT $/HOUR"}}
+				t := table{header: []string{"NAME", "SERIES", "GPU", "GPUS/NODE", "REGION", "NODES", "FREE NODES", "RESERVED", "FREE GPUS", "$/HOUR", "SPOT $/HOUR"}}
 				for _, s := range skus {
 					t.add(s.Name, s.Series, s.GPUModel, strconv.Itoa(s.GPUsPerNode), s.Region, strconv.Itoa(s.Nodes),
-						strconv.Itoa(s.FreeNodes), gpus(s.FreeGPUs), price(s.PricePerHour), price(s.SpotPricePerHour))
+						strconv.Itoa(s.FreeNodes), strconv.Itoa(s.ReservedNodes), gpus(s.FreeGPUs), price(s.PricePerHour), price(s.SpotPricePerHour))
 				}
 				return t
 			})

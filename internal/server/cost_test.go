@@ -308,3 +308,30 @@ func TestRatesPacked(t *testing.T) {
 		t.Errorf("after a restart the gang's rates are %v", a.Rates)
 	}
 }
+
+// An offer counts the nodes that reservations active now hold: the
+// example's globex-h100 (2 westeurope H100 nodes, 2026-2028) now, and
+// acme-a100-2027 (2 westus A100 nodes from March 2027) only once open.
+func TestSKUOffersReserved(t *testing.T) {
+	h := newHarness(t)
+	reserved := func(region, sku string) int {
+		t.Helper()
+		for _, o := range h.srv.SKUs(region, "") {
+			if o.SKU.Name == sku {
+				return o.ReservedNodes
+			}
+		}
+		t.Fatalf("no offer of %s in %s", sku, region)
+		return 0
+	}
+	if got := reserved("westeurope", "ND96-H100x8-IB"); got != 2 {
+		t.Errorf("westeurope H100: %d reserved nodes, want globex-h100's 2", got)
+	}
+	if got := reserved("westus", "ND96-A100x8-IB"); got != 0 {
+		t.Errorf("westus A100 before March 2027: %d reserved nodes, want 0", got)
+	}
+	h.clock.Advance(time.Date(2027, 3, 2, 0, 0, 0, 0, time.UTC).Sub(h.clock.Now()))
+	if got := reserved("westus", "ND96-A100x8-IB"); got != 2 {
+		t.Errorf("westus A100 in March 2027: %d reserved nodes, want acme-a100-2027's 2", got)
+	}
+}

@@ -82,6 +82,10 @@ type SKUOffer struct {
 	Region    string
 	Nodes     int // nodes of the SKU in the region
 	FreeNodes int // Ready nodes with nothing running
+	// ReservedNodes are the nodes that reservations active now hold (at
+	// most Nodes): only their owners' work, and spot work while they idle,
+	// runs there.
+	ReservedNodes int
 	FreeGPUs  float64
 	// OnDemand and Spot are the node's prices in the region now, USD per
 	// node-hour: spot at the region's utilisation (cost.go).
@@ -120,6 +124,12 @@ func (s *Server) SKUs(region, series string) []SKUOffer {
 			o.FreeNodes++
 		}
 		o.FreeGPUs += float64(int64(sku.GPUs)*model.MilliPerGPU-u) / model.MilliPerGPU
+	}
+	now := s.clock.Now()
+	for _, r := range w.tenancy.Reservations {
+		if i, ok := idx[[2]string{r.Region, r.SKU}]; ok && r.ActiveAt(now) {
+			out[i].ReservedNodes = min(out[i].Nodes, out[i].ReservedNodes+r.Count)
+		}
 	}
 	sort.Slice(out, func(a, b int) bool {
 		if out[a].Region != out[b].Region {

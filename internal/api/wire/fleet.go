@@ -34,13 +34,16 @@ type DrainRequest struct {
 
 // SKU is a SKU offered in one region with its capacity now.
 type SKU struct {
-	Name             string  `json:"name"`
-	Series           string  `json:"series"`
-	GPUModel         string  `json:"gpu_model"`
-	GPUsPerNode      int     `json:"gpus_per_node"`
-	Region           string  `json:"region"`
-	Nodes            int     `json:"nodes"`
-	FreeNodes        int     `json:"free_nodes"`
+	Name        string `json:"name"`
+	Series      string `json:"series"`
+	GPUModel    string `json:"gpu_model"`
+	GPUsPerNode int    `json:"gpus_per_node"`
+	Region      string `json:"region"`
+	Nodes       int    `json:"nodes"`
+	FreeNodes   int    `json:"free_nodes"`
+	// ReservedNodes are the nodes that reservations active now hold:
+	// only their owners' work, and spot work while they idle, runs there.
+	ReservedNodes    int     `json:"reserved_nodes"`
 	FreeGPUs         float64 `json:"free_gpus"`
 	PricePerHour     float64 `json:"price_per_hour"`
 	SpotPricePerHour float64 `json:"spot_price_per_hour"`
