@@ -65,6 +65,11 @@ type Config struct {
 	// ShipEvery is the interval of log shipping and checkpoint checks; 0
 	// means DefaultShipEvery.
 	ShipEvery time.Duration
+	// KeepJobFiles is how long a job's files (WORK/jobs/JOB, its
+	// checkpoints there, and its logs in DATA) stay after its last
+	// instance here ended (sweep.go); 0 means DefaultKeepJobFiles, negative
+	// for ever.
+	KeepJobFiles time.Duration
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
@@ -96,9 +101,10 @@ type Agent struct {
 	cgroup string // the agent's cgroup, parent of its instances'; "" without cgroups
 	allot  string // the agent's executable where jobs can run it (WORK/bin/allot)
 
-	mu       sync.Mutex // guards procs and finished
-	procs    map[key]*proc
-	finished map[key]bool // instances this agent ran to their end
+	mu        sync.Mutex // guards procs, finished and firstSeen
+	procs     map[key]*proc
+	finished  map[key]bool         // instances this agent ran to their end
+	firstSeen map[string]time.Time // jobs with files but no logs, when a sweep first saw them
 }
 
 // Run runs the node's agent until ctx ends: discover, register, then
@@ -137,6 +143,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	go a.heartbeats(ctx)
+	go a.sweepEveryHour(ctx.Done())
 	a.follow(ctx)
 	a.stopAll()
 	if a.cgroup != "" {
@@ -418,6 +425,8 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 		a.tell(ctx, k, msg)
 	}
 	a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: e.ExitCode, Outcome: string(e.Outcome), Killed: e.Killed, Message: msg})
+	now := time.Now()
+	_ = os.Chtimes(spec.LogPath, now, now) // when the job last ran here (sweep.go)
 	// launch killed and released what the instance left; nothing of it is
 	// left to fence.
 	a.removeRecord(p.sb.recordKey)

@@ -31,6 +31,8 @@
 //   - Logs are DATA/logs/JOB/attempt-N.log (attempt-N.rank-R.log in a
 //     gang), shipped in whole lines every Config.ShipEvery (250 ms by default,
 //     so that a line reaches 'allot job logs -f' within a second).
+//   - WORK/jobs/JOB and DATA/logs/JOB are removed Config.KeepJobFiles (7
+//     days) after the job's last instance here ended (sweep.go).
 //
 // Contract with jobs, which are hostile code (built in sandbox.go):
 //

@@ -32,6 +32,7 @@ type agentFlags struct {
 	heartbeat   time.Duration
 	wait        time.Duration
 	nodeTimeout time.Duration
+	keepFiles   time.Duration
 	tokenFile   string
 	uidRange    string
 	runAs       string
@@ -125,7 +126,13 @@ its jobs: the server runs them elsewhere.
 --gpus auto asks NVML for the GPUs, falling back to nvidia-smi;
 virtual:COUNTxMODEL[-MEMGB] declares GPUs for hosts without them (tests,
 demos). --node may be repeated to run several virtual nodes in one process;
-each then keeps its files in DATA/NODE and WORK/NODE.`,
+each then keeps its files in DATA/NODE and WORK/NODE.
+
+A job's files (WORK/jobs/JOB, its checkpoints there) and its logs
+(DATA/logs/JOB) are removed --keep-job-files (7 days) after its last
+instance on the host ended, so that the disk does not fill with the
+leftovers of every job the host ran; a job preempted and queued longer
+than that resumes elsewhere, or here from the start.`,
 		Example: `  allot token create --node eastus-h100-01 > /etc/allot/node-token   # on the control plane; copy it over, mode 0600
   sudo allot agent --server http://10.0.0.1:8080 --token-file /etc/allot/node-token --node eastus-h100-01 \
       --gpus auto --data /var/lib/allot-agent --work /var/lib/allot-work
@@ -147,6 +154,9 @@ each then keeps its files in DATA/NODE and WORK/NODE.`,
 			var level slog.Level
 			if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 				return Usage(fmt.Errorf("--log-level: %w", err))
+			}
+			if f.keepFiles < 0 {
+				return Usage(fmt.Errorf("--keep-job-files %s: want 0 (for ever) or more", f.keepFiles))
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -170,6 +180,7 @@ each then keeps its files in DATA/NODE and WORK/NODE.`,
 	fl.StringVar(&f.address, "address", "", "address gangs' rank 0 listens on (default: the host name)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", agent.DefaultHeartbeat, "interval of heartbeats (keep it well under the server's --node-timeout)")
 	fl.DurationVar(&f.wait, "wait", agent.DefaultWait, "how long one assignments long-poll waits")
+	fl.DurationVar(&f.keepFiles, "keep-job-files", agent.DefaultKeepJobFiles, "how long a job's files, checkpoints and logs stay on the host after it last ran here (checked hourly; 0: for ever)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	_ = cmd.MarkFlagRequired("node")
 	return cmd
@@ -218,7 +229,7 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 			defer wg.Done()
 			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
-				NodeTimeout: f.nodeTimeout, Logger: log})
+				NodeTimeout: f.nodeTimeout, KeepJobFiles: keepJobFiles(f.keepFiles), Logger: log})
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()
@@ -228,4 +239,13 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// keepJobFiles is agent.Config.KeepJobFiles for --keep-job-files d, where
+// 0 means for ever.
+func keepJobFiles(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

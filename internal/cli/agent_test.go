@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAgentToken(t *testing.T) {
@@ -76,5 +77,22 @@ func TestJobUsers(t *testing.T) {
 	}
 	if r.First != 1879048192 || c == nil || c.Uid == 0 {
 		t.Errorf("range %v credential %+v", r, c)
+	}
+}
+
+// --keep-job-files 0 keeps job files for ever; a negative one is a usage
+// error naming the flag.
+func TestAgentKeepJobFiles(t *testing.T) {
+	if got := keepJobFiles(0); got >= 0 {
+		t.Errorf("--keep-job-files 0 is %v, want negative (for ever)", got)
+	}
+	if got := keepJobFiles(48 * time.Hour); got != 48*time.Hour {
+		t.Errorf("--keep-job-files 48h is %v", got)
+	}
+	isolate(t)
+	t.Setenv("ALLOT_TOKEN", "tok")
+	_, errOut, code := runCLI(t, "agent", "--node", "n1", "--gpus", "virtual:1xT4", "--data", t.TempDir(), "--keep-job-files", "-1h")
+	if code != ExitUsage || !strings.Contains(errOut, "--keep-job-files -1h0m0s: want 0 (for ever) or more") {
+		t.Errorf("exit %d, %q", code, errOut)
 	}
 }

@@ -1,0 +1,148 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultKeepJobFiles is how long a job's files stay on the host after its
+// last instance here ended, unless Config.KeepJobFiles says otherwise.
+const DefaultKeepJobFiles = 7 * 24 * time.Hour
+
+// sweepEvery is how often the agent looks for job files to remove.
+const sweepEvery = time.Hour
+
+// trashPrefix names what a sweep moved aside and is removing; a sweep
+// that an agent's stop cut short is finished by the next one.
+const trashPrefix = ".swept-"
+
+// sweep removes the files of jobs that last ran here more than keep
+// before now: WORK/jobs/JOB (the job's files and checkpoints) and
+// DATA/logs/JOB. When a job last ran is the newest modification time among
+// its logs, which only the agent writes (DATA is the agent's alone, and
+// the log files are the agent's: a job holding one open can set its times
+// to now at most); watch sets it as an instance ends. A job with files but
+// no logs (the agent's data was replaced) counts from when a sweep first
+// saw it. Jobs with an instance here are left alone. Under a.mu each
+// directory is renamed aside, so that a start of the job after that makes
+// a fresh one; the removal itself runs unlocked. It returns the jobs whose
+// files it removed.
+func (a *Agent) sweep(now time.Time, keep time.Duration) []string {
+	jobsDir, logsDir := filepath.Join(a.cfg.Work, "jobs"), filepath.Join(a.cfg.Data, "logs")
+	var trash, removed []string
+	a.mu.Lock()
+	active := map[string]bool{}
+	for k := range a.procs {
+		active[k.job] = true
+	}
+	seen := map[string]bool{}
+	for _, dir := range []string{logsDir, jobsDir} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			job := e.Name()
+			if strings.HasPrefix(job, trashPrefix) {
+				trash = append(trash, filepath.Join(dir, job))
+				continue
+			}
+			if seen[job] || active[job] {
+				continue
+			}
+			seen[job] = true
+			last, ok := lastRan(filepath.Join(logsDir, job))
+			if !ok {
+				if a.firstSeen == nil {
+					a.firstSeen = map[string]time.Time{}
+				}
+				if _, ok := a.firstSeen[job]; !ok {
+					a.firstSeen[job] = now
+				}
+				last = a.firstSeen[job]
+			}
+			if now.Sub(last) < keep {
+				continue
+			}
+			for _, d := range []string{filepath.Join(jobsDir, job), filepath.Join(logsDir, job)} {
+				if aside, err := moveAside(d); err == nil {
+					trash = append(trash, aside)
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					a.log.Warn("job files not removed", "job", job, "dir", d, "err", err)
+				}
+			}
+			delete(a.firstSeen, job)
+			removed = append(removed, job)
+		}
+	}
+	a.mu.Unlock()
+	for _, d := range trash {
+		// RemoveAll removes links, never what they point to.
+		if err := os.RemoveAll(d); err != nil {
+			a.log.Warn("job files not removed", "dir", d, "err", err)
+		}
+	}
+	if len(removed) > 0 {
+		a.log.Info("job files removed", "jobs", len(removed), "idle_for_at_least", keep)
+	}
+	return removed
+}
+
+// lastRan is the newest modification time of the log directory dir and
+// the files in it; false when dir does not exist.
+func lastRan(dir string) (time.Time, bool) {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return time.Time{}, false
+	}
+	last := st.ModTime()
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.ModTime().After(last) {
+			last = info.ModTime()
+		}
+	}
+	return last, true
+}
+
+// moveAside renames path to a hidden name beside it and returns that name.
+func moveAside(path string) (string, error) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	aside := filepath.Join(filepath.Dir(path), trashPrefix+hex.EncodeToString(b[:]))
+	if err := os.Rename(path, aside); err != nil {
+		return "", err
+	}
+	return aside, nil
+}
+
+// keepJobFiles is how long job files stay after the job last ran here;
+// negative means for ever.
+func (a *Agent) keepJobFiles() time.Duration {
+	if a.cfg.KeepJobFiles == 0 {
+		return DefaultKeepJobFiles
+	}
+	return a.cfg.KeepJobFiles
+}
+
+// sweepEveryHour sweeps now and then every sweepEvery until ctx is done,
+// unless job files are kept for ever.
+func (a *Agent) sweepEveryHour(done <-chan struct{}) {
+	keep := a.keepJobFiles()
+	if keep < 0 {
+		return
+	}
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		a.sweep(time.Now(), keep)
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
+}

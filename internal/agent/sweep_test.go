@@ -1,0 +1,82 @@
+package agent
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+)
+
+// A sweep removes the files and logs of jobs that last ran here longer ago
+// than the keep, by the times of their logs; it keeps what ran recently,
+// what runs now, and a job with files but no logs until the keep has
+// passed since a sweep first saw it; a link in a job's directory goes, not
+// what it points to; what an earlier sweep left half removed goes too.
+func TestSweepJobFiles(t *testing.T) {
+	data, work := t.TempDir(), t.TempDir()
+	a := &Agent{cfg: Config{Data: data, Work: work}, procs: map[key]*proc{}, finished: map[key]bool{},
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	keep := 7 * 24 * time.Hour
+	outside := filepath.Join(t.TempDir(), "precious")
+	write := func(path string, at time.Time) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, at, at); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(filepath.Dir(path), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(outside, now)
+	for job, ran := range map[string]time.Duration{"old": 8 * 24 * time.Hour, "recent": time.Hour, "running": 30 * 24 * time.Hour} {
+		write(filepath.Join(data, "logs", job, "attempt-1.log"), now.Add(-ran))
+		write(filepath.Join(work, "jobs", job, "checkpoints", "step-1"), now.Add(-ran))
+	}
+	if err := os.Symlink(outside, filepath.Join(work, "jobs", "old", "link")); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(work, "jobs", "orphan", "out"), now.Add(-30*24*time.Hour))
+	write(filepath.Join(work, "jobs", trashPrefix+"cut-short", "big"), now)
+	a.procs[key{job: "running", attempt: 2}] = &proc{}
+
+	if got := a.sweep(now, keep); !slices.Equal(got, []string{"old"}) {
+		t.Errorf("removed %v, want [old]", got)
+	}
+	exists := func(path string) bool { _, err := os.Lstat(path); return err == nil }
+	for _, p := range []string{"jobs/old", "jobs/" + trashPrefix + "cut-short"} {
+		if exists(filepath.Join(work, p)) {
+			t.Errorf("WORK/%s is still there", p)
+		}
+	}
+	if exists(filepath.Join(data, "logs", "old")) {
+		t.Error("DATA/logs/old is still there")
+	}
+	for _, p := range []string{filepath.Join(work, "jobs", "recent"), filepath.Join(data, "logs", "recent"),
+		filepath.Join(work, "jobs", "running"), filepath.Join(work, "jobs", "orphan"), outside} {
+		if !exists(p) {
+			t.Errorf("%s was removed", p)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Join(work, "jobs")); len(entries) != 3 {
+		t.Errorf("WORK/jobs holds %d entries, want recent, running and orphan", len(entries))
+	}
+
+	// The orphan counts from the first sweep that saw it.
+	if got := a.sweep(now.Add(keep-2*time.Hour), keep); len(got) != 0 {
+		t.Errorf("a keep after the orphan was first seen, less two hours: removed %v", got)
+	}
+	delete(a.procs, key{job: "running", attempt: 2})
+	if got := a.sweep(now.Add(keep), keep); !slices.Equal(got, []string{"recent", "running", "orphan"}) {
+		t.Errorf("a keep later: removed %v, want recent, running and orphan", got)
+	}
+}
