@@ -86,7 +86,7 @@ type SKUOffer struct {
 	// most Nodes): only their owners' work, and spot work while they idle,
 	// runs there.
 	ReservedNodes int
-	FreeGPUs  float64
+	FreeGPUs      float64
 	// OnDemand and Spot are the node's prices in the region now, USD per
 	// node-hour: spot at the region's utilisation (cost.go).
 	OnDemand, Spot float64
