@@ -29,7 +29,8 @@ const trashPrefix = ".swept-"
 // the log files are the agent's: a job holding one open can set its times
 // to now at most); watch sets it as an instance ends. A job with files but
 // no logs (the agent's data was replaced) counts from when a sweep first
-// saw it. Jobs with an instance here are left alone. Under a.mu each
+// saw it. Jobs with an instance here are left alone, and the instances a
+// removed job ran here are forgotten (a.finished). Under a.mu each
 // directory is renamed aside, so that a start of the job after that makes
 // a fresh one; the removal itself runs unlocked. It returns the jobs whose
 // files it removed.
@@ -76,6 +77,17 @@ func (a *Agent) sweep(now time.Time, keep time.Duration) []string {
 			}
 			delete(a.firstSeen, job)
 			removed = append(removed, job)
+		}
+	}
+	if len(removed) > 0 {
+		gone := map[string]bool{}
+		for _, job := range removed {
+			gone[job] = true
+		}
+		for k := range a.finished { // the server assigns them no more: not for a keep
+			if gone[k.job] {
+				delete(a.finished, k)
+			}
 		}
 	}
 	a.mu.Unlock()

@@ -48,9 +48,14 @@ func TestSweepJobFiles(t *testing.T) {
 	write(filepath.Join(work, "jobs", "orphan", "out"), now.Add(-30*24*time.Hour))
 	write(filepath.Join(work, "jobs", trashPrefix+"cut-short", "big"), now)
 	a.procs[key{job: "running", attempt: 2}] = &proc{}
+	a.finished[key{job: "old", attempt: 1}] = true
+	a.finished[key{job: "recent", attempt: 1}] = true
 
 	if got := a.sweep(now, keep); !slices.Equal(got, []string{"old"}) {
 		t.Errorf("removed %v, want [old]", got)
+	}
+	if a.finished[key{job: "old", attempt: 1}] || !a.finished[key{job: "recent", attempt: 1}] {
+		t.Errorf("finished instances %v, want old's forgotten and recent's kept", a.finished)
 	}
 	exists := func(path string) bool { _, err := os.Lstat(path); return err == nil }
 	for _, p := range []string{"jobs/old", "jobs/" + trashPrefix + "cut-short"} {
