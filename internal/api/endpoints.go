@@ -118,13 +118,19 @@ func (h *handler) createEndpoint(w http.ResponseWriter, r *http.Request, p serve
 		h.fail(w, r, err)
 		return
 	}
-	st, err := h.srv.Endpoint(r.Context(), p, s.Name)
+	w.Header().Set("Location", "/v1/endpoints/"+url.PathEscape(s.Name))
+	h.writeEndpoint(w, r, p, s.Name, http.StatusCreated)
+}
+
+// writeEndpoint answers with the endpoint name as it is now.
+func (h *handler) writeEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal, name string, status int) {
+	st, err := h.srv.Endpoint(r.Context(), p, name)
 	if err != nil {
+		w.Header().Del("Location")
 		h.fail(w, r, err)
 		return
 	}
-	w.Header().Set("Location", "/v1/endpoints/"+url.PathEscape(s.Name))
-	writeJSON(w, http.StatusCreated, newEndpoint(st))
+	writeJSON(w, status, newEndpoint(st))
 }
 
 func (h *handler) listEndpoints(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -173,12 +179,32 @@ func (h *handler) scaleEndpoint(w http.ResponseWriter, r *http.Request, p server
 		h.fail(w, r, err)
 		return
 	}
-	st, err := h.srv.Endpoint(r.Context(), p, name)
-	if err != nil {
+	h.writeEndpoint(w, r, p, name, http.StatusOK)
+}
+
+// updateEndpoint replaces what the autoscaler reads of the endpoint the
+// path names with the body's (server.UpdateEndpoint); the body is an
+// endpoint document as for create, naming the same endpoint.
+func (h *handler) updateEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	name := r.PathValue("name")
+	s, perr := parseEndpoint(body, p)
+	if perr != nil {
+		writeError(w, perr.Code, perr.Field, perr.Message)
+		return
+	}
+	if s.Name != name {
+		writeError(w, codeInvalidSpec, "name", fmt.Sprintf("the body names endpoint %q, the path %q", clip(s.Name), clip(name)))
+		return
+	}
+	if _, err := h.srv.UpdateEndpoint(r.Context(), p, s); err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, newEndpoint(st))
+	h.writeEndpoint(w, r, p, name, http.StatusOK)
 }
 
 func (h *handler) deleteEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {

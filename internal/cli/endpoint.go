@@ -51,7 +51,7 @@ An endpoint file (YAML or JSON):
 A tenant token manages its own endpoints; an admin token all of them.`, conn)
 	cmd.Aliases = []string{"endpoints", "ep"}
 	cmd.AddCommand(newEndpointCreateCmd(conn), newEndpointListCmd(conn), newEndpointShowCmd(conn),
-		newEndpointScaleCmd(conn), newEndpointDeleteCmd(conn))
+		newEndpointScaleCmd(conn), newEndpointUpdateCmd(conn), newEndpointDeleteCmd(conn))
 	return cmd
 }
 
@@ -75,37 +75,76 @@ Conflict).`,
 		Example: `  allot endpoint create -f chat.yaml
   allot endpoint create -f endpoints/ -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, f, err := conn.client()
-			if err != nil {
-				return err
-			}
-			specs, err := spec.ReadEndpoints(file)
-			if err != nil {
-				return Usage(err)
-			}
-			var out []client.Endpoint
-			for _, s := range specs {
-				doc, err := json.Marshal(spec.EndpointDocumentOf(s))
-				if err != nil {
-					return err
-				}
-				e, err := cl.CreateEndpoint(cmd.Context(), doc, "application/json")
-				if err != nil {
-					if len(out) > 0 {
-						fmt.Fprintf(cmd.ErrOrStderr(), "allot: created %d of %d endpoints before %s\n", len(out), len(specs), s.Name)
-					}
-					return fromAPI(err)
-				}
-				out = append(out, e)
-			}
-			v := struct {
-				Endpoints []client.Endpoint `json:"endpoints"`
-			}{out}
-			return show(cmd.OutOrStdout(), f, v, func() printer { return endpointTable(out, time.Now()) })
+			return sendEndpoints(cmd, conn, file, "created", func(cl *client.Client, _ string, doc []byte) (client.Endpoint, error) {
+				return cl.CreateEndpoint(cmd.Context(), doc, "application/json")
+			})
 		},
 	}
 	fileFlag(cmd, &file, "endpoint file, or a directory of *.yaml, *.yml and *.json files (or give it as the argument)")
 	return cmd
+}
+
+func newEndpointUpdateCmd(conn *connection) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "update [-f] FILE",
+		Short: "Change an endpoint's SLO, throughput, bounds or autoscaler tuning in place",
+		Long: `update gives each endpoint of FILE (read as create reads it) the spec there,
+where it changes only what the autoscaler reads: model, min_replicas,
+max_replicas, slo, throughput and autoscale. The replicas run on; the next
+reconcile decides with the new spec, the desired count moves into new bounds
+at once, and an Updated event says what changed ('allot endpoint show').
+
+A spec that changes what shapes a replica (command, env, resources, priority,
+placement; gpu_models follow the throughput profile when left out) would need
+new replicas, which allot does not roll out in place: it is refused naming
+the field (exit status 2). Create the endpoint under a new name and delete
+the old one once the new one serves.`,
+		Example: `  allot endpoint update -f chat.yaml        # after editing slo.p95_ms or throughput
+  allot endpoint update endpoints/`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return sendEndpoints(cmd, conn, file, "updated", func(cl *client.Client, name string, doc []byte) (client.Endpoint, error) {
+				return cl.UpdateEndpoint(cmd.Context(), name, doc, "application/json")
+			})
+		},
+	}
+	fileFlag(cmd, &file, "endpoint file, or a directory of *.yaml, *.yml and *.json files (or give it as the argument)")
+	return cmd
+}
+
+// sendEndpoints reads the endpoints of file, checks them locally, and
+// sends each in turn (create or update), stopping at the first refusal
+// with a word of what was done before it; it prints the endpoints as the
+// server answered them.
+func sendEndpoints(cmd *cobra.Command, conn *connection, file, done string,
+	send func(cl *client.Client, name string, doc []byte) (client.Endpoint, error)) error {
+	cl, f, err := conn.client()
+	if err != nil {
+		return err
+	}
+	specs, err := spec.ReadEndpoints(file)
+	if err != nil {
+		return Usage(err)
+	}
+	var out []client.Endpoint
+	for _, s := range specs {
+		doc, err := json.Marshal(spec.EndpointDocumentOf(s))
+		if err != nil {
+			return err
+		}
+		e, err := send(cl, s.Name, doc)
+		if err != nil {
+			if len(out) > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "allot: %s %d of %d endpoints before %s\n", done, len(out), len(specs), s.Name)
+			}
+			return fromAPI(err)
+		}
+		out = append(out, e)
+	}
+	v := struct {
+		Endpoints []client.Endpoint `json:"endpoints"`
+	}{out}
+	return show(cmd.OutOrStdout(), f, v, func() printer { return endpointTable(out, time.Now()) })
 }
 
 // replicaCounts writes live/desired replicas.

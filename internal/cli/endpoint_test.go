@@ -96,3 +96,22 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s}
 		t.Errorf("--min 3 --max 2: exit %d, %s", code, errOut)
 	}
 }
+
+// endpoint update sends each endpoint of the file to PUT /v1/endpoints/NAME.
+func TestEndpointUpdate(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "chat.yaml")
+	if err := os.WriteFile(file, []byte("name: chat\ntenant: copilot\nmodel: m\nslo: {p95_ms: 120}\nthroughput: {T4: 10}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	answer := `{"name":"chat","tenant":"copilot","model":"m","desired":1,"spec":{"name":"chat","min_replicas":1,"max_replicas":1,"slo":{"p95_ms":120}}}`
+	runCases(t, []commandCase{
+		{name: "update", args: []string{"endpoint", "update", file},
+			ex:      exchange{method: "PUT", path: "/v1/endpoints/chat", status: 200, body: answer},
+			wantOut: []string{"chat", "120 ms"}},
+		{name: "refused", args: []string{"endpoint", "update", "-f", file},
+			ex: exchange{method: "PUT", path: "/v1/endpoints/chat", status: 400,
+				body: `{"code":"InvalidSpec","field":"command","message":"the endpoint's command would change"}`},
+			wantCode: ExitUsage, wantErr: []string{"command would change"}},
+	})
+}

@@ -91,6 +91,15 @@ func (c *Client) CreateEndpoint(ctx context.Context, doc []byte, contentType str
 	return out, err
 }
 
+// UpdateEndpoint gives the endpoint name the spec of doc, an endpoint
+// document naming it: only model, bounds, SLO, throughput and autoscale
+// may differ from the endpoint's.
+func (c *Client) UpdateEndpoint(ctx context.Context, name string, doc []byte, contentType string) (Endpoint, error) {
+	var out Endpoint
+	err := c.do(ctx, request{method: http.MethodPut, path: "/v1/endpoints/" + seg(name), body: doc, contentType: contentType, out: &out})
+	return out, err
+}
+
 // ListEndpoints returns the endpoints the token may see.
 func (c *Client) ListEndpoints(ctx context.Context) ([]Endpoint, error) {
 	var out struct {

@@ -52,6 +52,7 @@ const (
 const (
 	EventCreated         = "Created"         // the endpoint was created with its first replicas
 	EventScaled          = "Scaled"          // min_replicas or max_replicas changed
+	EventUpdated         = "Updated"         // what the autoscaler reads (SLO, throughput, bounds, tuning) changed
 	EventReplicaReplaced = "ReplicaReplaced" // fewer replicas ran than desired: new ones were submitted
 	EventReplicaRefused  = "ReplicaRefused"  // submitting a replica was refused (quota, SKU)
 )
@@ -218,8 +219,8 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 	rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)},
 		Then: []store.Op{store.PutOp(key, rec), store.PutOp(tokKey, tok)}})
 	if errors.Is(err, store.ErrConflict) {
-		return nil, refuse(CodeConflict, "name", "endpoint %q exists: 'allot endpoint scale %s' changes its replica bounds; for another spec, "+
-			"create it under a new name and delete the old one once the new one serves", spec.Name, spec.Name)
+		return nil, refuse(CodeConflict, "name", "endpoint %q exists: 'allot endpoint update' changes its SLO, throughput, bounds and autoscaler in place; for another "+
+			"command, env, resources, priority or placement, create it under a new name and delete the old one once the new one serves", spec.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store endpoint: %w", err)

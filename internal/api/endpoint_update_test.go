@@ -1,0 +1,98 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"path"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// PUT /v1/endpoints/{name} changes the SLO in place (an Updated event) and
+// refuses a body that names another endpoint, or changes the command,
+// naming the field.
+func TestEndpointUpdateRoute(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	cop := e.tokens["copilot"]
+	if rec := e.do("POST", "/v1/endpoints", cop, []byte(chatEndpointYAML)); rec.Code != http.StatusCreated {
+		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	rec := e.do("PUT", "/v1/endpoints/chat", cop, []byte(strings.Replace(chatEndpointYAML, "p95_ms: 150", "p95_ms: 120", 1)))
+	ep := decode[Endpoint](t, rec)
+	if rec.Code != http.StatusOK || ep.Spec.SLO.P95Ms != 120 || ep.Events[len(ep.Events)-1].Kind != "Updated" {
+		t.Fatalf("update: %d %s", rec.Code, rec.Body)
+	}
+	for _, tc := range []struct{ path, body, field string }{
+		{"/v1/endpoints/other", chatEndpointYAML, "name"},
+		{"/v1/endpoints/chat", strings.Replace(chatEndpointYAML, "model: llama", "model: llama\ncommand: [vllm, serve]", 1), "command"},
+	} {
+		rec := e.do("PUT", tc.path, cop, []byte(tc.body))
+		if got := decode[Error](t, rec); rec.Code != http.StatusBadRequest || got.Field != tc.field {
+			t.Errorf("PUT %s: %d %s, want 400 on %s", tc.path, rec.Code, rec.Body, tc.field)
+		}
+	}
+}
+
+// Any body of PUT /v1/endpoints/{name}, by anyone, is a 200 that leaves
+// what shapes the endpoint's replicas as it was, or a 4xx (an error
+// document) that changes nothing in the store.
+func FuzzUpdateEndpoint(f *testing.F) {
+	q := newQuotaEnv(f)
+	acme := q.tokens["acme"]
+	doc := strings.Replace(chatEndpointYAML, "name: chat", "name: chat\ntenant: acme", 1)
+	if rec := q.do("POST", "/v1/endpoints", acme, []byte(doc)); rec.Code != http.StatusCreated {
+		f.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	shape := func(t testing.TB) map[string]any {
+		var v struct {
+			Spec map[string]any `json:"spec"`
+		}
+		if err := json.Unmarshal(q.do("GET", "/v1/endpoints/chat", q.admin, nil).Body.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]any{}
+		for _, k := range []string{"tenant", "command", "env", "resources", "priority", "placement"} {
+			out[k] = v.Spec[k]
+		}
+		return out
+	}
+	want := shape(f)
+	f.Add("chat", []byte(strings.Replace(doc, "p95_ms: 150", "p95_ms: 90", 1)), uint8(0))
+	f.Add("chat", []byte(strings.Replace(doc, "max_replicas: 4", "max_replicas: 9", 1)), uint8(2))
+	f.Add("chat", []byte(strings.Replace(doc, "gpu_milli: 250", "gpu_milli: 500", 1)), uint8(0))
+	f.Add("chat", []byte(`{"name":"chat","model":"m","slo":{"p95_ms":100},"throughput":{"T4":1}}`), uint8(1))
+	f.Add("chat", []byte("name: chat\n---\nname: chat\n"), uint8(0))
+	f.Add("nope", []byte(doc), uint8(2))
+	f.Add("chat", []byte(`[`), uint8(0))
+	f.Fuzz(func(t *testing.T, name string, body []byte, who uint8) {
+		tok := []string{acme, q.tokens["globex"], q.admin}[int(who)%3]
+		target := "/v1/endpoints/" + url.PathEscape(name)
+		if _, err := url.ParseRequestURI(target); err != nil || path.Clean(target) != target {
+			return // not a path a client sends: the mux redirects ./ and ../
+		}
+		before := q.keys(t)
+		rec := q.do("PUT", target, tok, body)
+		sent := "PUT " + target + " " + string(body)
+		if rec.Code != http.StatusOK {
+			if rec.Code >= 500 || rec.Code < 400 {
+				t.Fatalf("%s: %d %s", sent, rec.Code, rec.Body)
+			}
+			var e Error
+			if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil || e.Code == "" || e.Message == "" {
+				t.Fatalf("%s: error body %q", sent, rec.Body)
+			}
+			if after := q.keys(t); !reflect.DeepEqual(before, after) {
+				t.Fatalf("%s: refused (%d) but changed the store", sent, rec.Code)
+			}
+			return
+		}
+		if tok == q.tokens["globex"] {
+			t.Fatalf("%s: another tenant updated acme's endpoint", sent)
+		}
+		if got := shape(t); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: what shapes the replicas changed:\n%v\nwant\n%v", sent, got, want)
+		}
+	})
+}
