@@ -46,6 +46,7 @@ type serveFlags struct {
 	limits                       api.Limits // of the HTTP API; zero fields take the defaults
 	maxLost                      int
 	logMemoryMiB                 int64
+	maxJobsPerTenant             int
 	regionMoveAfter              time.Duration
 	minRunTime                   time.Duration
 	priorityGap                  int
@@ -80,6 +81,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.IntVar(&f.limits.UnauthBurst, "unauth-burst", api.DefaultUnauthBurst, "requests with a missing or unknown token a source address may make at once")
 	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
 	fl.IntVar(&f.maxLost, "max-lost-attempts", server.DefaultMaxLost, "attempts of one job that may be lost with their node (with a doubling back-off from 10s between them) before the job fails")
+	fl.IntVar(&f.maxJobsPerTenant, "max-jobs-per-tenant", server.DefaultMaxJobsPerTenant, "jobs of one tenant that may be not ended at once (Slurm's MaxSubmitJobs); a tenant's submit past it is refused with QuotaExceeded (0: no bound)")
 	fl.Int64Var(&f.logMemoryMiB, "log-memory-mib", server.DefaultLogMemory>>20, "MiB of job logs to keep in memory, all attempts together (the last MiB of each); over it the tenant holding the most loses its least recently written log first (the nodes keep the files)")
 	fl.DurationVar(&f.regionMoveAfter, "region-move-after", server.DefaultRegionMoveAfter, "a queued job allowed in several regions that waited this long in the one chosen for it moves to another where it would start sooner (negative: never)")
 	fl.Float64Var(&f.regionWeights.Price, "region-price-weight", forecast.DefaultWeights.Price, "hours of predicted wait one USD per GPU-hour is worth when ranking a job's regions")
@@ -167,6 +169,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	if f.maxLost < 1 {
 		return Usage(fmt.Errorf("--max-lost-attempts %d: want at least 1", f.maxLost))
+	}
+	if f.maxJobsPerTenant < 0 {
+		return Usage(fmt.Errorf("--max-jobs-per-tenant %d: want 0 (no bound) or more", f.maxJobsPerTenant))
 	}
 	if f.logMemoryMiB < 2 || f.logMemoryMiB > 1<<20 {
 		return Usage(fmt.Errorf("--log-memory-mib %d: want 2 to 1048576 (a log keeps up to 1 MiB)", f.logMemoryMiB))
@@ -263,7 +268,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
 		Sched:   f.schedConfig(),
-		MaxLost: f.maxLost, LogMemory: f.logMemoryMiB << 20, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
+		MaxLost: f.maxLost, LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: maxJobs(f.maxJobsPerTenant), URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {
@@ -457,4 +462,13 @@ func notHere(err error, flag string) error {
 		return err
 	}
 	return fmt.Errorf("%w (paths are relative to the current directory, and the defaults are the repository's examples/: run from its root, or pass %s FILE)", err, flag)
+}
+
+// maxJobs is server.Config.MaxJobsPerTenant for --max-jobs-per-tenant n,
+// where 0 means no bound.
+func maxJobs(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

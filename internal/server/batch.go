@@ -110,6 +110,9 @@ func (s *Server) SubmitBatchKeyed(ctx context.Context, p Principal, key string, 
 	if err != nil || prior != nil {
 		return prior, prior != nil, err
 	}
+	if err := s.checkJobLimit(p, len(specs)); err != nil {
+		return nil, false, err
+	}
 	w := s.world()
 	jobs := make([]*model.Job, len(specs))
 	recs := make([][]byte, len(specs))

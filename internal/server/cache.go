@@ -31,6 +31,7 @@ type cache struct {
 	// live is the jobs not ended (queued or holding capacity): what a cycle
 	// reads, without walking the history of finished jobs.
 	live         map[string]struct{}
+	liveBy       map[unique.Handle[string]]int // jobs not ended, by tenant
 	reservations map[string]reservationEntry
 	tokens       map[string]tokenEntry // by SHA-256 hex of the token
 	nodes        map[string]nodeEntry
@@ -84,6 +85,7 @@ func newCache(log *slog.Logger, onCount func(model.State, int)) *cache {
 		log:          log,
 		jobs:         map[string]jobEntry{},
 		live:         map[string]struct{}{},
+		liveBy:       map[unique.Handle[string]]int{},
 		reservations: map[string]reservationEntry{},
 		tokens:       map[string]tokenEntry{},
 		nodes:        map[string]nodeEntry{},
@@ -270,12 +272,16 @@ func (c *cache) setEntryLocked(id string, n jobEntry) {
 	}
 	if ok {
 		c.count(e.state, -1)
+		if !e.state.Terminal() {
+			c.liveBy[e.tenant]--
+		}
 	}
 	c.jobs[id] = n
 	if n.state.Terminal() {
 		delete(c.live, id)
 	} else {
 		c.live[id] = struct{}{}
+		c.liveBy[n.tenant]++
 	}
 	c.count(n.state, +1)
 	c.jobRev = max(c.jobRev, n.modRev)
@@ -308,6 +314,9 @@ func (c *cache) delLocked(key string, rev int64) {
 				return
 			}
 			c.count(e.state, -1)
+			if !e.state.Terminal() {
+				c.liveBy[e.tenant]--
+			}
 			delete(c.jobs, id)
 			delete(c.live, id)
 		}
@@ -535,4 +544,11 @@ func (c *cache) stateCounts() map[model.State]int {
 		out[s] = n
 	}
 	return out
+}
+
+// liveOf returns how many jobs of tenant have not ended.
+func (c *cache) liveOf(tenant string) int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.liveBy[unique.Make(tenant)]
 }

@@ -38,6 +38,9 @@ func (s *Server) SubmitKeyed(ctx context.Context, p Principal, key string, spec 
 	if err != nil || prior != nil {
 		return first(prior), prior != nil, err
 	}
+	if err := s.checkJobLimit(p, 1); err != nil {
+		return nil, false, err
+	}
 	j, rec, err := s.newJob(s.world(), p, spec, now, nil)
 	if err != nil {
 		return nil, false, err

@@ -55,6 +55,10 @@ type Config struct {
 	// MaxLost is how many attempts of one job may be lost with their node
 	// (lifecycle.go) before the job fails; 0 means DefaultMaxLost.
 	MaxLost int
+	// MaxJobsPerTenant bounds the jobs of one tenant that have not ended,
+	// as Slurm's MaxSubmitJobs does: a tenant's submit past it is refused
+	// (joblimit.go). 0 means DefaultMaxJobsPerTenant, negative no bound.
+	MaxJobsPerTenant int
 	// LogMemory bounds the bytes of job logs the server keeps in memory,
 	// all attempts together (the last MaxLogBytes of each); over it, the
 	// tenant holding the most loses its least recently written log first
