@@ -126,7 +126,7 @@ func runBenchAPI(ctx context.Context, out, errOut io.Writer, f benchAPIFlags) er
 		return err
 	}
 	defer st.Close()
-	bs, err := startBenchServer(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy}, "research")
+	bs, err := startBenchServer(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: tenancy, MaxJobsPerTenant: -1}, "research")
 	if err != nil {
 		return err
 	}
@@ -250,7 +250,8 @@ var benchAPIFigures = []figure{
 
 // benchServer is a control plane run in-process for a bench: the server
 // over the caller's store, its scheduling loop, and the HTTP API on a
-// loopback listener with rate limiting off and logs discarded.
+// loopback listener with rate limiting off and logs discarded (the benches'
+// configs also turn the bound on a tenant's jobs off).
 type benchServer struct {
 	srv   *server.Server
 	url   string // http://127.0.0.1:PORT

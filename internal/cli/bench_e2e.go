@@ -68,7 +68,8 @@ the store's transactions, not the API: a million submits would take many
 minutes) and reports how long that took, how long the server took to start
 on them, and the process's resident memory after the start and at its peak
 (the peak is reset after the preload; it includes the bench's own clients).
-Rate limiting is off; everything else is the production path.
+Rate limiting and the bound on a tenant's jobs are off; everything else is
+the production path.
 
 --store etcd://HOST:PORT[,HOST:PORT...] keeps the state in an etcd cluster
 you bring instead of bolt, with leader election on and every commit fenced
@@ -229,7 +230,7 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 	progress("starting the server")
 	t0 := time.Now()
 	bs, err := startBenchServer(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy,
-		Nodes: server.Simulated{}}, e2eTenant)
+		Nodes: server.Simulated{}, MaxJobsPerTenant: -1}, e2eTenant)
 	if err != nil {
 		return err
 	}
