@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/allot-dev/allot/internal/server"
 )
@@ -36,6 +37,14 @@ func warn(w http.ResponseWriter, warnings []string) {
 // tenants file does not have (server.UnknownTenant).
 func (h *handler) warnUnknownTenant(w http.ResponseWriter, p server.Principal, tenant string) {
 	if text := h.srv.UnknownTenant(p, tenant); text != "" {
+		warn(w, []string{text})
+	}
+}
+
+// warnRetention warns that a report from since may lack jobs deleted past
+// the server's job retention (server.RetentionWarning).
+func (h *handler) warnRetention(w http.ResponseWriter, since time.Time) {
+	if text := h.srv.RetentionWarning(since); text != "" {
 		warn(w, []string{text})
 	}
 }

@@ -47,6 +47,7 @@ type serveFlags struct {
 	maxLost                      int
 	logMemoryMiB                 int64
 	maxJobsPerTenant             int
+	jobRetention                 time.Duration
 	regionMoveAfter              time.Duration
 	minRunTime                   time.Duration
 	priorityGap                  int
@@ -81,6 +82,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.IntVar(&f.limits.UnauthBurst, "unauth-burst", api.DefaultUnauthBurst, "requests with a missing or unknown token a source address may make at once")
 	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
 	fl.IntVar(&f.maxLost, "max-lost-attempts", server.DefaultMaxLost, "attempts of one job that may be lost with their node (with a doubling back-off from 10s between them) before the job fails")
+	fl.DurationVar(&f.jobRetention, "job-retention", 0, "delete jobs from the store this long after they ended, e.g. 2160h (at least 768h, 32 days: a month's budget reads the month's jobs); cost and usage reports over earlier periods then lack them and say so (0: keep them for ever)")
 	fl.IntVar(&f.maxJobsPerTenant, "max-jobs-per-tenant", server.DefaultMaxJobsPerTenant, "jobs of one tenant that may be not ended at once (Slurm's MaxSubmitJobs); a tenant's submit past it is refused with QuotaExceeded (0: no bound)")
 	fl.Int64Var(&f.logMemoryMiB, "log-memory-mib", server.DefaultLogMemory>>20, "MiB of job logs to keep in memory, all attempts together (the last MiB of each); over it the tenant holding the most loses its least recently written log first (the nodes keep the files)")
 	fl.DurationVar(&f.regionMoveAfter, "region-move-after", server.DefaultRegionMoveAfter, "a queued job allowed in several regions that waited this long in the one chosen for it moves to another where it would start sooner (negative: never)")
@@ -169,6 +171,10 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	if f.maxLost < 1 {
 		return Usage(fmt.Errorf("--max-lost-attempts %d: want at least 1", f.maxLost))
+	}
+	if f.jobRetention < 0 || (f.jobRetention > 0 && f.jobRetention < server.MinJobRetention) {
+		return Usage(fmt.Errorf("--job-retention %s: want 0 (keep for ever) or at least %s (a month's budget reads the month's jobs)",
+			f.jobRetention, server.MinJobRetention))
 	}
 	if f.maxJobsPerTenant < 0 {
 		return Usage(fmt.Errorf("--max-jobs-per-tenant %d: want 0 (no bound) or more", f.maxJobsPerTenant))
@@ -268,7 +274,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
 		Sched:   f.schedConfig(),
-		MaxLost: f.maxLost, LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: maxJobs(f.maxJobsPerTenant), URL: advertise, CA: certPEM(ownCerts), Policies: policies,
+		MaxLost: f.maxLost, LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: maxJobs(f.maxJobsPerTenant), JobRetention: f.jobRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {

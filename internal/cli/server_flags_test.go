@@ -27,6 +27,7 @@ func TestServerFlagRanges(t *testing.T) {
 		{[]string{"--leader-ttl", "0"}, "--leader-ttl 0s: want at least 1s"},
 		{[]string{"--leader-ttl", "500ms"}, "--leader-ttl 500ms: want at least 1s"},
 		{[]string{"--log-memory-mib", "1"}, "--log-memory-mib 1: want 2 to 1048576"},
+		{[]string{"--job-retention", "24h"}, "--job-retention 24h0m0s: want 0 (keep for ever) or at least 768h0m0s"},
 		{[]string{"--max-jobs-per-tenant", "-1"}, "--max-jobs-per-tenant -1: want 0 (no bound) or more"},
 		// A missing file (allot up run outside the repository, say) says
 		// which flag names another.

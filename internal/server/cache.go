@@ -55,6 +55,7 @@ type jobEntry struct {
 	tenant    unique.Handle[string]
 	state     model.State
 	submitted time.Time // UTC
+	ended     int64     // Unix seconds of an ended job's end; 0 before (and for records without one)
 }
 
 type reservationEntry struct {
@@ -551,4 +552,21 @@ func (c *cache) liveOf(tenant string) int {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.liveBy[unique.Make(tenant)]
+}
+
+// endedBefore returns up to n ended jobs that ended before t, as keys at
+// the ModRevs the cache holds.
+func (c *cache) endedBefore(t time.Time, n int) []store.KV {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []store.KV
+	for id, e := range c.jobs {
+		if len(out) == n {
+			break
+		}
+		if e.state.Terminal() && e.ended != 0 && e.ended < t.Unix() {
+			out = append(out, store.KV{Key: prefixJobs + id, ModRev: e.modRev})
+		}
+	}
+	return out
 }

@@ -14,8 +14,8 @@ import (
 
 // Finished jobs are most of the store (a million after a few months) and
 // nothing in a cycle reads them, so the cache keeps of an ended job only
-// what listing and counting it need: its tenant, state and submit time
-// (jobEntry). Everything else, for job show, why, logs and the full
+// what listing, counting and purging it need: its tenant, state, submit
+// and end time (jobEntry). Everything else, for job show, why, logs and the full
 // listing, is read back from the store by key (Server.jobFrom). Ended
 // replicas of endpoints stay whole: endpoint reconciliation reads their
 // status every few seconds.
@@ -34,6 +34,9 @@ func replicaLabels(l map[string]string) bool {
 func entryOf(j *model.Job, modRev int64) jobEntry {
 	e := jobEntry{modRev: modRev, tenant: unique.Make(j.Spec.Tenant), state: knownState(j.Status.State),
 		submitted: j.Status.SubmittedAt.UTC()}
+	if e.state.Terminal() && !j.Status.EndedAt.IsZero() {
+		e.ended = j.Status.EndedAt.Unix()
+	}
 	if !compact(j) {
 		e.job = j
 	}
@@ -63,6 +66,7 @@ type jobHead struct {
 	Status struct {
 		State       string    `json:"state"`
 		SubmittedAt time.Time `json:"submitted_at"`
+		EndedAt     time.Time `json:"ended_at"`
 	} `json:"status"`
 }
 
@@ -74,8 +78,11 @@ func decodeEntry(b []byte, modRev int64) (string, jobEntry, error) {
 	}
 	st := knownState(model.State(h.Status.State))
 	if h.ID != "" && st.Terminal() && !replicaLabels(h.Spec.Labels) {
-		return h.ID, jobEntry{modRev: modRev, tenant: unique.Make(h.Spec.Tenant), state: st,
-			submitted: h.Status.SubmittedAt.UTC()}, nil
+		e := jobEntry{modRev: modRev, tenant: unique.Make(h.Spec.Tenant), state: st, submitted: h.Status.SubmittedAt.UTC()}
+		if !h.Status.EndedAt.IsZero() {
+			e.ended = h.Status.EndedAt.Unix()
+		}
+		return h.ID, e, nil
 	}
 	j, err := decodeJob(b)
 	if err != nil {

@@ -56,10 +56,10 @@ func (s *Server) sweepIdempotency(ctx context.Context, now time.Time) (int, erro
 		for len(expired) > 0 && deleted < idempotencySweepMax {
 			batch := expired[:min(len(expired), idempotencySweepBatch, idempotencySweepMax-deleted)]
 			expired = expired[len(batch):]
-			n, err := s.deleteRecords(ctx, batch)
-			deleted += n
+			gone, _, err := s.deleteRecords(ctx, batch)
+			deleted += len(gone)
 			if err != nil {
-				return deleted, err
+				return deleted, fmt.Errorf("delete expired idempotency records: %w", err)
 			}
 		}
 		if !more || len(kvs) == 0 {
@@ -72,21 +72,22 @@ func (s *Server) sweepIdempotency(ctx context.Context, now time.Time) (int, erro
 
 // deleteRecords deletes kvs in one transaction, each on the condition that
 // it is as read; a record written since (its key used again) is left out
-// and the rest deleted. It returns how many it deleted.
-func (s *Server) deleteRecords(ctx context.Context, kvs []store.KV) (int, error) {
+// and the rest deleted. It returns those it deleted and the revision that
+// deleted them.
+func (s *Server) deleteRecords(ctx context.Context, kvs []store.KV) ([]store.KV, int64, error) {
 	for len(kvs) > 0 {
 		txn := store.Txn{}
 		for _, kv := range kvs {
 			txn.If = append(txn.If, store.ModRevIs(kv.Key, kv.ModRev))
 			txn.Then = append(txn.Then, store.DeleteOp(kv.Key))
 		}
-		_, err := s.st.Txn(ctx, txn)
+		rev, err := s.st.Txn(ctx, txn)
 		var ce *store.ConflictError
 		if !errors.As(err, &ce) {
 			if err != nil {
-				return 0, fmt.Errorf("delete expired idempotency records: %w", err)
+				return nil, 0, err
 			}
-			return len(kvs), nil
+			return kvs, rev, nil
 		}
 		kept := kvs[:0]
 		for _, kv := range kvs {
@@ -95,11 +96,11 @@ func (s *Server) deleteRecords(ctx context.Context, kvs []store.KV) (int, error)
 			}
 		}
 		if len(kept) == len(kvs) {
-			return 0, fmt.Errorf("delete expired idempotency records: %w", err)
+			return nil, 0, err
 		}
 		kvs = kept
 	}
-	return 0, nil
+	return nil, 0, nil
 }
 
 // sweepIdempotencyEvery runs sweepIdempotency every idempotencySweepEvery

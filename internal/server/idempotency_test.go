@@ -220,8 +220,8 @@ func TestSweepIdempotency(t *testing.T) {
 	if _, err := h.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(prefixIdempotency+"b", stale)}}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := h.srv.deleteRecords(ctx, kvs); err != nil || n != 2 {
-		t.Fatalf("%d deleted, %v; want 2", n, err)
+	if gone, _, err := h.srv.deleteRecords(ctx, kvs); err != nil || len(gone) != 2 {
+		t.Fatalf("%d deleted, %v; want 2", len(gone), err)
 	}
 	if _, err := h.st.Get(ctx, prefixIdempotency+"b"); err != nil {
 		t.Fatalf("the rewritten record: %v, want it kept", err)

@@ -35,6 +35,7 @@ type metrics struct {
 
 	logBytes    prometheus.Gauge   // job logs kept in memory
 	logsDropped prometheus.Counter // logs dropped to stay within Config.LogMemory
+	jobsPurged  prometheus.Counter // ended jobs deleted past Config.JobRetention
 
 	epP95      *prometheus.GaugeVec // by endpoint
 	epSLO      *prometheus.GaugeVec
@@ -103,6 +104,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_logs_dropped_total",
 			Help: "Attempts' logs dropped from memory to stay within --log-memory-mib, the tenant holding the most first (the nodes keep the files).",
 		}),
+		jobsPurged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "allot_jobs_purged_total",
+			Help: "Ended jobs deleted from the store past --job-retention.",
+		}),
 		epP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "allot_endpoint_p95_latency_seconds",
 			Help: "Worst p95 request latency the endpoint's replicas reported in the last minute, as of the last reconcile.",
@@ -118,7 +123,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		epNames: map[string]bool{},
 	}
 	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader,
-		m.logBytes, m.logsDropped, m.epP95, m.epSLO, m.epReplicas,
+		m.logBytes, m.logsDropped, m.jobsPurged, m.epP95, m.epSLO, m.epReplicas,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
 		model.StateBlocked, model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {

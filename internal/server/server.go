@@ -55,6 +55,10 @@ type Config struct {
 	// MaxLost is how many attempts of one job may be lost with their node
 	// (lifecycle.go) before the job fails; 0 means DefaultMaxLost.
 	MaxLost int
+	// JobRetention, when positive (at least MinJobRetention), is how long
+	// after they ended jobs stay in the store; the leader deletes older
+	// ones (retention.go). 0 keeps them for ever.
+	JobRetention time.Duration
 	// MaxJobsPerTenant bounds the jobs of one tenant that have not ended,
 	// as Slurm's MaxSubmitJobs does: a tenant's submit past it is refused
 	// (joblimit.go). 0 means DefaultMaxJobsPerTenant, negative no bound.
@@ -161,6 +165,9 @@ type Server struct {
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Store == nil || cfg.Fleet == nil || cfg.Tenancy == nil {
 		return nil, errors.New("server: Store, Fleet and Tenancy are required")
+	}
+	if cfg.JobRetention > 0 && cfg.JobRetention < MinJobRetention {
+		return nil, fmt.Errorf("server: a job retention of %s is under %s: a month's budget reads the month's jobs", cfg.JobRetention, MinJobRetention)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = SystemClock{}
@@ -364,7 +371,7 @@ func (s *Server) Run(ctx context.Context) error {
 // lead runs what only the leading server does: scheduling cycles on
 // events and ticks, and the loops that write for the fleet (missed
 // heartbeats, endpoint replicas, region moves, alerts, budgets, expired
-// idempotency records). It
+// idempotency records, jobs past their retention). It
 // returns nil when ctx ends or a commit finds the term over, and the
 // watch's error when the store fails for good.
 func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
@@ -378,6 +385,7 @@ func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
 	go s.evaluateAlertsEvery(ctx)
 	go s.checkBudgetsEvery(ctx)
 	go s.sweepIdempotencyEvery(ctx)
+	go s.purgeEndedEvery(ctx)
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	s.Kick() // the first cycle: resume what the store holds
