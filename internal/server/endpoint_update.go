@@ -75,6 +75,9 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 	if len(changed) == 0 {
 		return e, nil
 	}
+	if err := s.checkJobLimit(p, spec.MinReplicas-e.Desired); err != nil {
+		return nil, err
+	}
 	from := e.Desired
 	to := min(max(from, spec.MinReplicas), spec.MaxReplicas)
 	reason := fmt.Sprintf("%s changed %s", p.Name(), strings.Join(changed, ", "))

@@ -195,6 +195,9 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 	if !w.tenants[spec.Tenant] {
 		return nil, refuse(CodeInvalidSpec, "tenant", "unknown tenant %q", spec.Tenant)
 	}
+	if err := s.checkJobLimit(p, spec.MinReplicas); err != nil { // its replicas are jobs of the tenant
+		return nil, err
+	}
 	now := s.clock.Now()
 	e := &Endpoint{Spec: spec, Desired: spec.MinReplicas, CreatedAt: now, token: newToken()}
 	replica := s.replicaSpec(e)
@@ -398,6 +401,9 @@ func (s *Server) ScaleEndpoint(ctx context.Context, p Principal, name string, mi
 	sp.MinReplicas, sp.MaxReplicas = minReplicas, maxReplicas
 	if err := sp.Validate(); err != nil {
 		return nil, fromField(err)
+	}
+	if err := s.checkJobLimit(p, minReplicas-e.Desired); err != nil {
+		return nil, err
 	}
 	if sp.MinReplicas == e.Spec.MinReplicas && sp.MaxReplicas == e.Spec.MaxReplicas {
 		return e, nil

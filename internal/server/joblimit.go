@@ -9,16 +9,17 @@ package server
 const DefaultMaxJobsPerTenant = 20_000
 
 // checkJobLimit refuses a tenant's submit of n more jobs of its own when
-// its jobs not ended would pass the bound. The administrator, and the
-// server submitting an endpoint's replicas (at most its max_replicas), are
-// not bounded; their jobs count all the same. Concurrent submits may pass
+// its jobs not ended would pass the bound (n ≤ 0 passes). The
+// administrator, and the server submitting an endpoint's replicas, are not
+// bounded; their jobs count all the same. A tenant's endpoint is checked
+// for the replicas its min_replicas asks for, as it is created or raised. Concurrent submits may pass
 // the bound by their own size: it is checked before they commit.
 func (s *Server) checkJobLimit(p Principal, n int) error {
 	limit := s.cfg.MaxJobsPerTenant
 	if limit == 0 {
 		limit = DefaultMaxJobsPerTenant
 	}
-	if p.Tenant == "" || limit < 0 {
+	if p.Tenant == "" || limit < 0 || n <= 0 {
 		return nil
 	}
 	if have := s.cache.liveOf(p.Tenant); have+n > limit {

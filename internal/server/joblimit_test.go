@@ -9,8 +9,8 @@ import (
 	"github.com/allot-dev/allot/internal/server/servertest"
 )
 
-// A tenant's jobs not ended are bounded: a submit or batch past the bound
-// is refused whole, naming the tenant, while other tenants and the
+// A tenant's jobs not ended are bounded: a submit, batch or endpoint (its
+// min_replicas) past the bound is refused whole, naming the tenant, while other tenants and the
 // administrator submit on; once jobs end, the tenant submits again; a
 // replay of an idempotent submit is not a new job.
 func TestJobLimit(t *testing.T) {
@@ -50,6 +50,9 @@ func TestJobLimit(t *testing.T) {
 	}
 	if _, err := h.srv.Submit(ctx, copilot, doc(5)); !isCode(err, CodeQuotaExceeded) {
 		t.Fatalf("the sixth: %v, want QuotaExceeded", err)
+	}
+	if _, err := h.srv.CreateEndpoint(ctx, copilot, parseEndpoint(t, chatEndpoint)); !isCode(err, CodeQuotaExceeded) {
+		t.Fatalf("an endpoint whose min_replicas pass the limit: %v, want QuotaExceeded", err)
 	}
 	if j, replayed, err := h.srv.SubmitKeyed(ctx, copilot, "k", doc(3)); err != nil || !replayed || j.ID != keyed.ID {
 		t.Fatalf("a replay at the limit: %v replayed %v, %v", j, replayed, err)
