@@ -25,9 +25,9 @@ const (
 	// idempotencySweepMax bounds the records one sweep deletes; the next
 	// sweep goes on.
 	idempotencySweepMax = 10_000
-	// idempotencySweepBatch is the deletes of one transaction (etcd
-	// allows 128 operations in one).
-	idempotencySweepBatch = 100
+	// deleteBatch is the deletes of one transaction of the sweeps and
+	// purges (etcd allows 128 operations in one).
+	deleteBatch = 100
 )
 
 // sweepIdempotency deletes the records of keys that expired more than
@@ -54,7 +54,7 @@ func (s *Server) sweepIdempotency(ctx context.Context, now time.Time) (int, erro
 			}
 		}
 		for len(expired) > 0 && deleted < idempotencySweepMax {
-			batch := expired[:min(len(expired), idempotencySweepBatch, idempotencySweepMax-deleted)]
+			batch := expired[:min(len(expired), deleteBatch, idempotencySweepMax-deleted)]
 			expired = expired[len(batch):]
 			gone, _, err := s.deleteRecords(ctx, batch)
 			deleted += len(gone)
@@ -71,8 +71,8 @@ func (s *Server) sweepIdempotency(ctx context.Context, now time.Time) (int, erro
 }
 
 // deleteRecords deletes kvs in one transaction, each on the condition that
-// it is as read; a record written since (its key used again) is left out
-// and the rest deleted. It returns those it deleted and the revision that
+// it is as read; a record written since (an idempotency key used again, a
+// job changed) is left out and the rest deleted. It returns those it deleted and the revision that
 // deleted them.
 func (s *Server) deleteRecords(ctx context.Context, kvs []store.KV) ([]store.KV, int64, error) {
 	for len(kvs) > 0 {

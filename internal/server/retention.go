@@ -32,7 +32,7 @@ func (s *Server) purgeEnded(ctx context.Context, now time.Time) (int, error) {
 	refs := s.cache.endedBefore(now.Add(-s.cfg.JobRetention), purgeMax)
 	deleted := 0
 	for len(refs) > 0 {
-		batch := refs[:min(len(refs), idempotencySweepBatch)]
+		batch := refs[:min(len(refs), deleteBatch)]
 		refs = refs[len(batch):]
 		gone, rev, err := s.deleteRecords(ctx, batch)
 		for _, kv := range gone {
