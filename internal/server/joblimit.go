@@ -12,8 +12,9 @@ const DefaultMaxJobsPerTenant = 20_000
 // its jobs not ended would pass the bound (n ≤ 0 passes). The
 // administrator, and the server submitting an endpoint's replicas, are not
 // bounded; their jobs count all the same. A tenant's endpoint is checked
-// for the replicas its min_replicas asks for, as it is created or raised. Concurrent submits may pass
-// the bound by their own size: it is checked before they commit.
+// for the replicas its min_replicas asks for, as it is created or raised.
+// Concurrent submits may pass the bound by their own size: it is checked
+// before they commit.
 func (s *Server) checkJobLimit(p Principal, n int) error {
 	limit := s.cfg.MaxJobsPerTenant
 	if limit == 0 {
