@@ -47,6 +47,9 @@ lines about it.`,
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if rank < -1 {
+				return Usage(fmt.Errorf("--rank %d: want a rank, 0 or more", rank))
+			}
 			if rank >= 0 {
 				j, err := cl.GetJob(cmd.Context(), args[0])
 				if err != nil {

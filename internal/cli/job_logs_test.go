@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -40,6 +41,9 @@ func TestJobLogsRank(t *testing.T) {
 	}
 	if out, _, code := runCLI(t, "job", "logs", "g-1", "--server", srv.URL); code != ExitOK || out != log {
 		t.Errorf("every rank: exit %d, %q, want the log as the server has it", code, out)
+	}
+	if _, errOut, code := runCLI(t, "job", "logs", "g-1", "--rank", "-2", "--server", srv.URL); code != ExitUsage || !strings.Contains(errOut, "want a rank") {
+		t.Errorf("--rank -2: exit %d (%s)", code, errOut)
 	}
 	asked := logsAsked
 	if _, errOut, code := runCLI(t, "job", "logs", "g-1", "--rank", "2", "--server", srv.URL); code != ExitUsage || logsAsked != asked {
