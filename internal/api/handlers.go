@@ -95,7 +95,7 @@ func created(w http.ResponseWriter, replayed bool) int {
 
 // parseState reads a state filter, accepting any letter case.
 func parseState(v string) (model.State, bool) {
-	for _, s := range jobStates {
+	for _, s := range model.States {
 		if strings.EqualFold(v, string(s)) {
 			return s, true
 		}

@@ -15,16 +15,12 @@ import (
 // MaxNameFilter bounds the name filter of a listing.
 const MaxNameFilter = 256
 
-// jobStates are the states of a job, in the order of its life.
-var jobStates = []model.State{model.StateBlocked, model.StateQueued, model.StatePreparing, model.StateRunning,
-	model.StatePreempted, model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut}
-
 // unknownState is the message for a state filter that names no state: the
 // states, and for the words of Slurm and Kubernetes (PENDING, Pending,
 // COMPLETED …) the states they mean here.
 func unknownState(s string) string {
-	names := make([]string, len(jobStates))
-	for i, st := range jobStates {
+	names := make([]string, len(model.States))
+	for i, st := range model.States {
 		names[i] = string(st)
 	}
 	msg := fmt.Sprintf("unknown state %q (want %s or %s)", clip(s), strings.Join(names[:len(names)-1], ", "), names[len(names)-1])

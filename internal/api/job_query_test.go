@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 )
 
@@ -23,7 +24,7 @@ func TestUnknownStateTeaches(t *testing.T) {
 			t.Errorf("state %q: %+v, want field state and %q", tc.in, e, tc.want)
 		}
 	}
-	for _, st := range jobStates {
+	for _, st := range model.States {
 		if _, e := parseJobQuery(map[string][]string{"state": {strings.ToLower(string(st))}}, server.Principal{Admin: true}); e != nil {
 			t.Errorf("state %s refused: %v", st, e)
 		}

@@ -104,9 +104,13 @@ refused (Conflict).`,
 }
 
 // jobStates are the states a job can be in, for --state and completion.
-var jobStates = []string{string(model.StateQueued), string(model.StatePreparing), string(model.StateRunning),
-	string(model.StatePreempted), string(model.StateBlocked), string(model.StateSucceeded), string(model.StateFailed), string(model.StateCanceled),
-	string(model.StateTimedOut)}
+var jobStates = func() []string {
+	out := make([]string, len(model.States))
+	for i, s := range model.States {
+		out[i] = string(s)
+	}
+	return out
+}()
 
 // completeJobs completes job IDs, described by name and state.
 func completeJobs(conn *connection) cobra.CompletionFunc {

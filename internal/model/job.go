@@ -244,6 +244,10 @@ const (
 	StateTimedOut  State = "TimedOut"
 )
 
+// States are every state a job can be in, in the order of its life.
+var States = []State{StateBlocked, StateQueued, StatePreparing, StateRunning, StatePreempted,
+	StateSucceeded, StateFailed, StateCanceled, StateTimedOut}
+
 // Terminal reports whether no further transition can happen.
 func (s State) Terminal() bool {
 	return s == StateSucceeded || s == StateFailed || s == StateCanceled || s == StateTimedOut

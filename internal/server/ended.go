@@ -46,8 +46,7 @@ func entryOf(j *model.Job, modRev int64) jobEntry {
 // knownState returns s sharing the constant's bytes, so that a million
 // cached entries do not each hold a copy of "Succeeded".
 func knownState(s model.State) model.State {
-	for _, k := range []model.State{model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut,
-		model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted, model.StateBlocked} {
+	for _, k := range model.States {
 		if s == k {
 			return k
 		}

@@ -125,8 +125,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader,
 		m.logBytes, m.logsDropped, m.jobsPurged, m.epP95, m.epSLO, m.epReplicas,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	for _, s := range []model.State{model.StateQueued, model.StatePreparing, model.StateRunning, model.StatePreempted,
-		model.StateBlocked, model.StateSucceeded, model.StateFailed, model.StateCanceled, model.StateTimedOut} {
+	for _, s := range model.States {
 		m.jobs.WithLabelValues(string(s)).Set(0)
 	}
 	for _, c := range classes {
