@@ -300,6 +300,27 @@ func (st *state) explain(a *attempt, v *verdict) (Reason, string) {
 	return reason, detail
 }
 
+// nodesText counts nodes of a kind: "1 ready capable node", "3 ready
+// capable nodes" ("1 node" with no kind).
+func nodesText(n int, kind string) string {
+	if kind != "" {
+		kind += " "
+	}
+	if n == 1 {
+		return "1 " + kind + "node"
+	}
+	return fmt.Sprintf("%d %snodes", n, kind)
+}
+
+// allNodesText begins a sentence about every node of a kind: "the one
+// capable node is", "all 4 capable nodes are".
+func allNodesText(n int, kind string) string {
+	if n == 1 {
+		return "the one " + kind + " node is"
+	}
+	return fmt.Sprintf("all %d %s nodes are", n, kind)
+}
+
 // unreadyText is the detail of NoReadyNodes: of the capable nodes, how
 // many are lost (NotReady) and how many drained, naming only the kinds
 // there are.
@@ -307,9 +328,9 @@ func unreadyText(capable, notReady, draining int) string {
 	const lost, drained = "NotReady (their agents do not heartbeat)", "Draining (taken out of service by an administrator)"
 	switch {
 	case draining == 0:
-		return fmt.Sprintf("all %d capable nodes are %s", capable, lost)
+		return allNodesText(capable, "capable") + " " + lost
 	case notReady == 0:
-		return fmt.Sprintf("all %d capable nodes are %s", capable, drained)
+		return allNodesText(capable, "capable") + " " + drained
 	}
 	return fmt.Sprintf("all %d capable nodes are NotReady or Draining: %d NotReady, %d Draining (taken out of service by an administrator)",
 		capable, notReady, draining)
@@ -364,31 +385,38 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 	case stageBorrow:
 		if a.res >= 0 {
 			if hold := st.holdNote(a); hold != "" {
-				return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q or kept for a job that has waited longer",
-					v.reservedOut, spec.Placement.Reservation) + hold
+				return InsufficientCapacity, fmt.Sprintf("%s outside reservation %q or kept for a job that has waited longer",
+					allNodesText(v.reservedOut, "ready capable"), spec.Placement.Reservation) + hold
 			}
-			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are outside reservation %q", v.reservedOut, spec.Placement.Reservation)
+			return InsufficientCapacity, fmt.Sprintf("%s outside reservation %q", allNodesText(v.reservedOut, "ready capable"), spec.Placement.Reservation)
 		}
 		ear, hold := st.earmarkNote(a), st.holdNote(a)
 		switch {
 		case hold != "" && ear == "" && v.reservedOut <= len(st.held):
-			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are kept for jobs that have waited longer", v.reservedOut) + hold
+			return InsufficientCapacity, allNodesText(v.reservedOut, "ready capable") + " kept for jobs that have waited longer" + hold
 		case hold != "":
-			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants or kept for them or for jobs that have waited longer", v.reservedOut) + ear + hold
+			return InsufficientCapacity, allNodesText(v.reservedOut, "ready capable") +
+				" held by reservations of other tenants or kept for them or for jobs that have waited longer" + ear + hold
 		case ear != "":
-			return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants or kept for them", v.reservedOut) + ear
+			return InsufficientCapacity, allNodesText(v.reservedOut, "ready capable") + " held by reservations of other tenants or kept for them" + ear
 		}
-		return InsufficientCapacity, fmt.Sprintf("all %d ready capable nodes are held by reservations of other tenants", v.reservedOut)
+		return InsufficientCapacity, allNodesText(v.reservedOut, "ready capable") + " held by reservations of other tenants"
 	case stageReservation:
-		d := fmt.Sprintf("%d ready capable nodes, most free on one node: %s, job needs %s per instance",
-			v.readyNodes, gpusText(v.maxFree), gpusText(a.req.TotalMilli()))
-		if v.reservedOut > 0 && a.res < 0 {
+		d := fmt.Sprintf("%s, most free on one node: %s, job needs %s per instance",
+			nodesText(v.readyNodes, "ready capable"), gpusText(v.maxFree), gpusText(a.req.TotalMilli()))
+		if v.reservedOut == 1 && a.res < 0 {
+			d += "; 1 more is reserved for others" + st.earmarkNote(a)
+		} else if v.reservedOut > 0 && a.res < 0 {
 			d += fmt.Sprintf("; %d more are reserved for others", v.reservedOut) + st.earmarkNote(a)
 		}
 		d += st.holdNote(a)
 		return InsufficientCapacity, d
 	case stageFit:
-		return PowerCapped, fmt.Sprintf("%d nodes have room but not the power: %s", v.powerNodes, v.powerWhy)
+		have := "have"
+		if v.powerNodes == 1 {
+			have = "has"
+		}
+		return PowerCapped, fmt.Sprintf("%s %s room but not the power: %s", nodesText(v.powerNodes, ""), have, v.powerWhy)
 	}
 	return InsufficientCapacity, "no placement found"
 }

@@ -387,8 +387,8 @@ func (st *state) holdNote(a *attempt) string {
 		if st.mayUseHeld(a, h) || st.resOf[i] != a.res || !a.job.Spec.Placement.AllowsRegion(g.region.name) || !st.capable(a, g) {
 			continue
 		}
-		return fmt.Sprintf("; %d nodes of %s are kept for job %s, which has waited since %s%s",
-			x.n, st.domains[g.domain].name, x.job.ID, WaitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
+		return fmt.Sprintf("; %s of %s %s kept for job %s, which has waited since %s%s",
+			nodesText(x.n, ""), st.domains[g.domain].name, isAre(x.n), x.job.ID, WaitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
 	}
 	return ""
 }
@@ -412,6 +412,14 @@ func (x *holdState) backfillText() string {
 func (st *state) holderNote(h int) string {
 	x := &st.holds[h]
 	g := st.groups[st.groupOf[st.held[x.first]]]
-	return fmt.Sprintf("; %d nodes of %s are kept for it, as it has waited since %s: until it starts they take only it, higher classes, spot work, other partitions' guaranteed work%s",
-		x.n, st.domains[g.domain].name, WaitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
+	return fmt.Sprintf("; %s of %s %s kept for it, as it has waited since %s: until it starts they take only it, higher classes, spot work, other partitions' guaranteed work%s",
+		nodesText(x.n, ""), st.domains[g.domain].name, isAre(x.n), WaitingSince(x.job).UTC().Format(time.RFC3339), x.backfillText())
+}
+
+// isAre is the verb for n things.
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
 }

@@ -139,7 +139,7 @@ func TestHoldWhoAndWhere(t *testing.T) {
 
 	p := plan(world())
 	// b-1 holds 2 GPUs of work that is not spot, a-1 holds 6.
-	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 nodes of eastus-c2/H100 are kept for it") {
+	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 node of eastus-c2/H100 is kept for it") {
 		t.Fatalf("wide: %q", d.Detail)
 	}
 	for job, want := range map[string]string{"n1": "a-1", "n2": "a-1", "n3": "pending", "spot": "b-1", "high": "b-1"} {
@@ -147,7 +147,7 @@ func TestHoldWhoAndWhere(t *testing.T) {
 			t.Errorf("%s: %s, want %s", job, got, want)
 		}
 	}
-	if d, _ := pendingOf(p, "n3"); d.Reason != sched.InsufficientCapacity || !strings.Contains(d.Detail, "1 nodes of eastus-c2/H100 are kept for job wide") {
+	if d, _ := pendingOf(p, "n3"); d.Reason != sched.InsufficientCapacity || !strings.Contains(d.Detail, "1 node of eastus-c2/H100 is kept for job wide") {
 		t.Errorf("n3: %s %q", d.Reason, d.Detail)
 	}
 
@@ -190,7 +190,7 @@ func TestHoldKeepsGuarantees(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: time.Hour}).Schedule(w.Snapshot(), now)
-	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 nodes of eastus-c2/H100 are kept for it") {
+	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 node of eastus-c2/H100 is kept for it") {
 		t.Fatalf("wide: %q", d.Detail)
 	}
 	if b, ok := bindOf(p, "bob-n"); !ok || b.Nodes[0].Node != "b-1" {
@@ -220,7 +220,7 @@ func TestHoldBackfill(t *testing.T) {
 	}
 	p := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: time.Hour}).Schedule(w.Snapshot(), now)
 	shadow := Epoch.Add(30*time.Hour + time.Minute).Format(time.RFC3339) // busy-b's timeout and grace
-	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 nodes of eastus-c2/H100 are kept for it") ||
+	if d, _ := pendingOf(p, "wide"); !strings.Contains(d.Detail, "1 node of eastus-c2/H100 is kept for it") ||
 		!strings.Contains(d.Detail, "work whose retry.timeout ends it by "+shadow+" may use them meanwhile") {
 		t.Fatalf("wide: %q", d.Detail)
 	}
@@ -321,7 +321,7 @@ func TestOneGPUNeverHolds(t *testing.T) {
 		}
 		p := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, HoldAfter: time.Hour}).Schedule(w.Snapshot(), now)
 		d, _ := pendingOf(p, tc.job)
-		if held := strings.Contains(d.Detail, "are kept for it"); held != tc.holds {
+		if held := strings.Contains(d.Detail, "kept for it"); held != tc.holds {
 			t.Errorf("%s, waiting a day: holds %v, want %v (%q)", tc.job, held, tc.holds, d.Detail)
 		}
 	}
