@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"path"
 	"reflect"
 	"strings"
 	"testing"
@@ -69,8 +68,8 @@ func FuzzUpdateEndpoint(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string, body []byte, who uint8) {
 		tok := []string{acme, q.tokens["globex"], q.admin}[int(who)%3]
 		target := "/v1/endpoints/" + url.PathEscape(name)
-		if _, err := url.ParseRequestURI(target); err != nil || path.Clean(target) != target {
-			return // not a path a client sends: the mux redirects ./ and ../
+		if !sendable(target) {
+			return
 		}
 		before := q.keys(t)
 		rec := q.do("PUT", target, tok, body)

@@ -68,16 +68,8 @@ func FuzzStoreFlag(f *testing.F) {
 func TestServerOnEtcd(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	data := t.TempDir()
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	code := make(chan int, 1)
-	go func() {
-		code <- Run(ctx, []string{"server", "--data", data, "--listen", "127.0.0.1:0", "--agents", "simulated",
-			"--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml",
-			"--store", "etcd://" + strings.Join(c.HostPorts(), ",") + "/cli-test"}, &out, &errOut)
-	}()
-	addr := waitFor(t, &out, regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`))[1]
+	out, errOut, stop := startServer(t, data, "--store", "etcd://"+strings.Join(c.HostPorts(), ",")+"/cli-test")
+	addr := waitFor(t, out, regexp.MustCompile(`listening on (http://127\.0\.0\.1:\d+)`))[1]
 	resp, err := http.Get(addr + "/healthz")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("GET /healthz: %v %v", resp, err)
@@ -95,14 +87,8 @@ func TestServerOnEtcd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, "allot.db")); !os.IsNotExist(err) {
 		t.Errorf("a bolt file was made beside the etcd store: %v", err)
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != ExitOK {
-			t.Errorf("server exit %d: %s", c, errOut.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("server did not stop")
+	if c := stop(); c != ExitOK {
+		t.Errorf("server exit %d: %s", c, errOut.String())
 	}
 	if !strings.Contains(errOut.String(), "kind=etcd") {
 		t.Errorf("no store line in the log:\n%s", errOut.String())
@@ -127,21 +113,9 @@ func TestServerOnEtcdUnreachable(t *testing.T) {
 // its new admin token to DATA/admin-token only, never into that output.
 func TestServerKeepsTheTokenOutOfItsLog(t *testing.T) {
 	data := t.TempDir()
-	var out, errOut syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	code := make(chan int, 1)
-	go func() {
-		code <- Run(ctx, []string{"server", "--data", data, "--listen", "127.0.0.1:0", "--agents", "simulated",
-			"--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml"}, &out, &errOut)
-	}()
-	waitFor(t, &out, regexp.MustCompile(`admin token created in .*admin-token \(printed only to a terminal\)`))
-	cancel()
-	select {
-	case <-code:
-	case <-time.After(15 * time.Second):
-		t.Fatal("server did not stop")
-	}
+	out, errOut, stop := startServer(t, data)
+	waitFor(t, out, regexp.MustCompile(`admin token created in .*admin-token \(printed only to a terminal\)`))
+	stop()
 	token, err := os.ReadFile(filepath.Join(data, "admin-token"))
 	if err != nil || len(strings.TrimSpace(string(token))) < 32 {
 		t.Fatalf("admin-token: %q %v", token, err)
@@ -149,6 +123,31 @@ func TestServerKeepsTheTokenOutOfItsLog(t *testing.T) {
 	for name, s := range map[string]string{"output": out.String(), "log": errOut.String()} {
 		if strings.Contains(s, strings.TrimSpace(string(token))) {
 			t.Errorf("the admin token is in the server's %s:\n%s", name, s)
+		}
+	}
+}
+
+// startServer runs 'allot server' on data with the example fleet, simulated
+// agents and extra, in the background; stop stops it and returns its exit
+// code, failing the test when it does not stop within 15 s.
+func startServer(t *testing.T, data string, extra ...string) (out, errOut *syncBuffer, stop func() int) {
+	t.Helper()
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	code := make(chan int, 1)
+	args := append([]string{"server", "--data", data, "--listen", "127.0.0.1:0", "--agents", "simulated",
+		"--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml"}, extra...)
+	go func() { code <- Run(ctx, args, out, errOut) }()
+	return out, errOut, func() int {
+		t.Helper()
+		cancel()
+		select {
+		case c := <-code:
+			return c
+		case <-time.After(15 * time.Second):
+			t.Fatal("server did not stop")
+			return -1
 		}
 	}
 }

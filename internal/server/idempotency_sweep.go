@@ -103,22 +103,23 @@ func (s *Server) deleteRecords(ctx context.Context, kvs []store.KV) ([]store.KV,
 	return nil, 0, nil
 }
 
-// sweepIdempotencyEvery runs sweepIdempotency every idempotencySweepEvery
-// until ctx ends.
-func (s *Server) sweepIdempotencyEvery(ctx context.Context) {
-	t := time.NewTicker(idempotencySweepEvery)
+// deleteEvery runs sweep now and then every interval until ctx ends,
+// logging what it deleted (what names the records): the leader's sweeps of
+// expired idempotency records and of jobs past their retention.
+func (s *Server) deleteEvery(ctx context.Context, interval time.Duration, what string, sweep func(context.Context, time.Time) (int, error)) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		n, err := sweep(ctx, s.clock.Now())
+		if err != nil && ctx.Err() == nil {
+			s.log.Warn("delete "+what, "deleted", n, "err", err)
+		} else if n > 0 {
+			s.log.Info(what+" deleted", "deleted", n)
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		n, err := s.sweepIdempotency(ctx, s.clock.Now())
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("sweep expired idempotency records", "deleted", n, "err", err)
-		} else if n > 0 {
-			s.log.Info("expired idempotency records deleted", "deleted", n)
 		}
 	}
 }

@@ -47,29 +47,6 @@ func (s *Server) purgeEnded(ctx context.Context, now time.Time) (int, error) {
 	return deleted, nil
 }
 
-// purgeEndedEvery purges every purgeEvery until ctx ends, when a retention
-// is set.
-func (s *Server) purgeEndedEvery(ctx context.Context) {
-	if s.cfg.JobRetention <= 0 {
-		return
-	}
-	t := time.NewTicker(purgeEvery)
-	defer t.Stop()
-	for {
-		n, err := s.purgeEnded(ctx, s.clock.Now())
-		if err != nil && ctx.Err() == nil {
-			s.log.Warn("purge ended jobs", "deleted", n, "err", err)
-		} else if n > 0 {
-			s.log.Info("ended jobs purged", "deleted", n, "retention", s.cfg.JobRetention)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // RetentionWarning is the warning for a report over a period from since
 // when jobs that ended before since's end of retention may have been
 // purged; "" when none can have been.

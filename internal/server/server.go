@@ -384,8 +384,10 @@ func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
 	go s.moveWaitingEvery(ctx)
 	go s.evaluateAlertsEvery(ctx)
 	go s.checkBudgetsEvery(ctx)
-	go s.sweepIdempotencyEvery(ctx)
-	go s.purgeEndedEvery(ctx)
+	go s.deleteEvery(ctx, idempotencySweepEvery, "expired idempotency records", s.sweepIdempotency)
+	if s.cfg.JobRetention > 0 {
+		go s.deleteEvery(ctx, purgeEvery, "jobs past their retention", s.purgeEnded)
+	}
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()
 	s.Kick() // the first cycle: resume what the store holds
