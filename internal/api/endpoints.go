@@ -21,6 +21,11 @@ type Endpoint struct {
 	// values in effect (defaults filled in).
 	Spec    spec.EndpointDocument `json:"spec"`
 	Desired int                   `json:"desired"`
+	// Template names what shapes the replicas (command, env, resources,
+	// priority, placement); RolloutSince is when its rollout began, nil
+	// when every replica runs it.
+	Template     string     `json:"template"`
+	RolloutSince *time.Time `json:"rollout_since"`
 	// Reason is the autoscaler's latest decision.
 	Reason    string            `json:"reason"`
 	Replicas  []EndpointReplica `json:"replicas"`
@@ -35,6 +40,10 @@ type EndpointReplica struct {
 	State    string `json:"state"`
 	Node     string `json:"node"`
 	GPUModel string `json:"gpu_model"`
+	// Template is the endpoint template the replica runs; Outdated when
+	// it is not the endpoint's, so that a rollout replaces it.
+	Template string `json:"template"`
+	Outdated bool   `json:"outdated"`
 }
 
 // EndpointMetrics is the endpoint's last sample: its replicas' fresh
@@ -63,10 +72,11 @@ func newEndpoint(st server.EndpointStatus) Endpoint {
 	sp.Autoscale = model.EndpointAutoscale{ScaleInAfter: p.Stabilisation, ScaleInInterval: p.ScaleInInterval,
 		LeadTime: p.LeadTime, PeakWindow: p.PeakWindow}
 	out := Endpoint{Name: sp.Name, Tenant: sp.Tenant, Model: sp.Model, Spec: spec.EndpointDocumentOf(sp),
-		Desired: e.Desired, Reason: st.Decision, Replicas: make([]EndpointReplica, len(st.Replicas)),
+		Desired: e.Desired, Template: st.Template, RolloutSince: timePtr(e.RolloutSince), Reason: st.Decision, Replicas: make([]EndpointReplica, len(st.Replicas)),
 		Events: make([]EndpointEvent, len(e.Events)), CreatedAt: timePtr(e.CreatedAt)}
 	for i, r := range st.Replicas {
-		out.Replicas[i] = EndpointReplica{Job: r.Job, State: string(r.State), Node: r.Node, GPUModel: r.GPUModel}
+		out.Replicas[i] = EndpointReplica{Job: r.Job, State: string(r.State), Node: r.Node, GPUModel: r.GPUModel,
+			Template: r.Template, Outdated: r.Outdated}
 	}
 	for i, ev := range e.Events {
 		out.Events[i] = EndpointEvent{At: timePtr(ev.At), Kind: ev.Kind, From: ev.From, To: ev.To, Reason: ev.Reason}

@@ -88,19 +88,30 @@ func newEndpointUpdateCmd(conn *connection) *cobra.Command {
 	var file string
 	cmd := &cobra.Command{
 		Use:   "update [-f] FILE",
-		Short: "Change an endpoint's SLO, throughput, bounds or autoscaler tuning in place",
-		Long: `update gives each endpoint of FILE (read as create reads it) the spec there,
-where it changes only what the autoscaler reads: model, min_replicas,
-max_replicas, slo, throughput and autoscale. The replicas run on; the next
-reconcile decides with the new spec, the desired count moves into new bounds
-at once, and an Updated event says what changed ('allot endpoint show').
+		Short: "Change an endpoint in place: SLO, bounds, autoscaler, or a rolling update of its replicas",
+		Long: `update gives each endpoint of FILE (read as create reads it) the spec there.
 
-A spec that changes what shapes a replica (command, env, resources, priority,
-placement; gpu_models follow the throughput profile when left out) would need
-new replicas, which allot does not roll out in place: it is refused naming
-the field (exit status 2). Create the endpoint under a new name and delete
-the old one once the new one serves.`,
+What the autoscaler reads (model, min_replicas, max_replicas, slo, throughput,
+autoscale) changes at once: the next reconcile decides with it, and the
+desired count moves into new bounds at once.
+
+What shapes a replica (command, env, resources, priority, placement; the
+endpoint's template) is rolled out, as a Kubernetes Deployment rolls out a
+new pod template with maxUnavailable 0 and maxSurge 25 %: new replicas start,
+at most a quarter of the desired count (at least one) beyond it, and each
+replaces a replica of the earlier template once it serves (it has reported
+its load, or has run for the endpoint's lead time); fewer than the desired
+count never serve. A new replica that cannot start (no room, a command
+that fails) leaves the old ones serving; 'update' back to the earlier file
+makes them current again. 'allot endpoint show' shows each replica's template
+and the rollout's progress; a RolledOut event marks its end.
+
+A template whose replica could never start (a GPU model no SKU has, a
+reservation the tenant does not own) is refused as a submit would be, and the
+tenant cannot change (exit status 2).`,
 		Example: `  allot endpoint update -f chat.yaml        # after editing slo.p95_ms or throughput
+  allot endpoint update chat.yaml           # after editing command or env: a rolling update
+  allot endpoint show chat                  # the rollout's progress
   allot endpoint update endpoints/`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return sendEndpoints(cmd, conn, file, "updated", func(cl *client.Client, name string, doc []byte) (client.Endpoint, error) {
@@ -210,9 +221,10 @@ func newEndpointShowCmd(conn *connection) *cobra.Command {
 		Long: `show prints an endpoint: a summary of its spec (replica shape, bounds, SLO,
 throughput profile, autoscaler timings), the autoscaler's latest decision,
 the load its replicas last reported, each replica with its state, node and
-GPU model, and the events (creation, scale-outs, scale-ins, replaced
-replicas, changed bounds), each with the reason the autoscaler or the
-server gave. With -o json or -o yaml it prints the API's Endpoint object.`,
+GPU model and template, and the events (creation, scale-outs, scale-ins,
+replaced replicas, changed bounds, updates and finished rollouts), each with
+the reason the autoscaler or the server gave. With -o json or -o yaml it
+prints the API's Endpoint object.`,
 		Example: `  allot endpoint show chat
   allot endpoint show chat -o json | jq -r '.events[] | .kind + ": " + .reason'`,
 		Args:              cobra.ExactArgs(1),
@@ -257,6 +269,7 @@ func endpointSections(e client.Endpoint) sections {
 	f.add("Replica", shape+" of "+strings.Join(s.Resources.GPUModels, ", ")+", priority "+s.Priority)
 	f.add("Replicas", fmt.Sprintf("%d running or starting, %d desired (min %d, max %d)", len(e.Replicas), e.Desired,
 		s.MinReplicas, s.MaxReplicas))
+	f.add("Template", templateLine(e))
 	f.add("SLO", "p95 ≤ "+millis(s.SLO.P95Ms))
 	models := make([]string, 0, len(s.Throughput))
 	for m := range s.Throughput {
@@ -280,15 +293,34 @@ func endpointSections(e client.Endpoint) sections {
 	f.add("Decision", orDash(e.Reason))
 	f.add("Created", timestamp(e.CreatedAt))
 
-	reps := table{header: []string{"REPLICA", "STATE", "NODE", "GPU"}}
+	reps := table{header: []string{"REPLICA", "STATE", "NODE", "GPU", "TEMPLATE"}}
 	for _, r := range e.Replicas {
-		reps.add(r.Job, r.State, orDash(r.Node), orDash(r.GPUModel))
+		t := orDash(r.Template)
+		if r.Outdated {
+			t += " (outdated)"
+		}
+		reps.add(r.Job, r.State, orDash(r.Node), orDash(r.GPUModel), t)
 	}
 	evs := table{header: []string{"AT", "EVENT", "DESIRED", "REASON"}}
 	for _, ev := range e.Events {
 		evs.add(timestamp(ev.At), ev.Kind, fmt.Sprintf("%d→%d", ev.From, ev.To), ev.Reason)
 	}
 	return sections{f, reps, evs}
+}
+
+// templateLine says which template the endpoint's replicas should run and
+// how far its rollout is.
+func templateLine(e client.Endpoint) string {
+	if e.RolloutSince.IsZero() {
+		return orDash(e.Template)
+	}
+	n := 0
+	for _, r := range e.Replicas {
+		if !r.Outdated && r.State == "Running" {
+			n++
+		}
+	}
+	return fmt.Sprintf("%s, rolling out since %s: %d of %d desired replicas run it", e.Template, timestamp(e.RolloutSince), n, e.Desired)
 }
 
 func newEndpointScaleCmd(conn *connection) *cobra.Command {

@@ -12,9 +12,9 @@ const endpointJSON = `{"name":"chat","tenant":"copilot","model":"llama","spec":{
 "command":["allot","demo","serve"],"resources":{"gpus_per_instance":1,"gpu_milli":250,"gpu_models":["T4"]},"priority":"standard",
 "min_replicas":1,"max_replicas":4,"slo":{"p95_ms":150},"throughput":{"T4":15},
 "autoscale":{"scale_in_after":"10s","scale_in_interval":"2s","lead_time":"10s","peak_window":"2m0s"}},
-"desired":2,"reason":"forecast 60 req/s needs 4 replicas","replicas":[
-{"job":"chat-replica-1abc","state":"Running","node":"eastus-t4x4-01","gpu_model":"T4"},
-{"job":"chat-replica-2def","state":"Queued","node":"","gpu_model":""}],
+"desired":2,"template":"d4552aa1b6","rollout_since":"2026-06-01T12:00:05Z","reason":"forecast 60 req/s needs 4 replicas","replicas":[
+{"job":"chat-replica-1abc","state":"Running","node":"eastus-t4x4-01","gpu_model":"T4","template":"59753b677f","outdated":true},
+{"job":"chat-replica-2def","state":"Queued","node":"","gpu_model":"","template":"d4552aa1b6"}],
 "metrics":{"at":"2026-06-01T12:00:10Z","requests_per_sec":60,"p95_ms":21.5,"utilisation":0.15,"replicas":2},
 "events":[{"at":"2026-06-01T12:00:00Z","kind":"Created","from":0,"to":1,"reason":"created by copilot"},
 {"at":"2026-06-01T12:00:10Z","kind":"ScaleOut","from":1,"to":2,"reason":"forecast 60 req/s needs 4 replicas\u001b[2J"}],
@@ -66,7 +66,8 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s}
 			ex: exchange{method: "GET", path: "/v1/endpoints/chat", status: 200, body: endpointJSON},
 			wantOut: []string{"250/1000 of a GPU of T4", "2 running or starting, 2 desired (min 1, max 4)", "p95 ≤ 150 ms",
 				"T4 15 req/s", "scale in after 10s, then at most every 2s", "60.0 req/s, p95 21.5 ms",
-				"chat-replica-1abc", "eastus-t4x4-01", "chat-replica-2def", "ScaleOut", "1→2",
+				"d4552aa1b6, rolling out since 2026-06-01T12:00:05Z: 0 of 2 desired replicas run it",
+				"chat-replica-1abc", "eastus-t4x4-01", "59753b677f (outdated)", "chat-replica-2def", "ScaleOut", "1→2",
 				`forecast 60 req/s needs 4 replicas\x1b[2J`}},
 		{name: "show yaml", args: []string{"endpoint", "show", "chat", "-o", "yaml"},
 			ex:      exchange{method: "GET", path: "/v1/endpoints/chat", status: 200, body: endpointJSON},
@@ -111,7 +112,7 @@ func TestEndpointUpdate(t *testing.T) {
 			wantOut: []string{"chat", "120 ms"}},
 		{name: "refused", args: []string{"endpoint", "update", "-f", file},
 			ex: exchange{method: "PUT", path: "/v1/endpoints/chat", status: 400,
-				body: `{"code":"InvalidSpec","field":"command","message":"the endpoint's command would change"}`},
-			wantCode: ExitUsage, wantErr: []string{"command would change"}},
+				body: `{"code":"InvalidSpec","field":"tenant","message":"an endpoint stays with its tenant \"copilot\""}`},
+			wantCode: ExitUsage, wantErr: []string{"stays with its tenant"}},
 	})
 }

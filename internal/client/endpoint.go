@@ -15,6 +15,10 @@ type Endpoint struct {
 	Spec   json.RawMessage `json:"spec,omitempty"` // the endpoint document
 	// Desired is the replica count the endpoint should have.
 	Desired int `json:"desired"`
+	// Template names what shapes the replicas; RolloutSince is when its
+	// rollout began, zero when every replica runs it.
+	Template     string `json:"template"`
+	RolloutSince Time   `json:"rollout_since"`
 	// Reason is the autoscaler's latest decision.
 	Reason    string            `json:"reason"`
 	Replicas  []EndpointReplica `json:"replicas"`
@@ -29,6 +33,8 @@ type EndpointReplica struct {
 	State    string `json:"state"`
 	Node     string `json:"node"`
 	GPUModel string `json:"gpu_model"`
+	Template string `json:"template"`
+	Outdated bool   `json:"outdated"` // runs an earlier template, which a rollout replaces
 }
 
 // EndpointMetrics is the endpoint's last sample of its replicas' reports.

@@ -87,7 +87,9 @@
 // Inference endpoints (endpoints.go, endpoint_reconcile.go) are stored
 // objects whose replicas are ordinary jobs: a reconcile loop feeds the
 // replicas' reported load to the autoscaler (package autoscale) and submits
-// or cancels replicas to match its decision.
+// or cancels replicas to match its decision. An update of what shapes a
+// replica is rolled out, replicas of the new template replacing the others
+// without fewer than the desired count serving (endpoint_rollout.go).
 //
 // Cost (cost.go, budget.go; docs/cost.md): when a cycle binds a job it
 // fixes the new attempt's price on the attempt (package price: how it

@@ -123,6 +123,15 @@ func (b *endpointBook) record(name, key string, rep replicaReport, limit int) {
 	}
 }
 
+// reportedSince reports whether replica job of endpoint name reported at or
+// after t.
+func (b *endpointBook) reportedSince(name, job string, t time.Time) bool {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	r, ok := b.reports[name][job]
+	return ok && !r.at.Before(t)
+}
+
 // sample aggregates the fresh reports of endpoint name into one Sample at
 // now (the sum of the rates, the worst p95, the mean utilisation), appends
 // it to the endpoint's window, drops samples older than keep, and returns

@@ -48,7 +48,9 @@ func (s *Server) reconcileEndpointsEvery(ctx context.Context) {
 //     node) and the stored State, returns the desired count; a change is
 //     an event with the decision's reason.
 //  4. Act: submit replicas up to the desired count, or stop the extras:
-//     queued ones first, then those starting, then the newest running.
+//     queued ones first, then those starting, then the newest running;
+//     while replicas of an earlier template live, roll them over to the
+//     endpoint's (endpoint_rollout.go).
 //  5. Persist the record when something in it changed.
 //
 // With no endpoint it reads one empty key range of the store.
@@ -111,8 +113,9 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 
 	// 3. Decide.
 	w := s.world()
-	replicas := make([]autoscale.Replica, len(live))
-	for i, j := range live {
+	counted := rolloutCounted(e, live)
+	replicas := make([]autoscale.Replica, len(counted))
+	for i, j := range counted {
 		_, gpu := replicaNode(w, j)
 		replicas[i] = autoscale.Replica{GPUModel: gpu, Ready: j.Status.State == model.StateRunning}
 	}
@@ -126,26 +129,36 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 		e.addEvent(now, d.Event.String(), e.Desired, d.Desired, d.Reason)
 		e.Desired, e.Reason, changed = d.Desired, d.Reason, true
 	}
-	s.m.endpoint(name, viewOf(e, window, replicas, now))
+	s.m.endpoint(name, viewOf(e, window, live, now))
 
 	// 4. Act.
+	current, outdated := byTemplate(e, live)
+	add, stop := rolloutStep(e.Desired, current, outdated, s.servesFor(e, now))
 	var actErr error
-	switch {
-	case len(live) < e.Desired:
-		_, err := s.addReplicas(ctx, e, e.Desired-len(live))
+	left := len(outdated)
+	for _, j := range stop {
+		if err := s.stopReplica(ctx, e, j); err != nil {
+			actErr = err
+			break
+		}
+		if slices.Contains(outdated, j) {
+			left--
+			s.log.Info("endpoint replica replaced", "endpoint", name, "job", j.ID, "template", replicaTemplate(e, j))
+		}
+	}
+	if add > 0 && actErr == nil {
+		added, err := s.addReplicas(ctx, e, add)
+		current = append(current, added...)
 		switch {
 		case err != nil && !isRefusal(err):
 			actErr = err
 		case err != nil && s.refused(e, now, err):
 			changed = true
 		}
-	case len(live) > e.Desired:
-		for _, j := range extras(live, len(live)-e.Desired) {
-			if err := s.stopReplica(ctx, e, j); err != nil {
-				actErr = err
-				break
-			}
-		}
+	}
+	if left == 0 && !e.RolloutSince.IsZero() && actErr == nil {
+		e.addEvent(now, EventRolledOut, e.Desired, e.Desired, rolledOut(templateOf(e.Spec), len(current), e.RolloutSince, now))
+		e.RolloutSince, changed = time.Time{}, true
 	}
 
 	// 5. Persist.
@@ -227,13 +240,8 @@ func extras(live []*model.Job, n int) []*model.Job {
 
 // viewOf is what the endpoint's metrics show after a decision: the newest
 // sample's p95 when it is fresh, the SLO and the replica counts.
-func viewOf(e *Endpoint, window []autoscale.Sample, replicas []autoscale.Replica, now time.Time) endpointView {
-	v := endpointView{slo: e.Spec.SLO.P95, desired: e.Desired, live: len(replicas)}
-	for _, r := range replicas {
-		if r.Ready {
-			v.ready++
-		}
-	}
+func viewOf(e *Endpoint, window []autoscale.Sample, live []*model.Job, now time.Time) endpointView {
+	v := endpointView{slo: e.Spec.SLO.P95, desired: e.Desired, live: len(live), ready: running(live)}
 	if n := len(window); n > 0 && now.Sub(window[n-1].At) <= reportFresh {
 		v.p95 = time.Duration(window[n-1].P95Ms * float64(time.Millisecond))
 	}

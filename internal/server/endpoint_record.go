@@ -56,6 +56,9 @@ type endpointStatusRecord struct {
 	Autoscaler autoscaleStateRecord  `json:"autoscaler"`
 	Reason     string                `json:"reason,omitempty"`
 	Events     []endpointEventRecord `json:"events,omitempty"`
+	// RolloutSince and Unlabelled are Endpoint's.
+	RolloutSince time.Time `json:"rollout_since,omitzero"`
+	Unlabelled   string    `json:"unlabelled_template,omitempty"`
 }
 
 // autoscaleStateRecord is autoscale.State.
@@ -73,21 +76,29 @@ type endpointEventRecord struct {
 	Reason string    `json:"reason"`
 }
 
+// templateRecord is the part of s's record that shapes a replica (its
+// template, endpoint_rollout.go): what the store keeps of it, so that an
+// empty list or map and a missing one are the same template.
+func templateRecord(s *model.EndpointSpec) endpointSpecRecord {
+	return endpointSpecRecord{Command: s.Command, Env: s.Env,
+		GPUs: s.Resources.GPUsPerInstance, GPUMilli: s.Resources.GPUMilli, GPUModels: s.Resources.GPUModels,
+		CPUMilli: s.Resources.CPUMilli, MemoryMiB: s.Resources.MemoryMiB,
+		Class: int(s.Priority.Class), Value: s.Priority.Value,
+		Regions: s.Placement.Regions, Residency: s.Placement.Residency,
+		DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation}
+}
+
 func encodeEndpoint(e *Endpoint) []byte {
 	s := &e.Spec
+	spec := templateRecord(s)
+	spec.Name, spec.Tenant, spec.Model, spec.MinReplicas, spec.MaxReplicas = s.Name, s.Tenant, s.Model, s.MinReplicas, s.MaxReplicas
+	spec.SLOP95, spec.Throughput = s.SLO.P95, s.Throughput
+	spec.ScaleInAft, spec.ScaleInInt = s.Autoscale.ScaleInAfter, s.Autoscale.ScaleInInterval
+	spec.LeadTime, spec.PeakWindow = s.Autoscale.LeadTime, s.Autoscale.PeakWindow
 	r := endpointRecord{
-		Spec: endpointSpecRecord{
-			Name: s.Name, Tenant: s.Tenant, Model: s.Model, Command: s.Command, Env: s.Env,
-			GPUs: s.Resources.GPUsPerInstance, GPUMilli: s.Resources.GPUMilli, GPUModels: s.Resources.GPUModels,
-			CPUMilli: s.Resources.CPUMilli, MemoryMiB: s.Resources.MemoryMiB,
-			Class: int(s.Priority.Class), Value: s.Priority.Value, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas,
-			SLOP95: s.SLO.P95, Regions: s.Placement.Regions, Residency: s.Placement.Residency,
-			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, Throughput: s.Throughput,
-			ScaleInAft: s.Autoscale.ScaleInAfter, ScaleInInt: s.Autoscale.ScaleInInterval,
-			LeadTime: s.Autoscale.LeadTime, PeakWindow: s.Autoscale.PeakWindow,
-		},
+		Spec:  spec,
 		Token: e.token,
-		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason,
+		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason, RolloutSince: e.RolloutSince, Unlabelled: e.Unlabelled,
 			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn}},
 		CreatedAt: e.CreatedAt,
 	}
@@ -124,6 +135,7 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 				LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},
 		},
 		Desired: r.Status.Desired, Reason: r.Status.Reason, CreatedAt: r.CreatedAt, token: r.Token,
+		RolloutSince: r.Status.RolloutSince, Unlabelled: r.Status.Unlabelled,
 		State: autoscale.State{LowSince: r.Status.Autoscaler.LowSince, LowMax: r.Status.Autoscaler.LowMax,
 			LastScaleIn: r.Status.Autoscaler.LastScaleIn},
 	}

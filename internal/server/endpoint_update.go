@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -13,15 +12,17 @@ import (
 	"github.com/allot-dev/allot/internal/store"
 )
 
-// UpdateEndpoint gives the endpoint spec.Name the spec spec, where it
-// changes only what the autoscaler reads: model, min_replicas,
-// max_replicas, slo, throughput and autoscale. The replicas run on, and
-// the next reconcile decides with the new spec; the desired count moves
-// into new bounds at once, as ScaleEndpoint does, and an Updated event
-// says what changed. A spec that changes what shapes a replica (command,
-// env, resources, priority, placement) would need new replicas, which
-// allot does not roll out in place: it is refused naming the field. A
-// spec equal to the endpoint's changes nothing.
+// UpdateEndpoint gives the endpoint spec.Name the spec spec. What the
+// autoscaler reads (model, min_replicas, max_replicas, slo, throughput,
+// autoscale) takes effect at the next reconcile; the desired count moves
+// into new bounds at once, as ScaleEndpoint does. A change of what shapes
+// a replica (command, env, resources, priority, placement: the template)
+// is rolled out: the replicas run on, and the reconciles replace them
+// with replicas of the new template, never leaving fewer running than
+// desired (endpoint_rollout.go). An Updated event says what changed. A
+// new template whose replica could never start is refused as a submit
+// would be; a spec equal to the endpoint's changes nothing; the tenant
+// cannot change.
 func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.EndpointSpec) (*Endpoint, error) {
 	s.ep.mu.Lock()
 	defer s.ep.mu.Unlock()
@@ -39,21 +40,18 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 		return nil, fromField(err)
 	}
 	old := e.Spec
-	for _, f := range []struct {
-		field string
-		same  bool
-	}{
-		{"tenant", spec.Tenant == old.Tenant},
-		{"command", slices.Equal(spec.Command, old.Command)},
-		{"env", maps.Equal(spec.Env, old.Env)},
-		{"resources", reflect.DeepEqual(spec.Resources, old.Resources)},
-		{"priority", spec.Priority == old.Priority},
-		{"placement", reflect.DeepEqual(spec.Placement, old.Placement)},
-	} {
-		if !f.same {
-			return nil, refuse(CodeInvalidSpec, f.field, "the endpoint's %s would change, which needs new replicas: allot does not roll them out "+
-				"in place; create the endpoint under a new name and delete %s once the new one serves (model, min_replicas, "+
-				"max_replicas, slo, throughput and autoscale change in place)", f.field, spec.Name)
+	if spec.Tenant != old.Tenant {
+		return nil, refuse(CodeInvalidSpec, "tenant", "an endpoint stays with its tenant %q; create one for %q under another name", old.Tenant, spec.Tenant)
+	}
+	rolls := templateOf(spec) != templateOf(old)
+	if rolls {
+		w := s.world()
+		replica := s.replicaSpec(&Endpoint{Spec: spec, token: e.token})
+		if err := replica.Validate(); err != nil {
+			return nil, fromField(err)
+		}
+		if err := s.admissible(w, replica, s.clock.Now()); err != nil {
+			return nil, err
 		}
 	}
 	var changed []string
@@ -67,6 +65,11 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 		{fmt.Sprintf("slo.p95 %v → %v", old.SLO.P95, spec.SLO.P95), spec.SLO == old.SLO},
 		{"throughput", maps.Equal(spec.Throughput, old.Throughput)},
 		{"autoscale", spec.Autoscale == old.Autoscale},
+		{"command", slices.Equal(spec.Command, old.Command)},
+		{"env", maps.Equal(spec.Env, old.Env)},
+		{"resources", sameResources(spec.Resources, old.Resources)},
+		{"priority", spec.Priority == old.Priority},
+		{"placement", samePlacement(spec.Placement, old.Placement)},
 	} {
 		if !f.same {
 			changed = append(changed, f.field)
@@ -85,8 +88,17 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 		reason += fmt.Sprintf(": desired %d → %d", from, to)
 		e.Reason = reason
 	}
+	now := s.clock.Now()
+	if rolls {
+		if e.Unlabelled == "" {
+			e.Unlabelled = templateOf(old)
+		}
+		e.RolloutSince = now
+		reason += fmt.Sprintf("; rolling out template %s: new replicas start, at most %d beyond the desired count, and each "+
+			"replaces a replica of an earlier template once it serves", templateOf(spec), surge(to))
+	}
 	e.Spec, e.Desired = spec, to
-	e.addEvent(s.clock.Now(), EventUpdated, from, to, reason)
+	e.addEvent(now, EventUpdated, from, to, reason)
 	rec := encodeEndpoint(e)
 	if n := len(rec); n > maxEndpointRecord {
 		return nil, refuse(CodeTooLarge, "", "the endpoint takes %d bytes once stored, over the limit of %d KiB", n, maxEndpointRecord>>10)
@@ -102,4 +114,16 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 	s.log.Info("endpoint updated", "endpoint", spec.Name, "changed", strings.Join(changed, ", "), "desired", to, "by", p.Name())
 	s.kickEndpoints()
 	return e, nil
+}
+
+// sameResources reports whether replicas of a and b are sized alike.
+func sameResources(a, b model.Resources) bool {
+	return a.GPUsPerInstance == b.GPUsPerInstance && a.GPUMilli == b.GPUMilli && slices.Equal(a.GPUModels, b.GPUModels) &&
+		a.CPUMilli == b.CPUMilli && a.MemoryMiB == b.MemoryMiB
+}
+
+// samePlacement reports whether replicas of a and b are placed alike.
+func samePlacement(a, b model.Placement) bool {
+	return slices.Equal(a.Regions, b.Regions) && a.Residency == b.Residency && a.DataRegion == b.DataRegion &&
+		a.Reservation == b.Reservation
 }

@@ -2,16 +2,19 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/allot-dev/allot/internal/model"
 )
 
 // An update changes what the autoscaler reads in place, with an Updated
 // event naming it and the desired count moved into new bounds; the
-// replicas run on. A change of what shapes a replica is refused naming the
-// field, another tenant's endpoint is Forbidden, an unknown one NotFound,
-// and the same spec changes nothing.
+// replicas run on. A change of tenant, or a template whose replica could
+// never start, is refused naming the field; another tenant's endpoint is
+// Forbidden, an unknown one NotFound, and the same spec changes nothing.
 func TestUpdateEndpoint(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
@@ -53,10 +56,10 @@ func TestUpdateEndpoint(t *testing.T) {
 		code      Code
 		field     string
 	}{
-		{"command", strings.Replace(tighter, "model: llama,", "model: llama, command: [vllm, serve],", 1), copilot, CodeInvalidSpec, "command"},
-		{"resources", strings.Replace(tighter, "gpu_milli: 250", "gpu_milli: 500", 1), copilot, CodeInvalidSpec, "resources"},
-		{"priority", strings.Replace(tighter, "model: llama,", "model: llama, priority: spot,", 1), copilot, CodeInvalidSpec, "priority"},
-		{"placement", strings.Replace(tighter, "model: llama,", "model: llama, placement: {regions: [eastus]},", 1), copilot, CodeInvalidSpec, "placement"},
+		{"tenant", strings.Replace(tighter, "tenant: copilot", "tenant: acme", 1), admin, CodeInvalidSpec, "tenant"},
+		{"a GPU model no SKU has", strings.ReplaceAll(tighter, "T4", "Z999"), copilot, CodeSkuNotAvailable, ""},
+		{"a reservation not the tenant's", strings.Replace(tighter, "model: llama,", "model: llama, placement: {reservation: nope},", 1),
+			copilot, CodeInvalidSpec, "placement.reservation"},
 		{"another tenant", tighter, Principal{Tenant: "acme"}, CodeForbidden, ""},
 		{"unknown", strings.Replace(tighter, "name: chat", "name: nope", 1), copilot, CodeNotFound, ""},
 	} {
@@ -72,5 +75,215 @@ func TestUpdateEndpoint(t *testing.T) {
 	}
 	if after, _, _ := h.srv.loadEndpoint(ctx, admin, "chat"); len(after.Events) != len(e.Events) || after.Spec.Priority != e.Spec.Priority {
 		t.Errorf("a refused update changed the endpoint: %+v", after)
+	}
+}
+
+// A new template rolls over the replicas without ever running fewer than
+// desired: one replica of the new template beyond the desired count at a
+// time (a quarter of 3, rounded up), an old one stopped as each new one
+// serves (it has reported, or run for the lead time), until a RolledOut
+// event; and a rollback mid-way makes the old replicas current again.
+func TestEndpointRollingUpdate(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	three := strings.Replace(chatEndpoint, "min_replicas: 1", "min_replicas: 3", 1)
+	h.createEndpoint(copilot, three)
+	h.cycle()
+	first := h.replicaJobsOf("chat")
+	oldTemplate := first[0].Spec.Labels[LabelTemplate]
+	if len(first) != 3 || oldTemplate == "" {
+		t.Fatalf("%d replicas, template label %q", len(first), oldTemplate)
+	}
+
+	v2 := strings.Replace(three, "model: llama,", "model: llama, command: [allot, demo, serve, --v2],", 1)
+	e, err := h.srv.UpdateEndpoint(ctx, copilot, parseEndpoint(t, v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTemplate := templateOf(e.Spec)
+	if ev := e.Events[len(e.Events)-1]; ev.Kind != EventUpdated || !strings.Contains(ev.Reason, "copilot changed command; rolling out template "+newTemplate) ||
+		e.RolloutSince.IsZero() || e.Unlabelled != oldTemplate {
+		t.Fatalf("update: %+v, rollout since %v, unlabelled %q", ev, e.RolloutSince, e.Unlabelled)
+	}
+	for _, j := range first {
+		if h.job(j.ID).Status.State != model.StateRunning {
+			t.Fatalf("replica %s stopped by the update itself", j.ID)
+		}
+	}
+
+	// The new replica runs but has not reported: it does not serve yet, so
+	// no old one stops; once it has run for the lead time (10s) it counts.
+	h.reconcile()
+	h.cycle()
+	h.reconcile()
+	if outdated := countOutdated(h.endpointStatus("chat")); outdated != 3 {
+		t.Fatalf("%d outdated replicas before the new one served, want 3", outdated)
+	}
+	h.clock.Advance(10 * time.Second)
+	h.reconcile()
+	if outdated := countOutdated(h.endpointStatus("chat")); outdated != 2 {
+		t.Fatalf("%d outdated replicas after the new one ran for the lead time, want 2", outdated)
+	}
+	h.restart() // the rollout goes on from the store
+
+	steps := 0
+	for ; steps < 10; steps++ {
+		h.reconcile()
+		st := h.endpointStatus("chat")
+		run, outdated := 0, 0
+		for _, r := range st.Replicas {
+			if r.State == model.StateRunning {
+				run++
+			}
+			if r.Outdated {
+				outdated++
+				if r.Template != oldTemplate {
+					t.Fatalf("outdated replica %s of template %q", r.Job, r.Template)
+				}
+			}
+		}
+		if run < 3 || len(st.Replicas) > 4 {
+			t.Fatalf("step %d: %d running and %d live, want at least 3 running and at most 4 live: %+v", steps, run, len(st.Replicas), st.Replicas)
+		}
+		if outdated == 0 {
+			break
+		}
+		h.cycle()
+		h.report("chat", 1) // the replicas that run report: they serve
+	}
+	st := h.endpointStatus("chat")
+	ev := st.Events[len(st.Events)-1]
+	if ev.Kind != EventRolledOut || !strings.Contains(ev.Reason, "every replica runs template "+newTemplate+" (3 live)") ||
+		!st.RolloutSince.IsZero() || len(st.Replicas) != 3 || steps < 2 {
+		t.Fatalf("after %d steps: %d replicas, last event %+v, rollout since %v", steps, len(st.Replicas), ev, st.RolloutSince)
+	}
+	for _, r := range st.Replicas {
+		j := h.job(r.Job)
+		if r.Outdated || j.Spec.Labels[LabelTemplate] != newTemplate || j.Spec.Command[len(j.Spec.Command)-1] != "--v2" {
+			t.Errorf("replica %s after the rollout: %+v %v", r.Job, r, j.Spec.Command)
+		}
+	}
+	for _, j := range first {
+		if got := h.job(j.ID).Status.State; got != model.StateCanceled {
+			t.Errorf("old replica %s is %s, want Canceled", j.ID, got)
+		}
+	}
+
+	// Roll forward to v3, then back to v2 before any v3 replica runs: the
+	// v3 replica is stopped, the v2 ones serve on.
+	v3 := strings.Replace(v2, "--v2", "--v3", 1)
+	if _, err := h.srv.UpdateEndpoint(ctx, copilot, parseEndpoint(t, v3)); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	if st := h.endpointStatus("chat"); len(st.Replicas) != 4 {
+		t.Fatalf("v3: %d replicas, want 3 and one of v3 beyond: %+v", len(st.Replicas), st.Replicas)
+	}
+	if _, err := h.srv.UpdateEndpoint(ctx, copilot, parseEndpoint(t, v2)); err != nil {
+		t.Fatal(err)
+	}
+	h.reconcile()
+	st = h.endpointStatus("chat")
+	if ev := st.Events[len(st.Events)-1]; len(st.Replicas) != 3 || ev.Kind != EventRolledOut {
+		t.Fatalf("back to v2: %+v, last event %+v", st.Replicas, ev)
+	}
+	for _, r := range st.Replicas {
+		if r.Outdated || r.State != model.StateRunning || r.Template != newTemplate {
+			t.Errorf("back to v2: %+v", r)
+		}
+	}
+}
+
+func countOutdated(st EndpointStatus) int {
+	n := 0
+	for _, r := range st.Replicas {
+		if r.Outdated {
+			n++
+		}
+	}
+	return n
+}
+
+// rolloutStep keeps desired replicas running, at most surge beyond it
+// live, stops outdated replicas that do not run at once, and scales in
+// current ones as before.
+func TestRolloutStep(t *testing.T) {
+	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	n := 0
+	mk := func(state model.State, count int) []*model.Job {
+		var out []*model.Job
+		for range count {
+			n++
+			j := &model.Job{ID: fmt.Sprintf("r%d", n), Status: model.JobStatus{State: state, SubmittedAt: at}}
+			if state == model.StateRunning {
+				j.Status.StartedAt = at.Add(time.Duration(n) * time.Minute)
+			}
+			out = append(out, j)
+		}
+		return out
+	}
+	ids := func(js []*model.Job) string {
+		var s []string
+		for _, j := range js {
+			s = append(s, j.ID)
+		}
+		return strings.Join(s, " ")
+	}
+	for _, c := range []struct {
+		name              string
+		desired           int
+		current, outdated func() []*model.Job
+		add               int
+		stop              string
+		notServing        string // a running replica that does not serve yet
+	}{
+		{"no rollout, fill", 3, func() []*model.Job { return mk(model.StateRunning, 1) }, nil, 2, "", ""},
+		{"no rollout, scale in the newest", 1, func() []*model.Job { return mk(model.StateRunning, 2) }, nil, 0, "r2", ""},
+		{"start: one beyond", 3, nil, func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "", ""},
+		{"new one queued: wait", 3, func() []*model.Job { return mk(model.StateQueued, 1) },
+			func() []*model.Job { return mk(model.StateRunning, 3) }, 0, "", ""},
+		{"new one runs: the oldest old one stops, the next starts", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
+			func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "r2", ""},
+		{"new one runs but does not serve yet: wait", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
+			func() []*model.Job { return mk(model.StateRunning, 3) }, 0, "", "r1"},
+		{"old ones not running stop at once", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
+			func() []*model.Job { return append(mk(model.StateQueued, 1), mk(model.StateRunning, 2)...) }, 1, "r2", ""},
+		{"eight: a surge of two", 8, nil, func() []*model.Job { return mk(model.StateRunning, 8) }, 2, "", ""},
+		{"scale to zero mid-way", 0, func() []*model.Job { return mk(model.StateQueued, 1) },
+			func() []*model.Job { return mk(model.StateRunning, 2) }, 0, "r2 r3 r1", ""},
+		{"scale in mid-way", 1, func() []*model.Job { return mk(model.StateRunning, 2) },
+			func() []*model.Job { return mk(model.StateRunning, 1) }, 0, "r3 r2", ""},
+	} {
+		n = 0
+		var cur, old []*model.Job
+		if c.current != nil {
+			cur = c.current()
+		}
+		if c.outdated != nil {
+			old = c.outdated()
+		}
+		add, stop := rolloutStep(c.desired, cur, old, func(j *model.Job) bool { return j.Status.State == model.StateRunning && j.ID != c.notServing })
+		if add != c.add || ids(stop) != c.stop {
+			t.Errorf("%s: add %d, stop [%s]; want %d, [%s]", c.name, add, ids(stop), c.add, c.stop)
+		}
+	}
+}
+
+// A replica submitted before templates were labelled has the endpoint's
+// template until the first change, then the one before it.
+func TestUnlabelledReplicaTemplate(t *testing.T) {
+	e := &Endpoint{Spec: parseEndpoint(t, chatEndpoint)}
+	bare := &model.Job{Spec: model.JobSpec{Labels: map[string]string{LabelEndpoint: "chat"}}}
+	if cur, old := byTemplate(e, []*model.Job{bare}); len(cur) != 1 || len(old) != 0 {
+		t.Fatalf("before any change: current %d, outdated %d", len(cur), len(old))
+	}
+	e.Unlabelled = templateOf(e.Spec)
+	e.Spec.Env = map[string]string{"MODEL_REVISION": "2"}
+	if cur, old := byTemplate(e, []*model.Job{bare}); len(cur) != 0 || len(old) != 1 {
+		t.Fatalf("after a change: current %d, outdated %d", len(cur), len(old))
+	}
+	e.Spec.Env = map[string]string{} // empty is no env, as the store keeps it
+	if cur, _ := byTemplate(e, []*model.Job{bare}); len(cur) != 1 {
+		t.Fatal("an empty env is another template than none")
 	}
 }

@@ -52,7 +52,8 @@ const (
 const (
 	EventCreated         = "Created"         // the endpoint was created with its first replicas
 	EventScaled          = "Scaled"          // min_replicas or max_replicas changed
-	EventUpdated         = "Updated"         // what the autoscaler reads (SLO, throughput, bounds, tuning) changed
+	EventUpdated         = "Updated"         // the spec changed: what the autoscaler reads, or the template (a rollout begins)
+	EventRolledOut       = "RolledOut"       // a rollout ended: no replica of an earlier template is left
 	EventReplicaReplaced = "ReplicaReplaced" // fewer replicas ran than desired: new ones were submitted
 	EventReplicaRefused  = "ReplicaRefused"  // submitting a replica was refused (quota, SKU)
 )
@@ -80,6 +81,13 @@ type Endpoint struct {
 	// Events are the newest MaxEndpointEvents changes, oldest first.
 	Events    []EndpointEvent
 	CreatedAt time.Time
+	// RolloutSince is when the rollout of the endpoint's template began;
+	// zero while every replica runs it (endpoint_rollout.go).
+	RolloutSince time.Time
+	// Unlabelled is the template of replicas that carry no LabelTemplate
+	// (submitted before templates were labelled): the endpoint's template
+	// before its first change; empty while it never changed.
+	Unlabelled string
 
 	token string // the replicas' metrics token
 }
@@ -162,7 +170,7 @@ func (s *Server) replicaSpec(e *Endpoint) model.JobSpec {
 	return model.JobSpec{
 		Name: sp.Name + "-replica", Tenant: sp.Tenant, Command: slices.Clone(sp.Command), Env: env,
 		Resources: sp.Resources, Priority: sp.Priority, Placement: sp.Placement,
-		Labels: map[string]string{LabelEndpoint: sp.Name, LabelWorkload: WorkloadInference},
+		Labels: map[string]string{LabelEndpoint: sp.Name, LabelWorkload: WorkloadInference, LabelTemplate: templateOf(sp)},
 	}
 }
 
@@ -204,8 +212,8 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 	if err := replica.Validate(); err != nil {
 		return nil, fromField(err)
 	}
-	if v := w.admit(s.core, replica, now); v.Never() {
-		return nil, refuse(neverCode(v), "", "a replica: %s", v.Detail)
+	if err := s.admissible(w, replica, now); err != nil {
+		return nil, err
 	}
 	e.addEvent(now, EventCreated, 0, spec.MinReplicas, fmt.Sprintf("created by %s with min_replicas %d and max_replicas %d: starting %d replicas",
 		p.Name(), spec.MinReplicas, spec.MaxReplicas, spec.MinReplicas))
@@ -285,6 +293,8 @@ type EndpointStatus struct {
 	// may have changed nothing (the stored Reason is that of the last
 	// change).
 	Decision string
+	// Template is the hash of the endpoint's template (endpoint_rollout.go).
+	Template string
 }
 
 // ReplicaStatus is one replica job of an endpoint.
@@ -293,6 +303,10 @@ type ReplicaStatus struct {
 	State    model.State
 	Node     string // empty while queued
 	GPUModel string // of the node; empty while queued
+	// Template is the hash of the endpoint template the replica runs;
+	// Outdated when it is not the endpoint's (a rollout replaces it).
+	Template string
+	Outdated bool
 }
 
 // Endpoint returns the endpoint called name as p may see it.
@@ -330,12 +344,15 @@ func (s *Server) Endpoints(ctx context.Context, p Principal) ([]EndpointStatus, 
 }
 
 func (s *Server) endpointStatus(e *Endpoint, jobs []*model.Job) EndpointStatus {
-	st := EndpointStatus{Endpoint: e, Replicas: []ReplicaStatus{}}
+	current := templateOf(e.Spec)
+	st := EndpointStatus{Endpoint: e, Replicas: []ReplicaStatus{}, Template: current}
 	live, _ := splitReplicas(e, jobs)
 	w := s.world()
 	for _, j := range live {
 		node, gpu := replicaNode(w, j)
-		st.Replicas = append(st.Replicas, ReplicaStatus{Job: j.ID, State: j.Status.State, Node: node, GPUModel: gpu})
+		t := replicaTemplate(e, j)
+		st.Replicas = append(st.Replicas, ReplicaStatus{Job: j.ID, State: j.Status.State, Node: node, GPUModel: gpu,
+			Template: t, Outdated: t != current})
 	}
 	st.Metrics, st.Decision = s.ep.last(e.Spec.Name)
 	if st.Decision == "" {

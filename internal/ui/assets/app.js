@@ -282,7 +282,8 @@ function drawEndpoints(e) {
     const slo = x.spec && x.spec.slo ? x.spec.slo.p95_ms : null;
     const p95 = x.metrics ? x.metrics.p95_ms : null;
     const breach = slo != null && p95 != null && p95 > slo;
-    const status = el("span", { class: breach ? "breach" : "", text: p95 == null ? "no metrics" : breach ? "over SLO" : "within SLO" });
+    const rolling = x.rollout_since ? " · rolling out" : "";
+    const status = el("span", { class: breach ? "breach" : "", text: (p95 == null ? "no metrics" : breach ? "over SLO" : "within SLO") + rolling });
     return row([x.name, x.tenant, `${(x.replicas || []).length}/${x.desired}`, p95 == null ? "—" : p95, slo == null ? "—" : slo, status], { "data-endpoint": x.name });
   }), "no endpoints");
 }

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// Rolling updates.
+//
+// What shapes a replica (command, env, resources, priority, placement) is
+// the endpoint's template; every replica carries the template's hash in
+// its LabelTemplate label. An update that changes the template does not
+// touch the running replicas: from then on every reconcile rolls them over
+// as a Kubernetes Deployment does with maxUnavailable 0 and maxSurge 25 %
+// (rolloutStep): it submits replicas of the new template, up to a quarter
+// of the desired count (at least one) over it, and stops an outdated
+// replica only once enough new ones serve (servesFor: they run and have
+// reported their load, or have run for the endpoint's lead time) that the
+// serving count stays at the desired count. An outdated replica that does not run (queued,
+// preempted, preparing) serves nothing and is stopped at once. When new
+// replicas cannot start (no room, a failing command) the outdated ones go
+// on serving; an update back to the earlier template makes them current
+// again, since a template is named by its content.
+
+// LabelTemplate is the label of a replica that names its endpoint's
+// template: the first 10 hex digits of the template's SHA-256.
+const LabelTemplate = "endpoint-template"
+
+// templateOf returns the hash of what shapes spec's replicas, as the store
+// keeps it (templateRecord).
+func templateOf(spec model.EndpointSpec) string {
+	b, err := json.Marshal(templateRecord(&spec))
+	if err != nil {
+		panic(fmt.Sprintf("server: endpoint template %s: %v", spec.Name, err)) // only plain data: cannot happen
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:5])
+}
+
+// replicaTemplate returns the template of e's replica j. A replica
+// submitted before templates were labelled has the template e had before
+// its first template change (e.Unlabelled), or e's own when it never
+// changed.
+func replicaTemplate(e *Endpoint, j *model.Job) string {
+	if t := j.Spec.Labels[LabelTemplate]; t != "" {
+		return t
+	}
+	if e.Unlabelled != "" {
+		return e.Unlabelled
+	}
+	return templateOf(e.Spec)
+}
+
+// byTemplate splits e's live replicas into those of its template and the
+// outdated ones.
+func byTemplate(e *Endpoint, live []*model.Job) (current, outdated []*model.Job) {
+	t := templateOf(e.Spec)
+	for _, j := range live {
+		if replicaTemplate(e, j) == t {
+			current = append(current, j)
+		} else {
+			outdated = append(outdated, j)
+		}
+	}
+	return current, outdated
+}
+
+// rolloutStep returns how many replicas of the current template to submit
+// and which replicas to stop, given the desired count and the live
+// replicas of the current template and of earlier ones. Without outdated
+// replicas it fills up to desired or stops the extras (see extras). With
+// some, it keeps the serving replicas at desired (maxUnavailable 0) and
+// the live ones at most surge over it (maxSurge): outdated replicas that
+// do not run stop at once, running ones as current ones serve (serves).
+func rolloutStep(desired int, current, outdated []*model.Job, serves func(*model.Job) bool) (add int, stop []*model.Job) {
+	if len(outdated) == 0 {
+		if len(current) < desired {
+			return desired - len(current), nil
+		}
+		return 0, extras(current, len(current)-desired)
+	}
+	var serving []*model.Job
+	for _, j := range outdated {
+		if j.Status.State == model.StateRunning {
+			serving = append(serving, j)
+		} else {
+			stop = append(stop, j)
+		}
+	}
+	ready := 0
+	for _, j := range current {
+		if serves(j) {
+			ready++
+		}
+	}
+	if n := min(ready+len(serving)-desired, len(serving)); n > 0 {
+		slices.SortStableFunc(serving, func(a, b *model.Job) int { return a.Status.StartedAt.Compare(b.Status.StartedAt) })
+		stop, serving = append(stop, serving[:n]...), serving[n:]
+	}
+	if len(current) > desired {
+		stop = append(stop, extras(current, len(current)-desired)...)
+	}
+	add = max(0, min(desired-len(current), desired+surge(desired)-len(current)-len(serving)))
+	return add, stop
+}
+
+// rolloutCounted returns the live replicas the autoscaler counts: all of
+// them, but during a rollout no more than the desired count, running ones
+// first, since the replicas a rollout adds beyond it replace others.
+func rolloutCounted(e *Endpoint, live []*model.Job) []*model.Job {
+	if _, outdated := byTemplate(e, live); len(outdated) == 0 || len(live) <= e.Desired {
+		return live
+	}
+	var run, rest []*model.Job
+	for _, j := range live {
+		if j.Status.State == model.StateRunning {
+			run = append(run, j)
+		} else {
+			rest = append(rest, j)
+		}
+	}
+	return append(run, rest...)[:e.Desired]
+}
+
+// servesFor returns whether a replica of e serves at now: it runs, and has
+// reported its load since it started, or has run for the endpoint's lead
+// time (from asking for a replica to its serving), so that a replica that
+// never reports does not hold a rollout up for ever.
+func (s *Server) servesFor(e *Endpoint, now time.Time) func(*model.Job) bool {
+	lead := EndpointParams(e.Spec).LeadTime
+	return func(j *model.Job) bool {
+		if j.Status.State != model.StateRunning {
+			return false
+		}
+		return !now.Before(j.Status.StartedAt.Add(lead)) || s.ep.reportedSince(e.Spec.Name, j.ID, j.Status.StartedAt)
+	}
+}
+
+// surge is how many replicas a rollout may run beyond desired: a quarter
+// of it, rounded up, at least one.
+func surge(desired int) int { return max(1, (desired+3)/4) }
+
+// running counts the jobs that run.
+func running(jobs []*model.Job) int {
+	n := 0
+	for _, j := range jobs {
+		if j.Status.State == model.StateRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// rolledOut returns the event reason of a rollout that started at since
+// and ended at now with n replicas of template t.
+func rolledOut(t string, n int, since, now time.Time) string {
+	return fmt.Sprintf("every replica runs template %s (%d live); the rollout took %s", t, n, now.Sub(since).Round(time.Second))
+}
