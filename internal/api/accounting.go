@@ -106,7 +106,7 @@ func (h *handler) accounting(w http.ResponseWriter, r *http.Request, p server.Pr
 		return
 	}
 	h.warnUnknownTenant(w, p, q.Tenant)
-	h.warnRetention(w, q.Since)
+	h.warnRetention(w, q.Since, q.Until, q.By)
 	out := Accounting{Since: q.Since.UTC(), Until: q.Until.UTC(), By: q.By, Rows: make([]AccountingRow, len(rows))}
 	for i, x := range rows {
 		out.Rows[i] = AccountingRow{Tenant: x.Tenant, Job: x.Job, Name: x.Name, State: string(x.State), Jobs: x.Jobs,

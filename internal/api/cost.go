@@ -54,7 +54,7 @@ func (h *handler) cost(w http.ResponseWriter, r *http.Request, p server.Principa
 		return
 	}
 	h.warnUnknownTenant(w, p, q.Tenant)
-	h.warnRetention(w, q.Since)
+	h.warnRetention(w, q.Since, q.Until, q.By)
 	budgets, events, err := h.srv.Budgets(r.Context(), p, q.Tenant, now)
 	if err != nil {
 		h.fail(w, r, err)

@@ -41,10 +41,11 @@ func (h *handler) warnUnknownTenant(w http.ResponseWriter, p server.Principal, t
 	}
 }
 
-// warnRetention warns that a report from since may lack jobs deleted past
-// the server's job retention (server.RetentionWarning).
-func (h *handler) warnRetention(w http.ResponseWriter, since time.Time) {
-	if text := h.srv.RetentionWarning(since); text != "" {
+// warnRetention warns that a report by by over [since, until) lacks some
+// of what jobs deleted past the server's job retention ran
+// (server.RetentionWarning).
+func (h *handler) warnRetention(w http.ResponseWriter, since, until time.Time, by string) {
+	if text := h.srv.RetentionWarning(since, until, by); text != "" {
 		warn(w, []string{text})
 	}
 }

@@ -93,8 +93,11 @@ func minTime(a, b time.Time) time.Time {
 const MaxAccountingPeriod = 10 * 365 * 24 * time.Hour
 
 // Accounting reports the GPU-hours of the jobs p may see over q's period
-// from the job records (every attempt's running time × its GPUs), largest
-// first. It reads every job record once.
+// from the job records (every attempt's running time × its GPUs), by
+// tenant with the roll-ups of jobs deleted past the retention for the days
+// the period covers whole (their jobs counted on the day they ended, their
+// attempts on the day they started), largest first. It reads every job
+// record once.
 func (s *Server) Accounting(ctx context.Context, p Principal, q AccountingQuery) ([]AccountingRow, error) {
 	if q.Tenant != "" && !p.sees(q.Tenant) {
 		return nil, refuse(CodeForbidden, "tenant", "a tenant token sees only its own usage")
@@ -138,6 +141,23 @@ func (s *Server) Accounting(ctx context.Context, p Principal, q AccountingQuery)
 		r.Jobs++
 		r.Attempts += n
 		r.GPUHours += secs / 3600
+	}
+	if q.By == ByTenant { // deleted jobs are not listed by job (RetentionWarning)
+		err := s.usageDays(ctx, q.Since, q.Until, func(tenant string) bool {
+			return p.sees(tenant) && (q.Tenant == "" || tenant == q.Tenant)
+		}, func(tenant string, u usageRow) {
+			r, ok := rows[tenant]
+			if !ok {
+				r = &AccountingRow{Tenant: tenant}
+				rows[tenant] = r
+			}
+			r.Jobs += u.Jobs
+			r.Attempts += u.Attempts
+			r.GPUHours += u.GPUHours
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	out := make([]AccountingRow, 0, len(rows))
 	for _, r := range rows {

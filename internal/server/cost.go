@@ -122,8 +122,9 @@ func attemptRates(j *model.Job, a *model.Attempt, w *world, tb *price.Table) ([]
 
 // Cost reports what the jobs p may see accrued over q's period, from the
 // job records: for every attempt, the part of its run inside the period
-// times each instance's rate. Rows come largest first. It reads every job
-// record once.
+// times each instance's rate; by tenant, region or SKU with the roll-ups of
+// jobs deleted past the retention, for the days the period covers whole.
+// Rows come largest first. It reads every job record once.
 func (s *Server) Cost(ctx context.Context, p Principal, q CostQuery) ([]CostRow, error) {
 	if q.Tenant != "" && !p.sees(q.Tenant) {
 		return nil, refuse(CodeForbidden, "tenant", "a tenant token sees only its own cost")
@@ -184,8 +185,9 @@ func (s *Server) costRows(ctx context.Context, q CostQuery, keep func(tenant str
 			}
 			rates, kind := attemptRates(j, a, w, tb)
 			counted := map[string]bool{}
-			for k, node := range a.Nodes {
-				r := costRow(rows, q.By, j, w.nodes[node])
+			for k, name := range a.Nodes {
+				node := w.nodes[name]
+				r := costRow(rows, q.By, j.Spec.Tenant, j.ID, j.Spec.Name, node.Region, node.SKU)
 				if !counted[r.key()] {
 					counted[r.key()] = true
 					r.Attempts++
@@ -197,24 +199,34 @@ func (s *Server) costRows(ctx context.Context, q CostQuery, keep func(tenant str
 			}
 		}
 	}
-	return rows, nil
+	if q.By == ByJob {
+		return rows, nil // deleted jobs are not listed (RetentionWarning)
+	}
+	err = s.usageDays(ctx, q.Since, q.Until, keep, func(tenant string, u usageRow) {
+		r := costRow(rows, q.By, tenant, "", "", u.Region, u.SKU)
+		r.Attempts += u.Attempts
+		r.USD += u.USD
+		r.ByKind[price.Kind(u.Kind)] += u.USD
+		r.GPUHours += u.GPUHours
+	})
+	return rows, err
 }
 
 func (r *CostRow) key() string { return r.Tenant + "\x00" + r.Region + "\x00" + r.SKU + "\x00" + r.Job }
 
-// costRow returns the row of rows that work of j on node falls in by by,
-// adding it when new.
-func costRow(rows map[string]*CostRow, by string, j *model.Job, node model.Node) *CostRow {
+// costRow returns the row of rows that work of tenant's job (ID and name)
+// in region on sku falls in by by, adding it when new.
+func costRow(rows map[string]*CostRow, by, tenant, job, name, region, sku string) *CostRow {
 	r := CostRow{}
 	switch by {
 	case ByTenant:
-		r.Tenant = j.Spec.Tenant
+		r.Tenant = tenant
 	case ByJob:
-		r.Tenant, r.Job, r.Name = j.Spec.Tenant, j.ID, j.Spec.Name
+		r.Tenant, r.Job, r.Name = tenant, job, name
 	case ByRegion:
-		r.Region = node.Region
+		r.Region = region
 	case BySKU:
-		r.SKU = node.SKU
+		r.SKU = sku
 	}
 	if have, ok := rows[r.key()]; ok {
 		return have

@@ -44,13 +44,32 @@ func (s *Server) ReservationUse(ctx context.Context, p Principal, name string) (
 	if err != nil {
 		return r, ReservationUse{}, err
 	}
+	now := s.clock.Now()
+	// Jobs deleted past the retention count from the roll-ups of the days
+	// the window touches: work that names the reservation runs only in it.
+	var deleted usageRow
+	until := now
+	if !r.End.IsZero() && r.End.Before(until) {
+		until = r.End
+	}
+	owner := func(tenant string) bool { return tenant == r.Owner }
+	err = s.usageDays(ctx, r.Start.UTC().Truncate(oneDay), until.UTC().Truncate(oneDay).Add(oneDay), owner, func(_ string, u usageRow) {
+		if u.Reservation == r.Name {
+			deleted.GPUHours += u.GPUHours
+			deleted.Jobs += u.Jobs
+		}
+	})
+	if err != nil {
+		return r, ReservationUse{}, err
+	}
 	gpus := s.world().fleet.Catalog[r.SKU].GPUs
-	return r, reservationUse(r, gpus, jobs, s.clock.Now()), nil
+	return r, reservationUse(r, gpus, jobs, deleted, now), nil
 }
 
 // reservationUse works out ReservationUse for r, whose nodes have
-// nodeGPUs GPUs each, from the owner's jobs, at now.
-func reservationUse(r model.Reservation, nodeGPUs int, jobs []*model.Job, now time.Time) ReservationUse {
+// nodeGPUs GPUs each, from the owner's jobs and the roll-up of those
+// deleted, at now.
+func reservationUse(r model.Reservation, nodeGPUs int, jobs []*model.Job, deleted usageRow, now time.Time) ReservationUse {
 	u := ReservationUse{At: now, GPUs: r.Count * nodeGPUs, OpenStart: r.Start.IsZero(), OpenEnd: r.End.IsZero(),
 		WindowActive: r.ActiveAt(now)}
 	if !u.OpenStart && !u.OpenEnd {
@@ -95,6 +114,8 @@ func reservationUse(r model.Reservation, nodeGPUs int, jobs []*model.Job, now ti
 			u.Jobs++
 		}
 	}
+	u.Used += deleted.GPUHours
+	u.Jobs += deleted.Jobs
 	if u.Bought > 0 {
 		u.UsedPercent, u.HasPercent = 100*u.Used/u.Bought, true
 	}

@@ -57,7 +57,7 @@ func TestReservationUse(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			u := reservationUse(tc.r, 8, tc.jobs, tc.now)
+			u := reservationUse(tc.r, 8, tc.jobs, usageRow{}, tc.now)
 			near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 			if !near(u.Bought, tc.bought) || !near(u.BoughtTotal, tc.total) || !near(u.Used, tc.used) ||
 				!near(u.UsedPercent, tc.percnt) || u.HasPercent != tc.hasPercent || u.Jobs != tc.jobsN {
@@ -87,7 +87,7 @@ func FuzzReservationUse(f *testing.F) {
 		j := &model.Job{Spec: model.JobSpec{Tenant: "acme", Placement: model.Placement{Reservation: "r"},
 			Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: gpus % 64}}}
 		j.Status.Attempts = []model.Attempt{{Started: at(from), Ended: at(to)}}
-		u := reservationUse(r, 8, []*model.Job{j}, at(now))
+		u := reservationUse(r, 8, []*model.Job{j}, usageRow{}, at(now))
 		for _, v := range []float64{u.Bought, u.BoughtTotal, u.Used, u.UsedPercent} {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				t.Fatalf("not finite: %+v", u)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/allot-dev/allot/internal/price"
 )
 
 // Ended jobs are kept in the store, by default for ever: their records are
@@ -11,8 +13,10 @@ import (
 // show. With Config.JobRetention the leader deletes those that ended
 // longer ago than that, so that the store (an etcd cluster has a space
 // quota, 2 GiB by default, past which it takes no writes) does not grow
-// with every job ever run. Reports over a period before the retention
-// lack what those jobs ran, and say so (RetentionWarning).
+// with every job ever run. What they ran is kept in per-day roll-ups
+// (usage_rollup.go), which reports by tenant, region or SKU add up; a
+// report by job, or over part of a day, lacks it and says so
+// (RetentionWarning).
 const (
 	// MinJobRetention is the shortest retention: a month's budget reads
 	// the month's jobs.
@@ -24,41 +28,41 @@ const (
 )
 
 // purgeEnded deletes, in conditional batches, up to purgeMax jobs that
-// ended more than the retention before now; it returns how many.
+// ended more than the retention before now, adding what they ran to the
+// usage roll-ups (usage_rollup.go); it returns how many.
 func (s *Server) purgeEnded(ctx context.Context, now time.Time) (int, error) {
 	if s.cfg.JobRetention <= 0 {
 		return 0, nil
 	}
-	refs := s.cache.endedBefore(now.Add(-s.cfg.JobRetention), purgeMax)
+	batches, err := s.usageBatches(ctx, s.cache.endedBefore(now.Add(-s.cfg.JobRetention), purgeMax))
+	w := s.world()
+	tb := price.NewTable(w.fleet)
 	deleted := 0
-	for len(refs) > 0 {
-		batch := refs[:min(len(refs), deleteBatch)]
-		refs = refs[len(batch):]
-		gone, rev, err := s.deleteRecords(ctx, batch)
+	for _, batch := range batches {
+		gone, rev, perr := s.purgeJobs(ctx, batch, w, tb)
 		for _, kv := range gone {
 			s.cache.delKey(kv.Key, rev)
 		}
 		deleted += len(gone)
 		s.m.jobsPurged.Add(float64(len(gone)))
-		if err != nil {
-			return deleted, fmt.Errorf("purge ended jobs: %w", err)
+		if perr != nil {
+			return deleted, fmt.Errorf("purge ended jobs: %w", perr)
 		}
+	}
+	if err != nil {
+		return deleted, fmt.Errorf("purge ended jobs: %w", err)
 	}
 	return deleted, nil
 }
 
-// RetentionWarning is the warning for a report over a period from since
-// when jobs that ended before since's end of retention may have been
-// purged; "" when none can have been.
-func (s *Server) RetentionWarning(since time.Time) string {
+// RetentionWarning is the warning for a report by by over [since, until)
+// that lacks some of what jobs deleted past the retention ran: a report by
+// job, or a period that covers a day before the retention in part; "" when
+// it lacks nothing.
+func (s *Server) RetentionWarning(since, until time.Time, by string) string {
 	r := s.cfg.JobRetention
 	if r <= 0 {
 		return ""
 	}
-	horizon := s.clock.Now().Add(-r)
-	if !since.Before(horizon) {
-		return ""
-	}
-	return fmt.Sprintf("jobs that ended before %s are deleted (allot server --job-retention %s): what they ran is not in this report",
-		horizon.UTC().Format(time.RFC3339), r)
+	return retentionText(since, until, s.clock.Now().Add(-r), by, r)
 }
