@@ -203,6 +203,7 @@ func (h *handler) routes() []route {
 		{"GET /v1/endpoints", tenants, h.listEndpoints},
 		{"GET /v1/endpoints/{name}", tenants, h.getEndpoint},
 		{"POST /v1/endpoints/{name}/scale", tenants, h.scaleEndpoint},
+		{"POST /v1/endpoints/{name}/restart", tenants, h.restartEndpoint},
 		{"PUT /v1/endpoints/{name}", tenants, h.updateEndpoint},
 		{"DELETE /v1/endpoints/{name}", tenants, h.deleteEndpoint},
 		{"POST /v1/endpoints/{name}/metrics", meters, h.endpointMetrics},

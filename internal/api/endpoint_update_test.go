@@ -10,7 +10,8 @@ import (
 )
 
 // PUT /v1/endpoints/{name} changes the SLO in place (an Updated event),
-// rolls out a new command (another template, a rollout time), and refuses
+// rolls out a new command (another template, a rollout time), POST
+// .../restart rolls out another template of the same spec, and PUT refuses
 // a body that names another endpoint, or another tenant, naming the field.
 func TestEndpointUpdateRoute(t *testing.T) {
 	e := newEnv(t, 0, 0)
@@ -27,6 +28,14 @@ func TestEndpointUpdateRoute(t *testing.T) {
 	rolled := decode[Endpoint](t, rec)
 	if rec.Code != http.StatusOK || rolled.Template == ep.Template || rolled.RolloutSince == nil {
 		t.Fatalf("a new command: %d %s, want a rollout of another template than %s", rec.Code, rec.Body, ep.Template)
+	}
+	rec = e.do("POST", "/v1/endpoints/chat/restart", cop, nil)
+	restarted := decode[Endpoint](t, rec)
+	if rec.Code != http.StatusOK || restarted.Template == rolled.Template || restarted.Events[len(restarted.Events)-1].Kind != "Restarted" {
+		t.Fatalf("restart: %d %s", rec.Code, rec.Body)
+	}
+	if rec := e.do("POST", "/v1/endpoints/nope/restart", cop, nil); rec.Code != http.StatusNotFound {
+		t.Errorf("restart of no endpoint: %d %s", rec.Code, rec.Body)
 	}
 	for _, tc := range []struct{ path, body, field string }{
 		{"/v1/endpoints/other", chatEndpointYAML, "name"},

@@ -192,6 +192,17 @@ func (h *handler) scaleEndpoint(w http.ResponseWriter, r *http.Request, p server
 	h.writeEndpoint(w, r, p, name, http.StatusOK)
 }
 
+// restartEndpoint rolls every replica of the endpoint the path names over
+// to new ones (server.RestartEndpoint); the body is empty.
+func (h *handler) restartEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	name := r.PathValue("name")
+	if _, err := h.srv.RestartEndpoint(r.Context(), p, name); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.writeEndpoint(w, r, p, name, http.StatusOK)
+}
+
 // updateEndpoint replaces what the autoscaler reads of the endpoint the
 // path names with the body's (server.UpdateEndpoint); the body is an
 // endpoint document as for create, naming the same endpoint.

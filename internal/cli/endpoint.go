@@ -51,7 +51,7 @@ An endpoint file (YAML or JSON):
 A tenant token manages its own endpoints; an admin token all of them.`, conn)
 	cmd.Aliases = []string{"endpoints", "ep"}
 	cmd.AddCommand(newEndpointCreateCmd(conn), newEndpointListCmd(conn), newEndpointShowCmd(conn),
-		newEndpointScaleCmd(conn), newEndpointUpdateCmd(conn), newEndpointDeleteCmd(conn))
+		newEndpointScaleCmd(conn), newEndpointUpdateCmd(conn), newEndpointRestartCmd(conn), newEndpointDeleteCmd(conn))
 	return cmd
 }
 
@@ -357,6 +357,40 @@ on deciding. --min must be at least 1 and --max at least --min. --min and
 	_ = cmd.MarkFlagRequired("min")
 	_ = cmd.MarkFlagRequired("max")
 	return cmd
+}
+
+func newEndpointRestartCmd(conn *connection) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart NAME",
+		Short: "Replace every replica of an endpoint with a new one, never serving fewer than desired",
+		Long: `restart rolls every replica of the endpoint over to a new one, as kubectl
+rollout restart does, with the same spec: a replica that reads its model or
+configuration when it starts picks up the new one. It is a rolling update
+('allot endpoint update --help'): new replicas start, at most a quarter of the
+desired count (at least one) beyond it, and each replaces an old one once it
+serves. 'allot endpoint show NAME' shows the progress; a RolledOut event marks
+the end.`,
+		Example:           `  allot endpoint restart chat`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeEndpoints(conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, f, err := conn.client()
+			if err != nil {
+				return err
+			}
+			e, err := cl.RestartEndpoint(cmd.Context(), args[0])
+			if err != nil {
+				return fromAPI(err)
+			}
+			return show(cmd.OutOrStdout(), f, e, func() printer {
+				var out fields
+				out.add("Restarting", e.Name)
+				out.add("Template", templateLine(e))
+				out.add("Progress", "allot endpoint show "+e.Name)
+				return out
+			})
+		},
+	}
 }
 
 func newEndpointDeleteCmd(conn *connection) *cobra.Command {

@@ -82,6 +82,12 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s}
 				}
 			}},
 			wantOut: []string{"chat", "2/2"}},
+		{name: "restart", args: []string{"endpoint", "restart", "chat"},
+			ex:      exchange{method: "POST", path: "/v1/endpoints/chat/restart", status: 200, body: endpointJSON},
+			wantOut: []string{"Restarting:", "chat", "d4552aa1b6, rolling out since", "allot endpoint show chat"}},
+		{name: "restart another tenant's", args: []string{"endpoint", "restart", "chat"},
+			ex:       exchange{method: "POST", path: "/v1/endpoints/chat/restart", status: 403, body: `{"code":"Forbidden","message":"endpoint \"chat\" belongs to another tenant"}`},
+			wantCode: ExitFailure, wantErr: []string{"Forbidden"}},
 		{name: "delete", args: []string{"endpoint", "delete", "chat"},
 			ex:      exchange{method: "DELETE", path: "/v1/endpoints/chat", status: 204},
 			wantOut: []string{"deleted endpoint chat"}},

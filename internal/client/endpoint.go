@@ -134,6 +134,13 @@ func (c *Client) ScaleEndpoint(ctx context.Context, name string, minReplicas, ma
 	return out, err
 }
 
+// RestartEndpoint rolls every replica of the endpoint over to new ones.
+func (c *Client) RestartEndpoint(ctx context.Context, name string) (Endpoint, error) {
+	var out Endpoint
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/endpoints/" + seg(name) + "/restart", out: &out})
+	return out, err
+}
+
 // DeleteEndpoint stops the endpoint's replicas and deletes it.
 func (c *Client) DeleteEndpoint(ctx context.Context, name string) error {
 	return c.do(ctx, request{method: http.MethodDelete, path: "/v1/endpoints/" + seg(name)})

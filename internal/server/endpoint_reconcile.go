@@ -157,7 +157,7 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 		}
 	}
 	if left == 0 && !e.RolloutSince.IsZero() && actErr == nil {
-		e.addEvent(now, EventRolledOut, e.Desired, e.Desired, rolledOut(templateOf(e.Spec), len(current), e.RolloutSince, now))
+		e.addEvent(now, EventRolledOut, e.Desired, e.Desired, rolledOut(e.template(), len(current), e.RolloutSince, now))
 		e.RolloutSince, changed = time.Time{}, true
 	}
 

@@ -59,6 +59,7 @@ type endpointStatusRecord struct {
 	// RolloutSince and Unlabelled are Endpoint's.
 	RolloutSince time.Time `json:"rollout_since,omitzero"`
 	Unlabelled   string    `json:"unlabelled_template,omitempty"`
+	Restarted    time.Time `json:"restarted_at,omitzero"`
 }
 
 // autoscaleStateRecord is autoscale.State.
@@ -99,6 +100,7 @@ func encodeEndpoint(e *Endpoint) []byte {
 		Spec:  spec,
 		Token: e.token,
 		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason, RolloutSince: e.RolloutSince, Unlabelled: e.Unlabelled,
+			Restarted: e.Restarted,
 			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn}},
 		CreatedAt: e.CreatedAt,
 	}
@@ -135,7 +137,7 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 				LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},
 		},
 		Desired: r.Status.Desired, Reason: r.Status.Reason, CreatedAt: r.CreatedAt, token: r.Token,
-		RolloutSince: r.Status.RolloutSince, Unlabelled: r.Status.Unlabelled,
+		RolloutSince: r.Status.RolloutSince, Unlabelled: r.Status.Unlabelled, Restarted: r.Status.Restarted,
 		State: autoscale.State{LowSince: r.Status.Autoscaler.LowSince, LowMax: r.Status.Autoscaler.LowMax,
 			LastScaleIn: r.Status.Autoscaler.LastScaleIn},
 	}

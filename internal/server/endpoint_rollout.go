@@ -33,15 +33,22 @@ import (
 const LabelTemplate = "endpoint-template"
 
 // templateOf returns the hash of what shapes spec's replicas, as the store
-// keeps it (templateRecord).
-func templateOf(spec model.EndpointSpec) string {
+// keeps it (templateRecord), and of the last restart of the endpoint
+// (zero: never restarted).
+func templateOf(spec model.EndpointSpec, restarted time.Time) string {
 	b, err := json.Marshal(templateRecord(&spec))
 	if err != nil {
 		panic(fmt.Sprintf("server: endpoint template %s: %v", spec.Name, err)) // only plain data: cannot happen
 	}
+	if !restarted.IsZero() {
+		b = append(b, restarted.UTC().Format(time.RFC3339Nano)...)
+	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:5])
 }
+
+// template is e's template.
+func (e *Endpoint) template() string { return templateOf(e.Spec, e.Restarted) }
 
 // replicaTemplate returns the template of e's replica j. A replica
 // submitted before templates were labelled has the template e had before
@@ -54,13 +61,13 @@ func replicaTemplate(e *Endpoint, j *model.Job) string {
 	if e.Unlabelled != "" {
 		return e.Unlabelled
 	}
-	return templateOf(e.Spec)
+	return e.template()
 }
 
 // byTemplate splits e's live replicas into those of its template and the
 // outdated ones.
 func byTemplate(e *Endpoint, live []*model.Job) (current, outdated []*model.Job) {
-	t := templateOf(e.Spec)
+	t := e.template()
 	for _, j := range live {
 		if replicaTemplate(e, j) == t {
 			current = append(current, j)

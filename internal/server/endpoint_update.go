@@ -43,7 +43,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 	if spec.Tenant != old.Tenant {
 		return nil, refuse(CodeInvalidSpec, "tenant", "an endpoint stays with its tenant %q; create one for %q under another name", old.Tenant, spec.Tenant)
 	}
-	rolls := templateOf(spec) != templateOf(old)
+	rolls := templateOf(spec, e.Restarted) != templateOf(old, e.Restarted)
 	if rolls {
 		w := s.world()
 		replica := s.replicaSpec(&Endpoint{Spec: spec, token: e.token})
@@ -91,11 +91,11 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 	now := s.clock.Now()
 	if rolls {
 		if e.Unlabelled == "" {
-			e.Unlabelled = templateOf(old)
+			e.Unlabelled = templateOf(old, e.Restarted)
 		}
 		e.RolloutSince = now
 		reason += fmt.Sprintf("; rolling out template %s: new replicas start, at most %d beyond the desired count, and each "+
-			"replaces a replica of an earlier template once it serves", templateOf(spec), surge(to))
+			"replaces a replica of an earlier template once it serves", templateOf(spec, e.Restarted), surge(to))
 	}
 	e.Spec, e.Desired = spec, to
 	e.addEvent(now, EventUpdated, from, to, reason)
@@ -126,4 +126,37 @@ func sameResources(a, b model.Resources) bool {
 func samePlacement(a, b model.Placement) bool {
 	return slices.Equal(a.Regions, b.Regions) && a.Residency == b.Residency && a.DataRegion == b.DataRegion &&
 		a.Reservation == b.Reservation
+}
+
+// RestartEndpoint replaces every replica of endpoint name, as kubectl
+// rollout restart does: the restart time becomes part of the endpoint's
+// template, so the reconciles roll the replicas over as for an update
+// (endpoint_rollout.go), never leaving fewer serving than desired. A
+// replica that reads its model or configuration at start picks up the
+// new one so. An event Restarted says who asked.
+func (s *Server) RestartEndpoint(ctx context.Context, p Principal, name string) (*Endpoint, error) {
+	s.ep.mu.Lock()
+	defer s.ep.mu.Unlock()
+	e, modRev, err := s.loadEndpoint(ctx, p, name)
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	if e.Unlabelled == "" {
+		e.Unlabelled = e.template()
+	}
+	e.Restarted, e.RolloutSince = now, now
+	e.addEvent(now, EventRestarted, e.Desired, e.Desired, fmt.Sprintf("%s restarted the endpoint: rolling out template %s: new replicas "+
+		"start, at most %d beyond the desired count, and each replaces an earlier one once it serves", p.Name(), e.template(), surge(e.Desired)))
+	key := prefixEndpoints + name
+	_, err = s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.PutOp(key, encodeEndpoint(e))}})
+	if errors.Is(err, store.ErrConflict) {
+		return nil, refuse(CodeConflict, "", "endpoint %q changed meanwhile; try again", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("restart endpoint %s: %w", name, err)
+	}
+	s.log.Info("endpoint restarted", "endpoint", name, "template", e.template(), "by", p.Name())
+	s.kickEndpoints()
+	return e, nil
 }

@@ -100,7 +100,7 @@ func TestEndpointRollingUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newTemplate := templateOf(e.Spec)
+	newTemplate := e.template()
 	if ev := e.Events[len(e.Events)-1]; ev.Kind != EventUpdated || !strings.Contains(ev.Reason, "copilot changed command; rolling out template "+newTemplate) ||
 		e.RolloutSince.IsZero() || e.Unlabelled != oldTemplate {
 		t.Fatalf("update: %+v, rollout since %v, unlabelled %q", ev, e.RolloutSince, e.Unlabelled)
@@ -277,7 +277,7 @@ func TestUnlabelledReplicaTemplate(t *testing.T) {
 	if cur, old := byTemplate(e, []*model.Job{bare}); len(cur) != 1 || len(old) != 0 {
 		t.Fatalf("before any change: current %d, outdated %d", len(cur), len(old))
 	}
-	e.Unlabelled = templateOf(e.Spec)
+	e.Unlabelled = e.template()
 	e.Spec.Env = map[string]string{"MODEL_REVISION": "2"}
 	if cur, old := byTemplate(e, []*model.Job{bare}); len(cur) != 0 || len(old) != 1 {
 		t.Fatalf("after a change: current %d, outdated %d", len(cur), len(old))
@@ -285,5 +285,50 @@ func TestUnlabelledReplicaTemplate(t *testing.T) {
 	e.Spec.Env = map[string]string{} // empty is no env, as the store keeps it
 	if cur, _ := byTemplate(e, []*model.Job{bare}); len(cur) != 1 {
 		t.Fatal("an empty env is another template than none")
+	}
+}
+
+// A restart rolls every replica over to a new template of the same spec,
+// through a server restart (the template, restart time included, is read
+// back the same from the store), with Restarted and RolledOut events.
+func TestEndpointRestart(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	h.createEndpoint(copilot, strings.Replace(chatEndpoint, "min_replicas: 1", "min_replicas: 2", 1))
+	h.cycle()
+	first := h.replicaJobsOf("chat")
+	before := h.endpointStatus("chat").Template
+	h.clock.Advance(time.Minute)
+	e, err := h.srv.RestartEndpoint(ctx, copilot, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.Events[len(e.Events)-1]; ev.Kind != EventRestarted || !strings.Contains(ev.Reason, "copilot restarted the endpoint") ||
+		e.template() == before || e.RolloutSince.IsZero() {
+		t.Fatalf("restart: %+v, template %s (was %s)", ev, e.template(), before)
+	}
+	if _, err := h.srv.RestartEndpoint(ctx, Principal{Tenant: "acme"}, "chat"); !isCode(err, CodeForbidden) {
+		t.Errorf("another tenant's restart: %v", err)
+	}
+	h.restart()
+	if got := h.endpointStatus("chat").Template; got != e.template() {
+		t.Fatalf("template after a server restart %s, want %s", got, e.template())
+	}
+	for range 10 {
+		h.reconcile()
+		if countOutdated(h.endpointStatus("chat")) == 0 {
+			break
+		}
+		h.cycle()
+		h.report("chat", 1)
+	}
+	st := h.endpointStatus("chat")
+	if ev := st.Events[len(st.Events)-1]; ev.Kind != EventRolledOut || len(st.Replicas) != 2 {
+		t.Fatalf("after the restart: %+v, last event %+v", st.Replicas, ev)
+	}
+	for _, j := range first {
+		if got := h.job(j.ID).Status.State; got != model.StateCanceled {
+			t.Errorf("replica %s from before the restart is %s", j.ID, got)
+		}
 	}
 }

@@ -53,6 +53,7 @@ const (
 	EventCreated         = "Created"         // the endpoint was created with its first replicas
 	EventScaled          = "Scaled"          // min_replicas or max_replicas changed
 	EventUpdated         = "Updated"         // the spec changed: what the autoscaler reads, or the template (a rollout begins)
+	EventRestarted       = "Restarted"       // a restart was asked for: every replica is rolled over
 	EventRolledOut       = "RolledOut"       // a rollout ended: no replica of an earlier template is left
 	EventReplicaReplaced = "ReplicaReplaced" // fewer replicas ran than desired: new ones were submitted
 	EventReplicaRefused  = "ReplicaRefused"  // submitting a replica was refused (quota, SKU)
@@ -84,6 +85,9 @@ type Endpoint struct {
 	// RolloutSince is when the rollout of the endpoint's template began;
 	// zero while every replica runs it (endpoint_rollout.go).
 	RolloutSince time.Time
+	// Restarted is when the endpoint was last restarted (RestartEndpoint),
+	// which is part of its template; zero when never.
+	Restarted time.Time
 	// Unlabelled is the template of replicas that carry no LabelTemplate
 	// (submitted before templates were labelled): the endpoint's template
 	// before its first change; empty while it never changed.
@@ -170,7 +174,7 @@ func (s *Server) replicaSpec(e *Endpoint) model.JobSpec {
 	return model.JobSpec{
 		Name: sp.Name + "-replica", Tenant: sp.Tenant, Command: slices.Clone(sp.Command), Env: env,
 		Resources: sp.Resources, Priority: sp.Priority, Placement: sp.Placement,
-		Labels: map[string]string{LabelEndpoint: sp.Name, LabelWorkload: WorkloadInference, LabelTemplate: templateOf(sp)},
+		Labels: map[string]string{LabelEndpoint: sp.Name, LabelWorkload: WorkloadInference, LabelTemplate: e.template()},
 	}
 }
 
@@ -344,7 +348,7 @@ func (s *Server) Endpoints(ctx context.Context, p Principal) ([]EndpointStatus, 
 }
 
 func (s *Server) endpointStatus(e *Endpoint, jobs []*model.Job) EndpointStatus {
-	current := templateOf(e.Spec)
+	current := e.template()
 	st := EndpointStatus{Endpoint: e, Replicas: []ReplicaStatus{}, Template: current}
 	live, _ := splitReplicas(e, jobs)
 	w := s.world()
