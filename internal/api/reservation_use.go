@@ -36,5 +36,12 @@ func newReservationReport(r model.Reservation, u server.ReservationUse) Reservat
 	if u.HasPercent {
 		out.UsedPercent = val(u.UsedPercent)
 	}
+	out.Pricing = string(u.Pricing)
+	if u.Rate > 0 {
+		out.USDPerGPUHour, out.UsedUSD = val(u.Rate), val(u.Used*u.Rate)
+		if !u.OpenStart {
+			out.CommittedUSD, out.IdleUSD = val(u.Bought*u.Rate), val(max(0, u.Bought-u.Used)*u.Rate)
+		}
+	}
 	return ReservationReport{Reservation: newReservation(r), Use: out}
 }

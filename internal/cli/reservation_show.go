@@ -52,6 +52,12 @@ ReservationReport.`,
 
 func reservationFields(r client.ReservationReport) fields {
 	u := r.Use
+	usd := func(v *float64) string {
+		if v == nil {
+			return "-"
+		}
+		return "$" + strconv.FormatFloat(*v, 'f', 2, 64)
+	}
 	num := func(v *float64, unit string) string {
 		if v == nil {
 			return "-"
@@ -87,6 +93,13 @@ func reservationFields(r client.ReservationReport) fields {
 	f.add("Bought", bought)
 	f.add("Used", fmt.Sprintf("%s GPU-hours (%s) by %d of the owner's jobs naming it",
 		strconv.FormatFloat(u.UsedGPUHours, 'f', 2, 64), num(u.UsedPercent, " %"), u.Jobs))
+	if u.USDPerGPUHour != nil {
+		commit := fmt.Sprintf("%s so far at %s per GPU-hour (%s)", usd(u.CommittedUSD), usd(u.USDPerGPUHour), u.Pricing)
+		if u.IdleUSD != nil {
+			commit += fmt.Sprintf(": %s used by work naming it, %s idle", usd(u.UsedUSD), usd(u.IdleUSD))
+		}
+		f.add("Commitment", commit)
+	}
 	f.add("As of", timestamp(client.Time{Time: u.AsOf}))
 	return f
 }

@@ -154,9 +154,15 @@ func TestReservationWindow(t *testing.T) {
 		t.Errorf("used %v %%, recomputed %.6f", u.UsedPercent, 100*used/bought)
 	case u.BoughtTotalGPUHours == nil || !near(*u.BoughtTotalGPUHours, 1):
 		t.Errorf("bought over the window %v GPU-hours, want 1", u.BoughtTotalGPUHours)
+	case u.Pricing != "reserved-1y" || u.USDPerGPUHour == nil || *u.USDPerGPUHour <= 0 || u.CommittedUSD == nil ||
+		!near(*u.CommittedUSD, bought**u.USDPerGPUHour) || u.UsedUSD == nil || !near(*u.UsedUSD, used**u.USDPerGPUHour) ||
+		u.IdleUSD == nil || !near(*u.IdleUSD, (bought-used)**u.USDPerGPUHour):
+		t.Errorf("commitment: %s at %v per GPU-hour, committed %v, used %v, idle %v; want bought and used GPU-hours at the rate",
+			u.Pricing, u.USDPerGPUHour, u.CommittedUSD, u.UsedUSD, u.IdleUSD)
 	}
 	table := allotMust(t, url, acme, "reservation", "show", "acme-now")
-	for _, want := range []string{"Bought:", "GPU-hours so far", "1.00 over the window", "Used:", "by 1 of the owner's jobs", "State:", "active"} {
+	for _, want := range []string{"Bought:", "GPU-hours so far", "1.00 over the window", "Used:", "by 1 of the owner's jobs", "State:", "active",
+		"Commitment:", "per GPU-hour (reserved-1y)", "idle"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("reservation show lacks %q:\n%s", want, table)
 		}

@@ -100,7 +100,7 @@ func encodeEndpoint(e *Endpoint) []byte {
 		Spec:  spec,
 		Token: e.token,
 		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason, RolloutSince: e.RolloutSince, Unlabelled: e.Unlabelled,
-			Restarted: e.Restarted,
+			Restarted:  e.Restarted,
 			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn}},
 		CreatedAt: e.CreatedAt,
 	}

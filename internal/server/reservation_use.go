@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/price"
 )
 
 // ReservationUse is what a reservation bought against what its owner used
@@ -31,6 +32,12 @@ type ReservationUse struct {
 	HasPercent   bool          // UsedPercent is meaningful (Bought > 0)
 	StartsIn     time.Duration // until the start, when it lies ahead
 	WindowActive bool          // At is inside the window
+	// Pricing is the reserved rate the reservation's term buys (work in
+	// it pays it; package price) and Rate that rate per GPU-hour, 0 when
+	// the price table has none for the SKU: what the bought GPU-hours
+	// commit the owner to, used or idle.
+	Pricing price.Kind
+	Rate    float64
 }
 
 // ReservationUse reports the reservation called name as p may see it, with
@@ -62,8 +69,14 @@ func (s *Server) ReservationUse(ctx context.Context, p Principal, name string) (
 	if err != nil {
 		return r, ReservationUse{}, err
 	}
-	gpus := s.world().fleet.Catalog[r.SKU].GPUs
-	return r, reservationUse(r, gpus, jobs, deleted, now), nil
+	w := s.world()
+	gpus := w.fleet.Catalog[r.SKU].GPUs
+	u := reservationUse(r, gpus, jobs, deleted, now)
+	u.Pricing = price.KindOf(&model.JobSpec{Placement: model.Placement{Reservation: r.Name}}, reservationTerm(w, r.Name))
+	if rates, ok := price.NewTable(w.fleet).Rates(r.SKU, r.Region); ok && gpus > 0 {
+		u.Rate = rates.Of(u.Pricing, 0) / float64(gpus)
+	}
+	return r, u, nil
 }
 
 // reservationUse works out ReservationUse for r, whose nodes have

@@ -139,7 +139,7 @@ func TestPurgeKeepsTheBills(t *testing.T) {
 	}
 	h.clock.Advance(45 * 24 * time.Hour)
 	costs, usage, use := report()
-	if len(costs) < 7 || len(usage) != 3 || use.Used != 8*66 || use.Jobs != 1 {
+	if len(costs) < 7 || len(usage) != 3 || use.Used != 8*66 || use.Jobs != 1 || use.Pricing != "reserved-1y" || use.Rate <= 0 {
 		t.Fatalf("before the purge: %d cost rows, usage %+v, reservation used %.1f GPU-hours by %d jobs", len(costs), usage, use.Used, use.Jobs)
 	}
 	if n, err := h.srv.purgeEnded(ctx, h.clock.Now()); err != nil || n != 3 {

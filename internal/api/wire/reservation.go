@@ -17,4 +17,13 @@ type ReservationUse struct {
 	UsedGPUHours        float64   `json:"used_gpu_hours"`
 	UsedPercent         *float64  `json:"used_percent"`
 	Jobs                int       `json:"jobs"`
+	// Pricing is the reserved rate the term buys and USDPerGPUHour that
+	// rate per GPU-hour (null when the price table has none); the
+	// commitment so far is BoughtGPUHours at it, of which UsedUSD went to
+	// work naming the reservation and IdleUSD to nothing.
+	Pricing       string   `json:"pricing"`
+	USDPerGPUHour *float64 `json:"usd_per_gpu_hour"`
+	CommittedUSD  *float64 `json:"committed_usd"`
+	UsedUSD       *float64 `json:"used_usd"`
+	IdleUSD       *float64 `json:"idle_usd"`
 }
