@@ -47,6 +47,7 @@ An endpoint file (YAML or JSON):
   slo: {p95_ms: 150}
   throughput: {T4: 120}          # requests/s one replica sustains at the SLO
   autoscale: {scale_in_after: 10m, scale_in_interval: 1m, lead_time: 3m, peak_window: 2m}
+  rollout: {max_surge: 1, max_unavailable: 0}   # how 'update' replaces replicas
 
 A tenant token manages its own endpoints; an admin token all of them.`, conn)
 	cmd.Aliases = []string{"endpoints", "ep"}
@@ -103,7 +104,10 @@ replaces a replica of the earlier template once it serves (it has reported
 its load, or has run for the endpoint's lead time); fewer than the desired
 count never serve. A new replica that cannot start (no room, a command
 that fails) leaves the old ones serving; 'update' back to the earlier file
-makes them current again. 'allot endpoint show' shows each replica's template
+makes them current again. Where no replica beyond the desired count can
+start (the tenant's quota or the fleet is full), give the endpoint
+rollout: {max_surge: 0, max_unavailable: 1}: replicas are then replaced in
+place, one at a time. 'allot endpoint show' shows each replica's template
 and the rollout's progress; a RolledOut event marks its end.
 
 A template whose replica could never start (a GPU model no SKU has, a
@@ -270,6 +274,11 @@ func endpointSections(e client.Endpoint) sections {
 	f.add("Replicas", fmt.Sprintf("%d running or starting, %d desired (min %d, max %d)", len(e.Replicas), e.Desired,
 		s.MinReplicas, s.MaxReplicas))
 	f.add("Template", templateLine(e))
+	rollout := "default: at most a quarter of the desired count (at least 1) beyond it, none fewer serving"
+	if r := s.Rollout; r != nil {
+		rollout = fmt.Sprintf("at most %d beyond the desired count, %d fewer serving", r.MaxSurge, r.MaxUnavailable)
+	}
+	f.add("Rollout", rollout)
 	f.add("SLO", "p95 ≤ "+millis(s.SLO.P95Ms))
 	models := make([]string, 0, len(s.Throughput))
 	for m := range s.Throughput {

@@ -67,6 +67,7 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s}
 			wantOut: []string{"250/1000 of a GPU of T4", "2 running or starting, 2 desired (min 1, max 4)", "p95 ≤ 150 ms",
 				"T4 15 req/s", "scale in after 10s, then at most every 2s", "60.0 req/s, p95 21.5 ms",
 				"d4552aa1b6, rolling out since 2026-06-01T12:00:05Z: 0 of 2 desired replicas run it",
+				"Rollout:     default: at most a quarter of the desired count",
 				"chat-replica-1abc", "eastus-t4x4-01", "59753b677f (outdated)", "chat-replica-2def", "ScaleOut", "1→2",
 				`forecast 60 req/s needs 4 replicas\x1b[2J`}},
 		{name: "show yaml", args: []string{"endpoint", "show", "chat", "-o", "yaml"},

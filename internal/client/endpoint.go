@@ -72,6 +72,11 @@ type EndpointSpec struct {
 		GPUModels       []string `json:"gpu_models"`
 	} `json:"resources"`
 	Autoscale map[string]string `json:"autoscale"`
+	// Rollout is nil for the default rolling update.
+	Rollout *struct {
+		MaxSurge       int `json:"max_surge"`
+		MaxUnavailable int `json:"max_unavailable"`
+	} `json:"rollout"`
 }
 
 // Summary decodes the endpoint's spec; the zero value when it has none.

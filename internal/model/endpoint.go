@@ -42,6 +42,28 @@ type EndpointSpec struct {
 	// Autoscale tunes the autoscaler for this endpoint; zero fields take
 	// the autoscaler's defaults.
 	Autoscale EndpointAutoscale
+	// Rollout bounds how a change of what shapes a replica replaces the
+	// replicas; zero is the default (EndpointRollout).
+	Rollout EndpointRollout
+}
+
+// EndpointRollout is how a rolling update replaces an endpoint's
+// replicas, as a Kubernetes Deployment's strategy.rollingUpdate is: at
+// most MaxSurge replicas beyond the desired count, at most MaxUnavailable
+// fewer than it serving. The zero value is the default: a quarter of the
+// desired count beyond it (at least one), none fewer. Where no replica
+// beyond the desired count can start (the tenant's quota or the fleet is
+// full), MaxSurge 0 and MaxUnavailable 1 replace replicas in place.
+type EndpointRollout struct {
+	MaxSurge, MaxUnavailable int
+}
+
+// Bounds of the replica counts a rollout may surge or lack.
+func (r EndpointRollout) Bounds(desired int) (surge, unavailable int) {
+	if r == (EndpointRollout{}) {
+		return max(1, (desired+3)/4), 0
+	}
+	return r.MaxSurge, r.MaxUnavailable
 }
 
 // EndpointAutoscale is an operator's tuning of one endpoint's autoscaler,
@@ -149,6 +171,11 @@ func (s *EndpointSpec) Validate() error {
 		if f.d < 0 || f.d > MaxAutoscaleDuration {
 			return fieldErr(f.field, "must be a duration between 0 (the default) and %s, got %s", MaxAutoscaleDuration, f.d)
 		}
+	}
+	if r := s.Rollout; r.MaxSurge < 0 || r.MaxSurge > MaxReplicas {
+		return fieldErr("rollout.max_surge", "must be between 0 and %d replicas, got %d", MaxReplicas, r.MaxSurge)
+	} else if r.MaxUnavailable < 0 || r.MaxUnavailable > MaxReplicas {
+		return fieldErr("rollout.max_unavailable", "must be between 0 and %d replicas, got %d", MaxReplicas, r.MaxUnavailable)
 	}
 	return nil
 }

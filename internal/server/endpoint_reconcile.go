@@ -133,7 +133,8 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 
 	// 4. Act.
 	current, outdated := byTemplate(e, live)
-	add, stop := rolloutStep(e.Desired, current, outdated, s.servesFor(e, now))
+	surge, unavailable := e.Spec.Rollout.Bounds(e.Desired)
+	add, stop := rolloutStep(e.Desired, surge, unavailable, current, outdated, s.servesFor(e, now))
 	var actErr error
 	left := len(outdated)
 	for _, j := range stop {

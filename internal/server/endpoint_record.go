@@ -49,6 +49,8 @@ type endpointSpecRecord struct {
 	ScaleInInt  time.Duration      `json:"scale_in_interval_ns,omitempty"`
 	LeadTime    time.Duration      `json:"lead_time_ns,omitempty"`
 	PeakWindow  time.Duration      `json:"peak_window_ns,omitempty"`
+	MaxSurge    int                `json:"max_surge,omitempty"`
+	MaxUnavail  int                `json:"max_unavailable,omitempty"`
 }
 
 type endpointStatusRecord struct {
@@ -96,6 +98,7 @@ func encodeEndpoint(e *Endpoint) []byte {
 	spec.SLOP95, spec.Throughput = s.SLO.P95, s.Throughput
 	spec.ScaleInAft, spec.ScaleInInt = s.Autoscale.ScaleInAfter, s.Autoscale.ScaleInInterval
 	spec.LeadTime, spec.PeakWindow = s.Autoscale.LeadTime, s.Autoscale.PeakWindow
+	spec.MaxSurge, spec.MaxUnavail = s.Rollout.MaxSurge, s.Rollout.MaxUnavailable
 	r := endpointRecord{
 		Spec:  spec,
 		Token: e.token,
@@ -135,6 +138,7 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 			Throughput: s.Throughput,
 			Autoscale: model.EndpointAutoscale{ScaleInAfter: s.ScaleInAft, ScaleInInterval: s.ScaleInInt,
 				LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},
+			Rollout: model.EndpointRollout{MaxSurge: s.MaxSurge, MaxUnavailable: s.MaxUnavail},
 		},
 		Desired: r.Status.Desired, Reason: r.Status.Reason, CreatedAt: r.CreatedAt, token: r.Token,
 		RolloutSince: r.Status.RolloutSince, Unlabelled: r.Status.Unlabelled, Restarted: r.Status.Restarted,

@@ -17,12 +17,14 @@ import (
 // the endpoint's template; every replica carries the template's hash in
 // its LabelTemplate label. An update that changes the template does not
 // touch the running replicas: from then on every reconcile rolls them over
-// as a Kubernetes Deployment does with maxUnavailable 0 and maxSurge 25 %
-// (rolloutStep): it submits replicas of the new template, up to a quarter
-// of the desired count (at least one) over it, and stops an outdated
-// replica only once enough new ones serve (servesFor: they run and have
-// reported their load, or have run for the endpoint's lead time) that the
-// serving count stays at the desired count. An outdated replica that does not run (queued,
+// as a Kubernetes Deployment does (rolloutStep), by default with
+// maxUnavailable 0 and maxSurge 25 % (the endpoint's rollout section may
+// say otherwise, model.EndpointRollout): it submits replicas of the new
+// template, up to a quarter of the desired count (at least one) over it,
+// and stops an outdated replica only once enough new ones serve
+// (servesFor: they run and have reported their load, or have run for the
+// endpoint's lead time) that the serving count stays at the desired
+// count. An outdated replica that does not run (queued,
 // preempted, preparing) serves nothing and is stopped at once. When new
 // replicas cannot start (no room, a failing command) the outdated ones go
 // on serving; an update back to the earlier template makes them current
@@ -79,13 +81,15 @@ func byTemplate(e *Endpoint, live []*model.Job) (current, outdated []*model.Job)
 }
 
 // rolloutStep returns how many replicas of the current template to submit
-// and which replicas to stop, given the desired count and the live
-// replicas of the current template and of earlier ones. Without outdated
-// replicas it fills up to desired or stops the extras (see extras). With
-// some, it keeps the serving replicas at desired (maxUnavailable 0) and
-// the live ones at most surge over it (maxSurge): outdated replicas that
-// do not run stop at once, running ones as current ones serve (serves).
-func rolloutStep(desired int, current, outdated []*model.Job, serves func(*model.Job) bool) (add int, stop []*model.Job) {
+// and which replicas to stop, given the desired count, the live replicas
+// of the current template and of earlier ones, and how many replicas the
+// rollout may run beyond desired (surge) and lack of it (unavailable).
+// Without outdated replicas it fills up to desired or stops the extras
+// (see extras). With some, it keeps at least desired − unavailable
+// replicas serving and at most desired + surge live: outdated replicas
+// that do not run stop at once, running ones as current ones serve
+// (serves) or as unavailable allows.
+func rolloutStep(desired, surge, unavailable int, current, outdated []*model.Job, serves func(*model.Job) bool) (add int, stop []*model.Job) {
 	if len(outdated) == 0 {
 		if len(current) < desired {
 			return desired - len(current), nil
@@ -106,14 +110,14 @@ func rolloutStep(desired int, current, outdated []*model.Job, serves func(*model
 			ready++
 		}
 	}
-	if n := min(ready+len(serving)-desired, len(serving)); n > 0 {
+	if n := min(ready+len(serving)-(desired-unavailable), len(serving)); n > 0 {
 		slices.SortStableFunc(serving, func(a, b *model.Job) int { return a.Status.StartedAt.Compare(b.Status.StartedAt) })
 		stop, serving = append(stop, serving[:n]...), serving[n:]
 	}
 	if len(current) > desired {
 		stop = append(stop, extras(current, len(current)-desired)...)
 	}
-	add = max(0, min(desired-len(current), desired+surge(desired)-len(current)-len(serving)))
+	add = max(0, min(desired-len(current), desired+surge-len(current)-len(serving)))
 	return add, stop
 }
 
@@ -148,10 +152,6 @@ func (s *Server) servesFor(e *Endpoint, now time.Time) func(*model.Job) bool {
 		return !now.Before(j.Status.StartedAt.Add(lead)) || s.ep.reportedSince(e.Spec.Name, j.ID, j.Status.StartedAt)
 	}
 }
-
-// surge is how many replicas a rollout may run beyond desired: a quarter
-// of it, rounded up, at least one.
-func surge(desired int) int { return max(1, (desired+3)/4) }
 
 // running counts the jobs that run.
 func running(jobs []*model.Job) int {

@@ -65,6 +65,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 		{fmt.Sprintf("slo.p95 %v → %v", old.SLO.P95, spec.SLO.P95), spec.SLO == old.SLO},
 		{"throughput", maps.Equal(spec.Throughput, old.Throughput)},
 		{"autoscale", spec.Autoscale == old.Autoscale},
+		{"rollout", spec.Rollout == old.Rollout},
 		{"command", slices.Equal(spec.Command, old.Command)},
 		{"env", maps.Equal(spec.Env, old.Env)},
 		{"resources", sameResources(spec.Resources, old.Resources)},
@@ -94,8 +95,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 			e.Unlabelled = templateOf(old, e.Restarted)
 		}
 		e.RolloutSince = now
-		reason += fmt.Sprintf("; rolling out template %s: new replicas start, at most %d beyond the desired count, and each "+
-			"replaces a replica of an earlier template once it serves", templateOf(spec, e.Restarted), surge(to))
+		reason += "; " + rollingOut(templateOf(spec, e.Restarted), spec.Rollout, to)
 	}
 	e.Spec, e.Desired = spec, to
 	e.addEvent(now, EventUpdated, from, to, reason)
@@ -146,8 +146,7 @@ func (s *Server) RestartEndpoint(ctx context.Context, p Principal, name string) 
 		e.Unlabelled = e.template()
 	}
 	e.Restarted, e.RolloutSince = now, now
-	e.addEvent(now, EventRestarted, e.Desired, e.Desired, fmt.Sprintf("%s restarted the endpoint: rolling out template %s: new replicas "+
-		"start, at most %d beyond the desired count, and each replaces an earlier one once it serves", p.Name(), e.template(), surge(e.Desired)))
+	e.addEvent(now, EventRestarted, e.Desired, e.Desired, p.Name()+" restarted the endpoint; "+rollingOut(e.template(), e.Spec.Rollout, e.Desired))
 	key := prefixEndpoints + name
 	_, err = s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.PutOp(key, encodeEndpoint(e))}})
 	if errors.Is(err, store.ErrConflict) {
@@ -159,4 +158,11 @@ func (s *Server) RestartEndpoint(ctx context.Context, p Principal, name string) 
 	s.log.Info("endpoint restarted", "endpoint", name, "template", e.template(), "by", p.Name())
 	s.kickEndpoints()
 	return e, nil
+}
+
+// rollingOut says how template t replaces the replicas under r at desired.
+func rollingOut(t string, r model.EndpointRollout, desired int) string {
+	surge, unavailable := r.Bounds(desired)
+	return fmt.Sprintf("rolling out template %s: at most %d replicas beyond the desired count and %d fewer serving; "+
+		"each new replica replaces an earlier one once it serves", t, surge, unavailable)
 }

@@ -236,23 +236,32 @@ func TestRolloutStep(t *testing.T) {
 		add               int
 		stop              string
 		notServing        string // a running replica that does not serve yet
+		rollout           model.EndpointRollout
 	}{
-		{"no rollout, fill", 3, func() []*model.Job { return mk(model.StateRunning, 1) }, nil, 2, "", ""},
-		{"no rollout, scale in the newest", 1, func() []*model.Job { return mk(model.StateRunning, 2) }, nil, 0, "r2", ""},
-		{"start: one beyond", 3, nil, func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "", ""},
+		{"no rollout, fill", 3, func() []*model.Job { return mk(model.StateRunning, 1) }, nil, 2, "", "", model.EndpointRollout{}},
+		{"no rollout, scale in the newest", 1, func() []*model.Job { return mk(model.StateRunning, 2) }, nil, 0, "r2", "", model.EndpointRollout{}},
+		{"start: one beyond", 3, nil, func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "", "", model.EndpointRollout{}},
 		{"new one queued: wait", 3, func() []*model.Job { return mk(model.StateQueued, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 3) }, 0, "", ""},
+			func() []*model.Job { return mk(model.StateRunning, 3) }, 0, "", "", model.EndpointRollout{}},
 		{"new one runs: the oldest old one stops, the next starts", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "r2", ""},
+			func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "r2", "", model.EndpointRollout{}},
 		{"new one runs but does not serve yet: wait", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 3) }, 0, "", "r1"},
+			func() []*model.Job { return mk(model.StateRunning, 3) }, 0, "", "r1", model.EndpointRollout{}},
 		{"old ones not running stop at once", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
-			func() []*model.Job { return append(mk(model.StateQueued, 1), mk(model.StateRunning, 2)...) }, 1, "r2", ""},
-		{"eight: a surge of two", 8, nil, func() []*model.Job { return mk(model.StateRunning, 8) }, 2, "", ""},
+			func() []*model.Job { return append(mk(model.StateQueued, 1), mk(model.StateRunning, 2)...) }, 1, "r2", "", model.EndpointRollout{}},
+		{"eight: a surge of two", 8, nil, func() []*model.Job { return mk(model.StateRunning, 8) }, 2, "", "", model.EndpointRollout{}},
 		{"scale to zero mid-way", 0, func() []*model.Job { return mk(model.StateQueued, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 2) }, 0, "r2 r3 r1", ""},
+			func() []*model.Job { return mk(model.StateRunning, 2) }, 0, "r2 r3 r1", "", model.EndpointRollout{}},
 		{"scale in mid-way", 1, func() []*model.Job { return mk(model.StateRunning, 2) },
-			func() []*model.Job { return mk(model.StateRunning, 1) }, 0, "r3 r2", ""},
+			func() []*model.Job { return mk(model.StateRunning, 1) }, 0, "r3 r2", "", model.EndpointRollout{}},
+		{"in place: the oldest stops, one starts", 3, nil, func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "r1", "",
+			model.EndpointRollout{MaxUnavailable: 1}},
+		{"in place: wait for the new one to serve", 3, func() []*model.Job { return mk(model.StateQueued, 1) },
+			func() []*model.Job { return mk(model.StateRunning, 2) }, 0, "", "", model.EndpointRollout{MaxUnavailable: 1}},
+		{"in place: it serves, the next goes", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
+			func() []*model.Job { return mk(model.StateRunning, 2) }, 1, "r2", "", model.EndpointRollout{MaxUnavailable: 1}},
+		{"surge 2 and 1 unavailable at once", 4, nil, func() []*model.Job { return mk(model.StateRunning, 4) }, 3, "r1", "",
+			model.EndpointRollout{MaxSurge: 2, MaxUnavailable: 1}},
 	} {
 		n = 0
 		var cur, old []*model.Job
@@ -262,7 +271,8 @@ func TestRolloutStep(t *testing.T) {
 		if c.outdated != nil {
 			old = c.outdated()
 		}
-		add, stop := rolloutStep(c.desired, cur, old, func(j *model.Job) bool { return j.Status.State == model.StateRunning && j.ID != c.notServing })
+		surge, unavailable := c.rollout.Bounds(c.desired)
+		add, stop := rolloutStep(c.desired, surge, unavailable, cur, old, func(j *model.Job) bool { return j.Status.State == model.StateRunning && j.ID != c.notServing })
 		if add != c.add || ids(stop) != c.stop {
 			t.Errorf("%s: add %d, stop [%s]; want %d, [%s]", c.name, add, ids(stop), c.add, c.stop)
 		}
@@ -330,5 +340,70 @@ func TestEndpointRestart(t *testing.T) {
 		if got := h.job(j.ID).Status.State; got != model.StateCanceled {
 			t.Errorf("replica %s from before the restart is %s", j.ID, got)
 		}
+	}
+}
+
+// With the tenant's quota full, the default rollout's extra replica cannot
+// start and the old replicas serve on; a rollout section of max_surge 0
+// and max_unavailable 1 then replaces them in place, one at a time, never
+// more than the desired count live or fewer than one under it serving.
+func TestEndpointRolloutInPlace(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	// hobbyist may hold 4 NC GPUs in westus.
+	const doc = `{name: hobby, tenant: hobbyist, model: m, resources: {gpus_per_instance: 1, gpu_models: [T4]},
+  min_replicas: 4, max_replicas: 4, slo: {p95_ms: 150}, throughput: {T4: 15}, placement: {regions: [westus]}}`
+	h.createEndpoint(admin, doc)
+	h.cycle()
+	v2 := strings.Replace(doc, "model: m,", "model: m, env: {MODEL_REVISION: '2'},", 1)
+	if _, err := h.srv.UpdateEndpoint(ctx, admin, parseEndpoint(t, v2)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		h.reconcile()
+		h.cycle()
+		h.report("hobby", 1)
+	}
+	st := h.endpointStatus("hobby")
+	if n := countOutdated(st); n != 4 || len(st.Replicas) != 5 {
+		t.Fatalf("quota full: %d outdated of %d live, want the 4 old ones serving and 1 new one waiting: %+v", n, len(st.Replicas), st.Replicas)
+	}
+	for _, r := range st.Replicas {
+		if j := h.job(r.Job); !r.Outdated && (j.Status.State != model.StateQueued || j.Status.Reason != "QuotaExceeded") {
+			t.Fatalf("the new replica is %s (%s), want Queued for QuotaExceeded", j.Status.State, j.Status.Reason)
+		}
+	}
+
+	inPlace := strings.Replace(v2, "placement: {regions: [westus]}}", "placement: {regions: [westus]}, rollout: {max_surge: 0, max_unavailable: 1}}", 1)
+	e, err := h.srv.UpdateEndpoint(ctx, admin, parseEndpoint(t, inPlace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := e.Events[len(e.Events)-1]; !strings.Contains(ev.Reason, "admin changed rollout") {
+		t.Fatalf("update of the rollout: %+v", ev)
+	}
+	for step := 0; ; step++ {
+		h.reconcile()
+		st := h.endpointStatus("hobby")
+		running := 0
+		for _, r := range st.Replicas {
+			if r.State == model.StateRunning {
+				running++
+			}
+		}
+		if len(st.Replicas) > 4 || running < 3 {
+			t.Fatalf("step %d: %d live, %d running; want at most 4 and at least 3: %+v", step, len(st.Replicas), running, st.Replicas)
+		}
+		if countOutdated(st) == 0 {
+			if ev := st.Events[len(st.Events)-1]; ev.Kind != EventRolledOut || len(st.Replicas) != 4 {
+				t.Fatalf("done: %+v, last event %+v", st.Replicas, ev)
+			}
+			break
+		}
+		if step == 12 {
+			t.Fatalf("no end after %d steps: %+v", step, st.Replicas)
+		}
+		h.cycle()
+		h.report("hobby", 1)
 	}
 }

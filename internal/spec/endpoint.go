@@ -28,6 +28,14 @@ type endpointFile struct {
 	Placement   placementEntry    `yaml:"placement"`
 	Throughput  throughput        `yaml:"throughput"`
 	Autoscale   autoscaleEntry    `yaml:"autoscale"`
+	Rollout     *rolloutEntry     `yaml:"rollout"`
+}
+
+// rolloutEntry bounds a rolling update; a field left out is 0, and a
+// section left out the default (model.EndpointRollout).
+type rolloutEntry struct {
+	MaxSurge       int `yaml:"max_surge"`
+	MaxUnavailable int `yaml:"max_unavailable"`
 }
 
 // autoscaleEntry tunes the endpoint's autoscaler; a field left out takes
@@ -136,9 +144,9 @@ func ReadEndpoints(pathOrDir string) ([]model.EndpointSpec, error) {
 // endpoint or a list of endpoints. Absent fields take defaults:
 // gpus_per_instance 1, min_replicas 1, max_replicas min_replicas (a fixed
 // size), priority standard, gpu_models the models of the throughput
-// profile, command allot demo serve, and each autoscale duration
+// profile, command allot demo serve, each autoscale duration
 // (scale_in_after, scale_in_interval, lead_time, peak_window) zero: the
-// autoscaler's default. Every returned spec has passed
+// autoscaler's default, and the rollout section the default rollout. Every returned spec has passed
 // model.EndpointSpec.Validate; any error is an *Error.
 func ParseEndpoints(name string, data []byte) ([]model.EndpointSpec, error) {
 	return parseEndpoints(name, data, "")
@@ -216,6 +224,17 @@ func (d *decoder) endpoint(root, n *yaml.Node, path, tenant string) (model.Endpo
 	}
 	if e.MaxReplicas != nil {
 		s.MaxReplicas = *e.MaxReplicas
+	}
+	if r := e.Rollout; r != nil {
+		if r.MaxSurge == 0 && r.MaxUnavailable == 0 {
+			field := "rollout"
+			if path != "" {
+				field = path + ".rollout"
+			}
+			return model.EndpointSpec{}, d.errorAtPath(root, field, "a rollout needs max_surge or max_unavailable above 0 "+
+				"(leave the section out for the default: a quarter of the replicas beyond the desired count, none fewer)")
+		}
+		s.Rollout = model.EndpointRollout{MaxSurge: r.MaxSurge, MaxUnavailable: r.MaxUnavailable}
 	}
 	if s.Command == nil {
 		s.Command = slices.Clone(model.DefaultEndpointCommand)

@@ -23,6 +23,13 @@ type EndpointDocument struct {
 	Placement   *placementDoc      `json:"placement,omitempty"`
 	Throughput  map[string]float64 `json:"throughput"`
 	Autoscale   *autoscaleDoc      `json:"autoscale,omitempty"`
+	Rollout     *rolloutDoc        `json:"rollout,omitempty"`
+}
+
+// rolloutDoc is the rollout section of an endpoint file.
+type rolloutDoc struct {
+	MaxSurge       int `json:"max_surge"`
+	MaxUnavailable int `json:"max_unavailable"`
 }
 
 // replicaDoc is the resources section of an endpoint file: one replica.
@@ -63,6 +70,9 @@ func EndpointDocumentOf(s model.EndpointSpec) EndpointDocument {
 	if a := s.Autoscale; a != (model.EndpointAutoscale{}) {
 		d.Autoscale = &autoscaleDoc{ScaleInAfter: durationText(a.ScaleInAfter), ScaleInInterval: durationText(a.ScaleInInterval),
 			LeadTime: durationText(a.LeadTime), PeakWindow: durationText(a.PeakWindow)}
+	}
+	if r := s.Rollout; r != (model.EndpointRollout{}) {
+		d.Rollout = &rolloutDoc{MaxSurge: r.MaxSurge, MaxUnavailable: r.MaxUnavailable}
 	}
 	return d
 }

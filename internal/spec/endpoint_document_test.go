@@ -27,23 +27,51 @@ func TestEndpointAutoscale(t *testing.T) {
 		{"not a duration", `autoscale: {scale_in_interval: 3}`, model.EndpointAutoscale{}, "autoscale.scale_in_interval"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := "{name: e, tenant: t, model: m, slo: {p95_ms: 100}, throughput: {T4: 10}}\n"
-			if tc.body != "" {
-				doc = "name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 10}\n" + tc.body + "\n"
+			if s, ok := endpointWith(t, tc.body, tc.field); ok && s.Autoscale != tc.want {
+				t.Errorf("autoscale %+v, want %+v", s.Autoscale, tc.want)
 			}
-			specs, err := ParseEndpoints("e.yaml", []byte(doc))
-			if tc.field != "" {
-				var se *Error
-				if err == nil || !asError(err, &se) || se.Field != tc.field {
-					t.Fatalf("err %v, want one about %s", err, tc.field)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if specs[0].Autoscale != tc.want {
-				t.Errorf("autoscale %+v, want %+v", specs[0].Autoscale, tc.want)
+		})
+	}
+}
+
+// endpointWith parses an endpoint with body as its sixth line; with field
+// set it wants an error about field on that line, and reports false.
+func endpointWith(t *testing.T, body, field string) (model.EndpointSpec, bool) {
+	t.Helper()
+	doc := "name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 10}\n" + body + "\n"
+	specs, err := ParseEndpoints("e.yaml", []byte(doc))
+	if field != "" {
+		var se *Error
+		if err == nil || !asError(err, &se) || se.Field != field || se.Line != 6 {
+			t.Fatalf("err %v, want one about %s on line 6", err, field)
+		}
+		return model.EndpointSpec{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs[0], true
+}
+
+func TestEndpointRollout(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       model.EndpointRollout
+		field      string // of the error, when one is expected
+	}{
+		{"absent: the default", ``, model.EndpointRollout{}, ""},
+		{"in place", `rollout: {max_surge: 0, max_unavailable: 1}`, model.EndpointRollout{MaxUnavailable: 1}, ""},
+		{"surge only", `rollout: {max_surge: 2}`, model.EndpointRollout{MaxSurge: 2}, ""},
+		{"both zero", `rollout: {max_surge: 0}`, model.EndpointRollout{}, "rollout"},
+		{"empty", `rollout: {}`, model.EndpointRollout{}, "rollout"},
+		{"negative", `rollout: {max_surge: 1, max_unavailable: -1}`, model.EndpointRollout{}, "rollout.max_unavailable"},
+		{"too many", `rollout: {max_surge: 5000}`, model.EndpointRollout{}, "rollout.max_surge"},
+		{"a percentage", `rollout: {max_surge: 25%}`, model.EndpointRollout{}, "rollout.max_surge"},
+		{"unknown field", `rollout: {strategy: recreate}`, model.EndpointRollout{}, "rollout.strategy"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if s, ok := endpointWith(t, tc.body, tc.field); ok && s.Rollout != tc.want {
+				t.Errorf("rollout %+v, want %+v", s.Rollout, tc.want)
 			}
 		})
 	}
@@ -58,7 +86,8 @@ func asError(err error, se **Error) bool {
 // TestEndpointDocumentRoundTrip: an endpoint shown in document form reads
 // back, as JSON, to the same spec.
 func TestEndpointDocumentRoundTrip(t *testing.T) {
-	docs := []string{chatEndpoint, chatEndpoint + "autoscale: {scale_in_after: 10s, lead_time: 1m30s}\n", `
+	docs := []string{chatEndpoint, chatEndpoint + "autoscale: {scale_in_after: 10s, lead_time: 1m30s}\n",
+		chatEndpoint + "rollout: {max_surge: 0, max_unavailable: 1}\n", `
 name: frac
 tenant: t
 model: m

@@ -167,6 +167,7 @@ func FuzzParseEndpoints(f *testing.F) {
 	f.Add([]byte("- &e {name: a, tenant: t, model: m, slo: {p95_ms: 100}, throughput: {T4: 1}}\n- {<<: *e, name: b, max_replicas: 4}\n"))
 	f.Add([]byte(`{"name": "c", "tenant": "t", "model": "m", "slo": {"p95_ms": 1e3}, "throughput": {"H100": 9e2}, "resources": {"gpu_milli": 500}}`))
 	f.Add([]byte("name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 1, T4: 2}\n"))
+	f.Add([]byte("name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 1}\nrollout: {max_surge: 0, max_unavailable: 1}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		eps, err := ParseEndpoints("ep.yaml", data)
 		if err != nil {
