@@ -131,6 +131,36 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s, lead_time: 10s, peak_win
 			t.Errorf("endpoint show lacks %q:\n%s", want, out)
 		}
 	}
+	// 4. A new command is rolled out: the replica of the old one serves
+	// until the new one has reported its load, then a restart replaces
+	// the new one the same way.
+	rolled := func(e client.Endpoint, after int) bool {
+		return len(e.Events) > after && e.Events[len(e.Events)-1].Kind == "RolledOut" && len(e.Replicas) == 1 && !e.Replicas[0].Outdated
+	}
+	v2, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(v2), "--service-time, 20ms", "--service-time, 10ms", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old, before := e.Replicas[0].Job, len(e.Events)
+	allotMust(t, url, tok, "endpoint", "update", file)
+	e = waitFor("the new command is rolled out", 30*time.Second, func(e client.Endpoint) bool { return rolled(e, before) })
+	if e.Replicas[0].Job == old {
+		t.Fatalf("the old replica survived the rollout: %+v", e.Replicas)
+	}
+	if state := allotMust(t, url, tok, "job", "show", old, "-o", "json"); !strings.Contains(state, `"state": "Canceled"`) {
+		t.Errorf("the replaced replica is not Canceled:\n%s", state)
+	}
+	if cmd := allotMust(t, url, tok, "job", "show", e.Replicas[0].Job, "-o", "json"); !strings.Contains(cmd, `"10ms"`) {
+		t.Errorf("the new replica does not run the new command:\n%s", cmd)
+	}
+	second, before := e.Replicas[0].Job, len(e.Events)
+	allotMust(t, url, tok, "endpoint", "restart", "chat")
+	e = waitFor("the restart is rolled out", 30*time.Second, func(e client.Endpoint) bool { return rolled(e, before) && e.Replicas[0].Job != second })
+	t.Logf("%s: rolled out a new command and a restart", time.Since(start).Round(time.Second))
+
 	allotMust(t, url, tok, "endpoint", "delete", "chat")
 	if r := allotAt(t, url, tok, "endpoint", "show", "chat"); r.code == 0 {
 		t.Fatalf("endpoint show after delete: %s", r.out)
