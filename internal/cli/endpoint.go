@@ -93,22 +93,22 @@ func newEndpointUpdateCmd(conn *connection) *cobra.Command {
 		Long: `update gives each endpoint of FILE (read as create reads it) the spec there.
 
 What the autoscaler reads (model, min_replicas, max_replicas, slo, throughput,
-autoscale) changes at once: the next reconcile decides with it, and the
-desired count moves into new bounds at once.
+autoscale, rollout) changes at once: the next reconcile decides with it, and
+the desired count moves into the new bounds.
 
 What shapes a replica (command, env, resources, priority, placement; the
-endpoint's template) is rolled out, as a Kubernetes Deployment rolls out a
-new pod template with maxUnavailable 0 and maxSurge 25 %: new replicas start,
-at most a quarter of the desired count (at least one) beyond it, and each
-replaces a replica of the earlier template once it serves (it has reported
-its load, or has run for the endpoint's lead time); fewer than the desired
-count never serve. A new replica that cannot start (no room, a command
-that fails) leaves the old ones serving; 'update' back to the earlier file
-makes them current again. Where no replica beyond the desired count can
-start (the tenant's quota or the fleet is full), give the endpoint
+endpoint's template) is rolled out, by default as a Kubernetes Deployment
+rolls out a new pod template with maxUnavailable 0 and maxSurge 25 %: new
+replicas start, at most a quarter of the desired count (at least one) beyond
+it, and each replaces a replica of the earlier template once it serves (it
+has reported its load, or has run for the endpoint's lead time); fewer than
+the desired count never serve. A new replica that cannot start (no room, a
+command that fails) leaves the old ones serving; 'update' back to the
+earlier file makes them current again. Where no replica beyond the desired
+count can start (the tenant's quota or the fleet is full), give the endpoint
 rollout: {max_surge: 0, max_unavailable: 1}: replicas are then replaced in
-place, one at a time. 'allot endpoint show' shows each replica's template
-and the rollout's progress; a RolledOut event marks its end.
+place, one at a time. 'allot endpoint show' shows each replica's template and
+the rollout's progress; a RolledOut event marks its end.
 
 A template whose replica could never start (a GPU model no SKU has, a
 reservation the tenant does not own) is refused as a submit would be, and the
