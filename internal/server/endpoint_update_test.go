@@ -407,3 +407,18 @@ func TestEndpointRolloutInPlace(t *testing.T) {
 		h.report("hobby", 1)
 	}
 }
+
+// A template's name must not change between versions of allot for the same
+// spec: every replica of every endpoint would be replaced on an upgrade. A
+// field added to what shapes a replica must leave the names of existing
+// templates alone (omitempty in templateRecord).
+func TestTemplateNameIsStable(t *testing.T) {
+	e := &Endpoint{Spec: parseEndpoint(t, chatEndpoint)}
+	if got := e.template(); got != "59753b677f" {
+		t.Fatalf("the template of chatEndpoint is %s, was 59753b677f: an upgrade would roll every endpoint's replicas", got)
+	}
+	e.Restarted = time.Date(2026, 6, 1, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600))
+	if got := e.template(); got != templateOf(e.Spec, e.Restarted.UTC()) || got == "59753b677f" {
+		t.Fatalf("a restarted template is %s", got)
+	}
+}
