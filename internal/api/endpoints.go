@@ -38,6 +38,7 @@ type Endpoint struct {
 type EndpointReplica struct {
 	Job      string `json:"job"`
 	State    string `json:"state"`
+	Reason   string `json:"reason"` // why a queued replica waits; "" otherwise
 	Node     string `json:"node"`
 	GPUModel string `json:"gpu_model"`
 	// Template is the endpoint template the replica runs; Outdated when
@@ -75,7 +76,7 @@ func newEndpoint(st server.EndpointStatus) Endpoint {
 		Desired: e.Desired, Template: st.Template, RolloutSince: timePtr(e.RolloutSince), Reason: st.Decision, Replicas: make([]EndpointReplica, len(st.Replicas)),
 		Events: make([]EndpointEvent, len(e.Events)), CreatedAt: timePtr(e.CreatedAt)}
 	for i, r := range st.Replicas {
-		out.Replicas[i] = EndpointReplica{Job: r.Job, State: string(r.State), Node: r.Node, GPUModel: r.GPUModel,
+		out.Replicas[i] = EndpointReplica{Job: r.Job, State: string(r.State), Reason: r.Reason, Node: r.Node, GPUModel: r.GPUModel,
 			Template: r.Template, Outdated: r.Outdated}
 	}
 	for i, ev := range e.Events {

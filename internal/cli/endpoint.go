@@ -302,13 +302,13 @@ func endpointSections(e client.Endpoint) sections {
 	f.add("Decision", orDash(e.Reason))
 	f.add("Created", timestamp(e.CreatedAt))
 
-	reps := table{header: []string{"REPLICA", "STATE", "NODE", "GPU", "TEMPLATE"}}
+	reps := table{header: []string{"REPLICA", "STATE", "REASON", "NODE", "GPU", "TEMPLATE"}}
 	for _, r := range e.Replicas {
 		t := orDash(r.Template)
 		if r.Outdated {
 			t += " (outdated)"
 		}
-		reps.add(r.Job, r.State, orDash(r.Node), orDash(r.GPUModel), t)
+		reps.add(r.Job, r.State, orDash(r.Reason), orDash(r.Node), orDash(r.GPUModel), t)
 	}
 	evs := table{header: []string{"AT", "EVENT", "DESIRED", "REASON"}}
 	for _, ev := range e.Events {

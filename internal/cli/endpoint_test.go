@@ -14,7 +14,7 @@ const endpointJSON = `{"name":"chat","tenant":"copilot","model":"llama","spec":{
 "autoscale":{"scale_in_after":"10s","scale_in_interval":"2s","lead_time":"10s","peak_window":"2m0s"}},
 "desired":2,"template":"d4552aa1b6","rollout_since":"2026-06-01T12:00:05Z","reason":"forecast 60 req/s needs 4 replicas","replicas":[
 {"job":"chat-replica-1abc","state":"Running","node":"eastus-t4x4-01","gpu_model":"T4","template":"59753b677f","outdated":true},
-{"job":"chat-replica-2def","state":"Queued","node":"","gpu_model":"","template":"d4552aa1b6"}],
+{"job":"chat-replica-2def","state":"Queued","reason":"QuotaExceeded","node":"","gpu_model":"","template":"d4552aa1b6"}],
 "metrics":{"at":"2026-06-01T12:00:10Z","requests_per_sec":60,"p95_ms":21.5,"utilisation":0.15,"replicas":2},
 "events":[{"at":"2026-06-01T12:00:00Z","kind":"Created","from":0,"to":1,"reason":"created by copilot"},
 {"at":"2026-06-01T12:00:10Z","kind":"ScaleOut","from":1,"to":2,"reason":"forecast 60 req/s needs 4 replicas\u001b[2J"}],
@@ -68,7 +68,7 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s}
 				"T4 15 req/s", "scale in after 10s, then at most every 2s", "60.0 req/s, p95 21.5 ms",
 				"d4552aa1b6, rolling out since 2026-06-01T12:00:05Z: 0 of 2 desired replicas run it",
 				"Rollout:     default: at most a quarter of the desired count",
-				"chat-replica-1abc", "eastus-t4x4-01", "59753b677f (outdated)", "chat-replica-2def", "ScaleOut", "1→2",
+				"chat-replica-1abc", "eastus-t4x4-01", "59753b677f (outdated)", "chat-replica-2def", "QuotaExceeded", "ScaleOut", "1→2",
 				`forecast 60 req/s needs 4 replicas\x1b[2J`}},
 		{name: "show yaml", args: []string{"endpoint", "show", "chat", "-o", "yaml"},
 			ex:      exchange{method: "GET", path: "/v1/endpoints/chat", status: 200, body: endpointJSON},

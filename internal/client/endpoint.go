@@ -31,6 +31,7 @@ type Endpoint struct {
 type EndpointReplica struct {
 	Job      string `json:"job"`
 	State    string `json:"state"`
+	Reason   string `json:"reason"` // why a queued replica waits ('allot job why JOB' for more)
 	Node     string `json:"node"`
 	GPUModel string `json:"gpu_model"`
 	Template string `json:"template"`

@@ -369,8 +369,8 @@ func TestEndpointRolloutInPlace(t *testing.T) {
 		t.Fatalf("quota full: %d outdated of %d live, want the 4 old ones serving and 1 new one waiting: %+v", n, len(st.Replicas), st.Replicas)
 	}
 	for _, r := range st.Replicas {
-		if j := h.job(r.Job); !r.Outdated && (j.Status.State != model.StateQueued || j.Status.Reason != "QuotaExceeded") {
-			t.Fatalf("the new replica is %s (%s), want Queued for QuotaExceeded", j.Status.State, j.Status.Reason)
+		if !r.Outdated && (r.State != model.StateQueued || r.Reason != "QuotaExceeded") {
+			t.Fatalf("the new replica is %s (%s), want Queued for QuotaExceeded", r.State, r.Reason)
 		}
 	}
 

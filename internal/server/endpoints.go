@@ -305,6 +305,7 @@ type EndpointStatus struct {
 type ReplicaStatus struct {
 	Job      string
 	State    model.State
+	Reason   string // why a queued replica waits (QuotaExceeded, …); empty otherwise
 	Node     string // empty while queued
 	GPUModel string // of the node; empty while queued
 	// Template is the hash of the endpoint template the replica runs;
@@ -355,7 +356,7 @@ func (s *Server) endpointStatus(e *Endpoint, jobs []*model.Job) EndpointStatus {
 	for _, j := range live {
 		node, gpu := replicaNode(w, j)
 		t := replicaTemplate(e, j)
-		st.Replicas = append(st.Replicas, ReplicaStatus{Job: j.ID, State: j.Status.State, Node: node, GPUModel: gpu,
+		st.Replicas = append(st.Replicas, ReplicaStatus{Job: j.ID, State: j.Status.State, Reason: j.Status.Reason, Node: node, GPUModel: gpu,
 			Template: t, Outdated: t != current})
 	}
 	st.Metrics, st.Decision = s.ep.last(e.Spec.Name)
