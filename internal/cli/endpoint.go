@@ -76,7 +76,7 @@ Conflict).`,
 		Example: `  allot endpoint create -f chat.yaml
   allot endpoint create -f endpoints/ -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return sendEndpoints(cmd, conn, file, "created", func(cl *client.Client, _ string, doc []byte) (client.Endpoint, error) {
+			return sendEndpoints(cmd, conn, file, "created", 0, func(cl *client.Client, _ string, doc []byte) (client.Endpoint, error) {
 				return cl.CreateEndpoint(cmd.Context(), doc, "application/json")
 			})
 		},
@@ -87,6 +87,7 @@ Conflict).`,
 
 func newEndpointUpdateCmd(conn *connection) *cobra.Command {
 	var file string
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "update [-f] FILE",
 		Short: "Change an endpoint in place: SLO, bounds, autoscaler, or a rolling update of its replicas",
@@ -108,7 +109,10 @@ earlier file makes them current again. Where no replica beyond the desired
 count can start (the tenant's quota or the fleet is full), give the endpoint
 rollout: {max_surge: 0, max_unavailable: 1}: replicas are then replaced in
 place, one at a time. 'allot endpoint show' shows each replica's template and
-the rollout's progress; a RolledOut event marks its end.
+the rollout's progress; a RolledOut event marks its end. With --wait D,
+update follows the rollout for up to D as kubectl rollout status does,
+printing its progress, and exits 1 if it has not ended by then, naming what
+the new replicas wait for.
 
 A template whose replica could never start (a GPU model no SKU has, a
 reservation the tenant does not own) is refused as a submit would be, and the
@@ -116,13 +120,15 @@ tenant cannot change (exit status 2).`,
 		Example: `  allot endpoint update -f chat.yaml        # after editing slo.p95_ms or throughput
   allot endpoint update chat.yaml           # after editing command or env: a rolling update
   allot endpoint show chat                  # the rollout's progress
+  allot endpoint update chat.yaml --wait 10m   # until the rollout ends (exit 1 if not by then)
   allot endpoint update endpoints/`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return sendEndpoints(cmd, conn, file, "updated", func(cl *client.Client, name string, doc []byte) (client.Endpoint, error) {
+			return sendEndpoints(cmd, conn, file, "updated", wait, func(cl *client.Client, name string, doc []byte) (client.Endpoint, error) {
 				return cl.UpdateEndpoint(cmd.Context(), name, doc, "application/json")
 			})
 		},
 	}
+	waitFlag(cmd, &wait)
 	fileFlag(cmd, &file, "endpoint file, or a directory of *.yaml, *.yml and *.json files (or give it as the argument)")
 	return cmd
 }
@@ -131,7 +137,7 @@ tenant cannot change (exit status 2).`,
 // sends each in turn (create or update), stopping at the first refusal
 // with a word of what was done before it; it prints the endpoints as the
 // server answered them.
-func sendEndpoints(cmd *cobra.Command, conn *connection, file, done string,
+func sendEndpoints(cmd *cobra.Command, conn *connection, file, done string, wait time.Duration,
 	send func(cl *client.Client, name string, doc []byte) (client.Endpoint, error)) error {
 	cl, f, err := conn.client()
 	if err != nil {
@@ -156,10 +162,17 @@ func sendEndpoints(cmd *cobra.Command, conn *connection, file, done string,
 		}
 		out = append(out, e)
 	}
+	var waitErr error
+	if wait > 0 {
+		out, waitErr = waitRollouts(cmd, cl, out, wait, cmd.ErrOrStderr())
+	}
 	v := struct {
 		Endpoints []client.Endpoint `json:"endpoints"`
 	}{out}
-	return show(cmd.OutOrStdout(), f, v, func() printer { return endpointTable(out, time.Now()) })
+	if err := show(cmd.OutOrStdout(), f, v, func() printer { return endpointTable(out, time.Now()) }); err != nil {
+		return err
+	}
+	return waitErr
 }
 
 // replicaCounts writes live/desired replicas.
@@ -369,7 +382,8 @@ on deciding. --min must be at least 1 and --max at least --min. --min and
 }
 
 func newEndpointRestartCmd(conn *connection) *cobra.Command {
-	return &cobra.Command{
+	var wait time.Duration
+	cmd := &cobra.Command{
 		Use:   "restart NAME",
 		Short: "Replace every replica of an endpoint with a new one, never serving fewer than desired",
 		Long: `restart rolls every replica of the endpoint over to a new one, as kubectl
@@ -378,8 +392,9 @@ configuration when it starts picks up the new one. It is a rolling update
 ('allot endpoint update --help'): new replicas start, at most a quarter of the
 desired count (at least one) beyond it, and each replaces an old one once it
 serves. 'allot endpoint show NAME' shows the progress; a RolledOut event marks
-the end.`,
-		Example:           `  allot endpoint restart chat`,
+the end; --wait D follows it for up to D, as for update.`,
+		Example: `  allot endpoint restart chat
+  allot endpoint restart chat --wait 10m   # until every replica is new, as kubectl rollout status`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeEndpoints(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -391,15 +406,26 @@ the end.`,
 			if err != nil {
 				return fromAPI(err)
 			}
-			return show(cmd.OutOrStdout(), f, e, func() printer {
+			var waitErr error
+			if wait > 0 {
+				var eps []client.Endpoint
+				eps, waitErr = waitRollouts(cmd, cl, []client.Endpoint{e}, wait, cmd.ErrOrStderr())
+				e = eps[0]
+			}
+			if err := show(cmd.OutOrStdout(), f, e, func() printer {
 				var out fields
 				out.add("Restarting", e.Name)
 				out.add("Template", templateLine(e))
 				out.add("Progress", "allot endpoint show "+e.Name)
 				return out
-			})
+			}); err != nil {
+				return err
+			}
+			return waitErr
 		},
 	}
+	waitFlag(cmd, &wait)
+	return cmd
 }
 
 func newEndpointDeleteCmd(conn *connection) *cobra.Command {

@@ -157,8 +157,10 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s, lead_time: 10s, peak_win
 		t.Errorf("the new replica does not run the new command:\n%s", cmd)
 	}
 	second, before := e.Replicas[0].Job, len(e.Events)
-	allotMust(t, url, tok, "endpoint", "restart", "chat")
-	e = waitFor("the restart is rolled out", 30*time.Second, func(e client.Endpoint) bool { return rolled(e, before) && e.Replicas[0].Job != second })
+	if r := allotAt(t, url, tok, "endpoint", "restart", "chat", "--wait", "30s"); r.code != 0 || !strings.Contains(r.err, "chat: rolled out template") {
+		t.Fatalf("restart --wait: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	e = waitFor("the restart is rolled out", time.Second, func(e client.Endpoint) bool { return rolled(e, before) && e.Replicas[0].Job != second })
 	t.Logf("%s: rolled out a new command and a restart", time.Since(start).Round(time.Second))
 
 	allotMust(t, url, tok, "endpoint", "delete", "chat")
