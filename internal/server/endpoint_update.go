@@ -18,8 +18,8 @@ import (
 // into new bounds at once, as ScaleEndpoint does. A change of what shapes
 // a replica (command, env, resources, priority, placement: the template)
 // is rolled out: the replicas run on, and the reconciles replace them
-// with replicas of the new template, never leaving fewer running than
-// desired (endpoint_rollout.go). An Updated event says what changed. A
+// with replicas of the new template within the endpoint's rollout bounds
+// (by default never fewer serving than desired; endpoint_rollout.go). An Updated event says what changed. A
 // new template whose replica could never start is refused as a submit
 // would be; a spec equal to the endpoint's changes nothing; the tenant
 // cannot change.
@@ -131,7 +131,7 @@ func samePlacement(a, b model.Placement) bool {
 // RestartEndpoint replaces every replica of endpoint name, as kubectl
 // rollout restart does: the restart time becomes part of the endpoint's
 // template, so the reconciles roll the replicas over as for an update
-// (endpoint_rollout.go), never leaving fewer serving than desired. A
+// (endpoint_rollout.go). A
 // replica that reads its model or configuration at start picks up the
 // new one so. An event Restarted says who asked.
 func (s *Server) RestartEndpoint(ctx context.Context, p Principal, name string) (*Endpoint, error) {
