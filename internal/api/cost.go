@@ -60,8 +60,24 @@ func (h *handler) cost(w http.ResponseWriter, r *http.Request, p server.Principa
 		h.fail(w, r, err)
 		return
 	}
+	commitments, err := h.srv.ReservationCosts(r.Context(), p, q.Tenant, q.Since, q.Until)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	out := wire.CostReport{Since: q.Since.UTC(), Until: q.Until.UTC(), By: q.By, Rows: make([]wire.CostRow, len(rows)),
-		Budgets: []wire.Budget{}, BudgetEvents: []wire.BudgetEvent{}}
+		Budgets: []wire.Budget{}, BudgetEvents: []wire.BudgetEvent{}, Reservations: []wire.ReservationCost{}}
+	for _, c := range commitments {
+		rc := wire.ReservationCost{Name: c.Reservation.Name, Owner: c.Reservation.Owner, SKU: c.Reservation.SKU,
+			Region: c.Reservation.Region, Pricing: string(c.Pricing), BoughtGPUHours: round4(c.Bought), UsedGPUHours: round4(c.Used)}
+		if c.Rate > 0 {
+			rate := c.Rate
+			rc.USDPerGPUHour = &rate
+			rc.CommittedUSD, rc.UsedUSD = price.Cents(c.Bought*c.Rate), price.Cents(c.Used*c.Rate)
+			rc.IdleUSD = price.Cents(max(0, c.Bought-c.Used) * c.Rate)
+		}
+		out.Reservations = append(out.Reservations, rc)
+	}
 	for i, x := range rows {
 		out.Rows[i] = wire.CostRow{Tenant: x.Tenant, Region: x.Region, SKU: x.SKU, Job: x.Job, Name: x.Name,
 			Attempts: x.Attempts, GPUHours: round4(x.GPUHours), USD: price.Cents(x.USD),

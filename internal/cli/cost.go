@@ -44,10 +44,13 @@ split the cost by how it ran: on-demand, reserved and spot. --since and
 12h); the default is the last 30 days. Amounts are USD to the cent. -o csv
 writes the rows alone, as CSV, for a spreadsheet.
 
-Below the rows come the budgets of the tenants you see: this month's cost
-(UTC calendar month) against the budget, the highest alert reached (80 or
-100 %) and whether new work is stopped; -o json adds the month's budget
-alerts with when each was reached. A tenant token sees only its own cost
+Below the rows come the reservations whose windows overlap the period: the
+GPU-hours each bought in it (up to now) at its reserved rate, COMMITTED, of
+which work naming it USED (in the rows above) and the rest IDLE (in no row:
+a reservation is paid for whether used or not). Then the budgets of the
+tenants you see: this month's cost (UTC calendar month) against the budget,
+the highest alert reached (80 or 100 %) and whether new work is stopped; -o
+json adds the month's budget alerts with when each was reached. A tenant token sees only its own cost
 and budget; an admin token sees every tenant.`,
 		Example: `  allot cost report
   allot cost report --by job --since 7d
@@ -95,8 +98,18 @@ and budget; an admin token sees every tenant.`,
 				for _, r := range rep.Rows {
 					t.add(row(r)...)
 				}
+				out := sections{t}
+				if len(rep.Reservations) > 0 {
+					// The idle part of a commitment is in no row above.
+					r := table{header: []string{"RESERVATION", "OWNER", "SKU", "REGION", "BOUGHT GPU-H", "USED GPU-H", "COMMITTED", "USED", "IDLE"}}
+					for _, x := range rep.Reservations {
+						r.add(x.Name, x.Owner, x.SKU, x.Region, fmt.Sprintf("%.2f", x.BoughtGPUHours), fmt.Sprintf("%.2f", x.UsedGPUHours),
+							fmt.Sprintf("%.2f", x.CommittedUSD), fmt.Sprintf("%.2f", x.UsedUSD), fmt.Sprintf("%.2f", x.IdleUSD))
+					}
+					out = append(out, r)
+				}
 				if len(rep.Budgets) == 0 {
-					return t
+					return out
 				}
 				b := table{header: []string{"BUDGET", "MONTH", "SPENT", "USD/MONTH", "USED", "ALERT", "NEW WORK"}}
 				for _, x := range rep.Budgets {
@@ -110,7 +123,7 @@ and budget; an admin token sees every tenant.`,
 					b.add(x.Tenant, x.Month.Format("2006-01"), fmt.Sprintf("%.2f", x.SpentUSD), fmt.Sprintf("%.2f", x.USDPerMonth),
 						fmt.Sprintf("%.1f%%", x.Percent), alert, work)
 				}
-				return sections{t, b}
+				return append(out, b)
 			})
 		},
 	}

@@ -66,7 +66,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		"PolicySet": client.PolicySet{}, "Policy": client.Policy{}, "PolicyCondition": client.PolicyCondition{},
 		"PolicyOverride": client.PolicyOverride{}, "PolicyEvent": client.PolicyEvent{},
 		"JobList": client.JobList{}, "TokenInfo": client.TokenInfo{}, "Accounting": client.Accounting{},
-		"AccountingRow": client.AccountingRow{}, "CostReport": client.CostReport{}, "CostRow": client.CostRow{},
+		"AccountingRow": client.AccountingRow{}, "CostReport": client.CostReport{}, "CostRow": client.CostRow{}, "ReservationCost": wire.ReservationCost{},
 		"Budget": wire.Budget{}, "BudgetEvent": wire.BudgetEvent{}, "Alert": client.Alert{}, "AlertNotice": client.AlertNotice{},
 		"QuotaRequest": client.QuotaRequest{}, "QuotaRequestNew": client.QuotaRequestNew{}, "QuotaSet": client.QuotaSet{},
 		"AuditRecord": client.AuditRecord{}, "AuditLog": client.AuditLog{},

@@ -101,36 +101,105 @@ func reservationUse(r model.Reservation, nodeGPUs int, jobs []*model.Job, delete
 		u.Elapsed = to.Sub(r.Start)
 		u.Bought = float64(u.GPUs) * u.Elapsed.Hours()
 	}
-	for _, j := range jobs {
-		if j.Spec.Tenant != r.Owner || j.Spec.Placement.Reservation != r.Name {
-			continue
-		}
-		gpus := float64(j.Spec.Resources.TotalMilli()) / model.MilliPerGPU
-		ran := false
-		for _, a := range j.Status.Attempts {
-			if a.Started.IsZero() {
-				continue
-			}
-			from, end := a.Started, a.Ended
-			if end.IsZero() || end.After(to) {
-				end = to // running now, or past what has passed of the window
-			}
-			if !u.OpenStart && from.Before(r.Start) {
-				from = r.Start
-			}
-			if end.After(from) {
-				u.Used += gpus * end.Sub(from).Hours()
-				ran = true
-			}
-		}
-		if ran {
-			u.Jobs++
-		}
-	}
+	from := r.Start // zero when open: every attempt counts from its start
+	u.Used, u.Jobs = usedIn(r, jobs, from, to)
 	u.Used += deleted.GPUHours
 	u.Jobs += deleted.Jobs
 	if u.Bought > 0 {
 		u.UsedPercent, u.HasPercent = 100*u.Used/u.Bought, true
 	}
 	return u
+}
+
+// usedIn returns the GPU-hours the owner's jobs that name r ran within
+// [from, to) (from zero: since they started), and how many jobs ran in
+// it. An attempt not ended counts to to.
+func usedIn(r model.Reservation, jobs []*model.Job, from, to time.Time) (gpuHours float64, ran int) {
+	for _, j := range jobs {
+		if j.Spec.Tenant != r.Owner || j.Spec.Placement.Reservation != r.Name {
+			continue
+		}
+		gpus := float64(j.Spec.Resources.TotalMilli()) / model.MilliPerGPU
+		counted := false
+		for _, a := range j.Status.Attempts {
+			if a.Started.IsZero() {
+				continue
+			}
+			start, end := maxTime(a.Started, from), a.Ended
+			if end.IsZero() || end.After(to) {
+				end = to // running now, or past the period
+			}
+			if end.After(start) {
+				gpuHours += gpus * end.Sub(start).Hours()
+				counted = true
+			}
+		}
+		if counted {
+			ran++
+		}
+	}
+	return gpuHours, ran
+}
+
+// ReservationCost is what a reservation committed its owner to within a
+// period (the part of its window inside it, up to now), against what the
+// owner's work naming it used of that, in GPU-hours and at its reserved
+// rate per GPU-hour (Rate; 0 without a price for its SKU).
+type ReservationCost struct {
+	Reservation  model.Reservation
+	Pricing      price.Kind
+	Rate         float64
+	Bought, Used float64 // GPU-hours
+}
+
+// ReservationCosts reports the reservations p may see, of tenant when not
+// empty, whose windows overlap [since, until): what each committed its
+// owner to within it, used or idle. Jobs deleted past the retention count
+// from the roll-ups of the days the period covers whole. A reservation
+// with an open start has no commitment to count and is left out.
+func (s *Server) ReservationCosts(ctx context.Context, p Principal, tenant string, since, until time.Time) ([]ReservationCost, error) {
+	now := s.clock.Now()
+	until = minTime(until, now)
+	w := s.world()
+	tb := price.NewTable(w.fleet)
+	jobsOf := map[string][]*model.Job{}
+	var out []ReservationCost
+	for _, r := range s.Reservations(p) {
+		if r.Start.IsZero() || (tenant != "" && r.Owner != tenant) {
+			continue
+		}
+		from, to := maxTime(since, r.Start), until
+		if !r.End.IsZero() {
+			to = minTime(to, r.End)
+		}
+		if !to.After(from) {
+			continue
+		}
+		jobs, ok := jobsOf[r.Owner]
+		if !ok {
+			var err error
+			if jobs, err = s.Jobs(ctx, p, JobFilter{Tenant: r.Owner}); err != nil {
+				return nil, err
+			}
+			jobsOf[r.Owner] = jobs
+		}
+		gpus := w.fleet.Catalog[r.SKU].GPUs
+		c := ReservationCost{Reservation: r, Bought: float64(r.Count*gpus) * to.Sub(from).Hours(),
+			Pricing: price.KindOf(&model.JobSpec{Placement: model.Placement{Reservation: r.Name}}, reservationTerm(w, r.Name))}
+		c.Used, _ = usedIn(r, jobs, from, to)
+		owner := func(t string) bool { return t == r.Owner }
+		err := s.usageDays(ctx, since, until, owner, func(_ string, u usageRow) {
+			if u.Reservation == r.Name {
+				c.Used += u.GPUHours
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		if rates, ok := tb.Rates(r.SKU, r.Region); ok && gpus > 0 {
+			c.Rate = rates.Of(c.Pricing, 0) / float64(gpus)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }

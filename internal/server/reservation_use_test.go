@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/price"
 )
 
 func TestReservationUse(t *testing.T) {
@@ -103,4 +105,46 @@ func FuzzReservationUse(f *testing.F) {
 			t.Fatalf("percentage %v with bought %v", u.HasPercent, u.Bought)
 		}
 	})
+}
+
+// A cost report's commitments: the part of each reservation's window in
+// the period, up to now, at its reserved rate, against what the owner's
+// work naming it used in the period; reservations outside the period, or
+// of tenants the principal does not see, are left out.
+func TestReservationCosts(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	globex := Principal{Tenant: "globex"}
+	// 8 of globex-h100's 16 H100s from t0 (noon) for 10 hours, the period
+	// from 2 hours before t0 to 12 hours after, now 14 hours after.
+	j := h.submit(globex, `{name: res, tenant: globex, resources: {gpus_per_instance: 8, gpu_models: [H100]}, placement: {reservation: globex-h100}}`)
+	h.cycle()
+	h.clock.Advance(10 * time.Hour)
+	h.cancel(j.ID)
+	h.clock.Advance(4 * time.Hour)
+	since, until := t0.Add(-2*time.Hour), t0.Add(12*time.Hour)
+	costs, err := h.srv.ReservationCosts(ctx, globex, "", since, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := price.NewTable(h.srv.world().fleet)
+	rates, _ := tb.Rates("ND96-H100x8-IB", "westeurope")
+	if len(costs) != 1 {
+		t.Fatalf("%d reservations, want globex-h100 alone: %+v", len(costs), costs)
+	}
+	c := costs[0]
+	if c.Reservation.Name != "globex-h100" || c.Pricing != price.Reserved1Y || c.Bought != 16*14 || c.Used != 8*10 ||
+		math.Abs(c.Rate-rates.Reserved1Y/8) > 1e-12 {
+		t.Fatalf("globex-h100: %+v, want 224 GPU-hours bought, 80 used, at %v per GPU-hour", c, rates.Reserved1Y/8)
+	}
+	// The period ends before now: the commitment is the period's.
+	if costs, _ := h.srv.ReservationCosts(ctx, admin, "globex", t0, t0.Add(5*time.Hour)); len(costs) != 1 || costs[0].Bought != 16*5 || costs[0].Used != 8*5 {
+		t.Errorf("five hours from t0: %+v", costs)
+	}
+	if costs, _ := h.srv.ReservationCosts(ctx, copilot, "", since, until); len(costs) != 0 {
+		t.Errorf("copilot sees %+v", costs)
+	}
+	if costs, _ := h.srv.ReservationCosts(ctx, admin, "", since, until); len(costs) != 1 {
+		t.Errorf("admin: %+v, want globex-h100 (acme-a100-2027 starts in 2027)", costs)
+	}
 }

@@ -16,6 +16,27 @@ type CostReport struct {
 	GPUHours     float64       `json:"gpu_hours"`
 	Budgets      []Budget      `json:"budgets"`
 	BudgetEvents []BudgetEvent `json:"budget_events"`
+	// Reservations are the commitments of reservations in the period:
+	// their used part is in the rows (work naming them pays the reserved
+	// rate), their idle part is not.
+	Reservations []ReservationCost `json:"reservations"`
+}
+
+// ReservationCost is what a reservation committed its owner to within a
+// report's period (the part of its window inside it, up to now), at its
+// reserved rate per GPU-hour, and how much of that work naming it used.
+type ReservationCost struct {
+	Name           string   `json:"name"`
+	Owner          string   `json:"owner"`
+	SKU            string   `json:"sku"`
+	Region         string   `json:"region"`
+	Pricing        string   `json:"pricing"`
+	USDPerGPUHour  *float64 `json:"usd_per_gpu_hour"` // null without a price for the SKU
+	BoughtGPUHours float64  `json:"bought_gpu_hours"`
+	UsedGPUHours   float64  `json:"used_gpu_hours"`
+	CommittedUSD   float64  `json:"committed_usd"`
+	UsedUSD        float64  `json:"used_usd"`
+	IdleUSD        float64  `json:"idle_usd"`
 }
 
 // CostRow is what one tenant, region, SKU or job accrued, in all and by
