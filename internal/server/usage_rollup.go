@@ -121,23 +121,31 @@ func addUsage(recs map[string]*usageRecord, j *model.Job, w *world, tb *price.Ta
 }
 
 // usageRowOf returns the row of recs for tenant's day d in the group of
-// g, adding it when new.
+// g, adding it (and its record) when new.
 func usageRowOf(recs map[string]*usageRecord, tenant string, d time.Time, g usageRow) *usageRow {
 	month := d.Format(monthLayout)
 	key := usageKey(month, tenant)
 	rec := recs[key]
 	if rec == nil {
-		rec = &usageRecord{Tenant: tenant, Month: month, Days: map[string][]usageRow{}}
+		rec = &usageRecord{Tenant: tenant, Month: month}
 		recs[key] = rec
 	}
-	ds := d.Format(dayLayout)
+	return rec.row(d.Format(dayLayout), g)
+}
+
+// row returns rec's row of the day ds in the group of g (its region, SKU,
+// kind and reservation), adding it when new.
+func (rec *usageRecord) row(ds string, g usageRow) *usageRow {
+	if rec.Days == nil {
+		rec.Days = map[string][]usageRow{}
+	}
 	rows := rec.Days[ds]
 	for i := range rows {
 		if r := &rows[i]; r.Region == g.Region && r.SKU == g.SKU && r.Kind == g.Kind && r.Reservation == g.Reservation {
 			return r
 		}
 	}
-	rec.Days[ds] = append(rows, g)
+	rec.Days[ds] = append(rows, usageRow{Region: g.Region, SKU: g.SKU, Kind: g.Kind, Reservation: g.Reservation})
 	return &rec.Days[ds][len(rec.Days[ds])-1]
 }
 
@@ -145,9 +153,7 @@ func usageRowOf(recs map[string]*usageRecord, tenant string, d time.Time, g usag
 func (rec *usageRecord) merge(add *usageRecord) {
 	for ds, rows := range add.Days {
 		for _, r := range rows {
-			d, _ := time.Parse(dayLayout, ds)
-			have := usageRowOf(map[string]*usageRecord{usageKey(rec.Month, rec.Tenant): rec}, rec.Tenant, d, usageRow{
-				Region: r.Region, SKU: r.SKU, Kind: r.Kind, Reservation: r.Reservation})
+			have := rec.row(ds, r)
 			have.USD += r.USD
 			have.GPUHours += r.GPUHours
 			have.Attempts += r.Attempts
