@@ -234,8 +234,8 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 	rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.Absent(key)},
 		Then: []store.Op{store.PutOp(key, rec), store.PutOp(tokKey, tok)}})
 	if errors.Is(err, store.ErrConflict) {
-		return nil, refuse(CodeConflict, "name", "endpoint %q exists: 'allot endpoint update' changes its SLO, throughput, bounds and autoscaler in place; for another "+
-			"command, env, resources, priority or placement, create it under a new name and delete the old one once the new one serves", spec.Name)
+		return nil, refuse(CodeConflict, "name", "endpoint %q exists: 'allot endpoint update' changes it (its SLO, throughput, bounds and "+
+			"autoscaler at once; its command, env, resources, priority or placement by a rolling update of its replicas)", spec.Name)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store endpoint: %w", err)

@@ -125,7 +125,7 @@ func TestEndpointCreateStartsMinReplicas(t *testing.T) {
 		t.Fatalf("a reconcile without metrics changed the endpoint (modrev %d → %d)", kv.ModRev, after.ModRev)
 	}
 	if _, err := h.srv.CreateEndpoint(context.Background(), copilot, parseEndpoint(t, chatEndpoint)); !isCode(err, CodeConflict) ||
-		!strings.Contains(err.Error(), "'allot endpoint update' changes its SLO") {
+		!strings.Contains(err.Error(), "'allot endpoint update' changes it (its SLO") {
 		t.Fatalf("a second endpoint named chat: %v, want Conflict saying what changes an endpoint", err)
 	}
 	bad := parseEndpoint(t, chatEndpoint)
