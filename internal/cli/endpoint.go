@@ -181,7 +181,7 @@ func replicaCounts(e client.Endpoint) string {
 }
 
 func endpointTable(eps []client.Endpoint, now time.Time) table {
-	t := table{header: []string{"NAME", "TENANT", "MODEL", "REPLICAS", "MIN-MAX", "REQ/S", "P95", "SLO", "AGE"}}
+	t := table{header: []string{"NAME", "TENANT", "MODEL", "REPLICAS", "MIN-MAX", "REQ/S", "P95", "SLO", "ROLLOUT", "AGE"}}
 	for _, e := range eps {
 		s := e.Summary()
 		rps, p95 := "-", "-"
@@ -189,7 +189,7 @@ func endpointTable(eps []client.Endpoint, now time.Time) table {
 			rps, p95 = strconv.FormatFloat(m.RequestsPerSec, 'f', 1, 64), millis(m.P95Ms)
 		}
 		t.add(e.Name, e.Tenant, e.Model, replicaCounts(e), fmt.Sprintf("%d-%d", s.MinReplicas, s.MaxReplicas),
-			rps, p95, millis(s.SLO.P95Ms), age(e.CreatedAt, now))
+			rps, p95, millis(s.SLO.P95Ms), rolloutCell(e), age(e.CreatedAt, now))
 	}
 	return t
 }
@@ -207,7 +207,8 @@ func newEndpointListCmd(conn *connection) *cobra.Command {
 		Short: "List endpoints with their replicas and load",
 		Long: `list shows the endpoints the token may see: a tenant's own, or all of them
 for an admin, with their replicas (running or starting / desired), bounds,
-the load and p95 latency their replicas last reported, and the SLO.`,
+the load and p95 latency their replicas last reported, the SLO, and during a
+rolling update how many of the desired replicas run the new template.`,
 		Example: `  allot endpoint list
   allot endpoint list -o json | jq '.endpoints[] | {name, desired}'`,
 		Aliases: []string{"ls"},
@@ -330,19 +331,34 @@ func endpointSections(e client.Endpoint) sections {
 	return sections{f, reps, evs}
 }
 
-// templateLine says which template the endpoint's replicas should run and
-// how far its rollout is.
-func templateLine(e client.Endpoint) string {
+// rolloutCell is "-", or during a rollout how many of the desired
+// replicas run the new template: "1/3 new".
+func rolloutCell(e client.Endpoint) string {
 	if e.RolloutSince.IsZero() {
-		return orDash(e.Template)
+		return "-"
 	}
+	return fmt.Sprintf("%d/%d new", runningCurrent(e), e.Desired)
+}
+
+// runningCurrent counts the replicas of e that run its template.
+func runningCurrent(e client.Endpoint) int {
 	n := 0
 	for _, r := range e.Replicas {
 		if !r.Outdated && r.State == "Running" {
 			n++
 		}
 	}
-	return fmt.Sprintf("%s, rolling out since %s: %d of %d desired replicas run it", e.Template, timestamp(e.RolloutSince), n, e.Desired)
+	return n
+}
+
+// templateLine says which template the endpoint's replicas should run and
+// how far its rollout is.
+func templateLine(e client.Endpoint) string {
+	if e.RolloutSince.IsZero() {
+		return orDash(e.Template)
+	}
+	return fmt.Sprintf("%s, rolling out since %s: %d of %d desired replicas run it", e.Template, timestamp(e.RolloutSince),
+		runningCurrent(e), e.Desired)
 }
 
 func newEndpointScaleCmd(conn *connection) *cobra.Command {

@@ -58,7 +58,7 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s}
 			wantCode: ExitUsage, wantErr: []string{"Conflict", "exists"}},
 		{name: "list", args: []string{"endpoint", "list"},
 			ex:      exchange{method: "GET", path: "/v1/endpoints", status: 200, body: `{"endpoints":[` + endpointJSON + `]}`},
-			wantOut: []string{"TENANT", "chat", "copilot", "llama", "2/2"}},
+			wantOut: []string{"TENANT", "chat", "copilot", "llama", "2/2", "ROLLOUT", "0/2 new"}},
 		{name: "list json", args: []string{"endpoint", "list", "-o", "json"},
 			ex:      exchange{method: "GET", path: "/v1/endpoints", status: 200, body: `{"endpoints":null}`},
 			wantOut: []string{`"endpoints": []`}},
