@@ -89,7 +89,7 @@
 // replicas' reported load to the autoscaler (package autoscale) and submits
 // or cancels replicas to match its decision. An update of what shapes a
 // replica is rolled out, replicas of the new template replacing the others
-// without fewer than the desired count serving (endpoint_rollout.go).
+// within the endpoint's rollout bounds (endpoint_rollout.go).
 //
 // Cost (cost.go, budget.go; docs/cost.md): when a cycle binds a job it
 // fixes the new attempt's price on the attempt (package price: how it
@@ -98,5 +98,9 @@
 // Cost reads every job record, as Accounting does. Budgets add up each
 // budgeted tenant's month from the records every 15 s, on a scrape of
 // /metrics and (at most 2 s stale) on a submit of a tenant whose budget has
-// a hard stop; thresholds reached are logged and kept in memory.
+// a hard stop; thresholds reached are logged and kept in memory. Jobs
+// deleted past --job-retention (retention.go) leave what they ran in
+// per-day roll-ups (usage_rollup.go) that cost, usage and reservation
+// reports add; reservations' commitments, used and idle, are reported
+// beside the rows (reservation_use.go).
 package server
