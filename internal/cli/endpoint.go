@@ -401,13 +401,13 @@ func newEndpointRestartCmd(conn *connection) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "restart NAME",
-		Short: "Replace every replica of an endpoint with a new one, never serving fewer than desired",
+		Short: "Replace every replica of an endpoint with a new one, by a rolling update",
 		Long: `restart rolls every replica of the endpoint over to a new one, as kubectl
 rollout restart does, with the same spec: a replica that reads its model or
 configuration when it starts picks up the new one. It is a rolling update
-('allot endpoint update --help'): new replicas start, at most a quarter of the
-desired count (at least one) beyond it, and each replaces an old one once it
-serves. 'allot endpoint show NAME' shows the progress; a RolledOut event marks
+within the endpoint's rollout bounds ('allot endpoint update --help'): by
+default new replicas start, at most a quarter of the desired count (at least
+one) beyond it, and each replaces an old one once it serves. 'allot endpoint show NAME' shows the progress; a RolledOut event marks
 the end; --wait D follows it for up to D, as for update.`,
 		Example: `  allot endpoint restart chat
   allot endpoint restart chat --wait 10m   # until every replica is new, as kubectl rollout status`,

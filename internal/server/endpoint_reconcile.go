@@ -113,7 +113,8 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 
 	// 3. Decide.
 	w := s.world()
-	counted := rolloutCounted(e, live)
+	current, outdated := byTemplate(e, live)
+	counted := rolloutCounted(e.Desired, live, outdated)
 	replicas := make([]autoscale.Replica, len(counted))
 	for i, j := range counted {
 		_, gpu := replicaNode(w, j)
@@ -132,7 +133,6 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 	s.m.endpoint(name, viewOf(e, window, live, now))
 
 	// 4. Act.
-	current, outdated := byTemplate(e, live)
 	surge, unavailable := e.Spec.Rollout.Bounds(e.Desired)
 	add, stop := rolloutStep(e.Desired, surge, unavailable, current, outdated, s.servesFor(e, now))
 	var actErr error

@@ -122,10 +122,11 @@ func rolloutStep(desired, surge, unavailable int, current, outdated []*model.Job
 }
 
 // rolloutCounted returns the live replicas the autoscaler counts: all of
-// them, but during a rollout no more than the desired count, running ones
-// first, since the replicas a rollout adds beyond it replace others.
-func rolloutCounted(e *Endpoint, live []*model.Job) []*model.Job {
-	if _, outdated := byTemplate(e, live); len(outdated) == 0 || len(live) <= e.Desired {
+// them, but while outdated ones live (a rollout) no more than desired,
+// running ones first, since the replicas a rollout adds beyond it replace
+// others.
+func rolloutCounted(desired int, live, outdated []*model.Job) []*model.Job {
+	if len(outdated) == 0 || len(live) <= desired {
 		return live
 	}
 	var run, rest []*model.Job
@@ -136,7 +137,7 @@ func rolloutCounted(e *Endpoint, live []*model.Job) []*model.Job {
 			rest = append(rest, j)
 		}
 	}
-	return append(run, rest...)[:e.Desired]
+	return append(run, rest...)[:desired]
 }
 
 // servesFor returns whether a replica of e serves at now: it runs, and has

@@ -71,9 +71,9 @@ func (s *Server) sweepIdempotency(ctx context.Context, now time.Time) (int, erro
 }
 
 // deleteRecords deletes kvs in one transaction, each on the condition that
-// it is as read; a record written since (an idempotency key used again, a
-// job changed) is left out and the rest deleted. It returns those it deleted and the revision that
-// deleted them.
+// it is as read; a record written since (an idempotency key used again) is
+// left out and the rest deleted. It returns those it deleted and the
+// revision that deleted them.
 func (s *Server) deleteRecords(ctx context.Context, kvs []store.KV) ([]store.KV, int64, error) {
 	for len(kvs) > 0 {
 		txn := store.Txn{}

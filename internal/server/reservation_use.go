@@ -70,13 +70,21 @@ func (s *Server) ReservationUse(ctx context.Context, p Principal, name string) (
 		return r, ReservationUse{}, err
 	}
 	w := s.world()
-	gpus := w.fleet.Catalog[r.SKU].GPUs
-	u := reservationUse(r, gpus, jobs, deleted, now)
-	u.Pricing = price.KindOf(&model.JobSpec{Placement: model.Placement{Reservation: r.Name}}, reservationTerm(w, r.Name))
-	if rates, ok := price.NewTable(w.fleet).Rates(r.SKU, r.Region); ok && gpus > 0 {
-		u.Rate = rates.Of(u.Pricing, 0) / float64(gpus)
-	}
+	u := reservationUse(r, w.fleet.Catalog[r.SKU].GPUs, jobs, deleted, now)
+	u.Pricing, u.Rate = reservationRate(w, price.NewTable(w.fleet), r)
 	return r, u, nil
+}
+
+// reservationRate is how work in r is billed (the reserved rate its term
+// buys) and that rate per GPU-hour in its region, 0 when the price table
+// has none for its SKU.
+func reservationRate(w *world, tb *price.Table, r model.Reservation) (price.Kind, float64) {
+	kind := price.KindOf(&model.JobSpec{Placement: model.Placement{Reservation: r.Name}}, reservationTerm(w, r.Name))
+	rates, ok := tb.Rates(r.SKU, r.Region)
+	if gpus := w.fleet.Catalog[r.SKU].GPUs; ok && gpus > 0 {
+		return kind, rates.Of(kind, 0) / float64(gpus)
+	}
+	return kind, 0
 }
 
 // reservationUse works out ReservationUse for r, whose nodes have
@@ -162,6 +170,16 @@ func (s *Server) ReservationCosts(ctx context.Context, p Principal, tenant strin
 	until = minTime(until, now)
 	w := s.world()
 	tb := price.NewTable(w.fleet)
+	// GPU-hours of deleted jobs, by owner and reservation.
+	deleted := map[[2]string]float64{}
+	err := s.usageDays(ctx, since, until, func(string) bool { return true }, func(tenant string, u usageRow) {
+		if u.Reservation != "" {
+			deleted[[2]string{tenant, u.Reservation}] += u.GPUHours
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
 	jobsOf := map[string][]*model.Job{}
 	var out []ReservationCost
 	for _, r := range s.Reservations(p) {
@@ -183,22 +201,10 @@ func (s *Server) ReservationCosts(ctx context.Context, p Principal, tenant strin
 			}
 			jobsOf[r.Owner] = jobs
 		}
-		gpus := w.fleet.Catalog[r.SKU].GPUs
-		c := ReservationCost{Reservation: r, Bought: float64(r.Count*gpus) * to.Sub(from).Hours(),
-			Pricing: price.KindOf(&model.JobSpec{Placement: model.Placement{Reservation: r.Name}}, reservationTerm(w, r.Name))}
+		c := ReservationCost{Reservation: r, Bought: float64(r.Count*w.fleet.Catalog[r.SKU].GPUs) * to.Sub(from).Hours()}
+		c.Pricing, c.Rate = reservationRate(w, tb, r)
 		c.Used, _ = usedIn(r, jobs, from, to)
-		owner := func(t string) bool { return t == r.Owner }
-		err := s.usageDays(ctx, since, until, owner, func(_ string, u usageRow) {
-			if u.Reservation == r.Name {
-				c.Used += u.GPUHours
-			}
-		})
-		if err != nil {
-			return nil, err
-		}
-		if rates, ok := tb.Rates(r.SKU, r.Region); ok && gpus > 0 {
-			c.Rate = rates.Of(c.Pricing, 0) / float64(gpus)
-		}
+		c.Used += deleted[[2]string{r.Owner, r.Name}]
 		out = append(out, c)
 	}
 	return out, nil

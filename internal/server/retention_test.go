@@ -135,6 +135,10 @@ func TestPurgeKeepsTheBills(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		commitments, err := h.srv.ReservationCosts(ctx, admin, "globex", since, until)
+		if err != nil || len(commitments) != 1 || !near(commitments[0].Used, use.Used) {
+			t.Fatalf("the cost report's commitment of globex-h100: %+v, %v; want %.1f GPU-hours used", commitments, err, use.Used)
+		}
 		return costs, usage, use
 	}
 	h.clock.Advance(45 * 24 * time.Hour)
