@@ -90,6 +90,7 @@ type proc struct {
 	stopping bool
 	cancel   context.CancelFunc // abandons a start that waits for GPUs
 	done     chan struct{}      // closed once the exit is reported
+	noResume string             // why the instance did not resume (spec), for its log
 }
 
 // Agent runs one node.
@@ -105,6 +106,10 @@ type Agent struct {
 	procs     map[key]*proc
 	finished  map[key]bool         // instances this agent ran to their end
 	firstSeen map[string]time.Time // jobs with files but no logs, when a sweep first saw them
+
+	// askKeep, when set, answers in place of the server which jobs'
+	// files to keep (sweep.go; tests).
+	askKeep func(ctx context.Context, jobs []string) ([]string, error)
 }
 
 // Run runs the node's agent until ctx ends: discover, register, then
@@ -143,7 +148,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	go a.heartbeats(ctx)
-	go a.sweepEveryHour(ctx.Done())
+	go a.sweepEveryHour(ctx)
 	a.follow(ctx)
 	a.stopAll()
 	if a.cgroup != "" {
@@ -343,7 +348,11 @@ func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
 			a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: 127, Outcome: "Exited", Message: msg})
 			return
 		}
+		noResume := p.noResume
 		a.mu.Unlock()
+		if noResume != "" {
+			a.tell(ctx, k, noResume)
+		}
 		a.log.Info("started instance", "job", k.job, "attempt", k.attempt, "rank", k.rank, "pid", p.p.Pid(),
 			"uid", p.sb.uid, "gpus", spec.GPUs, "resume_from", spec.ResumeFrom)
 		a.report(ctx, k, client.AttemptEvent{Type: "started"})
@@ -363,7 +372,8 @@ func (a *Agent) launch(k key, p *proc) (launch.Spec, error) {
 		a.release(sb)
 		return launch.Spec{}, fmt.Errorf("state record: %w", err)
 	}
-	spec := a.spec(k, p.a, sb)
+	spec, why := a.spec(k, p.a, sb)
+	p.noResume = why
 	lp, err := launch.Start(spec)
 	if err != nil {
 		a.removeRecord(sb.recordKey)
@@ -410,7 +420,7 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 		if path == reported {
 			continue
 		}
-		if _, err := a.cfg.Client.Checkpoint(ctx, k.job, path); err != nil {
+		if _, err := a.cfg.Client.Checkpoint(ctx, k.job, path, a.cfg.Node); err != nil {
 			a.log.Warn("report checkpoint failed", "job", k.job, "err", err)
 		} else {
 			reported = path
@@ -564,8 +574,10 @@ func (a *Agent) report(ctx context.Context, k key, e client.AttemptEvent) {
 	}
 }
 
-// spec is the launch spec of an assignment in its sandbox.
-func (a *Agent) spec(k key, x client.Assignment, sb sandbox) launch.Spec {
+// spec is the launch spec of an assignment in its sandbox, and why the
+// instance does not resume from the job's checkpoint ("" when it does or
+// there is none).
+func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, string) {
 	uuids := true
 	for _, g := range x.GPUs {
 		if g.UUID == "" {
@@ -582,14 +594,9 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) launch.Spec {
 	}
 	timeout, _ := time.ParseDuration(x.Timeout)
 	grace, _ := time.ParseDuration(x.Grace)
-	resume := ""
-	if x.ResumeFrom != "" {
-		var err error
-		if resume, err = confine(sb.ckptDir, x.ResumeFrom); err != nil {
-			resume = ""
-			a.log.Warn("not resuming: the checkpoint is not in the job's checkpoint directory on this host", "job", k.job,
-				"attempt", k.attempt, "checkpoint", x.ResumeFrom, "dir", sb.ckptDir, "err", err)
-		}
+	resume, why := a.resumeFrom(x, sb.ckptDir)
+	if why != "" {
+		a.log.Warn("not resuming", "job", k.job, "attempt", k.attempt, "rank", k.rank, "checkpoint", x.ResumeFrom, "why", why)
 	}
 	var track launch.Tracker = &launch.ProcessGroup{}
 	if sb.cgroup != "" {
@@ -599,7 +606,7 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) launch.Spec {
 		GPUMilli: x.GPUMilli, CheckpointDir: sb.ckptDir, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
 		Dir: sb.dir, LogPath: sb.logPath, Timeout: timeout, Grace: grace, Credential: sb.cred, Tracker: track,
-		Allot: a.allot}
+		Allot: a.allot}, why
 }
 
 // stopAll stops every instance when the agent shuts down, and waits up to

@@ -6,8 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
+
+	"github.com/allot-dev/allot/internal/client"
 )
 
 // maxMarker bounds what the agent reads of a CHECKPOINT marker.
@@ -92,4 +95,38 @@ func confine(dir, path string) (string, error) {
 func within(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+}
+
+// urlScheme matches a checkpoint named by a URL (s3://bucket/ckpt) rather
+// than by a path.
+var urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
+
+// resumeFrom is what an instance of assignment x gets as ALLOT_RESUME_FROM,
+// with dir the job's checkpoint directory here, and why it gets nothing
+// when the job has a checkpoint ("" otherwise). A URL passes as it is: the
+// job reads it with its own credentials. A path must lie inside dir and
+// exist on this host; a checkpoint saved on another node's disk is not here
+// (x.ResumeNode names that node when the server knows it), unless this
+// node saved one of the same name (the ranks of a gang back on their nodes).
+func (a *Agent) resumeFrom(x client.Assignment, dir string) (string, string) {
+	if x.ResumeFrom == "" {
+		return "", ""
+	}
+	if urlScheme.MatchString(x.ResumeFrom) {
+		return x.ResumeFrom, ""
+	}
+	why := func(here string) string {
+		if x.ResumeNode != "" && x.ResumeNode != a.cfg.Node {
+			here = "was saved on node " + x.ResumeNode + ", not here"
+		}
+		return "starting without ALLOT_RESUME_FROM: the checkpoint " + x.ResumeFrom + " " + here
+	}
+	path, err := confine(dir, x.ResumeFrom)
+	if err != nil {
+		return "", why("is not in the job's checkpoint directory here")
+	}
+	if _, err := os.Lstat(path); err != nil { // a link inside dir counts; it is never followed here
+		return "", why("is not on this node's disk")
+	}
+	return path, ""
 }

@@ -25,14 +25,21 @@
 //   - ALLOT_CHECKPOINT_DIR is WORK/jobs/JOB/checkpoints, the same for every
 //     attempt of the job on this host. A job that writes a path into the
 //     file CHECKPOINT there (relative paths are relative to the directory)
-//     has that path reported as its checkpoint, when it resolves inside the
-//     directory; the next attempt gets it as ALLOT_RESUME_FROM when it lies
-//     inside the job's checkpoint directory on that host, and else none.
+//     has that path reported as its checkpoint, with this node as where it
+//     lies, when it resolves inside the directory. The next attempt gets
+//     ALLOT_RESUME_FROM for a URL (s3://…) as it is, and for a path only
+//     when it lies inside the job's checkpoint directory and exists on this
+//     host (checkpoint.go); else none, and a line in the attempt's log names
+//     the node that has it. The scheduler sends a requeued job back to the
+//     node of its checkpoint when it can.
 //   - Logs are DATA/logs/JOB/attempt-N.log (attempt-N.rank-R.log in a
 //     gang), shipped in whole lines every Config.ShipEvery (250 ms by default,
 //     so that a line reaches 'allot job logs -f' within a second).
 //   - WORK/jobs/JOB and DATA/logs/JOB are removed Config.KeepJobFiles (7
-//     days) after the job's last instance here ended (sweep.go).
+//     days) after the job's last instance here ended (sweep.go), unless
+//     the server says the job has not ended and may come back here (it ran
+//     here or its checkpoint is here); when the server cannot say, a sweep
+//     removes nothing.
 //
 // Contract with jobs, which are hostile code (built in sandbox.go):
 //

@@ -1,14 +1,18 @@
 package agent
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
 // DefaultKeepJobFiles is how long a job's files stay on the host after its
@@ -29,19 +33,71 @@ const trashPrefix = ".swept-"
 // the log files are the agent's: a job holding one open can set its times
 // to now at most); watch sets it as an instance ends. A job with files but
 // no logs (the agent's data was replaced) counts from when a sweep first
-// saw it. Jobs with an instance here are left alone, and the instances a
-// removed job ran here are forgotten (a.finished). Under a.mu each
-// directory is renamed aside, so that a start of the job after that makes
-// a fresh one; the removal itself runs unlocked. It returns the jobs whose
-// files it removed.
-func (a *Agent) sweep(now time.Time, keep time.Duration) []string {
+// saw it. Jobs with an instance here are left alone, and so are those the
+// server says may come back (a.mayReturn: they have not ended, and ran
+// here or keep their checkpoint here); when the server cannot say, nothing
+// is removed this time. The instances a removed job ran here are forgotten
+// (a.finished). Under a.mu each directory is renamed aside, so that a start
+// of the job after that makes a fresh one; the removal itself runs
+// unlocked. It returns the jobs whose files it removed.
+func (a *Agent) sweep(ctx context.Context, now time.Time, keep time.Duration) []string {
 	jobsDir, logsDir := filepath.Join(a.cfg.Work, "jobs"), filepath.Join(a.cfg.Data, "logs")
-	var trash, removed []string
 	a.mu.Lock()
-	active := map[string]bool{}
-	for k := range a.procs {
-		active[k.job] = true
+	idle, trash := a.idleJobs(now, keep, jobsDir, logsDir)
+	a.mu.Unlock()
+	var removed []string
+	if len(idle) > 0 {
+		back, err := a.mayReturn(ctx, idle)
+		if err != nil {
+			a.log.Warn("job files kept this time: the server did not say which jobs may run here again", "jobs", len(idle), "err", err)
+			idle = nil
+		}
+		a.mu.Lock()
+		active := a.activeJobs()
+		for _, job := range idle {
+			if back[job] || active[job] {
+				continue
+			}
+			for _, d := range []string{filepath.Join(jobsDir, job), filepath.Join(logsDir, job)} {
+				if aside, err := moveAside(d); err == nil {
+					trash = append(trash, aside)
+				} else if !errors.Is(err, fs.ErrNotExist) {
+					a.log.Warn("job files not removed", "job", job, "dir", d, "err", err)
+				}
+			}
+			delete(a.firstSeen, job)
+			removed = append(removed, job)
+		}
+		if len(removed) > 0 {
+			gone := map[string]bool{}
+			for _, job := range removed {
+				gone[job] = true
+			}
+			for k := range a.finished { // the server assigns them no more: not for a keep
+				if gone[k.job] {
+					delete(a.finished, k)
+				}
+			}
+		}
+		a.mu.Unlock()
 	}
+	for _, d := range trash {
+		// RemoveAll removes links, never what they point to.
+		if err := os.RemoveAll(d); err != nil {
+			a.log.Warn("job files not removed", "dir", d, "err", err)
+		}
+	}
+	if len(removed) > 0 {
+		a.log.Info("job files removed", "jobs", len(removed), "idle_for_at_least", keep)
+	}
+	return removed
+}
+
+// idleJobs returns the jobs with files here that last ran keep or more
+// before now and have no instance here, and what earlier sweeps left
+// aside. Called with a.mu held.
+func (a *Agent) idleJobs(now time.Time, keep time.Duration, jobsDir, logsDir string) (idle, trash []string) {
+	active := a.activeJobs()
 	seen := map[string]bool{}
 	for _, dir := range []string{logsDir, jobsDir} {
 		entries, _ := os.ReadDir(dir)
@@ -65,42 +121,45 @@ func (a *Agent) sweep(now time.Time, keep time.Duration) []string {
 				}
 				last = a.firstSeen[job]
 			}
-			if now.Sub(last) < keep {
-				continue
-			}
-			for _, d := range []string{filepath.Join(jobsDir, job), filepath.Join(logsDir, job)} {
-				if aside, err := moveAside(d); err == nil {
-					trash = append(trash, aside)
-				} else if !errors.Is(err, fs.ErrNotExist) {
-					a.log.Warn("job files not removed", "job", job, "dir", d, "err", err)
-				}
-			}
-			delete(a.firstSeen, job)
-			removed = append(removed, job)
-		}
-	}
-	if len(removed) > 0 {
-		gone := map[string]bool{}
-		for _, job := range removed {
-			gone[job] = true
-		}
-		for k := range a.finished { // the server assigns them no more: not for a keep
-			if gone[k.job] {
-				delete(a.finished, k)
+			if now.Sub(last) >= keep {
+				idle = append(idle, job)
 			}
 		}
 	}
-	a.mu.Unlock()
-	for _, d := range trash {
-		// RemoveAll removes links, never what they point to.
-		if err := os.RemoveAll(d); err != nil {
-			a.log.Warn("job files not removed", "dir", d, "err", err)
+	return idle, trash
+}
+
+// activeJobs is the set of jobs with an instance here. Called with a.mu
+// held.
+func (a *Agent) activeJobs() map[string]bool {
+	active := map[string]bool{}
+	for k := range a.procs {
+		active[k.job] = true
+	}
+	return active
+}
+
+// mayReturn asks the server which of jobs may run here again, so that
+// their files stay: by a.askKeep when set (tests), else the server's
+// POST /v1/nodes/NODE/job-files, wire.MaxJobFilesAsk jobs a request.
+func (a *Agent) mayReturn(ctx context.Context, jobs []string) (map[string]bool, error) {
+	ask := a.askKeep
+	if ask == nil {
+		ask = func(ctx context.Context, jobs []string) ([]string, error) {
+			return a.cfg.Client.JobFilesToKeep(ctx, a.cfg.Node, jobs)
 		}
 	}
-	if len(removed) > 0 {
-		a.log.Info("job files removed", "jobs", len(removed), "idle_for_at_least", keep)
+	back := map[string]bool{}
+	for chunk := range slices.Chunk(jobs, wire.MaxJobFilesAsk) {
+		keep, err := ask(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, job := range keep {
+			back[job] = true
+		}
 	}
-	return removed
+	return back, nil
 }
 
 // lastRan is the newest modification time of the log directory dir and
@@ -142,7 +201,7 @@ func (a *Agent) keepJobFiles() time.Duration {
 
 // sweepEveryHour sweeps now and then every sweepEvery until ctx is done,
 // unless job files are kept for ever.
-func (a *Agent) sweepEveryHour(done <-chan struct{}) {
+func (a *Agent) sweepEveryHour(ctx context.Context) {
 	keep := a.keepJobFiles()
 	if keep < 0 {
 		return
@@ -150,9 +209,9 @@ func (a *Agent) sweepEveryHour(done <-chan struct{}) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
-		a.sweep(time.Now(), keep)
+		a.sweep(ctx, time.Now(), keep)
 		select {
-		case <-done:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -12,13 +14,25 @@ import (
 
 // A sweep removes the files and logs of jobs that last ran here longer ago
 // than the keep, by the times of their logs; it keeps what ran recently,
-// what runs now, and a job with files but no logs until the keep has
-// passed since a sweep first saw it; a link in a job's directory goes, not
-// what it points to; what an earlier sweep left half removed goes too.
+// what runs now, what the server says may run here again (a job queued
+// after a preemption, whose checkpoint is here), and a job with files but
+// no logs until the keep has passed since a sweep first saw it; when the
+// server cannot say, it removes nothing; a link in a job's directory goes,
+// not what it points to; what an earlier sweep left half removed goes too.
 func TestSweepJobFiles(t *testing.T) {
 	data, work := t.TempDir(), t.TempDir()
+	var asked []string
+	var down error
 	a := &Agent{cfg: Config{Data: data, Work: work}, procs: map[key]*proc{}, finished: map[key]bool{},
-		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		askKeep: func(_ context.Context, jobs []string) ([]string, error) {
+			asked = append(asked, jobs...)
+			if down != nil {
+				return nil, down
+			}
+			return []string{"requeued", "not-asked"}, nil
+		}}
+	ctx := context.Background()
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
 	keep := 7 * 24 * time.Hour
 	outside := filepath.Join(t.TempDir(), "precious")
@@ -38,7 +52,8 @@ func TestSweepJobFiles(t *testing.T) {
 		}
 	}
 	write(outside, now)
-	for job, ran := range map[string]time.Duration{"old": 8 * 24 * time.Hour, "recent": time.Hour, "running": 30 * 24 * time.Hour} {
+	for job, ran := range map[string]time.Duration{"old": 8 * 24 * time.Hour, "recent": time.Hour, "running": 30 * 24 * time.Hour,
+		"requeued": 9 * 24 * time.Hour} {
 		write(filepath.Join(data, "logs", job, "attempt-1.log"), now.Add(-ran))
 		write(filepath.Join(work, "jobs", job, "checkpoints", "step-1"), now.Add(-ran))
 	}
@@ -51,8 +66,17 @@ func TestSweepJobFiles(t *testing.T) {
 	a.finished[key{job: "old", attempt: 1}] = true
 	a.finished[key{job: "recent", attempt: 1}] = true
 
-	if got := a.sweep(now, keep); !slices.Equal(got, []string{"old"}) {
+	down = errors.New("server unreachable")
+	if got := a.sweep(ctx, now, keep); len(got) != 0 {
+		t.Errorf("with the server down: removed %v, want nothing", got)
+	}
+	down = nil
+	asked = nil
+	if got := a.sweep(ctx, now, keep); !slices.Equal(got, []string{"old"}) {
 		t.Errorf("removed %v, want [old]", got)
+	}
+	if slices.Sort(asked); !slices.Equal(asked, []string{"old", "requeued"}) {
+		t.Errorf("asked the server about %v, want the idle old and requeued", asked)
 	}
 	if a.finished[key{job: "old", attempt: 1}] || !a.finished[key{job: "recent", attempt: 1}] {
 		t.Errorf("finished instances %v, want old's forgotten and recent's kept", a.finished)
@@ -67,21 +91,22 @@ func TestSweepJobFiles(t *testing.T) {
 		t.Error("DATA/logs/old is still there")
 	}
 	for _, p := range []string{filepath.Join(work, "jobs", "recent"), filepath.Join(data, "logs", "recent"),
+		filepath.Join(work, "jobs", "requeued", "checkpoints", "step-1"),
 		filepath.Join(work, "jobs", "running"), filepath.Join(work, "jobs", "orphan"), outside} {
 		if !exists(p) {
 			t.Errorf("%s was removed", p)
 		}
 	}
-	if entries, _ := os.ReadDir(filepath.Join(work, "jobs")); len(entries) != 3 {
-		t.Errorf("WORK/jobs holds %d entries, want recent, running and orphan", len(entries))
+	if entries, _ := os.ReadDir(filepath.Join(work, "jobs")); len(entries) != 4 {
+		t.Errorf("WORK/jobs holds %d entries, want recent, running, requeued and orphan", len(entries))
 	}
 
 	// The orphan counts from the first sweep that saw it.
-	if got := a.sweep(now.Add(keep-2*time.Hour), keep); len(got) != 0 {
+	if got := a.sweep(ctx, now.Add(keep-2*time.Hour), keep); len(got) != 0 {
 		t.Errorf("a keep after the orphan was first seen, less two hours: removed %v", got)
 	}
 	delete(a.procs, key{job: "running", attempt: 2})
-	if got := a.sweep(now.Add(keep), keep); !slices.Equal(got, []string{"recent", "running", "orphan"}) {
+	if got := a.sweep(ctx, now.Add(keep), keep); !slices.Equal(got, []string{"recent", "running", "orphan"}) {
 		t.Errorf("a keep later: removed %v, want recent, running and orphan", got)
 	}
 }

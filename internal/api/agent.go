@@ -25,6 +25,8 @@ type (
 	StopOrder         = wire.StopOrder
 	AttemptEvent      = wire.AttemptEvent
 	CheckpointRequest = wire.CheckpointRequest
+	JobFilesRequest   = wire.JobFilesRequest
+	JobFiles          = wire.JobFiles
 )
 
 // decodeBody reads a JSON body into v, refusing unknown fields.
@@ -39,6 +41,10 @@ func (h *handler) decodeBody(w http.ResponseWriter, r *http.Request, v any) bool
 	}
 	return true
 }
+
+// maxNodeName bounds a node's name in a request body, as DNS bounds a
+// host's.
+const maxNodeName = 253
 
 // MaxCheckpointPath bounds the path of a reported checkpoint.
 const MaxCheckpointPath = 4096
@@ -65,6 +71,23 @@ func (h *handler) heartbeat(w http.ResponseWriter, r *http.Request, _ server.Pri
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) jobFiles(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	var q JobFilesRequest
+	if !h.decodeBody(w, r, &q) {
+		return
+	}
+	if len(q.Jobs) > wire.MaxJobFilesAsk {
+		writeError(w, codeInvalidSpec, "jobs", fmt.Sprintf("names %d jobs, over the limit of %d a request", len(q.Jobs), wire.MaxJobFilesAsk))
+		return
+	}
+	keep, err := h.srv.JobFilesToKeep(r.PathValue("name"), q.Jobs)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, JobFiles{Keep: keep})
 }
 
 func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.Principal) {
@@ -103,7 +126,7 @@ func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.P
 		}
 		as := Assignment{Job: x.Job, Attempt: x.Attempt, Rank: x.Rank, WorldSize: x.WorldSize, Command: x.Command,
 			Env: x.Env, ArrayIndex: x.ArrayIndex, GPUs: make([]AssignedGPU, len(x.GPUs)), GPUMilli: x.GPUMilli, MasterAddr: x.MasterAddr,
-			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, Timeout: timeout,
+			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, ResumeNode: x.ResumeNode, Timeout: timeout,
 			Grace: x.Grace.String(), Started: x.Started}
 		for k, g := range x.GPUs {
 			as.GPUs[k] = AssignedGPU{Index: g.Index, UUID: g.UUID}
@@ -135,13 +158,7 @@ func (h *handler) event(w http.ResponseWriter, r *http.Request, p server.Princip
 	if !h.decodeBody(w, r, &e) {
 		return
 	}
-	if len(e.Message) > wire.MaxEventMessage {
-		writeError(w, codeInvalidSpec, "message", fmt.Sprintf("is %d bytes, over the limit of %d", len(e.Message), wire.MaxEventMessage))
-		return
-	}
-	var fe *model.FieldError
-	if errors.As(model.Printable("message", e.Message), &fe) {
-		writeError(w, codeInvalidSpec, fe.Field, fe.Msg)
+	if !printable(w, "message", e.Message, wire.MaxEventMessage) {
 		return
 	}
 	j, err := h.srv.ReportEvent(r.Context(), p, r.PathValue("id"), n, server.Event{Type: e.Type, Rank: e.Rank, Node: e.Node,
@@ -153,21 +170,30 @@ func (h *handler) event(w http.ResponseWriter, r *http.Request, p server.Princip
 	writeJSON(w, http.StatusOK, NewJob(j))
 }
 
+// printable refuses (400 naming field) a value over limit bytes or with
+// characters that are not printable, and reports whether it passed.
+func printable(w http.ResponseWriter, field, v string, limit int) bool {
+	if len(v) > limit {
+		writeError(w, codeInvalidSpec, field, fmt.Sprintf("is %d bytes, over the limit of %d", len(v), limit))
+		return false
+	}
+	var fe *model.FieldError
+	if errors.As(model.Printable(field, v), &fe) {
+		writeError(w, codeInvalidSpec, fe.Field, fe.Msg)
+		return false
+	}
+	return true
+}
+
 func (h *handler) checkpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	var c CheckpointRequest
 	if !h.decodeBody(w, r, &c) {
 		return
 	}
-	if len(c.Path) > MaxCheckpointPath {
-		writeError(w, codeInvalidSpec, "path", fmt.Sprintf("is %d bytes, over the limit of %d", len(c.Path), MaxCheckpointPath))
+	if !printable(w, "path", c.Path, MaxCheckpointPath) || !printable(w, "node", c.Node, maxNodeName) {
 		return
 	}
-	var fe *model.FieldError
-	if errors.As(model.Printable("path", c.Path), &fe) {
-		writeError(w, codeInvalidSpec, fe.Field, fe.Msg)
-		return
-	}
-	j, err := h.srv.ReportCheckpoint(r.Context(), p, r.PathValue("id"), c.Path)
+	j, err := h.srv.ReportCheckpoint(r.Context(), p, r.PathValue("id"), c.Path, c.Node)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -210,6 +210,7 @@ func (h *handler) routes() []route {
 		{"POST /v1/nodes/{name}/register", agents, h.register},
 		{"POST /v1/nodes/{name}/heartbeat", agents, h.heartbeat},
 		{"GET /v1/nodes/{name}/assignments", agents, h.assignments},
+		{"POST /v1/nodes/{name}/job-files", agents, h.jobFiles},
 		{"POST /v1/jobs/{id}/attempts/{n}/events", agents, h.event},
 		{"POST /v1/jobs/{id}/attempts/{n}/log", agents, h.appendLog},
 	}

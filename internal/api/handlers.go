@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -287,8 +288,11 @@ func decodeStrict(body []byte, v any) *Error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(v)
-	if err == nil && dec.More() {
-		err = errors.New("unexpected data after the JSON object")
+	if err == nil {
+		// More is false before a stray '}' or ']': only the end will do.
+		if _, end := dec.Token(); end != io.EOF {
+			err = errors.New("unexpected data after the JSON value")
+		}
 	}
 	if err == nil {
 		return nil

@@ -30,6 +30,9 @@ type Job struct {
 	// CheckpointPath is the last checkpoint the job reported; the next
 	// attempt resumes from it.
 	CheckpointPath string `json:"checkpoint_path"`
+	// CheckpointNode is the node whose disk holds it, when known; the
+	// next attempt prefers that node.
+	CheckpointNode string `json:"checkpoint_node,omitempty"`
 }
 
 // Attempt is one run of a job: where, when, and how it ended (reason
@@ -83,6 +86,7 @@ func NewJob(j *model.Job) Job {
 		SubmittedAt: timePtr(st.SubmittedAt), StartedAt: timePtr(st.StartedAt), EndedAt: timePtr(st.EndedAt),
 		Allocations: make([]Allocation, len(st.Allocations)), Attempts: len(st.Attempts), Preemptions: st.Preemptions,
 		AttemptHistory: make([]Attempt, len(st.Attempts)), CheckpointPath: st.CheckpointPath,
+		CheckpointNode: st.CheckpointNode,
 	}
 	for i, a := range st.Attempts {
 		nodes := a.Nodes

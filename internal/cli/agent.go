@@ -131,8 +131,12 @@ each then keeps its files in DATA/NODE and WORK/NODE.
 A job's files (WORK/jobs/JOB, its checkpoints there) and its logs
 (DATA/logs/JOB) are removed --keep-job-files (7 days) after its last
 instance on the host ended, so that the disk does not fill with the
-leftovers of every job the host ran; a job preempted and queued longer
-than that resumes elsewhere, or here from the start.`,
+leftovers of every job the host ran. Before it removes any, the agent asks
+the server, and keeps the files of jobs that have not ended and ran here:
+a preempted job queued for longer still finds its checkpoint when it comes
+back (the scheduler sends it back to the node of its checkpoint when it
+can). A checkpoint on another node's disk is not handed to an attempt
+here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.`,
 		Example: `  allot token create --node eastus-h100-01 > /etc/allot/node-token   # on the control plane; copy it over, mode 0600
   sudo allot agent --server http://10.0.0.1:8080 --token-file /etc/allot/node-token --node eastus-h100-01 \
       --gpus auto --data /var/lib/allot-agent --work /var/lib/allot-work
@@ -180,7 +184,7 @@ than that resumes elsewhere, or here from the start.`,
 	fl.StringVar(&f.address, "address", "", "address gangs' rank 0 listens on (default: the host name)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", agent.DefaultHeartbeat, "interval of heartbeats (keep it well under the server's --node-timeout)")
 	fl.DurationVar(&f.wait, "wait", agent.DefaultWait, "how long one assignments long-poll waits")
-	fl.DurationVar(&f.keepFiles, "keep-job-files", agent.DefaultKeepJobFiles, "how long a job's files, checkpoints and logs stay on the host after it last ran here (checked hourly; 0: for ever)")
+	fl.DurationVar(&f.keepFiles, "keep-job-files", agent.DefaultKeepJobFiles, "how long a job's files, checkpoints and logs stay on the host after it last ran here, once the job ended (checked hourly; 0: for ever)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	_ = cmd.MarkFlagRequired("node")
 	return cmd

@@ -175,18 +175,25 @@ func printAttemptEnd(w io.Writer, j client.Job, n int) {
 }
 
 func newJobCheckpointCmd(conn *connection) *cobra.Command {
-	var path string
+	var path, node string
 	cmd := &cobra.Command{
-		Use:   "checkpoint [ID] --path P",
+		Use:   "checkpoint [ID] --path P [--node NODE]",
 		Short: "Report that a job saved a checkpoint",
 		Long: `checkpoint tells the server that the job saved its state at P; its next
 attempt (after a preemption, a lost node or a retry) gets P as
 ALLOT_RESUME_FROM, and work before it is not counted as lost. A job may call
 it on itself: ID defaults to $ALLOT_JOB_ID. It needs the job's tenant token
-or the admin token. (Writing P into $ALLOT_CHECKPOINT_DIR/CHECKPOINT does the
-same through the agent, without a token.)`,
-		Example: `  allot job checkpoint --path /ckpt/step-1000
-  allot job checkpoint train-llama-1k8lhkvh808cr --path s3://bucket/ckpt/step-1000`,
+or the admin token.
+
+P is a URL (s3://bucket/ckpt/step-1000, passed on as it is) or a path inside
+the job's checkpoint directory ($ALLOT_CHECKPOINT_DIR). Such a path is on one
+node's disk: name that node with --node (one of the nodes the job runs on),
+and the job's next attempt prefers it; an attempt on another node starts
+without ALLOT_RESUME_FROM, and its log says why. Writing P into
+$ALLOT_CHECKPOINT_DIR/CHECKPOINT does all this through the agent, without a
+token.`,
+		Example: `  allot job checkpoint --path s3://bucket/ckpt/step-1000
+  allot job checkpoint train-llama-1k8lhkvh808cr --path "$ALLOT_CHECKPOINT_DIR/step-1000" --node eastus-h100-07`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, f, err := conn.client()
@@ -200,14 +207,15 @@ same through the agent, without a token.)`,
 			if id == "" {
 				return Usage(errNoJobID)
 			}
-			j, err := cl.Checkpoint(cmd.Context(), id, path)
+			j, err := cl.Checkpoint(cmd.Context(), id, path, node)
 			if err != nil {
 				return fromAPI(err)
 			}
 			return show(cmd.OutOrStdout(), f, j, func() printer { return jobFields(j) })
 		},
 	}
-	cmd.Flags().StringVar(&path, "path", "", "where the checkpoint is (required)")
+	cmd.Flags().StringVar(&path, "path", "", "where the checkpoint is: a URL, or a path in $ALLOT_CHECKPOINT_DIR (required)")
+	cmd.Flags().StringVar(&node, "node", "", "the node whose disk holds the path (default: none, for a URL or shared storage)")
 	_ = cmd.MarkFlagRequired("path")
 	return cmd
 }

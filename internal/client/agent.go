@@ -56,12 +56,23 @@ func (c *Client) Event(ctx context.Context, id string, n int, e AttemptEvent) er
 		body: jsonBody(e), contentType: "application/json"})
 }
 
-// Checkpoint reports that job id saved a checkpoint at path.
-func (c *Client) Checkpoint(ctx context.Context, id, path string) (Job, error) {
+// Checkpoint reports that job id saved a checkpoint at path, on the disk of
+// node (empty: no one node's, such as shared storage or a URL).
+func (c *Client) Checkpoint(ctx context.Context, id, path, node string) (Job, error) {
 	var j Job
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/" + seg(id) + "/checkpoint",
-		body: jsonBody(map[string]string{"path": path}), contentType: "application/json", out: &j})
+		body: jsonBody(wire.CheckpointRequest{Path: path, Node: node}), contentType: "application/json", out: &j})
 	return j, err
+}
+
+// JobFilesToKeep asks which of jobs (at most wire.MaxJobFilesAsk) node
+// must keep the files of: those that have not ended and may run there
+// again.
+func (c *Client) JobFilesToKeep(ctx context.Context, node string, jobs []string) ([]string, error) {
+	var out wire.JobFiles
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/job-files",
+		body: jsonBody(wire.JobFilesRequest{Jobs: jobs}), contentType: "application/json", out: &out})
+	return out.Keep, err
 }
 
 // AppendLog ships a chunk of attempt n's log of job id, a line of the

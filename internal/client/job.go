@@ -30,6 +30,7 @@ type Job struct {
 	// AttemptHistory is every attempt with how it ended.
 	AttemptHistory []Attempt `json:"attempt_history"`
 	CheckpointPath string    `json:"checkpoint_path"`
+	CheckpointNode string    `json:"checkpoint_node"`
 }
 
 // Attempt is one run of a job and how it ended.

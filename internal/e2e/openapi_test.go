@@ -49,6 +49,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"post", "/v1/quota-requests", "201"}, {"get", "/v1/quota-requests", "200"}, {"put", "/v1/quotas", "200"},
 		{"post", "/v1/quota-requests/{id}/approve", "200"}, {"post", "/v1/quota-requests/{id}/deny", "200"}, {"get", "/v1/audit", "200"},
 		{"post", "/v1/nodes/{name}/drain", "200"}, {"post", "/v1/nodes/{name}/resume", "200"},
+		{"post", "/v1/nodes/{name}/job-files", "200"}, {"post", "/v1/jobs/{id}/checkpoint", "200"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -70,7 +71,9 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		"Budget": wire.Budget{}, "BudgetEvent": wire.BudgetEvent{}, "Alert": client.Alert{}, "AlertNotice": client.AlertNotice{},
 		"QuotaRequest": client.QuotaRequest{}, "QuotaRequestNew": client.QuotaRequestNew{}, "QuotaSet": client.QuotaSet{},
 		"AuditRecord": client.AuditRecord{}, "AuditLog": client.AuditLog{},
-		"Instance": client.Instance{}, "InstanceRequest": client.InstanceRequest{}} {
+		"Instance": client.Instance{}, "InstanceRequest": client.InstanceRequest{},
+		"Assignment": wire.Assignment{}, "CheckpointRequest": wire.CheckpointRequest{}, "JobFilesRequest": wire.JobFilesRequest{},
+		"JobFiles": wire.JobFiles{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)

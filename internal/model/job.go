@@ -313,6 +313,11 @@ type JobStatus struct {
 	// then is lost on preemption.
 	LastCheckpoint time.Time
 	CheckpointPath string
+	// CheckpointNode is the node whose disk holds CheckpointPath, when the
+	// agent of a node the job ran on reported it; empty when unknown (a
+	// path on storage every node shares, say). A requeued job prefers it,
+	// so that its next attempt finds the checkpoint.
+	CheckpointNode string
 	Allocations    []Allocation
 	Attempts       []Attempt
 	Preemptions    int

@@ -42,7 +42,10 @@
 //     interconnect) and a pluggable Scorer; a gang of several instances is
 //     placed all or nothing on one GPU model in one cluster (so on one
 //     fabric, the cluster's; InfiniBand when it asks for infiniband), on the
-//     fewest leaf groups;
+//     fewest leaf groups. A job whose checkpoint lies on one node's disk
+//     (JobStatus.CheckpointNode) goes back to that node when it may run
+//     there, ahead of the scorer's choice, and a gang puts its rank 0 there:
+//     its next attempt resumes only where the checkpoint is;
 //  4. preempt: when a job of a higher class, a partition below its
 //     guarantee, or a reservation's owner cannot be placed, evict the
 //     victims that free enough capacity in one place while losing the

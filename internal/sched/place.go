@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -174,9 +175,15 @@ func (st *state) powerFilter(a *attempt) func(*NodeInfo) bool {
 	return func(n *NodeInfo) bool { return st.powerAllows(n, m) }
 }
 
-// placeOne places a single instance, preferring the job's data region.
+// placeOne places a single instance, preferring the node that holds the
+// job's checkpoint, then the job's data region.
 func (st *state) placeOne(a *attempt) (placement, bool) {
 	filter := st.powerFilter(a)
+	if n := st.checkpointNode(a); n != nil {
+		if c, ok := st.chooser.Choose([]*NodeInfo{n}, &a.req, filter); ok {
+			return placement{nodes: []int{c.Node.Index}, gpus: [][]int{c.GPUs}}, true
+		}
+	}
 	cands := st.cands
 	if dr := a.job.Spec.Placement.DataRegion; dr != "" {
 		local := st.local[:0]
@@ -195,6 +202,28 @@ func (st *state) placeOne(a *attempt) (placement, bool) {
 		return placement{}, false
 	}
 	return placement{nodes: []int{c.Node.Index}, gpus: [][]int{c.GPUs}}, true
+}
+
+// checkpointNode is the node whose disk holds the job's checkpoint when
+// the job may run there now, else nil. A requeued job resumes from a
+// checkpoint on one node's disk only there (an agent elsewhere starts it
+// afresh), so placement prefers it to any score: the work a checkpoint
+// saves outweighs a better packed node.
+func (st *state) checkpointNode(a *attempt) *NodeInfo {
+	name := a.job.Status.CheckpointNode
+	if name == "" {
+		return nil
+	}
+	i, ok := st.nodeByName[name]
+	if !ok {
+		return nil
+	}
+	var v verdict
+	n := st.nodes[i]
+	if st.groupStage(a, st.groups[st.groupOf[i]], &v) < stageBorrow || st.nodeStage(a, n, &v) < stagePlaced {
+		return nil
+	}
+	return n
 }
 
 // domain is a set of nodes a gang may span: the nodes of one GPU model in
@@ -266,8 +295,21 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 	p := placement{}
 	filter := st.powerFilter(a)
 	ok := true
+	// Rank 0 (the master) goes to the node of the job's checkpoint when the
+	// gang's leaves hold it: it resumes there, and may hand the state on.
+	cp := st.checkpointNode(a)
+	if cp != nil && !slices.Contains(nodes, cp) {
+		cp = nil
+	}
 	for i := 0; i < a.count; i++ {
-		c, found := st.chooser.Choose(nodes, &a.req, filter)
+		var c Choice
+		found := false
+		if i == 0 && cp != nil {
+			c, found = st.chooser.Choose([]*NodeInfo{cp}, &a.req, filter)
+		}
+		if !found {
+			c, found = st.chooser.Choose(nodes, &a.req, filter)
+		}
 		if !found {
 			ok = false
 			break

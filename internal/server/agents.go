@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -237,6 +238,7 @@ type Assignment struct {
 	MasterAddr string
 	MasterPort int
 	ResumeFrom string
+	ResumeNode string // the node whose disk holds ResumeFrom; "" when unknown
 	Timeout    time.Duration
 	Grace      time.Duration
 	// Started is set when the agent already reported the instance started:
@@ -314,7 +316,7 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 					continue
 				}
 				as := Assignment{Job: j.ID, Attempt: n, Rank: r, WorldSize: len(st.Allocations), Command: j.Spec.Command,
-					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, ResumeFrom: st.CheckpointPath, Timeout: j.Spec.Retry.Timeout,
+					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, ResumeFrom: st.CheckpointPath, ResumeNode: st.CheckpointNode, Timeout: j.Spec.Retry.Timeout,
 					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n)}
 				for _, g := range a.GPUs {
 					as.GPUs = append(as.GPUs, AssignedGPU{Index: g, UUID: uuids[g]})
@@ -382,20 +384,69 @@ func rankRunsOn(j *model.Job, n, rank int, node string) error {
 }
 
 // ReportCheckpoint records that job id saved a checkpoint at path; the next
-// attempt resumes from it (ALLOT_RESUME_FROM).
-func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id, path string) (*model.Job, error) {
+// attempt resumes from it (ALLOT_RESUME_FROM). node is the node whose disk
+// holds it: a node token's own node (node may be empty or that node), or
+// for the job's tenant and the administrator (whose token the agents of
+// 'allot up' share) one of the nodes of the job's current attempt, or empty
+// when no node holds it alone (shared storage). A queued job prefers the
+// node of its checkpoint.
+func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id, path, node string) (*model.Job, error) {
 	if path == "" {
 		return nil, refuse(CodeInvalidSpec, "path", "must not be empty")
+	}
+	if p.Node != "" {
+		if node != "" && node != p.Node {
+			return nil, refuse(CodeForbidden, "node", "a token of node %s may report only checkpoints on its own node, not on %s", p.Node, node)
+		}
+		node = p.Node
 	}
 	return s.updateJob(ctx, p, id, func(old *model.Job) (*model.Job, string, error) {
 		if old.Status.State.Terminal() {
 			return nil, "", refuse(CodeConflict, "", "job %s already ended: %s", id, old.Status.State)
 		}
-		if old.Status.CheckpointPath == path && !old.Status.LastCheckpoint.IsZero() {
-			return checkpointJob(old, path, s.clock.Now()), "", nil
+		if node != "" && !ranOn(old, node) {
+			return nil, "", refuse(CodeInvalidSpec, "node", "job %s's current attempt does not run on node %s", id, node)
 		}
-		return checkpointJob(old, path, s.clock.Now()), "checkpoint recorded", nil
-	}, "path", path)
+		j := checkpointJob(old, path, node, s.clock.Now())
+		if old.Status.CheckpointPath == path && old.Status.CheckpointNode == node && !old.Status.LastCheckpoint.IsZero() {
+			return j, "", nil
+		}
+		return j, "checkpoint recorded", nil
+	}, "path", path, "node", node)
+}
+
+// JobFilesToKeep says which of jobs node must keep the files of (its
+// checkpoints among them) when they have been unused there for its keep:
+// those that have not ended and ran there, or whose checkpoint lies there.
+// Their next attempt may come back (a requeued job prefers the node of its
+// checkpoint); the files of an ended job, or of one the server no longer
+// knows, may go.
+func (s *Server) JobFilesToKeep(node string, jobs []string) ([]string, error) {
+	if err := s.needAgents(); err != nil {
+		return nil, err
+	}
+	if _, ok := s.world().nodes[node]; !ok {
+		return nil, refuse(CodeNotFound, "", "no node %q in the fleet", node)
+	}
+	keep := []string{}
+	for _, id := range jobs {
+		ref, _, ok := s.cache.job(id)
+		if !ok || ref.job == nil || ref.job.Status.State.Terminal() {
+			continue
+		}
+		if st := ref.job.Status; st.CheckpointNode == node || slices.ContainsFunc(st.Attempts, func(a model.Attempt) bool {
+			return slices.Contains(a.Nodes, node)
+		}) {
+			keep = append(keep, id)
+		}
+	}
+	return keep, nil
+}
+
+// ranOn reports whether node runs an instance of j's current attempt.
+func ranOn(j *model.Job, node string) bool {
+	n := len(j.Status.Attempts)
+	return n > 0 && slices.Contains(j.Status.Attempts[n-1].Nodes, node)
 }
 
 // updateJob changes job id by f, conditioned on the version f saw, and

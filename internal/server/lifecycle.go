@@ -269,9 +269,9 @@ func allStarted(in []model.Instance) bool {
 }
 
 // checkpointJob records a checkpoint the job reported.
-func checkpointJob(old *model.Job, path string, now time.Time) *model.Job {
+func checkpointJob(old *model.Job, path, node string, now time.Time) *model.Job {
 	j := cloneJob(old)
-	j.Status.CheckpointPath = path
+	j.Status.CheckpointPath, j.Status.CheckpointNode = path, node
 	j.Status.LastCheckpoint = now
 	return j
 }

@@ -68,6 +68,7 @@ type statusRecord struct {
 	EndedAt        time.Time       `json:"ended_at,omitzero"`
 	LastCheckpoint time.Time       `json:"last_checkpoint,omitzero"`
 	CheckpointPath string          `json:"checkpoint_path,omitempty"`
+	CheckpointNode string          `json:"checkpoint_node,omitempty"`
 	Allocations    []allocRecord   `json:"allocations,omitempty"`
 	Attempts       []attemptRecord `json:"attempts,omitempty"`
 	Preemptions    int             `json:"preemptions,omitempty"`
@@ -129,7 +130,7 @@ func encodeJob(j *model.Job) []byte {
 		Status: statusRecord{
 			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
 			SubmittedAt: st.SubmittedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
-			LastCheckpoint: st.LastCheckpoint, CheckpointPath: st.CheckpointPath,
+			LastCheckpoint: st.LastCheckpoint, CheckpointPath: st.CheckpointPath, CheckpointNode: st.CheckpointNode,
 			Preemptions: st.Preemptions, Retries: st.Retries, Lost: st.Lost, NotBefore: st.NotBefore, Held: st.Held,
 			Region: st.Region, RegionAt: st.RegionAt,
 		},
@@ -177,7 +178,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 		Status: model.JobStatus{
 			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,
 			SubmittedAt: r.Status.SubmittedAt, StartedAt: r.Status.StartedAt, EndedAt: r.Status.EndedAt,
-			LastCheckpoint: r.Status.LastCheckpoint, CheckpointPath: r.Status.CheckpointPath,
+			LastCheckpoint: r.Status.LastCheckpoint, CheckpointPath: r.Status.CheckpointPath, CheckpointNode: r.Status.CheckpointNode,
 			Preemptions: r.Status.Preemptions, Retries: r.Status.Retries, Lost: r.Status.Lost, NotBefore: r.Status.NotBefore,
 			Held:   r.Status.Held,
 			Region: r.Status.Region, RegionAt: r.Status.RegionAt,

@@ -36,9 +36,11 @@ type Assignment struct {
 	MasterAddr string            `json:"master_addr"`
 	MasterPort int               `json:"master_port"`
 	ResumeFrom string            `json:"resume_from,omitempty"`
-	Timeout    string            `json:"timeout,omitempty"`
-	Grace      string            `json:"grace"`
-	Started    bool              `json:"started"`
+	// ResumeNode is the node whose disk holds ResumeFrom, when known.
+	ResumeNode string `json:"resume_node,omitempty"`
+	Timeout    string `json:"timeout,omitempty"`
+	Grace      string `json:"grace"`
+	Started    bool   `json:"started"`
 }
 
 // AssignedGPU is one GPU of an assignment.
@@ -76,4 +78,23 @@ const MaxEventMessage = 512
 // CheckpointRequest is the body of POST /v1/jobs/{id}/checkpoint.
 type CheckpointRequest struct {
 	Path string `json:"path"`
+	// Node is the node whose disk holds Path; empty for a node token's own
+	// node, or when no node holds it alone (shared storage).
+	Node string `json:"node,omitempty"`
 }
+
+// JobFilesRequest is the body of POST /v1/nodes/{name}/job-files: jobs
+// whose files lie on the node, unused there for the agent's keep.
+type JobFilesRequest struct {
+	Jobs []string `json:"jobs"`
+}
+
+// JobFiles answers a JobFilesRequest: the jobs whose files the node must
+// keep, since they have not ended and their next attempt may need them
+// (their checkpoint lies there).
+type JobFiles struct {
+	Keep []string `json:"keep"`
+}
+
+// MaxJobFilesAsk bounds JobFilesRequest.Jobs.
+const MaxJobFilesAsk = 10000

@@ -235,6 +235,12 @@ func (b *JobBuilder) Checkpoints(every time.Duration) *JobBuilder {
 // Checkpointed records the last checkpoint.
 func (b *JobBuilder) Checkpointed(t time.Time) *JobBuilder { b.Job.Status.LastCheckpoint = t; return b }
 
+// CheckpointOn records that the job's last checkpoint lies on node's disk.
+func (b *JobBuilder) CheckpointOn(node string) *JobBuilder {
+	b.Job.Status.CheckpointPath, b.Job.Status.CheckpointNode = "/work/jobs/"+b.Job.ID+"/checkpoints/step-100", node
+	return b
+}
+
 // Preempted records that the job was preempted n times before.
 func (b *JobBuilder) Preempted(n int) *JobBuilder { b.Job.Status.Preemptions = n; return b }
 

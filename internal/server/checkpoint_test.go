@@ -1,0 +1,121 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/spec"
+)
+
+// A checkpoint an agent reports is recorded with its node; only that node's
+// token may say so, and a tenant or the administrator may name only a node
+// of the current attempt. The job's next attempt goes back to that node,
+// over an idle node the scorer would pick first, and its assignment names
+// the node; meanwhile the node keeps the job's files, and gives them up
+// once the job ended.
+func TestCheckpointStaysWithItsNode(t *testing.T) {
+	ctx := context.Background()
+	srv, _ := agentHarness(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"h100-01", "h100-02", "h100-03"} {
+		must(srv.RegisterNode(ctx, n, h100s(8), ""))
+	}
+	submit := func(doc string) *model.Job {
+		t.Helper()
+		specs, err := spec.ParseJobs("test", []byte(doc), nil)
+		must(err)
+		j, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+		must(err)
+		must(srv.Cycle(ctx))
+		return wholeJob(t, srv, j.ID)
+	}
+	report := func(node, id string, n int, e Event) {
+		t.Helper()
+		e.Node = node
+		_, err := srv.ReportEvent(ctx, Principal{Node: node}, id, n, e)
+		must(err)
+	}
+	// b fills h100-01, so a starts on h100-02; b ends, and h100-01 is the
+	// idle node of the lowest rank again.
+	b := submit(`{name: b, tenant: team, command: [x], resources: {gpus_per_instance: 8}}`)
+	a := submit(`{name: a, tenant: team, command: [x], resources: {gpus_per_instance: 8}, retry: {max_retries: 1}}`)
+	if got := []string{b.Status.Allocations[0].Node, a.Status.Allocations[0].Node}; !slices.Equal(got, []string{"h100-01", "h100-02"}) {
+		t.Fatalf("b and a on %v, want h100-01 and h100-02", got)
+	}
+	report("h100-01", b.ID, 1, Event{Type: EventStarted})
+	report("h100-01", b.ID, 1, Event{Type: EventExited})
+	report("h100-02", a.ID, 1, Event{Type: EventStarted})
+
+	const path = "/work/jobs/a/checkpoints/step-60"
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-01"}, a.ID, path, ""); !isCode(err, CodeForbidden) {
+		t.Errorf("a node the job does not run on reported its checkpoint: %v, want Forbidden", err)
+	}
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-02"}, a.ID, path, "h100-03"); !isCode(err, CodeForbidden) {
+		t.Errorf("h100-02's token reported a checkpoint on h100-03: %v, want Forbidden", err)
+	}
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Tenant: "team"}, a.ID, path, "h100-03"); !isInvalid(err, "node") {
+		t.Errorf("the tenant named a node a does not run on: %v, want InvalidSpec on node", err)
+	}
+	j, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-02"}, a.ID, path, "")
+	must(err)
+	if j.Status.CheckpointPath != path || j.Status.CheckpointNode != "h100-02" {
+		t.Fatalf("checkpoint %q on %q, want %q on h100-02", j.Status.CheckpointPath, j.Status.CheckpointNode, path)
+	}
+	keep, err := srv.JobFilesToKeep("h100-02", []string{a.ID, b.ID, "no-such-job"})
+	must(err)
+	if !slices.Equal(keep, []string{a.ID}) {
+		t.Errorf("h100-02 keeps the files of %v, want a's", keep)
+	}
+
+	// a fails and is retried: back on h100-02, where its checkpoint is.
+	report("h100-02", a.ID, 1, Event{Type: EventExited, ExitCode: 1})
+	if j := wholeJob(t, srv, a.ID); j.Status.State != model.StateQueued || j.Status.CheckpointNode != "h100-02" {
+		t.Fatalf("after the failure: %s with its checkpoint on %q, want Queued with it on h100-02", j.Status.State, j.Status.CheckpointNode)
+	}
+	for _, n := range []string{"h100-01", "h100-02"} {
+		keep, err := srv.JobFilesToKeep(n, []string{a.ID, b.ID})
+		must(err)
+		if want := []string{a.ID}; n == "h100-01" {
+			want = []string{}
+			if !slices.Equal(keep, want) {
+				t.Errorf("%s keeps %v, want none (b ended, a never ran there)", n, keep)
+			}
+		} else if !slices.Equal(keep, want) {
+			t.Errorf("%s keeps %v while a is queued, want a's", n, keep)
+		}
+	}
+	must(srv.Cycle(ctx))
+	a = wholeJob(t, srv, a.ID)
+	if len(a.Status.Allocations) != 1 || a.Status.Allocations[0].Node != "h100-02" {
+		t.Fatalf("retried a on %+v, want h100-02, where its checkpoint is", a.Status.Allocations)
+	}
+	as, err := srv.NodeAssignments(ctx, "h100-02", 0, 0)
+	must(err)
+	if len(as.Run) != 1 || as.Run[0].ResumeFrom != path || as.Run[0].ResumeNode != "h100-02" {
+		t.Errorf("assignment %+v, want a resuming from %s on h100-02", as.Run, path)
+	}
+	report("h100-02", a.ID, 2, Event{Type: EventStarted})
+	report("h100-02", a.ID, 2, Event{Type: EventExited})
+	keep, err = srv.JobFilesToKeep("h100-02", []string{a.ID})
+	must(err)
+	if len(keep) != 0 {
+		t.Errorf("h100-02 keeps %v after a succeeded, want none", keep)
+	}
+	if _, err := srv.JobFilesToKeep("h100-99", nil); !isCode(err, CodeNotFound) {
+		t.Errorf("an unknown node: %v, want NotFound", err)
+	}
+}
+
+// isInvalid reports whether err refuses field as InvalidSpec.
+func isInvalid(err error, field string) bool {
+	var se *Error
+	return errors.As(err, &se) && se.Code == CodeInvalidSpec && se.Field == field
+}
