@@ -57,11 +57,11 @@ A tenant token manages its own endpoints; an admin token all of them.`, conn)
 }
 
 func newEndpointCreateCmd(conn *connection) *cobra.Command {
-	var file string
+	var files []string
 	cmd := &cobra.Command{
-		Use:   "create [-f] FILE",
+		Use:   "create [-f] FILE...",
 		Short: "Create the endpoints in a file and start their first replicas",
-		Long: `create reads the endpoints in FILE (one or more YAML documents separated by
+		Long: `create reads the endpoints in each FILE (one or more YAML documents separated by
 "---", a list, JSON, or a directory of such files), checks them locally, and
 creates each: the server stores it and submits its min_replicas replicas.
 Fields left out take defaults: gpus_per_instance 1, min_replicas 1,
@@ -76,20 +76,20 @@ Conflict).`,
 		Example: `  allot endpoint create -f chat.yaml
   allot endpoint create -f endpoints/ -o json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return sendEndpoints(cmd, conn, file, "created", 0, func(cl *client.Client, _ string, doc []byte) (client.Endpoint, error) {
+			return sendEndpoints(cmd, conn, files, "created", 0, func(cl *client.Client, _ string, doc []byte) (client.Endpoint, error) {
 				return cl.CreateEndpoint(cmd.Context(), doc, "application/json")
 			})
 		},
 	}
-	fileFlag(cmd, &file, "endpoint file, or a directory of *.yaml, *.yml and *.json files (or give it as the argument)")
+	filesFlag(cmd, &files, "endpoint file, or a directory of *.yaml, *.yml and *.json files (repeatable; or give them as arguments)")
 	return cmd
 }
 
 func newEndpointUpdateCmd(conn *connection) *cobra.Command {
-	var file string
+	var files []string
 	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "update [-f] FILE",
+		Use:   "update [-f] FILE...",
 		Short: "Change an endpoint in place: SLO, bounds, autoscaler, or a rolling update of its replicas",
 		Long: `update gives each endpoint of FILE (read as create reads it) the spec there.
 
@@ -123,13 +123,13 @@ tenant cannot change (exit status 2).`,
   allot endpoint update chat.yaml --wait 10m   # until the rollout ends (exit 1 if not by then)
   allot endpoint update endpoints/`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return sendEndpoints(cmd, conn, file, "updated", wait, func(cl *client.Client, name string, doc []byte) (client.Endpoint, error) {
+			return sendEndpoints(cmd, conn, files, "updated", wait, func(cl *client.Client, name string, doc []byte) (client.Endpoint, error) {
 				return cl.UpdateEndpoint(cmd.Context(), name, doc, "application/json")
 			})
 		},
 	}
 	waitFlag(cmd, &wait)
-	fileFlag(cmd, &file, "endpoint file, or a directory of *.yaml, *.yml and *.json files (or give it as the argument)")
+	filesFlag(cmd, &files, "endpoint file, or a directory of *.yaml, *.yml and *.json files (repeatable; or give them as arguments)")
 	return cmd
 }
 
@@ -137,13 +137,13 @@ tenant cannot change (exit status 2).`,
 // sends each in turn (create or update), stopping at the first refusal
 // with a word of what was done before it; it prints the endpoints as the
 // server answered them.
-func sendEndpoints(cmd *cobra.Command, conn *connection, file, done string, wait time.Duration,
+func sendEndpoints(cmd *cobra.Command, conn *connection, files []string, done string, wait time.Duration,
 	send func(cl *client.Client, name string, doc []byte) (client.Endpoint, error)) error {
 	cl, f, err := conn.client()
 	if err != nil {
 		return err
 	}
-	specs, err := spec.ReadEndpoints(file)
+	specs, err := spec.ReadEndpointFiles(files)
 	if err != nil {
 		return Usage(err)
 	}

@@ -28,16 +28,17 @@ tenant's jobs; an admin token sees all of them.`, conn)
 }
 
 func newJobSubmitCmd(conn *connection) *cobra.Command {
-	var file, array, key string
+	var files []string
+	var array, key string
 	var sets []string
 	cmd := &cobra.Command{
-		Use:   "submit [-f] FILE [--set key=value]... [--array A-B[:STEP]] [--idempotency-key KEY]",
+		Use:   "submit [-f] FILE... [--set key=value]... [--array A-B[:STEP]] [--idempotency-key KEY]",
 		Short: "Submit the jobs in a YAML file",
 		Long: `submit reads the jobs in FILE (one or more YAML documents separated by
 "---", a list of jobs, JSON, or a directory of such files), checks them
 locally, and sends them to the server. It prints the new job's ID, one per
-line. Several jobs (a directory, a file of several, an array) are sent in
-one request and submitted all or none.
+line. Several jobs (several files, a directory, a file of several, an
+array) are sent in one request and submitted all or none.
 
 Every problem in the files is reported at once, each with its file, line
 and field, before anything is sent, and submit exits with status 2; so does
@@ -51,7 +52,7 @@ of the range, named NAME[IDX], with ALLOT_ARRAY_INDEX=IDX in its
 environment; a range is also a list (1,5,9) and holds at most 1000 indices.
 
 A job may list after: [NAME or ID, ...]: the jobs it waits for, by name
-within the file (or directory) or by the ID of a job submitted before. Such
+within the files submitted with it or by the ID of a job submitted before. Such
 a step is Blocked, holding no GPU, until they all succeeded, then queued;
 when one fails, is canceled or times out, the step is canceled with reason
 PredecessorFailed. Steps that wait for each other in a circle, a step that
@@ -75,6 +76,7 @@ refused (Conflict).`,
   ID=$(allot job submit -f job.yaml) && allot job why "$ID"
   allot job submit -f job.yaml -o json     # {"id": "..."}
   allot job submit -f examples/jobs        # every file, all or nothing
+  allot job submit prep.yaml train.yaml     # both files, all or nothing
   allot job submit -f sweep.yaml --array 0-99:10   # 10 jobs, sweep[0] … sweep[90]
   allot job submit -f examples/jobs/pipeline.yaml  # pipe-train waits for pipe-prepare
   allot job submit -f job.yaml --idempotency-key "nightly-$(date +%F)"  # at most once a day`,
@@ -89,14 +91,14 @@ refused (Conflict).`,
 				}
 				sets = append(sets, "array="+strconv.Quote(array))
 			}
-			specs, err := spec.ReadJobs(file, sets)
+			specs, err := spec.ReadJobFiles(files, sets)
 			if err != nil {
 				return Usage(err)
 			}
 			return submitJobs(cmd, cl, f, specs, key)
 		},
 	}
-	fileFlag(cmd, &file, "job file, or a directory of *.yaml, *.yml and *.json job files (or give it as the argument)")
+	filesFlag(cmd, &files, "job file, or a directory of *.yaml, *.yml and *.json job files (repeatable; or give them as arguments)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a field of every job, key=value, e.g. priority=spot (repeatable)")
 	cmd.Flags().StringVar(&array, "array", "", "submit each job once per index, A-B[:STEP] or a list (1,5,9), at most 1000")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", idempotencyHelp)
@@ -171,7 +173,11 @@ func jobFields(j client.Job) fields {
 		f.add(name, allocationText(a))
 	}
 	if j.CheckpointPath != "" {
-		f.add("Checkpoint", j.CheckpointPath)
+		where := ""
+		if j.CheckpointNode != "" {
+			where = " (on " + j.CheckpointNode + ")"
+		}
+		f.add("Checkpoint", j.CheckpointPath+where)
 	}
 	for i, a := range j.AttemptHistory {
 		name := ""

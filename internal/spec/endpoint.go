@@ -127,8 +127,14 @@ func (t *throughput) decodeNode(d *decoder, n *yaml.Node, path string) error {
 // is a directory, in its *.yaml, *.yml and *.json files in name order. See
 // ParseEndpoints.
 func ReadEndpoints(pathOrDir string) ([]model.EndpointSpec, error) {
+	return ReadEndpointFiles([]string{pathOrDir})
+}
+
+// ReadEndpointFiles reads the endpoints of every file or directory in
+// paths, in turn, as ReadEndpoints reads one.
+func ReadEndpointFiles(paths []string) ([]model.EndpointSpec, error) {
 	var specs []model.EndpointSpec
-	err := readSpecFiles("endpoints", pathOrDir, func(file string, data []byte) error {
+	err := readSpecFiles("endpoints", paths, func(file string, data []byte) error {
 		s, err := ParseEndpoints(file, data)
 		specs = append(specs, s...)
 		return err

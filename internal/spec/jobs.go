@@ -151,8 +151,14 @@ func (a *arrayRange) decodeNode(_ *decoder, n *yaml.Node, _ string) error {
 // directory, in its *.yaml, *.yml and *.json files in name order. See
 // ParseJobs.
 func ReadJobs(pathOrDir string, sets []string) ([]model.JobSpec, error) {
+	return ReadJobFiles([]string{pathOrDir}, sets)
+}
+
+// ReadJobFiles reads the jobs of every file or directory in paths, in
+// turn, as ReadJobs reads one; it reports the problems of all of them.
+func ReadJobFiles(paths []string, sets []string) ([]model.JobSpec, error) {
 	var specs []model.JobSpec
-	err := readSpecFiles("jobs", pathOrDir, func(file string, data []byte) error {
+	err := readSpecFiles("jobs", paths, func(file string, data []byte) error {
 		s, err := ParseJobs(file, data, sets)
 		specs = append(specs, s...)
 		return err
@@ -163,23 +169,27 @@ func ReadJobs(pathOrDir string, sets []string) ([]model.JobSpec, error) {
 	return specs, nil
 }
 
-// readSpecFiles calls parse with the name and content of the file at
-// pathOrDir or, when it is a directory, of each of its *.yaml, *.yml and
-// *.json files in name order. It reads every file and returns the problems
-// of all of them (at most MaxErrors), stopping only when a file cannot be
-// read. what names the files' contents in errors of reading ("jobs").
-func readSpecFiles(what, pathOrDir string, parse func(file string, data []byte) error) error {
-	info, err := os.Stat(pathOrDir)
-	if err != nil {
-		return fmt.Errorf("read %s: %w", what, err)
-	}
-	files := []string{pathOrDir}
-	if info.IsDir() {
+// readSpecFiles calls parse with the name and content of each file in
+// paths or, for a directory, of each of its *.yaml, *.yml and *.json files
+// in name order. It reads every file and returns the problems of all of
+// them (at most MaxErrors), stopping only when a file cannot be read. what
+// names the files' contents in errors of reading ("jobs").
+func readSpecFiles(what string, paths []string, parse func(file string, data []byte) error) error {
+	var files []string
+	for _, pathOrDir := range paths {
+		info, err := os.Stat(pathOrDir)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", what, err)
+		}
+		if !info.IsDir() {
+			files = append(files, pathOrDir)
+			continue
+		}
 		entries, err := os.ReadDir(pathOrDir)
 		if err != nil {
 			return fmt.Errorf("read %s: %w", what, err)
 		}
-		files = files[:0]
+		n := len(files)
 		for _, e := range entries { // sorted by name
 			switch filepath.Ext(e.Name()) {
 			case ".yaml", ".yml", ".json":
@@ -188,7 +198,7 @@ func readSpecFiles(what, pathOrDir string, parse func(file string, data []byte) 
 				}
 			}
 		}
-		if len(files) == 0 {
+		if len(files) == n {
 			return fmt.Errorf("read %s: no *.yaml, *.yml or *.json files in %s", what, pathOrDir)
 		}
 	}
