@@ -91,6 +91,7 @@ type proc struct {
 	cancel   context.CancelFunc // abandons a start that waits for GPUs
 	done     chan struct{}      // closed once the exit is reported
 	noResume string             // why the instance did not resume (spec), for its log
+	marker   marker             // the checkpoint marker when the instance started (watch)
 }
 
 // Agent runs one node.
@@ -374,6 +375,7 @@ func (a *Agent) launch(k key, p *proc) (launch.Spec, error) {
 	}
 	spec, why := a.spec(k, p.a, sb)
 	p.noResume = why
+	p.marker, _ = readMarker(sb.ckptDir) // an earlier attempt's, if any: not this one's to report
 	lp, err := launch.Start(spec)
 	if err != nil {
 		a.removeRecord(sb.recordKey)
@@ -395,7 +397,10 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 	t := time.NewTicker(a.cfg.ShipEvery)
 	defer t.Stop()
 	var off int64
-	reported := spec.ResumeFrom
+	// The marker as the instance found it is an earlier attempt's (maybe
+	// one that did not resume here): only what this attempt writes is
+	// reported, each save once, a save under the same name included.
+	reported := p.marker
 	bad := ""
 	for running := true; running; {
 		select {
@@ -404,26 +409,23 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 		case <-t.C:
 		}
 		off = a.ship(ctx, k, spec.LogPath, off, !running)
-		raw, err := readMarker(spec.CheckpointDir)
-		if err != nil || raw == "" {
+		m, err := readMarker(spec.CheckpointDir)
+		if err != nil || m.path == "" || m.same(reported) {
 			continue
 		}
-		path, err := confine(spec.CheckpointDir, raw)
+		path, err := confine(spec.CheckpointDir, m.path)
 		if err != nil {
-			if raw != bad {
-				bad = raw
+			if m.path != bad {
+				bad = m.path
 				a.log.Warn("checkpoint marker ignored: its path is not in the job's checkpoint directory", "job", k.job,
-					"path", truncate(raw, 200), "dir", spec.CheckpointDir, "err", err)
+					"path", truncate(m.path, 200), "dir", spec.CheckpointDir, "err", err)
 			}
-			continue
-		}
-		if path == reported {
 			continue
 		}
 		if _, err := a.cfg.Client.Checkpoint(ctx, k.job, path, a.cfg.Node); err != nil {
 			a.log.Warn("report checkpoint failed", "job", k.job, "err", err)
 		} else {
-			reported = path
+			reported = m
 			a.log.Info("checkpoint reported", "job", k.job, "path", path)
 		}
 	}

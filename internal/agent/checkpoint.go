@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/allot-dev/allot/internal/client"
 )
@@ -20,35 +21,47 @@ const maxMarker = 4 << 10
 // checkpoint directory.
 var errOutside = errors.New("agent: checkpoint path is outside the job's checkpoint directory")
 
+// marker is what a CHECKPOINT marker held when read: its trimmed content
+// and when it was last written. A job that saves under one name each time
+// rewrites the same content; its time tells the saves apart.
+type marker struct {
+	path string
+	mod  time.Time
+}
+
+// same reports whether m and o are one save of the marker.
+func (m marker) same(o marker) bool { return m.path == o.path && m.mod.Equal(o.mod) }
+
 // readMarker reads dir/CHECKPOINT, following no link: neither the marker
 // nor dir may be one (the job owns both and could point them anywhere the
-// agent may read). It returns the trimmed content, "" when there is none.
-func readMarker(dir string) (string, error) {
+// agent may read). It returns a zero marker when there is none.
+func readMarker(dir string) (marker, error) {
 	dfd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return "", fmt.Errorf("checkpoint dir: %w", err)
+		return marker{}, fmt.Errorf("checkpoint dir: %w", err)
 	}
 	defer syscall.Close(dfd)
 	fd, err := syscall.Openat(dfd, "CHECKPOINT", syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if errors.Is(err, syscall.ENOENT) {
-		return "", nil
+		return marker{}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("checkpoint marker: %w", err)
+		return marker{}, fmt.Errorf("checkpoint marker: %w", err)
 	}
 	f := os.NewFile(uintptr(fd), filepath.Join(dir, "CHECKPOINT"))
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", fmt.Errorf("checkpoint marker: not a regular file")
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return marker{}, fmt.Errorf("checkpoint marker: not a regular file")
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxMarker+1))
 	if err != nil {
-		return "", err
+		return marker{}, err
 	}
 	if len(b) > maxMarker {
-		return "", fmt.Errorf("checkpoint marker: longer than %d bytes", maxMarker)
+		return marker{}, fmt.Errorf("checkpoint marker: longer than %d bytes", maxMarker)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return marker{path: strings.TrimSpace(string(b)), mod: st.ModTime()}, nil
 }
 
 // confine returns path as an absolute, clean path when it lies inside dir

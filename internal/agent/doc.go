@@ -26,7 +26,9 @@
 //     attempt of the job on this host. A job that writes a path into the
 //     file CHECKPOINT there (relative paths are relative to the directory)
 //     has that path reported as its checkpoint, with this node as where it
-//     lies, when it resolves inside the directory. The next attempt gets
+//     lies, when it resolves inside the directory: every save the attempt
+//     makes (a rewrite of the same name too, by the marker's time), never
+//     a marker an earlier attempt left. The next attempt gets
 //     ALLOT_RESUME_FROM for a URL (s3://…) as it is, and for a path only
 //     when it lies inside the job's checkpoint directory and exists on this
 //     host (checkpoint.go); else none, and a line in the attempt's log names

@@ -106,8 +106,8 @@ func TestReadMarker(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := readMarker(tc.setup(t, t.TempDir()))
-			if (err != nil) != tc.fails || got != tc.want {
-				t.Fatalf("readMarker = %q, %v; want %q (fails: %v)", got, err, tc.want, tc.fails)
+			if (err != nil) != tc.fails || got.path != tc.want || (got.path != "") == got.mod.IsZero() {
+				t.Fatalf("readMarker = %q at %v, %v; want %q (fails: %v)", got.path, got.mod, err, tc.want, tc.fails)
 			}
 		})
 	}

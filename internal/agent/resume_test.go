@@ -3,9 +3,16 @@ package agent
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/allot-dev/allot/internal/client"
 )
 
 // A job that saved a checkpoint and failed resumes from it on its retry
@@ -80,5 +87,100 @@ retry: {max_retries: 1}
 				t.Errorf("retry on %s (checkpoint on drained %s) logged:\n%s\nwant a fresh start and %q", second, node, log.String(), want)
 			}
 		})
+	}
+}
+
+// syncBuffer is a log sink the agents' goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// An agent reports what this attempt saves, and each save: a marker an
+// earlier attempt left on the node is not reported again by an attempt
+// that did not resume from it (the job's checkpoint stays the newer one
+// on another node), and a save under the same name as the last is
+// reported again.
+func TestCheckpointMarkerOfThisAttempt(t *testing.T) {
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	for _, n := range []string{"h100-01", "h100-02"} {
+		cfg := l.config(t, n)
+		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		go func() { _ = Run(ctx, cfg) }()
+	}
+	// Attempt 1 saves c1 on one node and fails; that node is drained, so
+	// attempt 2 runs on the other, saves c2 there and fails; then the
+	// drain moves: attempt 3 runs on the first node, where c2 is not, and
+	// leaves c1's marker alone. Each attempt saves under one name twice.
+	id := l.submit(t, `name: marker
+tenant: team
+command: ["sh", "-c", 'if [ "$ALLOT_ATTEMPT" -eq 3 ]; then echo "resume=$ALLOT_RESUME_FROM"; sleep 0.5; exit 0; fi;
+  for i in 1 2; do echo "$i" > "$ALLOT_CHECKPOINT_DIR/c$ALLOT_ATTEMPT"; echo "c$ALLOT_ATTEMPT" > "$ALLOT_CHECKPOINT_DIR/CHECKPOINT"; sleep 0.5; done;
+  while [ ! -e "$ALLOT_CHECKPOINT_DIR/go" ]; do sleep 0.1; done; exit 1']
+resources: {gpus_per_instance: 8}
+retry: {max_retries: 2}
+`)
+	waitCheckpoint := func(attempt int) client.Job {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			j, err := l.cl.GetJob(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(j.CheckpointPath, fmt.Sprintf("/c%d", attempt)) && len(j.AttemptHistory) == attempt {
+				return j
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("attempt %d: no checkpoint c%d: %+v", attempt, attempt, j)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	finish := func(j client.Job) {
+		t.Helper()
+		time.Sleep(700 * time.Millisecond) // the second save, reported within a ship interval
+		if err := os.WriteFile(filepath.Join(filepath.Dir(j.CheckpointPath), "go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := waitCheckpoint(1)
+	if _, err := l.cl.DrainNode(ctx, first.CheckpointNode, "test"); err != nil {
+		t.Fatal(err)
+	}
+	finish(first)
+	second := waitCheckpoint(2)
+	if second.CheckpointNode == first.CheckpointNode {
+		t.Fatalf("attempt 2 on %s, the drained node", second.CheckpointNode)
+	}
+	if _, err := l.cl.ResumeNode(ctx, first.CheckpointNode); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.cl.DrainNode(ctx, second.CheckpointNode, "test"); err != nil {
+		t.Fatal(err)
+	}
+	finish(second)
+	j := l.waitState(t, id, "Succeeded")
+	if j.CheckpointPath != second.CheckpointPath || j.CheckpointNode != second.CheckpointNode {
+		t.Errorf("checkpoint %s on %s after attempt 3, want attempt 2's %s on %s (attempt 1's marker is not attempt 3's)",
+			j.CheckpointPath, j.CheckpointNode, second.CheckpointPath, second.CheckpointNode)
+	}
+	if got := strings.Count(logs.String(), "checkpoint reported"); got != 4 {
+		t.Errorf("%d checkpoints reported, want 4 (two saves of c1, two of c2):\n%s", got, logs.String())
 	}
 }
