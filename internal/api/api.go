@@ -204,6 +204,7 @@ func (h *handler) routes() []route {
 		{"GET /v1/endpoints/{name}", tenants, h.getEndpoint},
 		{"POST /v1/endpoints/{name}/scale", tenants, h.scaleEndpoint},
 		{"POST /v1/endpoints/{name}/restart", tenants, h.restartEndpoint},
+		{"POST /v1/endpoints/{name}/undo", tenants, h.undoEndpoint},
 		{"PUT /v1/endpoints/{name}", tenants, h.updateEndpoint},
 		{"DELETE /v1/endpoints/{name}", tenants, h.deleteEndpoint},
 		{"POST /v1/endpoints/{name}/metrics", meters, h.endpointMetrics},

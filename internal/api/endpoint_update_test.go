@@ -11,13 +11,17 @@ import (
 
 // PUT /v1/endpoints/{name} changes the SLO in place (an Updated event),
 // rolls out a new command (another template, a rollout time), POST
-// .../restart rolls out another template of the same spec, and PUT refuses
+// .../restart rolls out another template of the same spec, .../undo rolls
+// back to the template before (409 while there is none), and PUT refuses
 // a body that names another endpoint, or another tenant, naming the field.
 func TestEndpointUpdateRoute(t *testing.T) {
 	e := newEnv(t, 0, 0)
 	cop := e.tokens["copilot"]
 	if rec := e.do("POST", "/v1/endpoints", cop, []byte(chatEndpointYAML)); rec.Code != http.StatusCreated {
 		t.Fatalf("create: %d %s", rec.Code, rec.Body)
+	}
+	if rec := e.do("POST", "/v1/endpoints/chat/undo", cop, nil); rec.Code != http.StatusConflict {
+		t.Errorf("undo of a template that never changed: %d %s, want 409", rec.Code, rec.Body)
 	}
 	rec := e.do("PUT", "/v1/endpoints/chat", cop, []byte(strings.Replace(chatEndpointYAML, "p95_ms: 150", "p95_ms: 120", 1)))
 	ep := decode[Endpoint](t, rec)
@@ -33,6 +37,15 @@ func TestEndpointUpdateRoute(t *testing.T) {
 	restarted := decode[Endpoint](t, rec)
 	if rec.Code != http.StatusOK || restarted.Template == rolled.Template || restarted.Events[len(restarted.Events)-1].Kind != "Restarted" {
 		t.Fatalf("restart: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.do("POST", "/v1/endpoints/chat/undo", cop, nil)
+	undone := decode[Endpoint](t, rec)
+	if rec.Code != http.StatusOK || undone.Template != rolled.Template || undone.PreviousTemplate != restarted.Template ||
+		undone.Events[len(undone.Events)-1].Kind != "RolledBack" {
+		t.Fatalf("undo of the restart: %d %s, want template %s back", rec.Code, rec.Body, rolled.Template)
+	}
+	if rec := e.do("POST", "/v1/endpoints/chat/undo", e.tokens["acme"], nil); rec.Code != http.StatusForbidden {
+		t.Errorf("another tenant's undo: %d %s", rec.Code, rec.Body)
 	}
 	if rec := e.do("POST", "/v1/endpoints/nope/restart", cop, nil); rec.Code != http.StatusNotFound {
 		t.Errorf("restart of no endpoint: %d %s", rec.Code, rec.Body)

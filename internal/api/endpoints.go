@@ -26,6 +26,9 @@ type Endpoint struct {
 	// when every replica runs it.
 	Template     string     `json:"template"`
 	RolloutSince *time.Time `json:"rollout_since"`
+	// PreviousTemplate is the template an undo rolls back to; empty while
+	// the template never changed.
+	PreviousTemplate string `json:"previous_template,omitempty"`
 	// Reason is the autoscaler's latest decision.
 	Reason    string            `json:"reason"`
 	Replicas  []EndpointReplica `json:"replicas"`
@@ -73,7 +76,7 @@ func newEndpoint(st server.EndpointStatus) Endpoint {
 	sp.Autoscale = model.EndpointAutoscale{ScaleInAfter: p.Stabilisation, ScaleInInterval: p.ScaleInInterval,
 		LeadTime: p.LeadTime, PeakWindow: p.PeakWindow}
 	out := Endpoint{Name: sp.Name, Tenant: sp.Tenant, Model: sp.Model, Spec: spec.EndpointDocumentOf(sp),
-		Desired: e.Desired, Template: st.Template, RolloutSince: timePtr(e.RolloutSince), Reason: st.Decision, Replicas: make([]EndpointReplica, len(st.Replicas)),
+		Desired: e.Desired, Template: st.Template, PreviousTemplate: st.PreviousTemplate, RolloutSince: timePtr(e.RolloutSince), Reason: st.Decision, Replicas: make([]EndpointReplica, len(st.Replicas)),
 		Events: make([]EndpointEvent, len(e.Events)), CreatedAt: timePtr(e.CreatedAt)}
 	for i, r := range st.Replicas {
 		out.Replicas[i] = EndpointReplica{Job: r.Job, State: string(r.State), Reason: r.Reason, Node: r.Node, GPUModel: r.GPUModel,
@@ -198,6 +201,17 @@ func (h *handler) scaleEndpoint(w http.ResponseWriter, r *http.Request, p server
 func (h *handler) restartEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	name := r.PathValue("name")
 	if _, err := h.srv.RestartEndpoint(r.Context(), p, name); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.writeEndpoint(w, r, p, name, http.StatusOK)
+}
+
+// undoEndpoint rolls the endpoint the path names back to its earlier
+// template (server.UndoEndpoint); the body is empty.
+func (h *handler) undoEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	name := r.PathValue("name")
+	if _, err := h.srv.UndoEndpoint(r.Context(), p, name); err != nil {
 		h.fail(w, r, err)
 		return
 	}

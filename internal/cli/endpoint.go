@@ -52,7 +52,8 @@ An endpoint file (YAML or JSON):
 A tenant token manages its own endpoints; an admin token all of them.`, conn)
 	cmd.Aliases = []string{"endpoints", "ep"}
 	cmd.AddCommand(newEndpointCreateCmd(conn), newEndpointListCmd(conn), newEndpointShowCmd(conn),
-		newEndpointScaleCmd(conn), newEndpointUpdateCmd(conn), newEndpointRestartCmd(conn), newEndpointDeleteCmd(conn))
+		newEndpointScaleCmd(conn), newEndpointUpdateCmd(conn), newEndpointRestartCmd(conn), newEndpointUndoCmd(conn),
+		newEndpointDeleteCmd(conn))
 	return cmd
 }
 
@@ -288,6 +289,9 @@ func endpointSections(e client.Endpoint) sections {
 	f.add("Replicas", fmt.Sprintf("%d running or starting, %d desired (min %d, max %d)", len(e.Replicas), e.Desired,
 		s.MinReplicas, s.MaxReplicas))
 	f.add("Template", templateLine(e))
+	if e.PreviousTemplate != "" {
+		f.add("Previous", e.PreviousTemplate+" ('allot endpoint undo "+e.Name+"' rolls back to it)")
+	}
 	rollout := "default: at most a quarter of the desired count (at least 1) beyond it, none fewer serving"
 	if r := s.Rollout; r != nil {
 		rollout = fmt.Sprintf("at most %d beyond the desired count, %d fewer serving", r.MaxSurge, r.MaxUnavailable)
@@ -398,19 +402,53 @@ on deciding. --min must be at least 1 and --max at least --min. --min and
 }
 
 func newEndpointRestartCmd(conn *connection) *cobra.Command {
-	var wait time.Duration
-	cmd := &cobra.Command{
-		Use:   "restart NAME",
-		Short: "Replace every replica of an endpoint with a new one, by a rolling update",
-		Long: `restart rolls every replica of the endpoint over to a new one, as kubectl
+	return rolloutCmd(conn, "restart", "Restarting",
+		"Replace every replica of an endpoint with a new one, by a rolling update",
+		`restart rolls every replica of the endpoint over to a new one, as kubectl
 rollout restart does, with the same spec: a replica that reads its model or
 configuration when it starts picks up the new one. It is a rolling update
 within the endpoint's rollout bounds ('allot endpoint update --help'): by
 default new replicas start, at most a quarter of the desired count (at least
 one) beyond it, and each replaces an old one once it serves. 'allot endpoint show NAME' shows the progress; a RolledOut event marks
 the end; --wait D follows it for up to D, as for update.`,
-		Example: `  allot endpoint restart chat
+		`  allot endpoint restart chat
   allot endpoint restart chat --wait 10m   # until every replica is new, as kubectl rollout status`,
+		func(ctx context.Context, cl *client.Client, name string) (client.Endpoint, error) {
+			return cl.RestartEndpoint(ctx, name)
+		})
+}
+
+func newEndpointUndoCmd(conn *connection) *cobra.Command {
+	return rolloutCmd(conn, "undo", "Rolling back",
+		"Roll an endpoint back to its template before the last update or restart",
+		`undo rolls the endpoint back to the template it had before its last
+template change (an update of command, env, resources, priority or
+placement, a restart, or an undo), as kubectl rollout undo does; the replica
+bounds, SLO, throughput and autoscaler stay as they are. 'allot endpoint show
+NAME' names that template on its Previous line. In the middle of a rollout,
+the replicas of the earlier template that still run serve on and the new ones
+go; otherwise it is a rolling update within the endpoint's rollout bounds. A
+second undo rolls forward again. An endpoint whose template never changed is
+refused (Conflict), and so is one whose earlier template could not start any
+more (a reservation gone). --wait D follows the rollout for up to D, as for
+update.`,
+		`  allot endpoint undo chat
+  allot endpoint undo chat --wait 10m`,
+		func(ctx context.Context, cl *client.Client, name string) (client.Endpoint, error) {
+			return cl.UndoEndpoint(ctx, name)
+		})
+}
+
+// rolloutCmd is a command that starts a rollout of endpoint NAME by send
+// (restart, undo), follows it with --wait, and prints what rolls out.
+func rolloutCmd(conn *connection, use, doing, short, long, example string,
+	send func(ctx context.Context, cl *client.Client, name string) (client.Endpoint, error)) *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:               use + " NAME",
+		Short:             short,
+		Long:              long,
+		Example:           example,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeEndpoints(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -418,7 +456,7 @@ the end; --wait D follows it for up to D, as for update.`,
 			if err != nil {
 				return err
 			}
-			e, err := cl.RestartEndpoint(cmd.Context(), args[0])
+			e, err := send(cmd.Context(), cl, args[0])
 			if err != nil {
 				return fromAPI(err)
 			}
@@ -430,7 +468,7 @@ the end; --wait D follows it for up to D, as for update.`,
 			}
 			if err := show(cmd.OutOrStdout(), f, e, func() printer {
 				var out fields
-				out.add("Restarting", e.Name)
+				out.add(doing, e.Name)
 				out.add("Template", templateLine(e))
 				out.add("Progress", "allot endpoint show "+e.Name)
 				return out

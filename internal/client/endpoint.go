@@ -19,6 +19,9 @@ type Endpoint struct {
 	// rollout began, zero when every replica runs it.
 	Template     string `json:"template"`
 	RolloutSince Time   `json:"rollout_since"`
+	// PreviousTemplate is the template UndoEndpoint rolls back to; empty
+	// while the template never changed.
+	PreviousTemplate string `json:"previous_template"`
 	// Reason is the autoscaler's latest decision.
 	Reason    string            `json:"reason"`
 	Replicas  []EndpointReplica `json:"replicas"`
@@ -144,6 +147,14 @@ func (c *Client) ScaleEndpoint(ctx context.Context, name string, minReplicas, ma
 func (c *Client) RestartEndpoint(ctx context.Context, name string) (Endpoint, error) {
 	var out Endpoint
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/endpoints/" + seg(name) + "/restart", out: &out})
+	return out, err
+}
+
+// UndoEndpoint rolls the endpoint back to its template before its last
+// template change, as kubectl rollout undo does.
+func (c *Client) UndoEndpoint(ctx context.Context, name string) (Endpoint, error) {
+	var out Endpoint
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/endpoints/" + seg(name) + "/undo", out: &out})
 	return out, err
 }
 

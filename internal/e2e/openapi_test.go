@@ -37,7 +37,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"get", "/v1/skus", "200"}, {"get", "/v1/usage", "200"}, {"post", "/v1/reservations", "201"},
 		{"get", "/v1/reservations", "200"}, {"get", "/v1/reservations/{name}", "200"}, {"delete", "/v1/reservations/{name}", "204"}, {"post", "/v1/tokens", "201"},
 		{"post", "/v1/endpoints", "201"}, {"get", "/v1/endpoints", "200"}, {"get", "/v1/endpoints/{name}", "200"},
-		{"post", "/v1/endpoints/{name}/scale", "200"}, {"post", "/v1/endpoints/{name}/restart", "200"}, {"delete", "/v1/endpoints/{name}", "204"},
+		{"post", "/v1/endpoints/{name}/scale", "200"}, {"post", "/v1/endpoints/{name}/restart", "200"}, {"post", "/v1/endpoints/{name}/undo", "200"}, {"delete", "/v1/endpoints/{name}", "204"},
 		{"post", "/v1/endpoints/{name}/metrics", "204"},
 		{"put", "/v1/policies", "200"}, {"get", "/v1/policies", "200"}, {"delete", "/v1/policies", "200"},
 		{"delete", "/v1/policies/{name}", "200"},

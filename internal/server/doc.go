@@ -89,7 +89,9 @@
 // replicas' reported load to the autoscaler (package autoscale) and submits
 // or cancels replicas to match its decision. An update of what shapes a
 // replica is rolled out, replicas of the new template replacing the others
-// within the endpoint's rollout bounds (endpoint_rollout.go).
+// within the endpoint's rollout bounds (endpoint_rollout.go); a restart
+// rolls out the same spec anew, and an undo the template before the last
+// change (endpoint_update.go).
 //
 // Cost (cost.go, budget.go; docs/cost.md): when a cycle binds a job it
 // fixes the new attempt's price on the attempt (package price: how it

@@ -62,6 +62,9 @@ type endpointStatusRecord struct {
 	RolloutSince time.Time `json:"rollout_since,omitzero"`
 	Unlabelled   string    `json:"unlabelled_template,omitempty"`
 	Restarted    time.Time `json:"restarted_at,omitzero"`
+	// Previous holds the template fields of Endpoint.Previous.
+	Previous          *endpointSpecRecord `json:"previous_template,omitempty"`
+	PreviousRestarted time.Time           `json:"previous_restarted_at,omitzero"`
 }
 
 // autoscaleStateRecord is autoscale.State.
@@ -103,9 +106,13 @@ func encodeEndpoint(e *Endpoint) []byte {
 		Spec:  spec,
 		Token: e.token,
 		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason, RolloutSince: e.RolloutSince, Unlabelled: e.Unlabelled,
-			Restarted:  e.Restarted,
+			Restarted: e.Restarted, PreviousRestarted: e.PreviousRestarted,
 			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn}},
 		CreatedAt: e.CreatedAt,
+	}
+	if e.Previous != nil {
+		prev := templateRecord(e.Previous)
+		r.Status.Previous = &prev
 	}
 	for _, ev := range e.Events {
 		r.Status.Events = append(r.Status.Events, endpointEventRecord(ev))
@@ -127,28 +134,38 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 		return nil, fmt.Errorf("endpoint record without a name")
 	}
 	e := &Endpoint{
-		Spec: model.EndpointSpec{
-			Name: s.Name, Tenant: s.Tenant, Model: s.Model, Command: s.Command, Env: s.Env,
-			Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: s.GPUs, GPUMilli: s.GPUMilli,
-				GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
-			Priority:    model.Priority{Class: model.Class(s.Class), Value: s.Value},
-			MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, SLO: model.SLO{P95: s.SLOP95},
-			Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, DataRegion: s.DataRegion,
-				Reservation: s.Reservation},
-			Throughput: s.Throughput,
-			Autoscale: model.EndpointAutoscale{ScaleInAfter: s.ScaleInAft, ScaleInInterval: s.ScaleInInt,
-				LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},
-			Rollout: model.EndpointRollout{MaxSurge: s.MaxSurge, MaxUnavailable: s.MaxUnavail},
-		},
+		Spec:    specOfRecord(s),
 		Desired: r.Status.Desired, Reason: r.Status.Reason, CreatedAt: r.CreatedAt, token: r.Token,
 		RolloutSince: r.Status.RolloutSince, Unlabelled: r.Status.Unlabelled, Restarted: r.Status.Restarted,
+		PreviousRestarted: r.Status.PreviousRestarted,
 		State: autoscale.State{LowSince: r.Status.Autoscaler.LowSince, LowMax: r.Status.Autoscaler.LowMax,
 			LastScaleIn: r.Status.Autoscaler.LastScaleIn},
+	}
+	if r.Status.Previous != nil {
+		prev := specOfRecord(*r.Status.Previous)
+		e.Previous = &prev
 	}
 	for _, ev := range r.Status.Events {
 		e.Events = append(e.Events, EndpointEvent(ev))
 	}
 	return e, nil
+}
+
+// specOfRecord is the spec a record holds.
+func specOfRecord(s endpointSpecRecord) model.EndpointSpec {
+	return model.EndpointSpec{
+		Name: s.Name, Tenant: s.Tenant, Model: s.Model, Command: s.Command, Env: s.Env,
+		Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: s.GPUs, GPUMilli: s.GPUMilli,
+			GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
+		Priority:    model.Priority{Class: model.Class(s.Class), Value: s.Value},
+		MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, SLO: model.SLO{P95: s.SLOP95},
+		Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, DataRegion: s.DataRegion,
+			Reservation: s.Reservation},
+		Throughput: s.Throughput,
+		Autoscale: model.EndpointAutoscale{ScaleInAfter: s.ScaleInAft, ScaleInInterval: s.ScaleInInt,
+			LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},
+		Rollout: model.EndpointRollout{MaxSurge: s.MaxSurge, MaxUnavailable: s.MaxUnavail},
+	}
 }
 
 func encodeTokenRecord(r tokenRecord) []byte {

@@ -2,14 +2,12 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/allot-dev/allot/internal/model"
-	"github.com/allot-dev/allot/internal/store"
 )
 
 // UpdateEndpoint gives the endpoint spec.Name the spec spec. What the
@@ -94,6 +92,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 		if e.Unlabelled == "" {
 			e.Unlabelled = templateOf(old, e.Restarted)
 		}
+		e.Previous, e.PreviousRestarted = &old, e.Restarted
 		e.RolloutSince = now
 		reason += "; " + rollingOut(templateOf(spec, e.Restarted), spec.Rollout, to)
 	}
@@ -103,13 +102,8 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 	if n := len(rec); n > maxEndpointRecord {
 		return nil, refuse(CodeTooLarge, "", "the endpoint takes %d bytes once stored, over the limit of %d KiB", n, maxEndpointRecord>>10)
 	}
-	key := prefixEndpoints + spec.Name
-	_, err = s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.PutOp(key, rec)}})
-	if errors.Is(err, store.ErrConflict) {
-		return nil, refuse(CodeConflict, "", "endpoint %q changed meanwhile; try again", spec.Name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("update endpoint %s: %w", spec.Name, err)
+	if err := s.putEndpoint(ctx, "update", e, rec, modRev); err != nil {
+		return nil, err
 	}
 	s.log.Info("endpoint updated", "endpoint", spec.Name, "changed", strings.Join(changed, ", "), "desired", to, "by", p.Name())
 	s.kickEndpoints()
@@ -145,19 +139,71 @@ func (s *Server) RestartEndpoint(ctx context.Context, p Principal, name string) 
 	if e.Unlabelled == "" {
 		e.Unlabelled = e.template()
 	}
+	prev := e.Spec
+	e.Previous, e.PreviousRestarted = &prev, e.Restarted
 	e.Restarted, e.RolloutSince = now, now
 	e.addEvent(now, EventRestarted, e.Desired, e.Desired, p.Name()+" restarted the endpoint; "+rollingOut(e.template(), e.Spec.Rollout, e.Desired))
-	key := prefixEndpoints + name
-	_, err = s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.PutOp(key, encodeEndpoint(e))}})
-	if errors.Is(err, store.ErrConflict) {
-		return nil, refuse(CodeConflict, "", "endpoint %q changed meanwhile; try again", name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("restart endpoint %s: %w", name, err)
+	if err := s.putEndpoint(ctx, "restart", e, encodeEndpoint(e), modRev); err != nil {
+		return nil, err
 	}
 	s.log.Info("endpoint restarted", "endpoint", name, "template", e.template(), "by", p.Name())
 	s.kickEndpoints()
 	return e, nil
+}
+
+// UndoEndpoint rolls endpoint name back to the template it had before its
+// last template change (an update, a restart or an undo), as kubectl
+// rollout undo does: command, env, resources, priority and placement, and
+// the restart time, come back; the bounds, SLO and autoscaler stay. The
+// replicas of that template that still run (an undo in the middle of a
+// rollout) are current again; the others are rolled over within the
+// endpoint's rollout bounds. A second undo rolls forward again. An event
+// RolledBack says who asked. An endpoint whose template never changed, or
+// whose earlier template could no longer start (a reservation gone), is
+// refused.
+func (s *Server) UndoEndpoint(ctx context.Context, p Principal, name string) (*Endpoint, error) {
+	s.ep.mu.Lock()
+	defer s.ep.mu.Unlock()
+	e, modRev, err := s.loadEndpoint(ctx, p, name)
+	if err != nil {
+		return nil, err
+	}
+	if e.Previous == nil {
+		return nil, refuse(CodeConflict, "", "endpoint %s has no earlier template to roll back to: its template never changed", name)
+	}
+	cur, curRestarted := e.Spec, e.Restarted
+	back := withTemplate(e.Spec, e.Previous)
+	replica := s.replicaSpec(&Endpoint{Spec: back, token: e.token})
+	if err := replica.Validate(); err != nil {
+		return nil, fromField(err)
+	}
+	if err := s.admissible(s.world(), replica, s.clock.Now()); err != nil {
+		return nil, err
+	}
+	now := s.clock.Now()
+	if e.Unlabelled == "" {
+		e.Unlabelled = e.template()
+	}
+	from := e.template()
+	e.Spec, e.Restarted = back, e.PreviousRestarted
+	e.Previous, e.PreviousRestarted = &cur, curRestarted
+	e.RolloutSince = now
+	e.addEvent(now, EventRolledBack, e.Desired, e.Desired, fmt.Sprintf("%s rolled the endpoint back from template %s; %s",
+		p.Name(), from, rollingOut(e.template(), e.Spec.Rollout, e.Desired)))
+	if err := s.putEndpoint(ctx, "undo", e, encodeEndpoint(e), modRev); err != nil {
+		return nil, err
+	}
+	s.log.Info("endpoint rolled back", "endpoint", name, "from", from, "to", e.template(), "by", p.Name())
+	s.kickEndpoints()
+	return e, nil
+}
+
+// withTemplate is spec with the template (command, env, resources,
+// priority, placement) of from.
+func withTemplate(spec model.EndpointSpec, from *model.EndpointSpec) model.EndpointSpec {
+	spec.Command, spec.Env, spec.Resources = from.Command, from.Env, from.Resources
+	spec.Priority, spec.Placement = from.Priority, from.Placement
+	return spec
 }
 
 // rollingOut says how template t replaces the replicas under r at desired.

@@ -55,6 +55,7 @@ const (
 	EventUpdated         = "Updated"         // the spec changed: what the autoscaler reads, or the template (a rollout begins)
 	EventRestarted       = "Restarted"       // a restart was asked for: every replica is rolled over
 	EventRolledOut       = "RolledOut"       // a rollout ended: no replica of an earlier template is left
+	EventRolledBack      = "RolledBack"      // an undo: the earlier template is rolled out again
 	EventReplicaReplaced = "ReplicaReplaced" // fewer replicas ran than desired: new ones were submitted
 	EventReplicaRefused  = "ReplicaRefused"  // submitting a replica was refused (quota, SKU)
 )
@@ -92,6 +93,13 @@ type Endpoint struct {
 	// (submitted before templates were labelled): the endpoint's template
 	// before its first change; empty while it never changed.
 	Unlabelled string
+	// Previous is the spec whose template (command, env, resources,
+	// priority, placement) the endpoint had before its last template change
+	// (an update, a restart or an undo), with PreviousRestarted its restart
+	// time: what UndoEndpoint rolls back to. Nil while the template never
+	// changed; its other fields are not read.
+	Previous          *model.EndpointSpec
+	PreviousRestarted time.Time
 
 	token string // the replicas' metrics token
 }
@@ -297,8 +305,10 @@ type EndpointStatus struct {
 	// may have changed nothing (the stored Reason is that of the last
 	// change).
 	Decision string
-	// Template is the hash of the endpoint's template (endpoint_rollout.go).
-	Template string
+	// Template is the hash of the endpoint's template (endpoint_rollout.go),
+	// and PreviousTemplate that of the template an undo rolls back to
+	// ("" when none).
+	Template, PreviousTemplate string
 }
 
 // ReplicaStatus is one replica job of an endpoint.
@@ -351,6 +361,9 @@ func (s *Server) Endpoints(ctx context.Context, p Principal) ([]EndpointStatus, 
 func (s *Server) endpointStatus(e *Endpoint, jobs []*model.Job) EndpointStatus {
 	current := e.template()
 	st := EndpointStatus{Endpoint: e, Replicas: []ReplicaStatus{}, Template: current}
+	if e.Previous != nil {
+		st.PreviousTemplate = templateOf(*e.Previous, e.PreviousRestarted)
+	}
 	live, _ := splitReplicas(e, jobs)
 	w := s.world()
 	for _, j := range live {
@@ -443,17 +456,26 @@ func (s *Server) ScaleEndpoint(ctx context.Context, p Principal, name string, mi
 	if to != from {
 		e.Reason = reason
 	}
-	key := prefixEndpoints + name
-	_, err = s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.PutOp(key, encodeEndpoint(e))}})
-	if errors.Is(err, store.ErrConflict) {
-		return nil, refuse(CodeConflict, "", "endpoint %q changed meanwhile; try again", name)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("scale endpoint %s: %w", name, err)
+	if err := s.putEndpoint(ctx, "scale", e, encodeEndpoint(e), modRev); err != nil {
+		return nil, err
 	}
 	s.log.Info("endpoint scaled", "endpoint", name, "min", minReplicas, "max", maxReplicas, "desired", to, "by", p.Name())
 	s.kickEndpoints()
 	return e, nil
+}
+
+// putEndpoint stores rec, the record of e, if the endpoint is still at
+// modRev (as loadEndpoint read it); what names the change in errors.
+func (s *Server) putEndpoint(ctx context.Context, what string, e *Endpoint, rec []byte, modRev int64) error {
+	key := prefixEndpoints + e.Spec.Name
+	_, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.PutOp(key, rec)}})
+	if errors.Is(err, store.ErrConflict) {
+		return refuse(CodeConflict, "", "endpoint %q changed meanwhile; try again", e.Spec.Name)
+	}
+	if err != nil {
+		return fmt.Errorf("%s endpoint %s: %w", what, e.Spec.Name, err)
+	}
+	return nil
 }
 
 // DeleteEndpoint stops every replica of the endpoint, then deletes it and
