@@ -150,18 +150,18 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	// 2. Samples.
 	samples := usableSamples(window, now)
 	if len(samples) == 0 {
-		return p.hold(current, lo, hi, fmt.Sprintf("no metric samples in the window: holding %d replicas", current)), State{LastScaleIn: last.LastScaleIn}
+		return p.hold(current, lo, hi, fmt.Sprintf("no metric samples in the window: holding %s", count(current, "replica"))), State{LastScaleIn: last.LastScaleIn}
 	}
 	newest := samples[len(samples)-1]
 	if age := now.Sub(newest.At); age > p.StaleAfter {
-		return p.hold(current, lo, hi, fmt.Sprintf("the newest metric sample is %s old (more than %s): holding %d replicas",
-			age.Round(time.Second), p.StaleAfter, current)), State{LastScaleIn: last.LastScaleIn}
+		return p.hold(current, lo, hi, fmt.Sprintf("the newest metric sample is %s old (more than %s): holding %s",
+			age.Round(time.Second), p.StaleAfter, count(current, "replica"))), State{LastScaleIn: last.LastScaleIn}
 	}
 	slo := spec.SLO.P95.Seconds()
 	sloMs := slo * 1000
 	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, replicas, slo, p.Headroom)
 	if !ok {
-		return p.hold(current, lo, hi, fmt.Sprintf("no usable throughput profile or SLO: holding %d replicas", current)), State{LastScaleIn: last.LastScaleIn}
+		return p.hold(current, lo, hi, fmt.Sprintf("no usable throughput profile or SLO: holding %s", count(current, "replica"))), State{LastScaleIn: last.LastScaleIn}
 	}
 
 	// 3. Forecast.
@@ -173,9 +173,9 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	}
 	forecastText := fmt.Sprintf("forecast %.0f req/s (peak %.0f in the last %s + trend %.2f req/s per s over the %s lead time)",
 		fc.rate, fc.peak, p.PeakWindow, fc.trend, p.LeadTime)
-	have := fmt.Sprintf("%d replicas", current)
+	have := count(current, "replica")
 	if coming > 0 {
-		have = fmt.Sprintf("%d replicas (%d not ready)", current, coming)
+		have = fmt.Sprintf("%s (%d not ready)", count(current, "replica"), coming)
 	}
 
 	// 4. Model.
@@ -205,14 +205,14 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	}
 	if out > current {
 		d.Desired = out
-		d.Reason = fmt.Sprintf("%s needs %d replicas for a predicted p95 of %s ≤ %s; %s would give %s",
-			forecastText, out, ms(fl.p95(out, fc.rate)*1000), targetText, have, ms(fl.p95(current, fc.rate)*1000))
+		d.Reason = fmt.Sprintf("%s needs %s for a predicted p95 of %s ≤ %s; %s would give %s",
+			forecastText, count(out, "replica"), ms(fl.p95(out, fc.rate)*1000), targetText, have, ms(fl.p95(current, fc.rate)*1000))
 		return p.finish(d, fl, current, lo, hi), State{LastScaleIn: last.LastScaleIn}
 	}
 	if breach {
 		d.Desired = current
-		d.Reason = fmt.Sprintf("observed p95 %s is above the SLO %s at %.0f req/s: waiting for %d replicas that are not ready yet",
-			ms(newest.P95Ms), ms(sloMs), newest.RequestsPerSec, coming)
+		d.Reason = fmt.Sprintf("observed p95 %s is above the SLO %s at %.0f req/s: waiting for %s not ready yet",
+			ms(newest.P95Ms), ms(sloMs), newest.RequestsPerSec, count(coming, "replica"))
 		return p.finish(d, fl, current, lo, hi), State{LastScaleIn: last.LastScaleIn}
 	}
 
@@ -220,8 +220,8 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	next := State{LastScaleIn: last.LastScaleIn}
 	if in >= current {
 		d.Desired = current
-		d.Reason = fmt.Sprintf("%s needs %d replicas (%d with a %g%% margin for scaling in), predicted p95 %s with %s: holding",
-			forecastText, out, in, p.ScaleInMargin*100, ms(fl.p95(current, fc.rate)*1000), have)
+		d.Reason = fmt.Sprintf("%s needs %s (%d with a %g%% margin for scaling in), predicted p95 %s with %s: holding",
+			forecastText, count(out, "replica"), in, p.ScaleInMargin*100, ms(fl.p95(current, fc.rate)*1000), have)
 		return p.finish(d, fl, current, lo, hi), next
 	}
 	next.LowSince, next.LowMax = last.LowSince, max(last.LowMax, in)
@@ -232,23 +232,31 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	sinceIn := now.Sub(last.LastScaleIn)
 	if lowFor < p.Stabilisation || (!last.LastScaleIn.IsZero() && sinceIn < p.ScaleInInterval) {
 		d.Desired = current
-		d.Reason = fmt.Sprintf("%s would need at most %d replicas with a %g%% margin; fewer than %s for %s of the %s stabilisation window: holding",
-			forecastText, next.LowMax, p.ScaleInMargin*100, have, lowFor.Round(time.Second), p.Stabilisation)
+		d.Reason = fmt.Sprintf("%s would need at most %s with a %g%% margin; fewer than %s for %s of the %s stabilisation window: holding",
+			forecastText, count(next.LowMax, "replica"), p.ScaleInMargin*100, have, lowFor.Round(time.Second), p.Stabilisation)
 		if lowFor >= p.Stabilisation {
-			d.Reason = fmt.Sprintf("%s would need at most %d replicas with a %g%% margin; the last scale-in was %s ago (at most one per %s): holding %s",
-				forecastText, next.LowMax, p.ScaleInMargin*100, sinceIn.Round(time.Second), p.ScaleInInterval, have)
+			d.Reason = fmt.Sprintf("%s would need at most %s with a %g%% margin; the last scale-in was %s ago (at most one per %s): holding %s",
+				forecastText, count(next.LowMax, "replica"), p.ScaleInMargin*100, sinceIn.Round(time.Second), p.ScaleInInterval, have)
 		}
 		return p.finish(d, fl, current, lo, hi), next
 	}
 	step := max(1, int(p.ScaleInStep*float64(current)))
 	d.Desired = max(next.LowMax, current-step)
-	d.Reason = fmt.Sprintf("%s has needed at most %d replicas with a %g%% margin for %s: scaling in from %d to %d (at most %g%% of the replicas, at least 1, per step), predicted p95 %s",
-		forecastText, next.LowMax, p.ScaleInMargin*100, lowFor.Round(time.Second), current, d.Desired, p.ScaleInStep*100, ms(fl.p95(d.Desired, fc.rate)*1000))
+	d.Reason = fmt.Sprintf("%s has needed at most %s with a %g%% margin for %s: scaling in from %d to %d (at most %g%% of the replicas, at least 1, per step), predicted p95 %s",
+		forecastText, count(next.LowMax, "replica"), p.ScaleInMargin*100, lowFor.Round(time.Second), current, d.Desired, p.ScaleInStep*100, ms(fl.p95(d.Desired, fc.rate)*1000))
 	d = p.finish(d, fl, current, lo, hi)
 	if d.Event == ScaleIn {
 		next.LastScaleIn = now
 	}
 	return d, next
+}
+
+// count is n things: "1 replica", "3 replicas".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 // usableSamples returns the samples of window taken by now with a finite,

@@ -92,7 +92,7 @@ func TestDecide(t *testing.T) {
 		{"observed p95 above the SLO although the model says fine", nil, steady(now, 200, 180, 3), repeat(t4, 3), State{}, 4, ScaleOut,
 			"observed p95 180 ms is above the SLO 150 ms at 200 req/s with all 3 replicas ready (utilisation 0.50), although the model predicts"},
 		{"observed p95 above the SLO, replicas coming: wait", nil, steady(now, 200, 180, 3), append(repeat(t4, 3), comingT4), State{}, 4, Hold,
-			"waiting for 1 replicas that are not ready yet"},
+			"waiting for 1 replica not ready yet"},
 		{"observed p95 measured before a replica became ready", nil, steady(now, 200, 180, 2), repeat(t4, 3), State{}, 3, Hold, "would need at most 2 replicas"},
 		{"breach step is a fifth of the replicas", nil, steady(now, 900, 180, 10), repeat(t4, 10), State{}, 12, ScaleOut, "adding 2"},
 		{"no samples: hold", nil, nil, repeat(t4, 5), State{}, 5, Hold, "no metric samples in the window: holding 5 replicas"},
