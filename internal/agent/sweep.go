@@ -58,6 +58,9 @@ func (a *Agent) sweep(ctx context.Context, now time.Time, keep time.Duration) []
 			if back[job] || active[job] {
 				continue
 			}
+			if last, ok := lastRan(filepath.Join(logsDir, job)); ok && now.Sub(last) < keep {
+				continue // it ran here while the server was asked
+			}
 			for _, d := range []string{filepath.Join(jobsDir, job), filepath.Join(logsDir, job)} {
 				if aside, err := moveAside(d); err == nil {
 					trash = append(trash, aside)
