@@ -215,7 +215,7 @@ token.`,
 		},
 	}
 	cmd.Flags().StringVar(&path, "path", "", "where the checkpoint is: a URL, or a path in $ALLOT_CHECKPOINT_DIR (required)")
-	cmd.Flags().StringVar(&node, "node", "", "the node whose disk holds the path (default: none, for a URL or shared storage)")
+	cmd.Flags().StringVar(&node, "node", "", "the node whose disk holds the path (default: none, for a URL)")
 	_ = cmd.MarkFlagRequired("path")
 	return cmd
 }

@@ -57,7 +57,7 @@ func (c *Client) Event(ctx context.Context, id string, n int, e AttemptEvent) er
 }
 
 // Checkpoint reports that job id saved a checkpoint at path, on the disk of
-// node (empty: no one node's, such as shared storage or a URL).
+// node (empty for a URL, which no node holds).
 func (c *Client) Checkpoint(ctx context.Context, id, path, node string) (Job, error) {
 	var j Job
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/" + seg(id) + "/checkpoint",

@@ -315,7 +315,7 @@ type JobStatus struct {
 	CheckpointPath string
 	// CheckpointNode is the node whose disk holds CheckpointPath, when the
 	// agent of a node the job ran on reported it; empty when unknown (a
-	// path on storage every node shares, say). A requeued job prefers it,
+	// URL, which no node holds). A requeued job prefers it,
 	// so that its next attempt finds the checkpoint.
 	CheckpointNode string
 	Allocations    []Allocation

@@ -388,7 +388,7 @@ func rankRunsOn(j *model.Job, n, rank int, node string) error {
 // holds it: a node token's own node (node may be empty or that node), or
 // for the job's tenant and the administrator (whose token the agents of
 // 'allot up' share) one of the nodes of the job's current attempt, or empty
-// when no node holds it alone (shared storage). A queued job prefers the
+// for a URL, which no node holds. A queued job prefers the
 // node of its checkpoint.
 func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id, path, node string) (*model.Job, error) {
 	if path == "" {

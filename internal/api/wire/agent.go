@@ -79,7 +79,7 @@ const MaxEventMessage = 512
 type CheckpointRequest struct {
 	Path string `json:"path"`
 	// Node is the node whose disk holds Path; empty for a node token's own
-	// node, or when no node holds it alone (shared storage).
+	// node, or for a URL, which no node holds.
 	Node string `json:"node,omitempty"`
 }
 
