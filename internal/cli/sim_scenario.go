@@ -12,12 +12,14 @@ import (
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/report"
+	"github.com/allot-dev/allot/internal/sim/engine"
 	"github.com/allot-dev/allot/internal/sim/scenario"
 	"github.com/allot-dev/allot/internal/spec"
 )
 
 type simScenarioFlags struct {
 	strategy, policies, output, report string
+	checkpoints                        string
 	findMin                            bool
 	factor                             float64
 }
@@ -41,6 +43,14 @@ guarantees, no lending), dynamic (one pool: classes, policies and preemption
 only), hybrid (guarantees lent while idle and reclaimed, non-urgent batch and
 developer work run as spot). --strategy all runs the three side by side.
 
+--checkpoints says where a preempted job's checkpoint lies: shared (the
+default: storage every node reaches, so the next attempt resumes anywhere),
+local (on the disk of the node of its first instance, as allot's agents keep
+it; the scheduler is told and sends the job back there when it can) or
+local-untold (on the node, the scheduler unaware). With a local choice an
+attempt that runs elsewhere starts over, and the table adds the checkpointed
+GPU-hours so redone.
+
 --find-min-fleet searches (bisection on a uniform factor of every node count)
 for the smallest fleet on which each strategy still keeps every endpoint's SLO
 in at least 99 % of minutes, violates no guarantee and honours every
@@ -63,6 +73,7 @@ reservation on time.`,
 	fl.BoolVar(&f.findMin, "find-min-fleet", false, "search for the smallest fleet factor on which each strategy meets its targets")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
 	fl.StringVar(&f.report, "report", "", "write plots and index.html into this directory")
+	fl.StringVar(&f.checkpoints, "checkpoints", "shared", "where preempted work's checkpoints lie: shared (storage every node reaches), local (on the node, as allot's agents keep them; placement goes back to it), local-untold (on the node, placement unaware)")
 	return cmd
 }
 
@@ -85,6 +96,10 @@ func runSimScenario(cmd *cobra.Command, path string, f simScenarioFlags) error {
 	if err != nil {
 		return Usage(err)
 	}
+	ckpts, err := engine.ParseCheckpoints(f.checkpoints)
+	if err != nil {
+		return Usage(fmt.Errorf("--checkpoints: %w", err))
+	}
 	file, err := scenario.Read(path)
 	if err != nil {
 		return Usage(err)
@@ -98,7 +113,7 @@ func runSimScenario(cmd *cobra.Command, path string, f simScenarioFlags) error {
 	var runs []scenarioRun
 	var reportRuns []report.Run
 	for _, s := range strategies {
-		opt := scenario.Options{Strategy: s, Policies: ps, Factor: f.factor}
+		opt := scenario.Options{Strategy: s, Policies: ps, Factor: f.factor, Checkpoints: ckpts}
 		start := time.Now()
 		res, err := scenario.Run(cmd.Context(), file, opt)
 		if err != nil {
@@ -207,6 +222,10 @@ func writeScenarioTable(w io.Writer, runs []scenarioRun) error {
 		})
 	}
 	row("preemptions", func(r scenarioRun) string { return fmt.Sprint(r.Preemptions) })
+	if runs[0].Checkpoints != "" {
+		row("restarts at / away from checkpoint", func(r scenarioRun) string { return fmt.Sprintf("%d / %d", r.RestartsHome, r.RestartsAway) })
+		row("checkpointed GPU-h redone", func(r scenarioRun) string { return fmt.Sprintf("%.1f", r.RedoneGPUHours) })
+	}
 	row("policy firings", func(r scenarioRun) string { return fmt.Sprint(r.PolicyFirings) })
 	row("cycles with policy overrides", func(r scenarioRun) string { return fmt.Sprint(r.PolicyOverrideCycles) })
 	row("meets targets", func(r scenarioRun) string { return fmt.Sprint(r.Meets) })

@@ -66,11 +66,20 @@ func TestSimScenarioTableAndErrors(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "redone") {
+		t.Errorf("with shared checkpoints (the default) the table has a redone row:\n%s", out)
+	}
+	stdout.Reset()
+	if code := Run(context.Background(), []string{"sim", "scenario", smallScenario, "--strategy", "static", "--checkpoints", "local"}, &stdout, &stderr); code != ExitOK ||
+		!strings.Contains(stdout.String(), "checkpointed GPU-h redone") {
+		t.Errorf("--checkpoints local: exit %d, table:\n%s", code, stdout.String())
+	}
 	for _, args := range [][]string{
 		{"sim", "scenario", smallScenario, "--strategy", "fair"},
 		{"sim", "scenario", smallScenario, "-o", "yaml"},
 		{"sim", "scenario", "no/such/file.yaml"},
 		{"sim", "scenario", smallScenario, "--policies", smallScenario},
+		{"sim", "scenario", smallScenario, "--checkpoints", "nfs"},
 	} {
 		stdout.Reset()
 		stderr.Reset()

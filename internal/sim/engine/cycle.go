@@ -91,6 +91,21 @@ func lastCheckpoint(j *model.Job, now time.Time) time.Time {
 
 func (e *Engine) started(x *entry) {
 	x.gen++
+	if e.local() && x.saved > 0 {
+		// The attempt resumes from the job's checkpoint on its node, and
+		// starts over anywhere else.
+		home := x.job.Status.Allocations[0].Node == x.savedOn
+		redone := 0.0
+		if x.from = 0; home {
+			x.from = x.saved
+		} else {
+			redone = x.saved.Seconds() * float64(x.job.Spec.Resources.TotalMilli()) / model.MilliPerGPU
+		}
+		if r, ok := e.cfg.Recorder.(RedoRecorder); ok {
+			r.Restarted(x.job, home, redone, e.now)
+		}
+		x.remaining = x.work - x.from
+	}
 	if e.cfg.Recorder != nil {
 		e.cfg.Recorder.Started(x.job, e.now)
 	}
@@ -118,10 +133,22 @@ func (e *Engine) preempted(x *entry, p sched.Preemption) {
 	if x.remaining != Forever && e.cfg.RunFor == nil {
 		saved := lastCheckpoint(x.job, e.now).Sub(x.job.Status.StartedAt)
 		x.remaining -= saved
+		if st := &x.job.Status; e.local() && saved > 0 {
+			// The checkpoint lies on the lost attempt's first node.
+			x.saved, x.savedOn = x.from+saved, st.Attempts[len(st.Attempts)-1].Nodes[0]
+			if e.cfg.Checkpoints == CheckpointsLocal {
+				st.CheckpointNode = x.savedOn
+			}
+		}
 	}
 	if e.cfg.Recorder != nil {
 		e.cfg.Recorder.Preempted(x.job, p, e.now)
 	}
+}
+
+// local reports whether checkpoints lie on one node's disk (Config.Checkpoints).
+func (e *Engine) local() bool {
+	return e.cfg.Checkpoints != CheckpointsShared && e.cfg.RunFor == nil
 }
 
 // wakeForProtection asks for a cycle when the first protected running job

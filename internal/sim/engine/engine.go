@@ -3,6 +3,7 @@ package engine
 import (
 	"container/heap"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -37,6 +38,10 @@ type Config struct {
 	// itself. Nil means the job's remaining work, less what preemptions
 	// lost since each attempt's last checkpoint.
 	RunFor func(j *model.Job, now time.Time) time.Duration
+	// Checkpoints is where a preempted job's checkpoint lies, which
+	// decides whether its next attempt keeps the work saved; the zero
+	// value is CheckpointsShared. Ignored with RunFor.
+	Checkpoints Checkpoints
 	// CheckIncremental also plans every cycle from scratch and makes Run
 	// fail with ErrIncremental when that Plan differs from the one on
 	// the engine's sched.Session (session.go). For tests.
@@ -55,6 +60,48 @@ type Recorder interface {
 	Preempted(j *model.Job, p sched.Preemption, now time.Time)
 	// Ended: j finished its work (Succeeded) or was stopped (Canceled).
 	Ended(j *model.Job, now time.Time)
+}
+
+// Checkpoints says where the checkpoints of preempted jobs lie.
+type Checkpoints int
+
+const (
+	// CheckpointsShared: on storage every node reaches; the next attempt
+	// keeps the work saved wherever it runs.
+	CheckpointsShared Checkpoints = iota
+	// CheckpointsLocal: on the disk of the node of the lost attempt's
+	// first instance, as allot's agents keep them, and the core is told
+	// (JobStatus.CheckpointNode): the next attempt keeps the work saved
+	// only when its first instance runs on that node.
+	CheckpointsLocal
+	// CheckpointsLocalUntold: as CheckpointsLocal, but the core is not told
+	// where, so placement ignores it (allot before it recorded checkpoint
+	// nodes).
+	CheckpointsLocalUntold
+)
+
+var checkpointsNames = []string{"shared", "local", "local-untold"}
+
+func (c Checkpoints) String() string {
+	if int(c) < len(checkpointsNames) {
+		return checkpointsNames[c]
+	}
+	return fmt.Sprintf("Checkpoints(%d)", int(c))
+}
+
+// ParseCheckpoints reads "shared", "local" or "local-untold".
+func ParseCheckpoints(s string) (Checkpoints, error) {
+	if i := slices.Index(checkpointsNames, s); i >= 0 {
+		return Checkpoints(i), nil
+	}
+	return 0, fmt.Errorf("%q: want shared, local or local-untold", s)
+}
+
+// RedoRecorder is a Recorder told, with local checkpoints, where a job
+// that had saved work restarts: on the node of its checkpoint (home), or
+// away from it, redoing gpuSeconds (the work saved times the job's GPUs).
+type RedoRecorder interface {
+	Restarted(j *model.Job, home bool, gpuSeconds float64, now time.Time)
 }
 
 // Forever is the work of a job that runs until it is stopped (a replica).
@@ -85,6 +132,11 @@ type entry struct {
 	gen       int           // bumps at every start and stop, to drop stale completions
 	n         int           // submit order, to order completions of one moment
 	pos       int           // index in live
+	// With local checkpoints: work is the job's whole work, from the
+	// work its attempt resumed from, and saved the work of its last
+	// checkpoint, which lies on node savedOn.
+	work, from, saved time.Duration
+	savedOn           string
 }
 
 // New returns an engine at cfg.Start with nothing submitted.
@@ -150,7 +202,7 @@ func (e *Engine) Submit(j *model.Job, work time.Duration) error {
 	j.Status.State = model.StateQueued
 	j.Status.SubmittedAt = e.now
 	j.Status.Allocations = nil
-	x := &entry{job: j, remaining: work, n: e.n, pos: len(e.live)}
+	x := &entry{job: j, remaining: work, work: work, n: e.n, pos: len(e.live)}
 	e.n++
 	e.live = append(e.live, x)
 	e.byID[j.ID] = x

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -185,5 +186,87 @@ func TestCallbackOrderAndInput(t *testing.T) {
 	}
 	if inputs != e.Cycles() || inputs < 2 {
 		t.Errorf("Input saw %d snapshots over %d cycles", inputs, e.Cycles())
+	}
+}
+
+// redoLog is a log that also records where jobs with saved work restart.
+type redoLog struct {
+	log
+	homes  []bool
+	redone float64
+}
+
+func (l *redoLog) Restarted(_ *model.Job, home bool, gpuSeconds float64, _ time.Time) {
+	l.homes = append(l.homes, home)
+	l.redone += gpuSeconds
+}
+
+// With checkpoints on the nodes' disks, a preempted job keeps its saved
+// work only when its next attempt runs on the node of its checkpoint: a
+// guest checkpointed on n-2 (20-minute interval, 50 minutes run, 40 saved)
+// is evicted by the owner, and restarts once both nodes are free. Shared
+// storage: it resumes anywhere. Local, the core told: it goes back to n-2
+// and resumes. Local, the core not told: it takes n-1 (the lowest rank)
+// and redoes the 40 minutes of 8 GPUs.
+func TestLocalCheckpoints(t *testing.T) {
+	for _, tc := range []struct {
+		ckpts    engine.Checkpoints
+		node     string
+		ends     time.Duration
+		redoneGS float64
+	}{
+		{engine.CheckpointsShared, "n-1", 190 * time.Minute, 0},
+		{engine.CheckpointsLocal, "n-2", 190 * time.Minute, 0},
+		{engine.CheckpointsLocalUntold, "n-1", 230 * time.Minute, 40 * 60 * 8},
+	} {
+		t.Run(tc.ckpts.String(), func(t *testing.T) {
+			w := schedtest.NewWorld().Region("r", "us", model.FabricInfiniBand).Nodes("n", 2, "ND96-H100x8-IB", "l1")
+			w.Partition("p", "r", "H100", 16).Tenant("owner", "p").Tenant("guest", "")
+			l := &redoLog{}
+			e := engine.New(engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, CheckIncremental: true,
+				Recorder: l, Core: sched.Config{MinRunTime: 10 * time.Minute}, Checkpoints: tc.ckpts})
+			l.eng = e
+			submit := func(j *model.Job, work time.Duration) {
+				if err := e.Submit(j, work); err != nil {
+					t.Fatal(err)
+				}
+			}
+			submit(job("filler", "owner", 8, 0), 10*time.Minute) // takes n-1: the guest starts on n-2
+			e.At(schedtest.Epoch.Add(time.Minute), func(time.Time) { submit(job("guest", "guest", 8, 20*time.Minute), 2*time.Hour) })
+			e.At(schedtest.Epoch.Add(51*time.Minute), func(time.Time) {
+				submit(job("x", "owner", 8, 0), time.Hour)
+				submit(job("y", "owner", 8, 0), time.Hour)
+			})
+			var restartedOn string
+			e.At(schedtest.Epoch.Add(112*time.Minute), func(time.Time) {
+				for _, j := range e.Holding() {
+					if j.ID == "guest" {
+						restartedOn = j.Status.Allocations[0].Node
+					}
+				}
+			})
+			if err := e.Run(schedtest.Epoch.Add(10 * time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if len(l.preempted) != 1 || l.preempted[0].Job != "guest" {
+				t.Fatalf("preemptions %+v, want the guest once", l.preempted)
+			}
+			if restartedOn != tc.node {
+				t.Errorf("the guest restarted on %q, want %s", restartedOn, tc.node)
+			}
+			if got := l.endedAt["guest"].Sub(schedtest.Epoch.Add(time.Minute)); got != tc.ends {
+				t.Errorf("the guest ended %s after its submit, want %s", got, tc.ends)
+			}
+			if l.redone != tc.redoneGS {
+				t.Errorf("redone %g GPU-seconds, want %g", l.redone, tc.redoneGS)
+			}
+			var homes []bool // with local checkpoints, the one restart: home when nothing is redone
+			if tc.ckpts != engine.CheckpointsShared {
+				homes = []bool{tc.redoneGS == 0}
+			}
+			if !slices.Equal(l.homes, homes) {
+				t.Errorf("restarts recorded (home or not) %v, want %v", l.homes, homes)
+			}
+		})
 	}
 }

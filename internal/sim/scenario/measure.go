@@ -11,6 +11,7 @@ import (
 	"github.com/allot-dev/allot/internal/price"
 	"github.com/allot-dev/allot/internal/report"
 	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/sim/engine"
 	"github.com/allot-dev/allot/internal/strategy"
 )
 
@@ -154,7 +155,11 @@ func (r *run) result() *Result {
 		FleetFactor: w.Factor, Nodes: len(w.Fleet.Nodes), Cycles: r.eng.Cycles(), PolicyFirings: r.firings,
 		PolicyOverrideCycles: r.overridden,
 		Preemptions:          rec.preemptions, LostGPUHours: rec.lostSeconds / 3600,
-		SpotGPUHours: rec.spotSeconds / 3600, SpotLostGPUHours: rec.spotLost / 3600}
+		SpotGPUHours: rec.spotSeconds / 3600, SpotLostGPUHours: rec.spotLost / 3600, RedoneGPUHours: rec.redone / 3600,
+		RestartsHome: rec.home, RestartsAway: rec.away}
+	if r.opt.Checkpoints != engine.CheckpointsShared {
+		res.Checkpoints = r.opt.Checkpoints.String()
+	}
 	for _, n := range w.Fleet.Nodes {
 		res.GPUs += w.Fleet.Catalog[n.SKU].GPUs
 	}

@@ -26,6 +26,8 @@ type recorder struct {
 	spotSeconds float64
 	lostSeconds float64
 	spotLost    float64
+	redone      float64 // GPU-seconds of checkpointed work started over (engine.RedoRecorder)
+	home, away  int     // restarts of jobs with saved work on the node of their checkpoint, and elsewhere
 	preemptions int
 	hourly      []float64 // GPU-seconds held per hour
 	tenantHeld  map[string]float64
@@ -112,6 +114,17 @@ func (r *recorder) Preempted(j *model.Job, p sched.Preemption, now time.Time) {
 }
 
 func (r *recorder) Ended(j *model.Job, _ time.Time) { delete(r.queuedAt, j.ID) }
+
+// Restarted: j, with saved work, restarted on the node of its checkpoint
+// (home) or away from it, redoing gpuSeconds.
+func (r *recorder) Restarted(_ *model.Job, home bool, gpuSeconds float64, _ time.Time) {
+	if home {
+		r.home++
+	} else {
+		r.away++
+	}
+	r.redone += gpuSeconds
+}
 
 // submit notes a job the workload submits (not a replica).
 func (r *recorder) submit(j *model.Job, spotLike bool, reservation string, now time.Time) {

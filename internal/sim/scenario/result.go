@@ -25,7 +25,18 @@ type Result struct {
 	Tenants          []TenantUse  `json:"gpu_hours_by_tenant"`
 	Preemptions      int          `json:"preemptions"`
 	LostGPUHours     float64      `json:"lost_gpu_hours"`
-	PolicyFirings    int          `json:"policy_firings"`
+	// RedoneGPUHours, with checkpoints on the nodes' disks
+	// (Options.Checkpoints), is the checkpointed work that attempts
+	// started over because they ran on another node than their checkpoint.
+	RedoneGPUHours float64 `json:"checkpointed_gpu_hours_redone,omitempty"`
+	// RestartsHome and RestartsAway count the restarts of preempted jobs
+	// with saved work on the node of their checkpoint and elsewhere.
+	RestartsHome int `json:"restarts_on_checkpoint_node,omitempty"`
+	RestartsAway int `json:"restarts_elsewhere,omitempty"`
+	// Checkpoints is where checkpoints lay (engine.Checkpoints); empty for
+	// shared storage.
+	Checkpoints   string `json:"checkpoints,omitempty"`
+	PolicyFirings int    `json:"policy_firings"`
 	// PolicyOverrideCycles counts the cycles in which the policies changed
 	// the class of some work.
 	PolicyOverrideCycles int `json:"policy_override_cycles"`

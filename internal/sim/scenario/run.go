@@ -21,6 +21,9 @@ type Options struct {
 	Policies *model.PolicySet
 	// Factor scales every node count of the fleet; 0 means 1.
 	Factor float64
+	// Checkpoints is where preempted work's checkpoints lie
+	// (engine.Config.Checkpoints); the zero value is on shared storage.
+	Checkpoints engine.Checkpoints
 	// CheckIncremental is engine.Config.CheckIncremental: every cycle is
 	// also planned from scratch, and a different Plan fails the run.
 	CheckIncremental bool
@@ -76,7 +79,7 @@ func Run(ctx context.Context, f *File, opt Options) (*Result, error) {
 	}
 	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
 		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime), HoldAfter: time.Duration(f.HoldAfter)},
-		Input: r.input, CheckIncremental: opt.CheckIncremental})
+		Input: r.input, Checkpoints: opt.Checkpoints, CheckIncremental: opt.CheckIncremental})
 	r.rec.eng = r.eng
 
 	// The workload.
