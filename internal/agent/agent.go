@@ -422,7 +422,7 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 			}
 			continue
 		}
-		if _, err := a.cfg.Client.Checkpoint(ctx, k.job, path, a.cfg.Node); err != nil {
+		if err := a.reportCheckpoint(ctx, k.job, path); err != nil {
 			a.log.Warn("report checkpoint failed", "job", k.job, "err", err)
 		} else {
 			reported = m

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -142,4 +144,17 @@ func (a *Agent) resumeFrom(x client.Assignment, dir string) (string, string) {
 		return "", why("is not on this node's disk")
 	}
 	return path, ""
+}
+
+// reportCheckpoint tells the server that job saved a checkpoint at path on
+// this node. A server older than this agent does not know the node field
+// and refuses it (400, unknown field node): it is told the path alone, as
+// before, so that agents may be upgraded before the servers.
+func (a *Agent) reportCheckpoint(ctx context.Context, job, path string) error {
+	_, err := a.cfg.Client.Checkpoint(ctx, job, path, a.cfg.Node)
+	var ae *client.APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && ae.Field == "node" && strings.Contains(ae.Message, "unknown field") {
+		_, err = a.cfg.Client.Checkpoint(ctx, job, path, "")
+	}
+	return err
 }

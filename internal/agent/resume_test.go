@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,5 +185,48 @@ retry: {max_retries: 2}
 	}
 	if got := strings.Count(logs.String(), "checkpoint reported"); got != 4 {
 		t.Errorf("%d checkpoints reported, want 4 (two saves of c1, two of c2):\n%s", got, logs.String())
+	}
+}
+
+// An agent newer than its server reports a checkpoint with its node; the
+// older server refuses the unknown field, and is then told the path alone.
+// Any other refusal is not retried.
+func TestCheckpointReportToAnOlderServer(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		refusal  string
+		requests int
+		ok       bool
+	}{
+		{"an older server", `{"code":"InvalidSpec","message":"invalid JSON: json: unknown field \"node\"","field":"node"}`, 2, true},
+		{"another node", `{"code":"InvalidSpec","message":"job j's current attempt does not run on node n1","field":"node"}`, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var bodies []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				bodies = append(bodies, string(b))
+				w.Header().Set("Content-Type", "application/json")
+				if strings.Contains(string(b), `"node"`) {
+					w.WriteHeader(http.StatusBadRequest)
+					io.WriteString(w, tc.refusal)
+					return
+				}
+				io.WriteString(w, `{"id":"j","state":"Running","checkpoint_path":"/c"}`)
+			}))
+			defer srv.Close()
+			cl, err := client.New(srv.URL, "tok")
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := &Agent{cfg: Config{Client: cl, Node: "n1"}}
+			err = a.reportCheckpoint(context.Background(), "j", "/c")
+			if (err == nil) != tc.ok || len(bodies) != tc.requests {
+				t.Fatalf("err %v after %d requests %q; want ok %v after %d", err, len(bodies), bodies, tc.ok, tc.requests)
+			}
+			if tc.ok && bodies[1] != `{"path":"/c"}` {
+				t.Errorf("retry sent %s, want the path alone", bodies[1])
+			}
+		})
 	}
 }
