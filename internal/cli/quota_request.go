@@ -41,7 +41,12 @@ are refused with the field at fault (exit status 2).`,
 		Example: `  allot quota request --region eastus --series ND --gpus 32 \
       --reason "pretraining run in January needs 4 nodes"
   allot quota requests --state pending`,
-		Args: cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return Usage(fmt.Errorf("quota request takes flags, not %q; to list requests: allot quota requests", args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {

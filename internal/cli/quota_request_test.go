@@ -55,3 +55,14 @@ func TestQuotaRequestCommands(t *testing.T) {
 			wantOut: []string{"ACTION", "quota.approve", "quota-request/qr-1", "16 → 32"}, wantErr: []string{"more records match"}},
 	})
 }
+
+// 'quota request list' (kubectl's habit) points to the listing command
+// instead of cobra's bare "unknown command", and sends nothing.
+func TestQuotaRequestTakesNoArguments(t *testing.T) {
+	isolate(t)
+	url, hits := stub(t, exchange{method: "GET", path: "/v1/quota-requests", status: 200, body: `{"quota_requests":[]}`})
+	_, errOut, code := runCLI(t, "quota", "request", "list", "--server", url)
+	if code != ExitUsage || !strings.Contains(errOut, "to list requests: allot quota requests") || hits.Load() != 0 {
+		t.Errorf("exit %d, %d requests, stderr %q", code, hits.Load(), errOut)
+	}
+}
