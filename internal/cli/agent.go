@@ -141,7 +141,7 @@ here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.`,
   sudo allot agent --server http://10.0.0.1:8080 --token-file /etc/allot/node-token --node eastus-h100-01 \
       --gpus auto --data /var/lib/allot-agent --work /var/lib/allot-work
   ALLOT_TOKEN=$(cat admin-token) allot agent --node n1 --node n2 --gpus virtual:8xH100-80GB --data /tmp/agents`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			server, token, err := agentToken(conn, f)
 			if err != nil {

@@ -43,7 +43,7 @@ resolved alert: how long ago it resolved), and a sentence for a person.`,
   allot alert list -o json | jq '.alerts[] | select(.state == "firing") | .summary'
   allot alert list -o yaml`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			now := time.Now()
 			return fetchAndList(cmd, conn, "alerts", (*client.Client).Alerts, func(alerts []client.Alert) printer {

@@ -39,7 +39,7 @@ the last one shown.`,
   allot audit list --actor admin -o json | jq -r '.records[] | select(.action == "quota.approve") | .detail'
   allot audit list --since 2026-12-01T00:00:00Z --actor acme`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {

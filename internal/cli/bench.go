@@ -62,7 +62,7 @@ which it does only after the store made the job durable (fsync). It prints
 submits per second and the p50, p99 and max acknowledgement latency, with the
 store's group-commit batching and the scheduling cycles run meanwhile. Rate
 limiting is off; everything else is the production path.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchAPI(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},

@@ -82,7 +82,7 @@ cycles need the cluster's --max-txn-ops of 10000 as 'allot server' does.`,
 		Example: `  allot bench e2e --nodes 1000 --jobs 8000 --clients 16
   allot bench e2e --nodes 1000 --jobs 8000 --history 1000000 -o json
   allot bench e2e --nodes 500 --jobs 4000 --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchE2E(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},

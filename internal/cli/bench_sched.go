@@ -101,7 +101,7 @@ are the machine's. A progress bar goes to stderr when it is a terminal.`,
 		Example: `  allot bench sched                              # 100,000 GPUs, 50,000 queued, 90 % full
   allot bench sched --gpus 8000 --pending 2000 --cycles 20 -o json
   allot bench sched --fill 0 --cycles 0           # the empty fleet of BenchmarkCycle`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchSched(cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},

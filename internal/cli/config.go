@@ -64,7 +64,7 @@ func clientGroup(use, short, long string, conn *connection) *cobra.Command {
 		Use:   use,
 		Short: short,
 		Long:  long + "\n" + connectionHelp,
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var names []string
 			for _, c := range cmd.Commands() {

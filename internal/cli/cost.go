@@ -56,7 +56,7 @@ and budget; an admin token sees every tenant.`,
   allot cost report --by job --since 7d
   allot cost report --by region -o json | jq '.rows[] | {region, usd}'
   allot cost report --tenant acme --since 2026-11-01 --until 2026-12-01 -o csv > acme-nov.csv`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			csvOut := conn.output == "csv"
 			if csvOut {

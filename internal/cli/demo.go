@@ -71,7 +71,7 @@ Capacity is concurrency / service time: 32 slots of 20 ms serve at most
 1,600 requests/s.`,
 		Example: `  allot demo serve --service-time 20ms --concurrency 32
   allot demo serve --listen 127.0.0.1:8000 --report http://127.0.0.1:9000/metrics --report-every 5s`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.ReportURL, cfg.ReportToken = report, os.Getenv("ALLOT_ENDPOINT_TOKEN")
 			if cfg.ReportURL == "" {
@@ -117,7 +117,7 @@ achieved, how many were answered 2xx, failed or dropped (more than
 --max-in-flight outstanding), and the latency percentiles of the answered
 ones.`,
 		Example: `  allot demo load --url http://127.0.0.1:8000/ --rps 300 --duration 30s`,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.URL == "" || cfg.RPS <= 0 || cfg.Duration <= 0 {
 				return Usage(errors.New("demo load needs --url, --rps above 0 and --duration above 0"))
@@ -157,7 +157,7 @@ finished step and exits 143, so a preempted job loses at most one step. On
 Ctrl-C it does the same and exits 130.`,
 		Example: `  allot demo train --steps 100 --step-time 1s --checkpoint-every 10
   ALLOT_CHECKPOINT_DIR=/tmp/ck allot demo train --steps 20 --step-time 100ms`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Steps < 0 || cfg.CheckpointEvery < 0 || cfg.StepTime < 0 {
 				return Usage(errors.New("--steps, --step-time and --checkpoint-every must not be negative"))

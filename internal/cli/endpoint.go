@@ -213,7 +213,7 @@ rolling update how many of the desired replicas run the new template.`,
 		Example: `  allot endpoint list
   allot endpoint list -o json | jq '.endpoints[] | {name, desired}'`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return fetchAndList(cmd, conn, "endpoints", (*client.Client).ListEndpoints,
 				func(eps []client.Endpoint) printer { return endpointTable(eps, time.Now()) })

@@ -59,7 +59,7 @@ another request is refused (Conflict).`,
   allot instance create --sku NC24-A100x1 --region westus --count 2 --priority spot --grace 2m
   allot instance create --sku ND96-H100x8-IB --region westeurope --wait --name big-box
   allot instance create --sku NC24-A100x1 --region westus --idempotency-key "ci-$BUILD_ID"`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {
@@ -107,7 +107,7 @@ nodes. Deleted and refused instances are left out unless --all.`,
 		Example: `  allot instance list
   allot instance list --all -o json | jq -r '.instances[] | .id + " " + .state'`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			list := func(cl *client.Client, ctx context.Context) ([]client.Instance, error) {
 				return cl.Instances(ctx, tenant, all)

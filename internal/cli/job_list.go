@@ -64,7 +64,7 @@ TENANT STATE REASON PRIORITY AGE.`,
   allot job list --state Queued --watch --interval 5s
   allot job list | less -S`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {

@@ -34,7 +34,7 @@ lists them all), and why it is drained.`,
 		Example: `  allot node list
   allot node list -o json | jq '.nodes[] | select(.health != "Ready") | .name'`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return fetchAndList(cmd, conn, "nodes", (*client.Client).Nodes, nodeTable)
 		},

@@ -56,7 +56,7 @@ examples/refused (jobs that submit refuses: they can never run) queued.`,
       --jobs examples/jobs --jobs examples/refused
   allot plan --fleet examples/fleet.yaml --tenants examples/tenants.yaml \
       --jobs examples/jobs/train-llama.yaml --set priority=spot -o json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("jobs") && !cmd.Flags().Changed("running") {
 				f.jobs, f.running = exampleJobs, exampleRunning

@@ -79,7 +79,7 @@ changed in that cycle; then the latest events (fires, clears, stops).
   allot policy list --text > policies.yaml
   allot policy list -o json`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {

@@ -35,7 +35,7 @@ region or in --region's alone. A tenant token sees its own usage; an admin
 token sees every tenant's.`,
 		Example: `  allot quota usage
   allot quota usage --region westus -o yaml`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {

@@ -83,7 +83,7 @@ the note of the decision. --state keeps one state.`,
 		Example: `  allot quota requests
   allot quota requests --state pending --token "$ADMIN"
   allot quota requests -o json | jq -r '.quota_requests[] | select(.state == "denied") | .note'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch state {
 			case "", "pending", "approved", "denied":
@@ -168,7 +168,7 @@ is recorded in the audit log with --reason.`,
 		Example: `  allot quota set --tenant acme --region eastus --series ND --gpus 24 \
       --reason "contract amendment 7" --token "$ADMIN"
   allot quota usage --region eastus`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {

@@ -52,7 +52,7 @@ held for, required with an admin token. A name already taken is a Conflict
       --start now --end +720h --name acme-h100
   allot reservation create --sku ND96-A100x8-IB --region westus --count 2 \
       --start 2027-03-01 --end 2027-09-01 --owner acme --token "$ADMIN"`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {
@@ -160,7 +160,7 @@ them for an admin, with their SKU, region, node count and time window.`,
 		Example: `  allot reservation list
   allot reservation list -o yaml`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return fetchAndList(cmd, conn, "reservations", (*client.Client).ListReservations,
 				func(rs []client.Reservation) printer { return reservationTable(rs) })

@@ -141,7 +141,7 @@ serves, and shuts down cleanly on SIGINT or SIGTERM.`,
       --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379 --etcd-ca /etc/allot/tls/etcd-ca.pem \
       --etcd-cert /etc/allot/tls/etcd-client.pem --etcd-key /etc/allot/tls/etcd-client-key.pem \
       --fleet /etc/allot/fleet.yaml --tenants /etc/allot/tenants.yaml`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, false)
 		},

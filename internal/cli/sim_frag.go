@@ -44,7 +44,7 @@ placement alone could still win. "all placed" packs every fraction that
 arrived: no policy that places every fraction it is offered allocates more
 (past the point where the cluster fills, policies drop fractions, and it
 stops bounding them).`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimFrag(cmd, f) },
 	}
 	fl := cmd.Flags()

@@ -73,7 +73,7 @@ of results and --report plots them together.`,
 
   # what each virtual cluster's work cost
   allot sim replay --cluster-scale 0.25 --sharing borrow --policy allot -o json | jq '.tenants[] | {name, usd}'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimReplay(cmd, f) },
 	}
 	fl := cmd.Flags()

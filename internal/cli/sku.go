@@ -37,7 +37,7 @@ rising with the region's GPU utilisation to the on-demand price when full
   allot sku list --region eastus
   allot sku list --region westeurope --series ND -o json`,
 		Aliases: []string{"ls"},
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {

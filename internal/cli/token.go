@@ -37,7 +37,7 @@ labels it in 'allot token list'.`,
   export ALLOT_TOKEN=$(allot token create --tenant acme --token "$ADMIN")
   allot token create --node eastus-h100-01 --token "$ADMIN"
   allot token create --tenant acme --name ci --ttl 720h`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (tenant == "") == (node == "") {
 				return Usage(fmt.Errorf("give --tenant or --node (one of them)"))

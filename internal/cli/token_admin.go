@@ -17,7 +17,7 @@ carried it (since the server started). The server keeps only hashes: no
 token can be shown again.`,
 		Example: `  allot token list
   allot token list -o json | jq -r '.tokens[] | select(.expired) | .id'`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cl, f, err := conn.client()
 			if err != nil {

@@ -15,7 +15,7 @@ func newTraceCmd() *cobra.Command {
 	t := &cobra.Command{
 		Use:   "trace",
 		Short: "Derive workloads from the traces allot ships",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 	}
 	t.AddCommand(newTraceOpenbVariantCmd())
 	return t
@@ -62,7 +62,7 @@ The same inputs and seed give the same file. P is:
 Each share lands within one pod's contribution of P (gpuspec: within
 rounding). Pods are renamed openb-pod-NNNN in file order. The line printed
 gives the pod count and the share reached.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runTraceOpenbVariant(cmd, f) },
 	}
 	fl := cmd.Flags()

@@ -25,7 +25,7 @@ prints the URL, the dashboard's URL (/ui/) and the commands to try next,
 and stops on Ctrl-C.`,
 		Example: `  go run ./cmd/allot up
   allot up --data /tmp/allot --listen 127.0.0.1:0`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return serve(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f, true)
 		},

@@ -27,7 +27,7 @@ use now against quotas instead.` + "\n" + connectionHelp,
 		Example: `  allot usage
   allot usage --since 7d --by job
   allot usage --tenant acme --since 2026-11-01 --until 2026-12-01 -o csv > acme-nov.csv`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			csvOut := conn.output == "csv"
 			if csvOut {

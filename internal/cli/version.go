@@ -58,7 +58,7 @@ with "(modified)" when the work tree had changes, the Go version and the
 platform. A binary made by 'go run' or 'go test' has no VCS revision.`,
 		Example: `  allot version
   allot version -o json | jq -r .revision`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := parseFormat(output)
 			if err != nil {
