@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -196,26 +197,18 @@ func (h *handler) scaleEndpoint(w http.ResponseWriter, r *http.Request, p server
 	h.writeEndpoint(w, r, p, name, http.StatusOK)
 }
 
-// restartEndpoint rolls every replica of the endpoint the path names over
-// to new ones (server.RestartEndpoint); the body is empty.
-func (h *handler) restartEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	name := r.PathValue("name")
-	if _, err := h.srv.RestartEndpoint(r.Context(), p, name); err != nil {
-		h.fail(w, r, err)
-		return
+// endpointAction serves a POST with no body that changes the endpoint the
+// path names by do (server.RestartEndpoint, server.UndoEndpoint) and
+// answers with the endpoint.
+func (h *handler) endpointAction(do func(context.Context, server.Principal, string) (*server.Endpoint, error)) func(http.ResponseWriter, *http.Request, server.Principal) {
+	return func(w http.ResponseWriter, r *http.Request, p server.Principal) {
+		name := r.PathValue("name")
+		if _, err := do(r.Context(), p, name); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		h.writeEndpoint(w, r, p, name, http.StatusOK)
 	}
-	h.writeEndpoint(w, r, p, name, http.StatusOK)
-}
-
-// undoEndpoint rolls the endpoint the path names back to its earlier
-// template (server.UndoEndpoint); the body is empty.
-func (h *handler) undoEndpoint(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	name := r.PathValue("name")
-	if _, err := h.srv.UndoEndpoint(r.Context(), p, name); err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.writeEndpoint(w, r, p, name, http.StatusOK)
 }
 
 // updateEndpoint replaces what the autoscaler reads of the endpoint the

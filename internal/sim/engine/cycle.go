@@ -101,7 +101,7 @@ func (e *Engine) started(x *entry) {
 		} else {
 			redone = x.saved.Seconds() * float64(x.job.Spec.Resources.TotalMilli()) / model.MilliPerGPU
 		}
-		if r, ok := e.cfg.Recorder.(RedoRecorder); ok {
+		if r, ok := e.cfg.Recorder.(RestartRecorder); ok {
 			r.Restarted(x.job, home, redone, e.now)
 		}
 		x.remaining = x.work - x.from

@@ -30,7 +30,7 @@
 //     preempted one keeps the work up to its last checkpoint and loses
 //     the rest (Preemption.LostGPUSeconds, as the core computed it), and
 //     with Config.Checkpoints local keeps it only if its next attempt runs
-//     on the node of that checkpoint (RedoRecorder hears of each restart); a job
+//     on the node of that checkpoint (RestartRecorder hears of each restart); a job
 //     left AwaitingPreemption brings a cycle when the first protection
 //     (Config.Core.MinRunTime) of running work ends.
 //

@@ -97,10 +97,10 @@ func ParseCheckpoints(s string) (Checkpoints, error) {
 	return 0, fmt.Errorf("%q: want shared, local or local-untold", s)
 }
 
-// RedoRecorder is a Recorder told, with local checkpoints, where a job
+// RestartRecorder is a Recorder told, with local checkpoints, where a job
 // that had saved work restarts: on the node of its checkpoint (home), or
 // away from it, redoing gpuSeconds (the work saved times the job's GPUs).
-type RedoRecorder interface {
+type RestartRecorder interface {
 	Restarted(j *model.Job, home bool, gpuSeconds float64, now time.Time)
 }
 

@@ -26,7 +26,7 @@ type recorder struct {
 	spotSeconds float64
 	lostSeconds float64
 	spotLost    float64
-	redone      float64 // GPU-seconds of checkpointed work started over (engine.RedoRecorder)
+	redone      float64 // GPU-seconds of checkpointed work started over (engine.RestartRecorder)
 	home, away  int     // restarts of jobs with saved work on the node of their checkpoint, and elsewhere
 	preemptions int
 	hourly      []float64 // GPU-seconds held per hour
