@@ -32,7 +32,7 @@ func newLab(t *testing.T) *lab {
 	dir := t.TempDir()
 	st := servertest.Store(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: ten, Tick: 100 * time.Millisecond,
+	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: ten, Tick: 100 * time.Millisecond, RetryBackoff: 100 * time.Millisecond,
 		Nodes: server.Agents{Timeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)

@@ -163,6 +163,7 @@ func (h *handler) routes() []route {
 		{"POST /v1/jobs/{id}/cancel", tenants, h.cancel},
 		{"POST /v1/jobs/{id}/hold", tenants, h.hold},
 		{"POST /v1/jobs/{id}/release", tenants, h.release},
+		{"POST /v1/jobs/{id}/requeue", tenants, h.requeue},
 		{"PATCH /v1/jobs/{id}", tenants, h.patchJob},
 		{"GET /v1/jobs/{id}/why", tenants, h.why},
 		{"GET /v1/jobs/{id}/logs", tenants, h.logs},

@@ -18,6 +18,10 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request, p server.Princ
 	h.answerJob(w, r, p)(h.srv.Release(r.Context(), p, r.PathValue("id")))
 }
 
+func (h *handler) requeue(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	h.answerJob(w, r, p)(h.srv.Requeue(r.Context(), p, r.PathValue("id")))
+}
+
 // answerJob returns a function that answers 200 with the job, or the error.
 func (h *handler) answerJob(w http.ResponseWriter, r *http.Request, p server.Principal) func(*model.Job, error) {
 	return func(j *model.Job, err error) {

@@ -23,7 +23,7 @@ jobs, ask why a job waits, and cancel it. A tenant token sees only its
 tenant's jobs; an admin token sees all of them.`, conn)
 	cmd.AddCommand(newJobSubmitCmd(conn), newJobRunCmd(conn), newJobListCmd(conn), newJobShowCmd(conn),
 		newJobWhyCmd(conn), newJobCancelCmd(conn), newJobLogsCmd(conn), newJobCheckpointCmd(conn),
-		newJobHoldCmd(conn), newJobReleaseCmd(conn), newJobUpdateCmd(conn))
+		newJobHoldCmd(conn), newJobReleaseCmd(conn), newJobRequeueCmd(conn), newJobUpdateCmd(conn))
 	return cmd
 }
 
@@ -128,18 +128,21 @@ func completeJobs(conn *connection) cobra.CompletionFunc {
 
 func newJobShowCmd(conn *connection) *cobra.Command {
 	return &cobra.Command{
-		Use:   "show ID",
+		Use:   "show ID|NAME",
 		Short: "Show one job: its state, reason, and where it runs",
 		Long: `show prints a job: its state and the reason for it, the detail a person
 needs to act on the reason, its priority and times, and the GPUs each
 instance holds. With -o json or -o yaml it prints the API's Job object,
-including the job document as submitted (spec).`,
+including the job document as submitted (spec).
+
+A job is named by its ID, or by its name when exactly one job the token
+sees has that name (several are listed, to pick one's ID).`,
 		Example: `  allot job show j-0001
   allot job show j-0001 -o json | jq -r .state`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			get := func(cl *client.Client, ctx context.Context) (client.Job, error) { return cl.GetJob(ctx, args[0]) }
+			get := func(cl *client.Client, ctx context.Context) (client.Job, error) { return jobByRef(ctx, cl, args[0]) }
 			return fetchAndShow(cmd, conn, get, func(j client.Job) printer { return jobFields(j) })
 		},
 	}
@@ -224,7 +227,7 @@ func allocationText(a client.Allocation) string {
 
 func newJobWhyCmd(conn *connection) *cobra.Command {
 	return &cobra.Command{
-		Use:   "why ID",
+		Use:   "why ID|NAME",
 		Short: "Explain why a job is in its state, and when it may start",
 		Long: `why asks the scheduler why a job is where it is: the reason code
 (InsufficientCapacity, QuotaExceeded, TopologyUnsatisfiable,
@@ -241,9 +244,13 @@ A step of a pipeline (a job with after:) is Blocked, reason
 WaitsForPredecessor, while a job it waits for has not succeeded; the detail
 names each such job and its state ("waits for prepare-0ldq8e1k2a7c (Running)").
 It is queued once they all succeeded, and canceled with reason
-PredecessorFailed, naming the step and how it ended, when one did not.`,
+PredecessorFailed, naming the step and how it ended, when one did not.
+
+A job is named by its ID, or by its name when exactly one job the token
+sees has that name.`,
 		Example: `  allot job why j-0001
-  allot job why j-0001 -o json`,
+  allot job why j-0001 -o json
+  allot job why train-llama          # the one job of that name`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -251,7 +258,7 @@ PredecessorFailed, naming the step and how it ended, when one did not.`,
 			if err != nil {
 				return err
 			}
-			w, err := cl.Why(cmd.Context(), args[0])
+			w, err := byJobRef(cmd.Context(), cl, args[0], func(id string) (client.Why, error) { return cl.Why(cmd.Context(), id) })
 			if err != nil {
 				return fromAPI(err)
 			}

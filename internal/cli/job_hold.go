@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/model"
 )
 
 func newJobHoldCmd(conn *connection) *cobra.Command {
@@ -22,7 +23,7 @@ exits with status 1 if any could not be held.`,
   allot job hold --name 'sweep-*'`,
 		ValidArgsFunction: completeJobs(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return actOnJobs(cmd, conn, sel, args, func(cl *client.Client, id string) (client.Job, error) {
+			return actOnJobs(cmd, conn, sel, args, queuedOnly, func(cl *client.Client, id string) (client.Job, error) {
 				return cl.Hold(cmd.Context(), id)
 			})
 		},
@@ -44,7 +45,7 @@ failed.`,
   allot job release --name 'sweep-*'`,
 		ValidArgsFunction: completeJobs(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return actOnJobs(cmd, conn, sel, args, func(cl *client.Client, id string) (client.Job, error) {
+			return actOnJobs(cmd, conn, sel, args, queuedOnly, func(cl *client.Client, id string) (client.Job, error) {
 				return cl.Release(cmd.Context(), id)
 			})
 		},
@@ -53,16 +54,56 @@ failed.`,
 	return cmd
 }
 
+func newJobRequeueCmd(conn *connection) *cobra.Command {
+	var sel jobSelection
+	cmd := &cobra.Command{
+		Use:   "requeue ID... | --state S --name N --tenant T",
+		Short: "Stop running jobs and queue them again, to resume from their checkpoints",
+		Long: `requeue stops the attempt of running jobs and queues them again, as Slurm's
+scontrol requeue does: their processes get the eviction notice a preemption
+gives (SIGTERM, then the job's checkpoint grace, default 30s, to save a
+checkpoint), and each job's next attempt resumes from its last checkpoint
+wherever the scheduler places it. Neither a retry nor a preemption is
+counted. The job is Preempted while its processes stop, then Queued, reason
+Requeued.
+
+An operator empties a node before maintenance with 'allot node drain NAME
+--reason R --requeue' (or drain, then requeue the jobs 'node list' shows on
+it); a tenant restarts a job that hangs. Only a Preparing or Running job can
+be requeued. Give IDs, or select jobs as 'job cancel' does (without
+--state, the running ones). It prints each job's outcome and exits with
+status 1 if any could not be requeued.`,
+		Example: `  allot job requeue train-llama-1k8lhkvh808cr
+  allot job requeue --name 'sweep-*' --tenant research`,
+		ValidArgsFunction: completeJobs(conn),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return actOnJobs(cmd, conn, sel, args, runningOnly, func(cl *client.Client, id string) (client.Job, error) {
+				return cl.Requeue(cmd.Context(), id)
+			})
+		},
+	}
+	sel.register(cmd, "requeue")
+	return cmd
+}
+
+// The states a bulk action's filter selects without --state: the only
+// ones the action applies to.
+var (
+	queuedOnly  = []string{string(model.StateQueued)}
+	runningOnly = []string{string(model.StatePreparing), string(model.StateRunning)}
+)
+
 // actOnJobs runs a bulk action on the jobs named or selected; a filter
-// without --state selects queued jobs (the only ones hold and release act on).
-func actOnJobs(cmd *cobra.Command, conn *connection, sel jobSelection, args []string,
+// without --state selects the jobs in the states given (those the action
+// applies to).
+func actOnJobs(cmd *cobra.Command, conn *connection, sel jobSelection, args []string, states []string,
 	act func(*client.Client, string) (client.Job, error)) error {
 	cl, f, err := conn.client()
 	if err != nil {
 		return err
 	}
 	if len(sel.states) == 0 && sel.any() {
-		sel.states = []string{"Queued"}
+		sel.states = states
 	}
 	ids, err := sel.ids(cmd, cl, args)
 	if err != nil {

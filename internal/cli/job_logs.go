@@ -18,7 +18,7 @@ func newJobLogsCmd(conn *connection) *cobra.Command {
 	var attempt, rank int
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs ID [--attempt N] [--rank N] [-f]",
+		Use:   "logs ID|NAME [--attempt N] [--rank N] [-f]",
 		Short: "Print a job's log (the latest attempt by default)",
 		Long: `logs prints what the job's processes wrote, as their agents shipped it: the
 latest attempt, or --attempt N. The server keeps the last MiB of each
@@ -35,7 +35,10 @@ and the agent's own account ends the log ("allot: rank 0 on NODE: ...").
 The log of a job of several instances (a gang) labels each line with the
 rank that wrote it, "[rank 2] step 10/7200 ...", as srun --label does;
 --rank N prints only rank N's lines, without the label, and the agent's
-lines about it.`,
+lines about it.
+
+A job is named by its ID, or by its name when exactly one job the token
+sees has that name.`,
 		Example: `  allot job logs train-llama-1k8lhkvh808cr
   allot job logs train-llama-1k8lhkvh808cr --attempt 1
   allot job logs train-llama-1k8lhkvh808cr -f --rank 0`,
@@ -50,11 +53,12 @@ lines about it.`,
 			if rank < -1 {
 				return Usage(fmt.Errorf("--rank %d: want a rank, 0 or more", rank))
 			}
+			j, err := jobByRef(cmd.Context(), cl, args[0])
+			if err != nil {
+				return fromAPI(err)
+			}
+			id := j.ID
 			if rank >= 0 {
-				j, err := cl.GetJob(cmd.Context(), args[0])
-				if err != nil {
-					return fromAPI(err)
-				}
 				n := instancesOf(j)
 				if rank >= n {
 					return Usage(fmt.Errorf("--rank %d: job %s has %d instance(s), ranks 0 to %d", rank, j.ID, n, n-1))
@@ -66,12 +70,10 @@ lines about it.`,
 				}
 			}
 			if !follow {
-				if j, err := cl.GetJob(cmd.Context(), args[0]); err == nil {
-					printAttemptEnd(cmd.ErrOrStderr(), j, attempt)
-				}
+				printAttemptEnd(cmd.ErrOrStderr(), j, attempt)
 			}
 			for {
-				err := cl.Logs(cmd.Context(), args[0], attempt, follow, out)
+				err := cl.Logs(cmd.Context(), id, attempt, follow, out)
 				// Following a job that has not started yet waits for its
 				// first attempt.
 				var e *client.APIError

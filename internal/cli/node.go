@@ -43,29 +43,83 @@ lists them all), and why it is drained.`,
 
 func newNodeDrainCmd(conn *connection) *cobra.Command {
 	var reason string
+	var requeue bool
 	cmd := &cobra.Command{
-		Use:   "drain NAME --reason TEXT",
+		Use:   "drain NAME --reason TEXT [--requeue]",
 		Short: "Take a node out of service: its work runs on, nothing new is placed there",
 		Long: `drain marks a node Draining, as Slurm's drain or kubectl cordon do: the jobs
-on it run to their end (cancel or preempt them to empty it sooner), and the
-scheduler places nothing new there until 'allot node resume'. The reason is
-required; 'allot node list' shows it, and the audit log records who drained
-the node and why. The drain is kept in the store: it survives restarts of
-the server and of the node's agent. Draining a drained node replaces its
-reason.`,
+on it run to their end, and the scheduler places nothing new there until
+'allot node resume'. --requeue also empties it, as kubectl drain evicts: each
+job on it is requeued ('allot job requeue'): its processes get SIGTERM and
+their checkpoint grace, and the job resumes from its last checkpoint on
+other nodes. The reason is required; 'allot node list' shows it, and the
+audit log records who drained the node and why. The drain is kept in the
+store: it survives restarts of the server and of the node's agent. Draining
+a drained node replaces its reason.`,
 		Example: `  allot node drain eastus-h100-03 --reason "GPU 5 XID 79, RMA ticket 4411"
+  allot node drain eastus-h100-03 --reason "firmware 550.54" --requeue
   allot node list | grep Draining`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			drain := func(cl *client.Client, ctx context.Context) (client.Node, error) {
-				return cl.DrainNode(ctx, args[0], reason)
+			if !requeue {
+				drain := func(cl *client.Client, ctx context.Context) (client.Node, error) {
+					return cl.DrainNode(ctx, args[0], reason)
+				}
+				return fetchAndShow(cmd, conn, drain, nodeRow)
 			}
-			return fetchAndShow(cmd, conn, drain, nodeRow)
+			return drainAndRequeue(cmd, conn, args[0], reason)
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the node is drained, one line (required)")
+	cmd.Flags().BoolVar(&requeue, "requeue", false, "also requeue every job on the node, to resume from its checkpoint elsewhere")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd
+}
+
+// drainAndRequeue drains node and requeues the jobs on it: it prints the
+// node, then one line per job, and fails with exit status 1 when a job
+// could not be requeued. The drain comes first, so that nothing new lands
+// on the node meanwhile.
+func drainAndRequeue(cmd *cobra.Command, conn *connection, node, reason string) error {
+	cl, f, err := conn.client()
+	if err != nil {
+		return err
+	}
+	n, err := cl.DrainNode(cmd.Context(), node, reason)
+	if err != nil {
+		return fromAPI(err)
+	}
+	outs := []outcome{}
+	failed := 0
+	for _, id := range n.Jobs {
+		j, err := cl.Requeue(cmd.Context(), id)
+		if err != nil {
+			failed++
+			outs = append(outs, outcome{ID: id, Error: err.Error()})
+			continue
+		}
+		outs = append(outs, outcome{ID: j.ID, Name: j.Name, State: j.State})
+	}
+	err = show(cmd.OutOrStdout(), f, struct {
+		Node client.Node `json:"node"`
+		Jobs []outcome   `json:"jobs"`
+	}{n, outs}, func() printer {
+		if len(outs) == 0 {
+			return nodeRow(n)
+		}
+		t := table{header: []string{"ID", "NAME", "STATE", "ERROR"}}
+		for _, o := range outs {
+			t.add(o.ID, orDash(o.Name), orDash(o.State), orDash(o.Error))
+		}
+		return sections{nodeRow(n), t}
+	})
+	if err != nil {
+		return err
+	}
+	if failed > 0 {
+		return exitError{code: ExitFailure, err: fmt.Errorf("%s drained; %d of %d jobs on it could not be requeued", node, failed, len(outs))}
+	}
+	return nil
 }
 
 func newNodeResumeCmd(conn *connection) *cobra.Command {

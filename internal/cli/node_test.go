@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -47,4 +49,46 @@ func TestNodeDrainResume(t *testing.T) {
 			ex:      exchange{method: "POST", path: "/v1/nodes/eastus-t4x1-01/resume", status: 200, body: strings.Replace(drained, `"health":"Draining"`, `"health":"Ready"`, 1)},
 			wantOut: []string{`"name": "eastus-t4x1-01"`, `"health": "Ready"`}},
 	})
+}
+
+// drain --requeue drains first, then requeues each job the node runs, and
+// says which could not be: exit status 1, the node drained all the same.
+func TestNodeDrainRequeue(t *testing.T) {
+	drained := `{"name":"n1","sku":"NC4-T4x1","region":"eastus","health":"Draining","gpus":4,"gpu_model":"T4",
+"jobs":["j-1","j-2"],"drain":{"reason":"firmware","by":"admin","at":"2026-06-01T12:00:00Z"}}`
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = append(asked, r.Method+" "+r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/nodes/n1/drain":
+			_, _ = w.Write([]byte(drained))
+		case "/v1/jobs/j-1/requeue":
+			_, _ = w.Write([]byte(`{"id":"j-1","name":"train","state":"Preempted","reason":"Requeued"}`))
+		case "/v1/jobs/j-2/requeue":
+			w.WriteHeader(http.StatusConflict)
+			_, _ = w.Write([]byte(`{"code":"Conflict","message":"job j-2 is already stopping to be queued again"}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	isolate(t)
+	out, errOut, code := runCLI(t, "node", "drain", "n1", "--reason", "firmware", "--requeue", "--server", srv.URL)
+	if want := "POST /v1/nodes/n1/drain POST /v1/jobs/j-1/requeue POST /v1/jobs/j-2/requeue"; strings.Join(asked, " ") != want {
+		t.Errorf("asked %v, want %s", asked, want)
+	}
+	if code != ExitFailure || !strings.Contains(errOut, "n1 drained; 1 of 2 jobs on it could not be requeued") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	for _, want := range []string{"Draining", "firmware (admin", "j-1  train  Preempted", "j-2  -      -          Conflict: job j-2 is already stopping"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	asked = nil
+	out, _, _ = runCLI(t, "node", "drain", "n1", "--reason", "firmware", "--requeue", "-o", "json", "--server", srv.URL)
+	if !strings.Contains(out, `"node": {`) || !strings.Contains(out, `"state": "Preempted"`) {
+		t.Errorf("json:\n%s", out)
+	}
 }

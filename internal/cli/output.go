@@ -70,6 +70,10 @@ func (t table) print(w io.Writer) error {
 func (f fields) print(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, kv := range f {
+		if kv[0] == "" { // a further line of the field above
+			fmt.Fprintf(tw, "\t%s\n", escape(kv[1]))
+			continue
+		}
 		fmt.Fprintf(tw, "%s:\t%s\n", kv[0], escape(kv[1]))
 	}
 	return tw.Flush()

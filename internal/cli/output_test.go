@@ -66,6 +66,23 @@ empty: []
 	}
 }
 
+// A field of several lines (a gang's allocations, a job's attempts) names
+// itself once; its further lines line up under the first value.
+func TestFieldsOfSeveralLines(t *testing.T) {
+	var f fields
+	f.add("State", "Failed")
+	f.add("History", "#1 n1 Failed exit 3")
+	f.add("", "#2 n1 Failed exit 3")
+	var b bytes.Buffer
+	if err := f.print(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := "State:    Failed\nHistory:  #1 n1 Failed exit 3\n          #2 n1 Failed exit 3\n"
+	if b.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
 func TestCells(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	for _, tt := range []struct{ got, want string }{

@@ -45,6 +45,7 @@ type serveFlags struct {
 	nodeTimeout                  time.Duration
 	limits                       api.Limits // of the HTTP API; zero fields take the defaults
 	maxLost                      int
+	retryBackoff                 time.Duration // --retry-backoff
 	logMemoryMiB                 int64
 	maxJobsPerTenant             int
 	jobRetention                 time.Duration
@@ -82,6 +83,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.IntVar(&f.limits.UnauthBurst, "unauth-burst", api.DefaultUnauthBurst, "requests with a missing or unknown token a source address may make at once")
 	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
 	fl.IntVar(&f.maxLost, "max-lost-attempts", server.DefaultMaxLost, "attempts of one job that may be lost with their node (with a doubling back-off from 10s between them) before the job fails")
+	fl.DurationVar(&f.retryBackoff, "retry-backoff", server.DefaultRetryBackoff, "hold a failed job this long before its first retry, twice as long before each next one, at most 5m (as a Kubernetes Job backs off; 0: retry at once)")
 	fl.DurationVar(&f.jobRetention, "job-retention", 0, "delete jobs from the store this long after they ended, e.g. 2160h (at least 768h, 32 days: a month's budget reads the month's jobs); what they ran stays in per-day roll-ups that cost and usage reports by tenant, region or SKU read; reports by job then lack them and say so (0: keep them for ever)")
 	fl.IntVar(&f.maxJobsPerTenant, "max-jobs-per-tenant", server.DefaultMaxJobsPerTenant, "jobs of one tenant that may be not ended at once (Slurm's MaxSubmitJobs); a tenant's submit past it is refused with QuotaExceeded (0: no bound)")
 	fl.Int64Var(&f.logMemoryMiB, "log-memory-mib", server.DefaultLogMemory>>20, "MiB of job logs to keep in memory, all attempts together (the last MiB of each); over it the tenant holding the most loses its least recently written log first (the nodes keep the files)")
@@ -171,6 +173,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	if f.maxLost < 1 {
 		return Usage(fmt.Errorf("--max-lost-attempts %d: want at least 1", f.maxLost))
+	}
+	if f.retryBackoff < 0 {
+		return Usage(fmt.Errorf("--retry-backoff %s: want 0 (retry at once) or more", f.retryBackoff))
 	}
 	if f.jobRetention < 0 || (f.jobRetention > 0 && f.jobRetention < server.MinJobRetention) {
 		return Usage(fmt.Errorf("--job-retention %s: want 0 (keep for ever) or at least %s (a month's budget reads the month's jobs)",
@@ -274,7 +279,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
 		Sched:   f.schedConfig(),
-		MaxLost: f.maxLost, LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: maxJobs(f.maxJobsPerTenant), JobRetention: f.jobRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
+		MaxLost: f.maxLost, RetryBackoff: retryBackoff(f.retryBackoff), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: maxJobs(f.maxJobsPerTenant), JobRetention: f.jobRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {
@@ -472,6 +477,15 @@ func notHere(err error, flag string) error {
 
 // maxJobs is server.Config.MaxJobsPerTenant for --max-jobs-per-tenant n,
 // where 0 means no bound.
+// retryBackoff maps --retry-backoff 0 (retry at once) to the server's
+// negative, for which 0 is the default.
+func retryBackoff(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 func maxJobs(n int) int {
 	if n == 0 {
 		return -1

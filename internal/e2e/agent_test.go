@@ -50,7 +50,7 @@ func startLab(t *testing.T, extra ...string) *agentLab {
 		"--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
 		"--fleet", filepath.Join(root, "internal/e2e/testdata/agent-fleet.yaml"),
 		"--tenants", filepath.Join(root, "internal/e2e/testdata/agent-tenants.yaml"),
-		"--agents", "external", "--node-timeout", "2s", "--tick", "500ms", "--rate-limit", "0"}, extra...)
+		"--agents", "external", "--node-timeout", "2s", "--tick", "500ms", "--rate-limit", "0", "--retry-backoff", "1s"}, extra...)
 	url, admin, stop, err := startServerArgs(filepath.Join(dir, "data"), lab.log, args...)
 	if err != nil {
 		t.Fatalf("start server: %v\n%s", err, lab.log.String())
@@ -404,9 +404,16 @@ retry: {max_retries: 2}
 		if len(j.AttemptHistory) != 3 {
 			t.Fatalf("%d attempts %+v, want exactly max_retries+1 = 3", len(j.AttemptHistory), j.AttemptHistory)
 		}
-		for _, a := range j.AttemptHistory {
+		for i, a := range j.AttemptHistory {
 			if a.ExitCode != 3 {
 				t.Errorf("attempt %d exit code %d, want 3", a.Number, a.ExitCode)
+			}
+			// --retry-backoff 1s: the first retry waits 1 s, the second 2 s.
+			if i > 0 {
+				prev := j.AttemptHistory[i-1]
+				if wait, want := a.Started.Sub(prev.Ended), time.Duration(i)*time.Second; wait < want {
+					t.Errorf("attempt %d started %s after attempt %d failed, want at least the back-off %s", a.Number, wait, prev.Number, want)
+				}
 			}
 		}
 	})

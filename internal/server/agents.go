@@ -361,7 +361,7 @@ func (s *Server) ReportEvent(ctx context.Context, p Principal, id string, n int,
 		if err := rankRunsOn(old, n, e.Rank, e.Node); err != nil {
 			return nil, "", err
 		}
-		return applyEvent(old, n, e, s.clock.Now(), s.cfg.MaxLost)
+		return applyEvent(old, n, e, s.clock.Now(), limits{maxLost: s.cfg.MaxLost, retryBackoff: s.cfg.RetryBackoff})
 	}, "attempt", n, "rank", e.Rank, "node", e.Node, "event", e.Type, "exit_code", e.ExitCode, "outcome", e.Outcome)
 }
 
@@ -453,35 +453,28 @@ func ranOn(j *model.Job, node string) bool {
 // retries when a cycle or another report wrote the job meanwhile. f returns
 // nil for no change; a non-empty message is logged with args.
 func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*model.Job) (*model.Job, string, error), args ...any) (*model.Job, error) {
-	key := prefixJobs + id
-	for try := 0; ; try++ {
-		kv, old, err := s.readJob(ctx, id)
-		if err != nil {
-			return nil, err
-		}
+	var msg string
+	old, j, rev, err := s.rewriteJob(ctx, id, "update", func(old *model.Job) (*model.Job, error) {
 		if !p.mayReport(old) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant and does not run on this node", id)
 		}
-		j, msg, err := f(old)
-		if err != nil || j == nil {
-			return old, err
-		}
-		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, kv.ModRev)},
-			Then: []store.Op{store.PutOp(key, encodeJob(j))}})
-		if errors.Is(err, store.ErrConflict) && try < 10 {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("update job %s: %w", id, err)
-		}
-		s.cache.putJobs([]*model.Job{j}, rev)
-		if msg != "" {
-			s.log.Info(msg, append([]any{"job", id, "tenant", j.Spec.Tenant, "state", j.Status.State,
-				"reason", j.Status.Reason, "detail", j.Status.Detail, "rev", rev}, args...)...)
-		}
-		if j.Status.State != old.Status.State {
-			s.Kick()
-		}
-		return j, nil
+		var j *model.Job
+		var err error
+		j, msg, err = f(old)
+		return j, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	if j == nil {
+		return old, nil // nothing to change: the agent's late news
+	}
+	if msg != "" {
+		s.log.Info(msg, append([]any{"job", id, "tenant", j.Spec.Tenant, "state", j.Status.State,
+			"reason", j.Status.Reason, "detail", j.Status.Detail, "rev", rev}, args...)...)
+	}
+	if j.Status.State != old.Status.State {
+		s.Kick()
+	}
+	return j, nil
 }

@@ -43,6 +43,7 @@ const (
 	ActionPolicyApply    = "policy.apply"
 	ActionPolicyDelete   = "policy.delete"
 	ActionJobCancel      = "job.cancel"
+	ActionJobRequeue     = "job.requeue"
 	ActionNodeDrain      = "node.drain"
 	ActionNodeResume     = "node.resume"
 )

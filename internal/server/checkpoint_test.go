@@ -18,16 +18,7 @@ import (
 // once the job ended.
 func TestCheckpointStaysWithItsNode(t *testing.T) {
 	ctx := context.Background()
-	srv, _ := agentHarness(t)
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range []string{"h100-01", "h100-02", "h100-03"} {
-		must(srv.RegisterNode(ctx, n, h100s(8), ""))
-	}
+	srv, clock, must := labWithNodes(t)
 	submit := func(doc string) *model.Job {
 		t.Helper()
 		specs, err := spec.ParseJobs("test", []byte(doc), nil)
@@ -92,6 +83,7 @@ func TestCheckpointStaysWithItsNode(t *testing.T) {
 			t.Errorf("%s keeps %v while a is queued, want a's", n, keep)
 		}
 	}
+	clock.Advance(DefaultRetryBackoff)
 	must(srv.Cycle(ctx))
 	a = wholeJob(t, srv, a.ID)
 	if len(a.Status.Allocations) != 1 || a.Status.Allocations[0].Node != "h100-02" {

@@ -2,11 +2,8 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/allot-dev/allot/internal/model"
-	"github.com/allot-dev/allot/internal/store"
 )
 
 // ReasonHeld is the reason of a queued job that a person holds.
@@ -65,12 +62,7 @@ func (s *Server) SetPriority(ctx context.Context, p Principal, id string, prio m
 // change says it changed, retrying when a cycle wrote the job meanwhile.
 // what names the action in a refusal.
 func (s *Server) changeQueued(ctx context.Context, p Principal, id, what string, change func(*model.Job) bool) (*model.Job, error) {
-	key := prefixJobs + id
-	for try := 0; ; try++ {
-		kv, old, err := s.readJob(ctx, id)
-		if err != nil {
-			return nil, err
-		}
+	old, j, rev, err := s.rewriteJob(ctx, id, what, func(old *model.Job) (*model.Job, error) {
 		if !p.sees(old.Spec.Tenant) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
 		}
@@ -79,22 +71,17 @@ func (s *Server) changeQueued(ctx context.Context, p Principal, id, what string,
 		}
 		j := cloneJob(old)
 		if !change(j) {
-			return old, nil
+			return nil, nil
 		}
-		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, kv.ModRev)},
-			Then: []store.Op{store.PutOp(key, encodeJob(j))}})
-		if errors.Is(err, store.ErrConflict) && try < 10 {
-			continue // a cycle wrote the job meanwhile: decide again on the new state
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s job %s: %w", what, id, err)
-		}
-		s.cache.putJobs([]*model.Job{j}, rev)
-		s.log.Info("job changed", "job", id, "action", what, "by", p.Name(), "held", j.Status.Held,
-			"priority", j.Spec.Priority.String(), "rev", rev)
-		s.Kick()
 		return j, nil
+	})
+	if err != nil || j == nil {
+		return old, err
 	}
+	s.log.Info("job changed", "job", id, "action", what, "by", p.Name(), "held", j.Status.Held,
+		"priority", j.Spec.Priority.String(), "rev", rev)
+	s.Kick()
+	return j, nil
 }
 
 // thisAction words the refusal: "only a queued job can be held".

@@ -191,39 +191,57 @@ func (s *Server) readJob(ctx context.Context, id string) (store.KV, *model.Job, 
 	return kv, j, nil
 }
 
-// Cancel ends a job that has not ended yet. Capacity it held is free for
-// the next cycle, which it triggers.
-func (s *Server) Cancel(ctx context.Context, p Principal, id string) (*model.Job, error) {
+// rewriteJob stores the job next makes of stored job id, on condition that
+// the job did not change since it was read: when a cycle or an agent wrote
+// it first, next decides again on the new state (up to 10 times). next
+// refuses with an error, or returns nil to leave the job as it is. It
+// returns the job read, the job stored (nil when none was) and the store's
+// revision; what names the action in a store error.
+func (s *Server) rewriteJob(ctx context.Context, id, what string, next func(old *model.Job) (*model.Job, error)) (old, j *model.Job, rev int64, err error) {
 	key := prefixJobs + id
 	for try := 0; ; try++ {
 		kv, old, err := s.readJob(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, nil, 0, err
 		}
+		j, err := next(old)
+		if err != nil || j == nil {
+			return old, nil, 0, err
+		}
+		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, kv.ModRev)},
+			Then: []store.Op{store.PutOp(key, encodeJob(j))}})
+		if errors.Is(err, store.ErrConflict) && try < 10 {
+			continue // written meanwhile: decide again on the new state
+		}
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("%s job %s: %w", what, id, err)
+		}
+		s.cache.putJobs([]*model.Job{j}, rev)
+		return old, j, rev, nil
+	}
+}
+
+// Cancel ends a job that has not ended yet. Capacity it held is free for
+// the next cycle, which it triggers.
+func (s *Server) Cancel(ctx context.Context, p Principal, id string) (*model.Job, error) {
+	old, j, rev, err := s.rewriteJob(ctx, id, "cancel", func(old *model.Job) (*model.Job, error) {
 		if !p.sees(old.Spec.Tenant) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
 		}
 		if old.Status.State.Terminal() {
 			return nil, refuse(CodeConflict, "", "job %s already ended: %s", id, old.Status.State)
 		}
-		now := s.clock.Now()
-		j := endJob(old, model.StateCanceled, "Canceled", "canceled by "+p.Name(), -1, now)
-		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, kv.ModRev)},
-			Then: []store.Op{store.PutOp(key, encodeJob(j))}})
-		if errors.Is(err, store.ErrConflict) && try < 10 {
-			continue // a cycle wrote the job meanwhile: decide again on the new state
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cancel job %s: %w", id, err)
-		}
-		s.cache.putJobs([]*model.Job{j}, rev)
-		s.log.Info("job canceled", "job", id, "tenant", j.Spec.Tenant, "by", p.Name(), "was", old.Status.State, "rev", rev)
-		if p.Tenant != j.Spec.Tenant && p.Endpoint == "" { // someone other than the owner (an endpoint stops its own replicas)
-			s.audit(ctx, p, ActionJobCancel, "job/"+id, fmt.Sprintf("job %q of tenant %s, was %s", j.Spec.Name, j.Spec.Tenant, old.Status.State))
-		}
-		s.Kick()
-		return j, nil
+		return endJob(old, model.StateCanceled, "Canceled", "canceled by "+p.Name(), -1, s.clock.Now()), nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	s.log.Info("job canceled", "job", id, "tenant", j.Spec.Tenant, "by", p.Name(), "was", old.Status.State, "rev", rev)
+	if p.Tenant != j.Spec.Tenant && p.Endpoint == "" { // someone other than the owner (an endpoint stops its own replicas)
+		s.audit(ctx, p, ActionJobCancel, "job/"+id, fmt.Sprintf("job %q of tenant %s, was %s", j.Spec.Name, j.Spec.Tenant, old.Status.State))
+	}
+	s.Kick()
+	return j, nil
 }
 
 // Why is the scheduler's explanation of a job.

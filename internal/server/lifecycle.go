@@ -167,11 +167,45 @@ func otherLive(j *model.Job, node string) bool {
 	return false
 }
 
+// Failed attempts. A job whose attempt failed goes back to the queue while
+// it has retries left, but not at once: a program that crashes on start
+// (a missing file, a service not up yet, a bad host) would otherwise burn
+// every retry within a second. As Kubernetes holds a failed Job's pods
+// back, each retry waits a back-off that doubles from the server's
+// --retry-backoff (default 10 s) up to maxRetryBackoff.
+const (
+	// DefaultRetryBackoff is the hold before a failed job's first retry
+	// (Config.RetryBackoff).
+	DefaultRetryBackoff = 10 * time.Second
+	maxRetryBackoff     = 5 * time.Minute
+)
+
+// retryBackoffAfter is the hold before the k-th retry (k ≥ 1): first,
+// 2×first, 4×first, … at most maxRetryBackoff, or first when that is
+// longer; none when first is not positive.
+func retryBackoffAfter(k int, first time.Duration) time.Duration {
+	if first <= 0 {
+		return 0
+	}
+	d := first
+	for i := 1; i < k && d < maxRetryBackoff; i++ {
+		d *= 2
+	}
+	return min(d, max(maxRetryBackoff, first))
+}
+
+// limits are the server's bounds on a job's attempts that applyEvent
+// needs.
+type limits struct {
+	maxLost      int           // attempts that may be lost with their node
+	retryBackoff time.Duration // before the first retry of a failed attempt; ≤ 0: none
+}
+
 // applyEvent applies an agent's report about instance e.Rank of attempt n
 // of old. It returns the new job and a line for the log, nil when the
 // event changes nothing, or a refusal when the attempt is not the job's
 // current one or the rank is out of range.
-func applyEvent(old *model.Job, n int, e Event, now time.Time, maxLost int) (*model.Job, string, error) {
+func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*model.Job, string, error) {
 	st := old.Status
 	if n != len(st.Attempts) || n == 0 {
 		return nil, "", refuse(CodeConflict, "", "attempt %d of job %s is not its current attempt (%d)", n, old.ID, len(st.Attempts))
@@ -218,7 +252,7 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, maxLost int) (*mo
 	where := fmt.Sprintf("attempt %d, rank %d on %s", n, e.Rank, e.Node)
 	switch {
 	case in.Outcome == OutcomeNodeLost:
-		j := nodeLost(old, e.Node, fmt.Sprintf("the agent of node %s restarted and no longer runs rank %d", e.Node, e.Rank), now, true, maxLost)
+		j := nodeLost(old, e.Node, fmt.Sprintf("the agent of node %s restarted and no longer runs rank %d", e.Node, e.Rank), now, true, lim.maxLost)
 		if j.Status.State == model.StateFailed {
 			return j, "job failed: too many attempts lost", nil
 		}
@@ -251,8 +285,13 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, maxLost int) (*mo
 	limit := old.Spec.Retry.MaxRetries
 	if j.Status.Retries < limit {
 		j.Status.Retries++
-		q := requeue(j, "Retrying", fmt.Sprintf("%s %s; retry %d of %d", where, how, j.Status.Retries, limit), now, "Failed")
+		detail := fmt.Sprintf("%s %s; retry %d of %d", where, how, j.Status.Retries, limit)
+		q := requeue(j, "Retrying", detail, now, "Failed")
 		q.Status.Attempts[len(q.Status.Attempts)-1].ExitCode = e.ExitCode
+		if b := retryBackoffAfter(j.Status.Retries, lim.retryBackoff); b > 0 {
+			q.Status.NotBefore = now.Add(b)
+			q.Status.Detail = fmt.Sprintf("%s, held until %s (back-off %s)", detail, q.Status.NotBefore.UTC().Format(time.RFC3339), b)
+		}
 		return q, "job failed; retrying", nil
 	}
 	return endJob(j, model.StateFailed, "Failed", fmt.Sprintf("%s %s; no retries left (max_retries %d)", where, how, limit),

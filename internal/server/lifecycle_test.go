@@ -85,7 +85,7 @@ func TestApplyEvent(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			j := tc.job()
 			for _, e := range tc.events {
-				next, _, err := applyEvent(j, tc.attempt, e, now, DefaultMaxLost)
+				next, _, err := applyEvent(j, tc.attempt, e, now, limits{maxLost: DefaultMaxLost, retryBackoff: -1})
 				if tc.wantErr != "" {
 					se, ok := err.(*Error)
 					if !ok || se.Code != tc.wantErr {
@@ -153,6 +153,23 @@ func agentHarness(t *testing.T) (*Server, *ManualClock) {
 		t.Fatal(err)
 	}
 	return srv, clock
+}
+
+// labWithNodes is agentHarness with the lab's three nodes registered, and
+// a function that fails the test on an error.
+func labWithNodes(t *testing.T) (*Server, *ManualClock, func(error)) {
+	t.Helper()
+	srv, clock := agentHarness(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []string{"h100-01", "h100-02", "h100-03"} {
+		must(srv.RegisterNode(context.Background(), n, h100s(8), ""))
+	}
+	return srv, clock, must
 }
 
 func h100s(n int) []GPU {
@@ -265,6 +282,13 @@ func TestAgentModeLifecycle(t *testing.T) {
 		must(err)
 		_, err = srv.ReportEvent(ctx, admin, j.ID, n, Event{Type: EventExited, Rank: 0, Node: other, ExitCode: 7, Outcome: OutcomeExited})
 		must(err)
+		if n == 2 { // the retry waits out its back-off
+			must(srv.Cycle(ctx))
+			if got := wholeJob(t, srv, j.ID); got.Status.State != model.StateQueued || got.Status.Reason != "Retrying" {
+				t.Fatalf("within the retry's back-off: %s %s, want Queued Retrying", got.Status.State, got.Status.Reason)
+			}
+			clock.Advance(DefaultRetryBackoff)
+		}
 		must(srv.Cycle(ctx))
 	}
 	got = wholeJob(t, srv, j.ID)
@@ -343,7 +367,7 @@ func TestLostAttemptsBackOffThenFail(t *testing.T) {
 	j.Status.Instances = []model.Instance{{Started: true}, {}} // rank 1 never started
 	var holds []time.Duration
 	for k := 1; ; k++ {
-		next, _, err := applyEvent(j, k, Event{Type: EventExited, Rank: 0, Node: "n1", ExitCode: -1, Outcome: OutcomeNodeLost}, now, 3)
+		next, _, err := applyEvent(j, k, Event{Type: EventExited, Rank: 0, Node: "n1", ExitCode: -1, Outcome: OutcomeNodeLost}, now, limits{maxLost: 3, retryBackoff: DefaultRetryBackoff})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,5 +395,60 @@ func TestLostAttemptsBackOffThenFail(t *testing.T) {
 	}
 	if lostBackoffAfter(20) != maxLostBackoff {
 		t.Fatalf("back-off after 20 losses %s, want the cap %s", lostBackoffAfter(20), maxLostBackoff)
+	}
+}
+
+// A failed attempt is retried after a back-off that doubles up to a cap,
+// so that a job that crashes on start does not burn its retries within a
+// second; the hold is in the detail 'job why' shows, and the job fails
+// with its last retry as before. --retry-backoff 0 retries at once.
+func TestFailedAttemptsBackOff(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		first time.Duration
+		want  []time.Duration
+	}{
+		{first: DefaultRetryBackoff, want: []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second}},
+		{first: 2 * time.Minute, want: []time.Duration{2 * time.Minute, 4 * time.Minute, 5 * time.Minute}},
+		{first: -1, want: []time.Duration{0, 0, 0}},
+	} {
+		now, j := start, running2(3)
+		var holds []time.Duration
+		for k := 1; ; k++ {
+			next, _, err := applyEvent(j, k, Event{Type: EventExited, Rank: 1, Node: "n2", ExitCode: 3, Outcome: OutcomeExited}, now,
+				limits{maxLost: DefaultMaxLost, retryBackoff: tc.first})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if next.Status.State == model.StateFailed {
+				if k != 4 {
+					t.Fatalf("failed at attempt %d, want the 4th (max_retries 3)", k)
+				}
+				break
+			}
+			if next.Status.State != model.StateQueued || next.Status.Reason != "Retrying" {
+				t.Fatalf("attempt %d: %s %s, want Queued Retrying", k, next.Status.State, next.Status.Reason)
+			}
+			hold := time.Duration(0)
+			if !next.Status.NotBefore.IsZero() {
+				hold = next.Status.NotBefore.Sub(now)
+				if want := "held until " + next.Status.NotBefore.UTC().Format(time.RFC3339); !strings.Contains(next.Status.Detail, want) {
+					t.Errorf("detail %q does not say %q", next.Status.Detail, want)
+				}
+			}
+			holds = append(holds, hold)
+			now = now.Add(hold + time.Minute)
+			j = bindJob(next, sched.Bind{Job: j.ID, Nodes: []sched.Placement{{Node: "n1", GPUs: []int{0}, GPUMilli: 1000}, {Node: "n2", GPUs: []int{0}, GPUMilli: 1000}}}, now)
+			j.Status.Instances = []model.Instance{{Started: true}, {Started: true}}
+			if !j.Status.NotBefore.IsZero() {
+				t.Fatalf("a bound job keeps its hold %s", j.Status.NotBefore)
+			}
+		}
+		if fmt.Sprint(holds) != fmt.Sprint(tc.want) {
+			t.Errorf("--retry-backoff %s: holds %v, want %v", tc.first, holds, tc.want)
+		}
+	}
+	if got := retryBackoffAfter(30, 10*time.Minute); got != 10*time.Minute {
+		t.Errorf("a first back-off over the cap: %s, want it kept (10m)", got)
 	}
 }

@@ -55,6 +55,10 @@ type Config struct {
 	// MaxLost is how many attempts of one job may be lost with their node
 	// (lifecycle.go) before the job fails; 0 means DefaultMaxLost.
 	MaxLost int
+	// RetryBackoff is the hold before the first retry of a failed attempt;
+	// it doubles with each retry up to 5 minutes (lifecycle.go). 0 means
+	// DefaultRetryBackoff; negative retries at once.
+	RetryBackoff time.Duration
 	// JobRetention, when positive (at least MinJobRetention), is how long
 	// after they ended jobs stay in the store; the leader deletes older
 	// ones (retention.go). 0 keeps them for ever.
@@ -183,6 +187,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.MaxLost <= 0 {
 		cfg.MaxLost = DefaultMaxLost
+	}
+	if cfg.RetryBackoff == 0 {
+		cfg.RetryBackoff = DefaultRetryBackoff
 	}
 	if cfg.MaxPendingWrites <= 0 {
 		cfg.MaxPendingWrites = DefaultMaxPendingWrites
