@@ -54,7 +54,8 @@ The server defaults to ` + DefaultServer + `. Several servers that share an
 etcd store may be given comma-separated: a request that cannot connect to
 one goes to the next. An https server's certificate is
 checked against the system's authorities, or against the PEM file that
---ca-file, $ALLOT_CA or the config file's ca: names. Output is a table, or
+--ca-file, $ALLOT_CA or the config file's ca: names. Output is a table (-o
+wide adds columns where a list has more to say, e.g. job list's nodes), or
 the API's objects with -o json or -o yaml.`
 
 // clientGroup returns a parent command whose subcommands are clients of the
@@ -80,7 +81,7 @@ func clientGroup(use, short, long string, conn *connection) *cobra.Command {
 	fl.StringVar(&conn.server, "server", "", "API server URL, or several comma-separated (servers sharing an etcd store: tried in turn) (default $ALLOT_SERVER, the config file's server:, else "+DefaultServer+")")
 	fl.StringVar(&conn.token, "token", "", "API token (default $ALLOT_TOKEN, else the config file's token:)")
 	fl.StringVar(&conn.ca, "ca-file", "", "PEM file of the authority an https server's certificate must chain to (default $ALLOT_CA, else the config file's ca:, else the system's)")
-	fl.StringVarP(&conn.output, "output", "o", "table", "output format: table, json or yaml")
+	fl.StringVarP(&conn.output, "output", "o", "table", "output format: table, wide (more columns, e.g. job list's nodes), json or yaml")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

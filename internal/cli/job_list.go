@@ -55,10 +55,12 @@ changes meanwhile.
 screen; piped, it prints each new list after a line with the time.
 
 The table has fixed columns and no colour, for pagers and scripts: ID NAME
-TENANT STATE REASON PRIORITY AGE.`,
+TENANT STATE REASON PRIORITY AGE; -o wide adds, before AGE, the GPUs a job
+holds (GPUS) and its nodes (NODES), as squeue's NODELIST.`,
 		Example: `  allot job list
   allot job list --state Queued,Running --name llama
   allot job list --state Blocked                 # pipeline steps and what they wait for
+  allot job list --state Running -o wide         # with the GPUs and nodes each holds
   allot job list --name 'train-*' -o json
   allot job list --limit 50                      # then --limit 50 --continue TOKEN
   allot job list --state Queued --watch --interval 5s
@@ -117,6 +119,14 @@ func renderJobList(ctx context.Context, cl *client.Client, f format, fl jobListF
 	var buf bytes.Buffer
 	err = show(&buf, f, l, func() printer {
 		now := time.Now()
+		if f == formatWide {
+			t := table{header: []string{"ID", "NAME", "TENANT", "STATE", "REASON", "PRIORITY", "GPUS", "NODES", "AGE"}}
+			for _, j := range l.Jobs {
+				t.add(j.ID, j.Name, j.Tenant, j.State, listReason(j), orDash(string(j.Priority)), heldGPUs(j.Allocations),
+					jobsCell(allocationNodes(j.Allocations)), age(j.SubmittedAt, now))
+			}
+			return t
+		}
 		t := table{header: []string{"ID", "NAME", "TENANT", "STATE", "REASON", "PRIORITY", "AGE"}}
 		for _, j := range l.Jobs {
 			t.add(j.ID, j.Name, j.Tenant, j.State, listReason(j), orDash(string(j.Priority)), age(j.SubmittedAt, now))
@@ -161,7 +171,7 @@ func watchJobList(ctx context.Context, out io.Writer, cl *client.Client, f forma
 // withoutAge drops the AGE column (the last) of a table, so that a list
 // is printed again only when a job changed.
 func withoutAge(text string, f format) string {
-	if f != formatTable {
+	if !f.human() {
 		return text
 	}
 	lines := strings.Split(text, "\n")
@@ -192,4 +202,25 @@ func listReason(j client.Job) string {
 		return j.Reason + ": " + w
 	}
 	return orDash(j.Reason)
+}
+
+// heldGPUs is the GPUs a job's allocations hold: "16", "0.25", "-" when none.
+func heldGPUs(as []client.Allocation) string {
+	var milli int64
+	for _, a := range as {
+		milli += int64(len(a.GPUs)) * a.GPUMilli
+	}
+	if milli == 0 {
+		return "-"
+	}
+	return gpus(float64(milli) / 1000)
+}
+
+// allocationNodes is the nodes of a job's allocations, in rank order.
+func allocationNodes(as []client.Allocation) []string {
+	nodes := make([]string, len(as))
+	for i, a := range as {
+		nodes[i] = a.Node
+	}
+	return nodes
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,10 +15,11 @@ import (
 
 // runFlags are the fields of a job that 'job run' takes as flags.
 type runFlags struct {
-	name, tenant, priority, array, cpu, memory, duration, key string
-	gpus, instances                                           int
-	gpuMilli                                                  int64
-	models, regions, env, sets                                []string
+	name, tenant, priority, array, cpu, memory, duration, key, begin string
+	gpus, instances                                                  int
+	gpuMilli                                                         int64
+	models, regions, env, sets                                       []string
+	now                                                              time.Time // what a relative --begin counts from
 }
 
 // runFlagOf names the flag that sets a field of the job document, for
@@ -27,6 +29,7 @@ var runFlagOf = map[string]string{
 	"resources.gpus_per_instance": "--gpus", "resources.instance_count": "--instances", "resources.gpu_milli": "--gpu-milli",
 	"resources.cpu": "--cpu", "resources.memory": "--memory", "resources.gpu_models": "--gpu-model",
 	"placement.regions": "--region", "env": "--env", "command": "the command", "resources": "--gpus or --cpu",
+	"begin": "--begin",
 }
 
 func newJobRunCmd(conn *connection) *cobra.Command {
@@ -39,8 +42,9 @@ create do, and prints the new job's ID like 'job submit'. The flags set the
 fields of a job file: --gpus (gpus_per_instance, default 1), --gpu-model
 (gpu_models; repeat it or give a list for several), --instances, --gpu-milli,
 --cpu, --memory, --region, --priority (spot, standard or reserved, with an
-optional :N), --duration, --env NAME=VALUE, and --set for any other field
-(retry.max_retries=3). --name defaults to the program's name; --tenant to
+optional :N), --duration, --begin (the earliest start: a time, a date, or a
+duration from now, as sbatch --begin), --env NAME=VALUE, and --set for any
+other field (retry.max_retries=3). --name defaults to the program's name; --tenant to
 the token's tenant (an admin token must give it).
 
 --array A-B[:STEP] submits the command once per index of the range (or of
@@ -54,13 +58,16 @@ and variables, run sh -c '...'.`,
   allot job run --gpu-milli 250 --gpu-model T4 --name notebook -- allot demo serve
   allot job run --gpus 0 --cpu 2 --memory 4Gi -- python preprocess.py
   allot job run --array 0-99 --gpus 1 -- sh -c 'python sweep.py --seed $ALLOT_ARRAY_INDEX'
-  allot job run --tenant research --priority spot:5 -o json -- python eval.py   # {"id": "..."}`,
+  allot job run --tenant research --priority spot:5 -o json -- python eval.py   # {"id": "..."}
+  allot job run --begin 2026-12-24T02:00:00Z --gpus 8 -- python nightly.py
+  allot job run --begin 6h --gpus 8 -- python nightly.py                     # six hours from now`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, f, err := conn.client()
 			if err != nil {
 				return err
 			}
+			r.now = time.Now()
 			specs, err := runSpecs(r, args)
 			if err != nil {
 				return Usage(err)
@@ -81,6 +88,7 @@ and variables, run sh -c '...'.`,
 	fl.StringVar(&r.name, "name", "", "the job's name (default: the program's name)")
 	fl.StringVar(&r.priority, "priority", "", "priority class: spot, standard or reserved, optionally :N (default standard)")
 	fl.StringVar(&r.duration, "duration", "", "estimated run time, e.g. 2h")
+	fl.StringVar(&r.begin, "begin", "", "start no earlier than this: a time (2026-12-24T02:00:00Z), a date, or a duration from now (6h)")
 	fl.StringVar(&r.array, "array", "", "submit once per index: A-B[:STEP] or a list (1,5,9), at most 1000")
 	fl.StringArrayVar(&r.env, "env", nil, "an environment variable NAME=VALUE (repeatable)")
 	fl.StringArrayVar(&r.sets, "set", nil, "set any other field of the job, key=value, e.g. retry.max_retries=3 (repeatable)")
@@ -127,6 +135,15 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 	}
 	if r.duration != "" {
 		doc["duration"] = r.duration
+	}
+	if r.begin != "" {
+		doc["begin"] = r.begin
+		if d, err := time.ParseDuration(r.begin); err == nil {
+			if d < 0 {
+				return nil, fmt.Errorf("--begin %s: want a time, a date, or a duration from now that is not negative", r.begin)
+			}
+			doc["begin"] = r.now.Add(d).UTC().Format(time.RFC3339)
+		}
 	}
 	if r.array != "" {
 		if _, err := model.ParseArray(r.array); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/allot-dev/allot/internal/spec"
 )
@@ -50,6 +51,21 @@ func TestJobRun(t *testing.T) {
 					}
 				}},
 			wantOut: []string{`"id": "j-1"`}},
+		{name: "begin at a time", args: []string{"job", "run", "--begin", "2030-01-02T03:04:05Z", "--", "nightly"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if d.Begin != "2030-01-02T03:04:05Z" {
+					t.Errorf("begin %q, want 2030-01-02T03:04:05Z", d.Begin)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
+		{name: "begin in six hours", args: []string{"job", "run", "--begin", "6h", "--", "nightly"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				b, err := time.Parse(time.RFC3339, d.Begin)
+				if want := time.Now().Add(6 * time.Hour); err != nil || b.Before(want.Add(-time.Minute)) || b.After(want) {
+					t.Errorf("begin %q (%v), want six hours from now, %s", d.Begin, err, want.UTC().Format(time.RFC3339))
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
 		{name: "refused", args: []string{"job", "run", "--gpus", "8", "--gpu-model", "B200", "--", "train"},
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 400,
 				body: `{"code":"SkuNotAvailable","message":"no SKU in any region has 8×B200 per instance"}`},
@@ -98,6 +114,8 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--gpus", "0", "--", "x"}, []string{"--gpus or --cpu: a job must ask for GPUs or CPU"}},
 		{[]string{"--env", "NOEQUALS", "--", "x"}, []string{"--env \"NOEQUALS\": want NAME=VALUE"}},
 		{[]string{"--gpus", "1"}, []string{"requires at least 1 arg"}},
+		{[]string{"--begin", "tomorrow", "--", "x"}, []string{"--begin: want a time like 2026-01-01T00:00:00Z or a date"}},
+		{[]string{"--begin", "-1h", "--", "x"}, []string{"--begin -1h: want a time, a date, or a duration from now"}},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)
 		if code != ExitUsage {

@@ -26,6 +26,13 @@ func TestJobCommands(t *testing.T) {
 		{name: "list", args: []string{"job", "list"},
 			ex:      exchange{method: "GET", path: "/v1/jobs", status: 200, body: `{"jobs":[` + queuedJob + `,` + runningJob + `]}`},
 			wantOut: []string{"ID", "STATE", "REASON", "j-1", "train-llama", "Queued", "InsufficientCapacity", "j-2", "Running", "spot:5"}},
+		{name: "list wide: the GPUs and nodes each job holds", args: []string{"job", "list", "-o", "wide"},
+			ex: exchange{method: "GET", path: "/v1/jobs", status: 200, body: `{"jobs":[` + queuedJob + `,` + runningJob + `,` +
+				`{"id":"j-3","name":"gang","state":"Running","allocations":[{"node":"h1","gpus":[0,1,2,3,4,5,6,7],"gpu_milli":1000},` +
+				`{"node":"h2","gpus":[0,1,2,3,4,5,6,7],"gpu_milli":1000},{"node":"h3","gpus":[0,1,2,3,4,5,6,7],"gpu_milli":1000},` +
+				`{"node":"h4","gpus":[0,1,2,3,4,5,6,7],"gpu_milli":1000}]}]}`},
+			wantOut: []string{"PRIORITY  GPUS  NODES", "InsufficientCapacity  standard  -     -", "spot:5    0.25  eastus-t4x1-01",
+				"32    h1,h2,h3 +1 more"}},
 		{name: "list filtered as json", args: []string{"job", "list", "--state", "Queued", "--tenant", "acme", "-o", "json"},
 			ex:      exchange{method: "GET", path: "/v1/jobs", query: "state=Queued&tenant=acme", status: 200, body: `{"jobs":[]}`},
 			wantOut: []string{`"jobs": []`}},

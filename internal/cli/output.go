@@ -24,17 +24,21 @@ type format string
 
 const (
 	formatTable format = "table" // for people: a table or a list of fields
+	formatWide  format = "wide"  // the table with more columns where a command has them (job list: nodes, GPUs)
 	formatJSON  format = "json"  // the API's objects, indented
 	formatYAML  format = "yaml"  // the same objects, as YAML
 )
 
 func parseFormat(s string) (format, error) {
 	switch f := format(s); f {
-	case formatTable, formatJSON, formatYAML:
+	case formatTable, formatWide, formatJSON, formatYAML:
 		return f, nil
 	}
-	return "", Usage(fmt.Errorf("--output %q: want table, json or yaml", s))
+	return "", Usage(fmt.Errorf("--output %q: want table, wide, json or yaml", s))
 }
+
+// human reports whether f prints for people (a table, or a wide one).
+func (f format) human() bool { return f == formatTable || f == formatWide }
 
 // table is rows of cells under a header, printed in aligned columns.
 type table struct {

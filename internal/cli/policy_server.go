@@ -23,7 +23,7 @@ func withConnection(cmd *cobra.Command, conn *connection) *cobra.Command {
 	fl := cmd.Flags()
 	fl.StringVar(&conn.server, "server", "", "API server URL (default $ALLOT_SERVER, the config file's server:, else "+DefaultServer+")")
 	fl.StringVar(&conn.token, "token", "", "API token, the admin's (default $ALLOT_TOKEN, else the config file's token:)")
-	fl.StringVarP(&conn.output, "output", "o", "table", "output format: table, json or yaml")
+	fl.StringVarP(&conn.output, "output", "o", "table", "output format: table, wide (more columns, e.g. job list's nodes), json or yaml")
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json", "yaml"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }

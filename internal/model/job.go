@@ -36,6 +36,9 @@ type JobSpec struct {
 	// stores the IDs it resolved them to. The job stays Blocked until
 	// every one of them Succeeded.
 	After []string
+	// Begin, when set, is the earliest time the job may start, as Slurm's
+	// sbatch --begin: it waits Queued until then (reason BeginTime).
+	Begin time.Time
 }
 
 // Resources is the shape of a job: InstanceCount instances (a gang when more

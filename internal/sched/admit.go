@@ -100,9 +100,10 @@ func (st *state) groupStage(a *attempt, g *group, v *verdict) stage {
 }
 
 // unready counts the nodes that are not Ready in the groups that pass a's
-// group filters (region, residency, fabric): those lost and those drained.
-// It is for the explanation of NoReadyNodes only, so it may walk nodes.
-func (st *state) unready(a *attempt) (notReady, draining int) {
+// group filters (region, residency, fabric): those lost and those drained,
+// and names the first few of them. It is for the explanation of
+// NoReadyNodes only, so it may walk nodes.
+func (st *state) unready(a *attempt) (notReady, draining int, names []string) {
 	var scratch verdict
 	for _, g := range st.groups {
 		if st.groupStage(a, g, &scratch) < stageReady {
@@ -114,11 +115,20 @@ func (st *state) unready(a *attempt) (notReady, draining int) {
 				draining++
 			case !n.Ready:
 				notReady++
+			default:
+				continue
+			}
+			if len(names) < unreadyNamed {
+				names = append(names, n.Name)
 			}
 		}
 	}
-	return notReady, draining
+	return notReady, draining, names
 }
+
+// unreadyNamed is how many of the capable nodes that are not Ready the
+// detail of NoReadyNodes names: those an operator looks at first.
+const unreadyNamed = 3
 
 // capable reports whether one instance could ever run on g's SKU.
 func (st *state) capable(a *attempt, g *group) bool {
@@ -323,17 +333,27 @@ func allNodesText(n int, kind string) string {
 
 // unreadyText is the detail of NoReadyNodes: of the capable nodes, how
 // many are lost (NotReady) and how many drained, naming only the kinds
-// there are.
-func unreadyText(capable, notReady, draining int) string {
+// there are, then the first of those nodes by name ("…: n1, n2 and 3 more").
+func unreadyText(capable, notReady, draining int, names []string) string {
 	const lost, drained = "NotReady (their agents do not heartbeat)", "Draining (taken out of service by an administrator)"
+	var s string
 	switch {
 	case draining == 0:
-		return allNodesText(capable, "capable") + " " + lost
+		s = allNodesText(capable, "capable") + " " + lost
 	case notReady == 0:
-		return allNodesText(capable, "capable") + " " + drained
+		s = allNodesText(capable, "capable") + " " + drained
+	default:
+		s = fmt.Sprintf("all %d capable nodes are NotReady or Draining: %d NotReady, %d Draining (taken out of service by an administrator)",
+			capable, notReady, draining)
 	}
-	return fmt.Sprintf("all %d capable nodes are NotReady or Draining: %d NotReady, %d Draining (taken out of service by an administrator)",
-		capable, notReady, draining)
+	if len(names) == 0 {
+		return s
+	}
+	s += ": " + strings.Join(names, ", ")
+	if more := notReady + draining - len(names); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // explainFilters says which filter stopped the furthest candidate.
@@ -349,8 +369,8 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		return TopologyUnsatisfiable, fmt.Sprintf("no %s cluster in %s has %s",
 			spec.Placement.Interconnect, regionsText(spec.Placement.Regions), shapeText(a))
 	case stageInterconnect:
-		notReady, draining := st.unready(a)
-		return NoReadyNodes, unreadyText(v.capableNodes, notReady, draining)
+		notReady, draining, names := st.unready(a)
+		return NoReadyNodes, unreadyText(v.capableNodes, notReady, draining, names)
 	case stageReady:
 		k, sk := v.quota, st.series[v.quota.series]
 		return QuotaExceeded, fmt.Sprintf("tenant %s: %s GPUs in %s: %s of %s used, job needs %s",

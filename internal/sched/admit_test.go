@@ -65,6 +65,20 @@ func TestAdmit(t *testing.T) {
 		want:      map[string]sched.Reason{"j": sched.NoReadyNodes},
 		detailHas: map[string]string{"j": "all 2 capable nodes are NotReady or Draining: 1 NotReady, 1 Draining"},
 	}, {
+		name: "no Ready node among many: the first three named",
+		world: func() *World {
+			w := twoLeaves()
+			for i := range w.Fleet.Nodes {
+				if n := &w.Fleet.Nodes[i]; n.SKU == h100 {
+					n.Health = model.NodeDraining
+				}
+			}
+			w.Job("j", "alice").GPUs(1, 8).Models("H100")
+			return w
+		},
+		want:      map[string]sched.Reason{"j": sched.NoReadyNodes},
+		detailHas: map[string]string{"j": "all 4 capable nodes are Draining (taken out of service by an administrator): h-l1-1, h-l1-2, h-l2-1 and 1 more"},
+	}, {
 		name: "a tenant not defined, with the nearest that is",
 		world: func() *World {
 			w := twoLeaves()
@@ -81,7 +95,7 @@ func TestAdmit(t *testing.T) {
 			return w
 		},
 		want:        map[string]sched.Reason{"j": sched.NoReadyNodes},
-		detailHas:   map[string]string{"j": "all 2 capable nodes are NotReady (their agents do not heartbeat)"},
+		detailHas:   map[string]string{"j": "all 2 capable nodes are NotReady (their agents do not heartbeat): t4-1, t4-2"},
 		detailLacks: map[string]string{"j": "Draining"},
 	}, {
 		name: "no Ready node, all drained",
@@ -96,7 +110,7 @@ func TestAdmit(t *testing.T) {
 			return w
 		},
 		want:        map[string]sched.Reason{"j": sched.NoReadyNodes},
-		detailHas:   map[string]string{"j": "all 2 capable nodes are Draining (taken out of service by an administrator)"},
+		detailHas:   map[string]string{"j": "all 2 capable nodes are Draining (taken out of service by an administrator): t4-1, t4-2"},
 		detailLacks: map[string]string{"j": "NotReady"},
 	}, {
 		name: "a job beyond guarantee and borrowing limit together",

@@ -34,6 +34,7 @@ func (s *Server) newJob(w *world, p Principal, spec model.JobSpec, now time.Time
 	}
 	j := &model.Job{Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
 	j.ID = newJobID(spec.Name, now)
+	waitForBegin(j, now)
 	if len(spec.Placement.Regions) >= 2 {
 		key := shape(&spec) + "|" + spec.Placement.DataRegion
 		r, ok := chosen[key]

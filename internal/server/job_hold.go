@@ -2,12 +2,30 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 )
 
 // ReasonHeld is the reason of a queued job that a person holds.
 const ReasonHeld = "Held"
+
+// ReasonBeginTime is the reason of a queued job that waits for the begin
+// time its spec asks for.
+const ReasonBeginTime = "BeginTime"
+
+// waitForBegin holds queued job j back until its spec's begin time, when
+// that is later than now, as sbatch --begin does: the cycle leaves it out
+// until then, and its estimated start is no earlier.
+func waitForBegin(j *model.Job, now time.Time) {
+	b := j.Spec.Begin
+	if j.Status.State != model.StateQueued || !b.After(now) {
+		return
+	}
+	j.Status.NotBefore = b
+	j.Status.Reason = ReasonBeginTime
+	j.Status.Detail = "starts no earlier than " + b.UTC().Format(time.RFC3339) + ", the begin time it asks for"
+}
 
 // Hold keeps queued job id out of scheduling until Release: the cycle
 // leaves it out of its input, and its reason is Held. Only a queued job

@@ -180,6 +180,7 @@ func advancePipelines(snap snapshot, ended []*model.Job, now time.Time) ([]*mode
 			case model.StateQueued:
 				j = cloneJob(old)
 				j.Status.State, j.Status.Reason, j.Status.Detail = model.StateQueued, "", ""
+				waitForBegin(j, now)
 				unblocked = true
 				log = append(log, decision{kind: "unblocked", job: j, msg: "job unblocked: its predecessors succeeded"})
 			default:

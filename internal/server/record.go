@@ -57,6 +57,7 @@ type specRecord struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	ArrayIndex  *int              `json:"array_index,omitempty"`
 	After       []string          `json:"after,omitempty"` // job IDs
+	Begin       time.Time         `json:"begin,omitzero"`
 }
 
 type statusRecord struct {
@@ -125,7 +126,7 @@ func encodeJob(j *model.Job) []byte {
 			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, SKU: s.Placement.SKU,
 			MaxRetries: s.Retry.MaxRetries, Timeout: s.Retry.Timeout,
 			CkptEvery: s.Checkpoint.Interval, CkptGrace: s.Checkpoint.Grace, Duration: s.Duration,
-			Labels: s.Labels, ArrayIndex: s.ArrayIndex, After: s.After,
+			Labels: s.Labels, ArrayIndex: s.ArrayIndex, After: s.After, Begin: s.Begin,
 		},
 		Status: statusRecord{
 			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
@@ -174,6 +175,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 			Labels:     s.Labels,
 			ArrayIndex: s.ArrayIndex,
 			After:      s.After,
+			Begin:      s.Begin,
 		},
 		Status: model.JobStatus{
 			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,

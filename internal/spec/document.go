@@ -24,6 +24,7 @@ type Document struct {
 	Labels     map[string]string `json:"labels,omitempty"`
 	ArrayIndex *int              `json:"array_index,omitempty"`
 	After      []string          `json:"after,omitempty"`
+	Begin      string            `json:"begin,omitempty"`
 }
 
 // resourcesDoc is the resources section of a job file.
@@ -77,6 +78,9 @@ func DocumentOf(s model.JobSpec) Document {
 		Labels:     s.Labels,
 		ArrayIndex: s.ArrayIndex,
 		After:      s.After,
+	}
+	if !s.Begin.IsZero() {
+		d.Begin = s.Begin.UTC().Format(time.RFC3339Nano)
 	}
 	d.Resources.CPU, d.Resources.Memory = cpuMemoryText(r)
 	d.Placement = placementDocOf(s.Placement)

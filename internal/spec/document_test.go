@@ -26,6 +26,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 		Checkpoint: model.Checkpoint{Interval: time.Hour, Grace: 45 * time.Second},
 		Duration:   26 * time.Hour,
 		Labels:     map[string]string{"workload": "batch", "team.example.com/cost-center": "42"},
+		Begin:      time.Date(2026, 12, 24, 2, 0, 0, 500, time.UTC),
 	}, {
 		Name: "cpu-only", Tenant: "t", Resources: model.Resources{InstanceCount: 1, CPUMilli: 500},
 	}}

@@ -30,6 +30,7 @@ type jobFile struct {
 	Array      arrayRange        `yaml:"array"`
 	ArrayIndex *int              `yaml:"array_index"`
 	After      afterList         `yaml:"after"`
+	Begin      timestamp         `yaml:"begin"`
 }
 
 type resourcesEntry struct {
@@ -314,6 +315,7 @@ func (d *decoder) job(root, n *yaml.Node, path string) ([]model.JobSpec, error) 
 		Labels:     j.Labels,
 		ArrayIndex: j.ArrayIndex,
 		After:      []string(j.After),
+		Begin:      time.Time(j.Begin),
 	}
 	var verr error
 	if j.Array != nil && j.ArrayIndex != nil {
