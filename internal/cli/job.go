@@ -23,7 +23,7 @@ jobs, ask why a job waits, and cancel it. A tenant token sees only its
 tenant's jobs; an admin token sees all of them.`, conn)
 	cmd.AddCommand(newJobSubmitCmd(conn), newJobRunCmd(conn), newJobListCmd(conn), newJobShowCmd(conn),
 		newJobWhyCmd(conn), newJobCancelCmd(conn), newJobLogsCmd(conn), newJobCheckpointCmd(conn),
-		newJobHoldCmd(conn), newJobReleaseCmd(conn), newJobRequeueCmd(conn), newJobUpdateCmd(conn))
+		newJobHoldCmd(conn), newJobReleaseCmd(conn), newJobRequeueCmd(conn), newJobUpdateCmd(conn), newJobWaitCmd(conn))
 	return cmd
 }
 
@@ -31,8 +31,9 @@ func newJobSubmitCmd(conn *connection) *cobra.Command {
 	var files []string
 	var array, key string
 	var sets []string
+	var wait waitOption
 	cmd := &cobra.Command{
-		Use:   "submit [-f] FILE... [--set key=value]... [--array A-B[:STEP]] [--idempotency-key KEY]",
+		Use:   "submit [-f] FILE... [--set key=value]... [--array A-B[:STEP]] [--idempotency-key KEY] [--wait]",
 		Short: "Submit the jobs in a YAML file",
 		Long: `submit reads the jobs in FILE (one or more YAML documents separated by
 "---", a list of jobs, JSON, or a directory of such files), checks them
@@ -58,6 +59,10 @@ when one fails, is canceled or times out, the step is canceled with reason
 PredecessorFailed. Steps that wait for each other in a circle, a step that
 waits for itself and a name that is neither a step nor a job ID are refused,
 and nothing of the file is submitted.
+
+--wait then follows the jobs until they all ended, as sbatch --wait does
+('allot job wait'): their progress on stderr, exit status 0 only when every
+one succeeded.
 
 --set key=value overrides a field of every job in the file before it is
 read; the key is a dotted path as written in the file (priority,
@@ -95,13 +100,14 @@ refused (Conflict).`,
 			if err != nil {
 				return Usage(err)
 			}
-			return submitJobs(cmd, cl, f, specs, key)
+			return submitJobs(cmd, cl, f, specs, key, wait)
 		},
 	}
 	filesFlag(cmd, &files, "job file, or a directory of *.yaml, *.yml and *.json job files (repeatable; or give them as arguments)")
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "override a field of every job, key=value, e.g. priority=spot (repeatable)")
 	cmd.Flags().StringVar(&array, "array", "", "submit each job once per index, A-B[:STEP] or a list (1,5,9), at most 1000")
 	cmd.Flags().StringVar(&key, "idempotency-key", "", idempotencyHelp)
+	wait.register(cmd)
 	return cmd
 }
 

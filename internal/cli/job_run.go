@@ -20,6 +20,7 @@ type runFlags struct {
 	gpuMilli                                                         int64
 	models, regions, env, sets                                       []string
 	now                                                              time.Time // what a relative --begin counts from
+	wait                                                             waitOption
 }
 
 // runFlagOf names the flag that sets a field of the job document, for
@@ -51,6 +52,9 @@ the token's tenant (an admin token must give it).
 a list, 1,5,9; at most 1000), all or none: the jobs are named NAME[IDX] and
 each finds its index in $ALLOT_ARRAY_INDEX.
 
+--wait then follows the job until it ended, as sbatch --wait does ('allot
+job wait'): its progress on stderr, exit status 0 only when it succeeded.
+
 Everything after the first argument that is not a flag (or after --) is
 the command. A job without a shell runs the program directly; for pipes
 and variables, run sh -c '...'.`,
@@ -72,7 +76,7 @@ and variables, run sh -c '...'.`,
 			if err != nil {
 				return Usage(err)
 			}
-			return submitJobs(cmd, cl, f, specs, r.key)
+			return submitJobs(cmd, cl, f, specs, r.key, r.wait)
 		},
 	}
 	cmd.Flags().SetInterspersed(false) // flags after the command are the command's
@@ -93,6 +97,7 @@ and variables, run sh -c '...'.`,
 	fl.StringArrayVar(&r.env, "env", nil, "an environment variable NAME=VALUE (repeatable)")
 	fl.StringArrayVar(&r.sets, "set", nil, "set any other field of the job, key=value, e.g. retry.max_retries=3 (repeatable)")
 	fl.StringVar(&r.key, "idempotency-key", "", idempotencyHelp)
+	r.wait.register(cmd)
 	return cmd
 }
 

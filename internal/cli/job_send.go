@@ -24,7 +24,10 @@ type submitted struct {
 // printed to stderr and nothing is submitted. key is the submit's
 // idempotency key; "" makes a new one, so that the client's own retries
 // (after a lost answer) never submit twice.
-func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec, key string) error {
+func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec, key string, wait waitOption) error {
+	if wait.timeout < 0 {
+		return Usage(fmt.Errorf("--wait-timeout %s: want 0 (no limit) or more", wait.timeout))
+	}
 	if key == "" {
 		key = client.NewIdempotencyKey()
 	}
@@ -38,24 +41,33 @@ func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.J
 		if err != nil {
 			return fromAPI(err)
 		}
-		return showIDs(cmd, f, []submitted{{j.ID}}, true)
+		ids = []submitted{{j.ID}}
+	} else {
+		docs := make([]spec.Document, len(specs))
+		for i, s := range specs {
+			docs[i] = spec.DocumentOf(s)
+		}
+		body, err := json.Marshal(docs)
+		if err != nil {
+			return err
+		}
+		b, err := cl.SubmitBatchKeyed(cmd.Context(), key, body, "application/json")
+		if err != nil {
+			return batchErr(cmd, err, specs)
+		}
+		for _, j := range b.Jobs {
+			ids = append(ids, submitted{j.ID})
+		}
 	}
-	docs := make([]spec.Document, len(specs))
-	for i, s := range specs {
-		docs[i] = spec.DocumentOf(s)
-	}
-	body, err := json.Marshal(docs)
-	if err != nil {
+	if err := showIDs(cmd, f, ids, len(specs) == 1); err != nil || !wait.on {
 		return err
 	}
-	b, err := cl.SubmitBatchKeyed(cmd.Context(), key, body, "application/json")
-	if err != nil {
-		return batchErr(cmd, err, specs)
+	jobs := make([]client.Job, len(ids))
+	for i, id := range ids {
+		jobs[i].ID = id.ID
 	}
-	for _, j := range b.Jobs {
-		ids = append(ids, submitted{j.ID})
-	}
-	return showIDs(cmd, f, ids, false)
+	_, err := waitJobs(cmd.Context(), cl, jobs, wait.timeout, cmd.ErrOrStderr())
+	return err
 }
 
 func showIDs(cmd *cobra.Command, f format, ids []submitted, one bool) error {

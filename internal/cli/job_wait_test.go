@@ -1,0 +1,94 @@
+package cli
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// job wait follows jobs through their states, writing each change to
+// stderr, and exits 0 only when all succeeded: 1 when one did not (named
+// with its detail) or the timeout passed first. job run --wait submits,
+// prints the ID, then waits the same way.
+func TestJobWait(t *testing.T) {
+	old := jobPoll
+	jobPoll = time.Millisecond
+	t.Cleanup(func() { jobPoll = old })
+	// Each job goes through its states, one per request, and stays in the last.
+	states := map[string][]string{
+		"ok-1":    {`"state":"Queued","reason":"InsufficientCapacity"`, `"state":"Running","allocations":[{"node":"n1","gpus":[0],"gpu_milli":1000}]`, `"state":"Succeeded","reason":"Completed"`},
+		"bad-1":   {`"state":"Queued"`, `"state":"Failed","reason":"Failed","detail":"attempt 1, rank 0 on n1 exited with code 3; no retries left (max_retries 0)"`},
+		"slow-1":  {`"state":"Running"`},
+		"nightly": {`"state":"Queued","reason":"BeginTime"`, `"state":"Succeeded","reason":"Completed"`},
+	}
+	var mu sync.Mutex
+	asked := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/jobs" {
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"id":"nightly","name":"nightly","state":"Queued"}`))
+			return
+		}
+		id := strings.TrimPrefix(r.URL.Path, "/v1/jobs/")
+		seq, ok := states[id]
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = w.Write([]byte(`{"code":"NotFound","message":"no job ` + id + `"}`))
+			return
+		}
+		n := min(asked[id], len(seq)-1)
+		asked[id]++
+		_, _ = w.Write([]byte(`{"id":"` + id + `","name":"` + id + `",` + seq[n] + `}`))
+	}))
+	defer srv.Close()
+	isolate(t)
+
+	out, errOut, code := runCLI(t, "job", "wait", "ok-1", "--server", srv.URL)
+	if code != ExitOK || !strings.Contains(out, "ok-1  ok-1  Succeeded  Completed") {
+		t.Errorf("wait for a job that succeeds: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"ok-1: Queued (InsufficientCapacity)\n", "ok-1: Running on n1\n", "ok-1: Succeeded (Completed)\n"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("progress lacks %q:\n%s", want, errOut)
+		}
+	}
+
+	out, errOut, code = runCLI(t, "job", "wait", "bad-1", "ok-1", "-o", "json", "--server", srv.URL)
+	var got struct {
+		Jobs []struct{ ID, State string }
+	}
+	if code != ExitFailure || !strings.Contains(errOut, "1 of 2 jobs did not succeed: bad-1 Failed (attempt 1, rank 0 on n1 exited with code 3") ||
+		json.Unmarshal([]byte(out), &got) != nil || len(got.Jobs) != 2 || got.Jobs[0].State != "Failed" {
+		t.Errorf("wait for a job that fails: exit %d\n%s%s", code, out, errOut)
+	}
+
+	mu.Lock()
+	asked["bad-1"] = 0
+	mu.Unlock()
+	if _, errOut, code = runCLI(t, "job", "wait", "bad-1", "--server", srv.URL); code != ExitFailure ||
+		!strings.Contains(errOut, "job bad-1 did not succeed: Failed (attempt 1, rank 0 on n1 exited with code 3") ||
+		!strings.Contains(errOut, "bad-1: Failed\n") {
+		t.Errorf("wait for one job that fails: exit %d\n%s", code, errOut)
+	}
+
+	_, errOut, code = runCLI(t, "job", "wait", "slow-1", "--timeout", "20ms", "--server", srv.URL)
+	if code != ExitFailure || !strings.Contains(errOut, "1 of 1 jobs have not ended after 20ms, and go on: slow-1 Running") {
+		t.Errorf("timeout: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code = runCLI(t, "job", "wait", "none", "--server", srv.URL); code != ExitUsage || !strings.Contains(errOut, "NotFound") {
+		t.Errorf("no such job: exit %d\n%s", code, errOut)
+	}
+
+	out, errOut, code = runCLI(t, "job", "run", "--server", srv.URL, "--wait", "--name", "nightly", "--", "x")
+	if code != ExitOK || out != "nightly\n" || !strings.Contains(errOut, "nightly: Queued (BeginTime)") ||
+		!strings.Contains(errOut, "nightly: Succeeded (Completed)") {
+		t.Errorf("job run --wait: exit %d, stdout %q\n%s", code, out, errOut)
+	}
+}
