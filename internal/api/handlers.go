@@ -51,6 +51,19 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request, p server.Princi
 		writeError(w, perr.Code, perr.Field, perr.Message)
 		return
 	}
+	dry, ok := dryRun(w, r)
+	if !ok {
+		return
+	}
+	if dry {
+		why, err := h.srv.TrySubmit(r.Context(), p, s)
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, newWhy(h.srv.WhyForViewer(p, why)))
+		return
+	}
 	key, ok := idempotencyKey(w, r)
 	if !ok {
 		return
@@ -62,6 +75,22 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request, p server.Princi
 	}
 	w.Header().Set("Location", "/v1/jobs/"+j.ID)
 	writeJSON(w, created(w, replayed), h.job(p, j))
+}
+
+// dryRun reads a submit's dry_run query parameter: true asks what would
+// become of the job, storing nothing (server.TrySubmit).
+func dryRun(w http.ResponseWriter, r *http.Request) (bool, bool) {
+	v := r.URL.Query()["dry_run"]
+	switch {
+	case len(v) == 0:
+		return false, true
+	case len(v) == 1 && (v[0] == "true" || v[0] == "1"):
+		return true, true
+	case len(v) == 1 && (v[0] == "false" || v[0] == "0"):
+		return false, true
+	}
+	writeError(w, codeInvalidSpec, "dry_run", fmt.Sprintf("want true or false, once; got %q", v))
+	return false, false
 }
 
 // idempotencyKey reads a submit's Idempotency-Key header ("" when absent)

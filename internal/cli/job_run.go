@@ -54,6 +54,8 @@ each finds its index in $ALLOT_ARRAY_INDEX.
 
 --wait then follows the job until it ended, as sbatch --wait does ('allot
 job wait'): its progress on stderr, exit status 0 only when it succeeded.
+--dry-run submits nothing and says what would become of the job now, as
+sbatch --test-only does (see 'job submit --help').
 
 Everything after the first argument that is not a flag (or after --) is
 the command. A job without a shell runs the program directly; for pipes

@@ -66,6 +66,15 @@ func TestJobRun(t *testing.T) {
 				}
 			})},
 			wantOut: []string{"j-1\n"}},
+		{name: "dry run", args: []string{"job", "run", "--dry-run", "--gpu-model", "A100", "--", "eval"},
+			ex: exchange{method: "POST", path: "/v1/jobs", query: "dry_run=true", status: 200,
+				body: `{"id":"eval-1","state":"Queued","reason":"NoReadyNodes","detail":"all 2 capable nodes are Draining: a1, a2","estimated_start":null,"estimate_none":"no start within the horizon"}`,
+				checkBody: one(func(t *testing.T, d spec.Document) {
+					if d.Name != "eval" {
+						t.Errorf("document %+v", d)
+					}
+				})},
+			wantOut: []string{"eval-1 (dry run: not submitted)", "NoReadyNodes", "all 2 capable nodes are Draining: a1, a2", "unknown: no start within the horizon"}},
 		{name: "refused", args: []string{"job", "run", "--gpus", "8", "--gpu-model", "B200", "--", "train"},
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 400,
 				body: `{"code":"SkuNotAvailable","message":"no SKU in any region has 8×B200 per instance"}`},

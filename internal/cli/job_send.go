@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,52 @@ type submitted struct {
 // printed to stderr and nothing is submitted. key is the submit's
 // idempotency key; "" makes a new one, so that the client's own retries
 // (after a lost answer) never submit twice.
+// tryJobs asks the server what would become of each job if it were
+// submitted now (dry_run), each on its own, and prints the answers as job
+// why does; a refused job is reported on stderr, and the command fails
+// with status 2 when one was.
+func tryJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec) error {
+	var whys []client.Why
+	refused := 0
+	for _, s := range specs {
+		doc, err := client.JobDocument(s)
+		if err != nil {
+			return err
+		}
+		w, err := cl.TrySubmit(cmd.Context(), doc, "application/json")
+		if err != nil {
+			if len(specs) == 1 {
+				return fromAPI(err)
+			}
+			refused++
+			fmt.Fprintf(cmd.ErrOrStderr(), "allot: job %s: %s\n", s.Name, err)
+			continue
+		}
+		whys = append(whys, w)
+	}
+	var v any = map[string][]client.Why{"jobs": whys}
+	if len(specs) == 1 {
+		v = whys[0]
+	}
+	err := show(cmd.OutOrStdout(), f, v, func() printer {
+		var out sections
+		now := time.Now()
+		for _, w := range whys {
+			w.ID += " (dry run: not submitted)"
+			out = append(out, whyPrinter(w, now))
+		}
+		return out
+	})
+	if err == nil && refused > 0 {
+		err = Usage(fmt.Errorf("%d of %d jobs would be refused; nothing was submitted", refused, len(specs)))
+	}
+	return err
+}
+
 func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec, key string, wait waitOption) error {
+	if wait.dryRun {
+		return tryJobs(cmd, cl, f, specs)
+	}
 	if wait.timeout < 0 {
 		return Usage(fmt.Errorf("--wait-timeout %s: want 0 (no limit) or more", wait.timeout))
 	}

@@ -20,15 +20,19 @@ var jobPoll = time.Second
 
 var errInterrupted = errors.New("interrupted; the jobs go on ('allot job wait ID' waits again)")
 
-// waitOption is --wait and --wait-timeout of a command that submits jobs.
+// waitOption is --wait and --wait-timeout of a command that submits jobs,
+// and --dry-run, which submits nothing.
 type waitOption struct {
 	on      bool
 	timeout time.Duration
+	dryRun  bool
 }
 
 func (w *waitOption) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&w.on, "wait", false, "then wait until the jobs end, as 'allot job wait' does: exit status 0 only when every one succeeded")
 	waitTimeoutFlag(cmd, &w.timeout, "wait-timeout")
+	cmd.Flags().BoolVar(&w.dryRun, "dry-run", false, "submit nothing: say what would become of each job now, as 'job why' would (sbatch --test-only)")
+	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait")
 }
 
 func newJobWaitCmd(conn *connection) *cobra.Command {

@@ -92,3 +92,38 @@ func TestJobWait(t *testing.T) {
 		t.Errorf("job run --wait: exit %d, stdout %q\n%s", code, out, errOut)
 	}
 }
+
+// submit --dry-run asks about each job on its own and submits nothing; one
+// the server would refuse makes the command fail with status 2, the others
+// still explained. --dry-run and --wait exclude each other.
+func TestJobSubmitDryRun(t *testing.T) {
+	file := writeJob(t, "name: good\ntenant: acme\nresources: {gpus_per_instance: 1}\n---\nname: bad\ntenant: acme\nresources: {gpus_per_instance: 1}\n")
+	var asked []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var d struct{ Name string }
+		_ = json.NewDecoder(r.Body).Decode(&d)
+		asked = append(asked, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery+" "+d.Name)
+		w.Header().Set("Content-Type", "application/json")
+		if d.Name == "bad" {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"code":"QuotaExceeded","message":"tenant acme: quota","field":"tenant"}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"id":"good-1","state":"Queued","detail":"would start now on n1[0]","estimated_start":"2026-12-03T00:00:00Z"}`))
+	}))
+	defer srv.Close()
+	isolate(t)
+	out, errOut, code := runCLI(t, "job", "submit", "-f", file, "--dry-run", "--server", srv.URL)
+	if code != ExitUsage || !strings.Contains(out, "would start now on n1[0]") ||
+		!strings.Contains(errOut, "allot: job bad: QuotaExceeded: tenant acme: quota") ||
+		!strings.Contains(errOut, "1 of 2 jobs would be refused; nothing was submitted") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if want := "POST /v1/jobs?dry_run=true good POST /v1/jobs?dry_run=true bad"; strings.Join(asked, " ") != want {
+		t.Errorf("asked %v, want %s", asked, want)
+	}
+	if _, errOut, code := runCLI(t, "job", "submit", "-f", file, "--dry-run", "--wait", "--server", srv.URL); code != ExitUsage ||
+		!strings.Contains(errOut, "dry-run") {
+		t.Errorf("--dry-run --wait: exit %d %s", code, errOut)
+	}
+}

@@ -72,7 +72,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // line, which it does not route through the flag error function.
 func isCobraUsage(err error) bool {
 	msg := err.Error()
-	for _, p := range []string{"required flag(s)", "unknown command", "accepts ", "requires at least", "invalid argument"} {
+	for _, p := range []string{"required flag(s)", "unknown command", "accepts ", "requires at least", "invalid argument", "if any flags in the group"} {
 		if strings.Contains(msg, p) {
 			return true
 		}

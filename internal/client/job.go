@@ -166,6 +166,17 @@ func (c *Client) SubmitKeyed(ctx context.Context, key string, body []byte, conte
 	return j, err
 }
 
+// TrySubmit asks what would become of a job document if it were
+// submitted now, storing nothing: the explanation of the would-be job (no
+// reason and its nodes when it would start at once; else the core's
+// reason and the estimated start), or the refusal a submit would get.
+func (c *Client) TrySubmit(ctx context.Context, body []byte, contentType string) (Why, error) {
+	var w Why
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs", query: url.Values{"dry_run": {"true"}}, body: body,
+		contentType: contentType, out: &w})
+	return w, err
+}
+
 // NewIdempotencyKey returns a random key for SubmitKeyed: 128 bits as 32
 // hex digits.
 func NewIdempotencyKey() string {

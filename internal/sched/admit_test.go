@@ -79,6 +79,16 @@ func TestAdmit(t *testing.T) {
 		want:      map[string]sched.Reason{"j": sched.NoReadyNodes},
 		detailHas: map[string]string{"j": "all 4 capable nodes are Draining (taken out of service by an administrator): h-l1-1, h-l1-2, h-l2-1 and 1 more"},
 	}, {
+		name: "a gang with room for all but the power for some: PowerCapped",
+		world: func() *World {
+			w := NewWorld().Region("eastus", "us", model.FabricInfiniBand).Rack("r1", 15).
+				Nodes("h", 2, h100, "l1").Tenant("alice", "")
+			w.Job("g", "alice").GPUs(2, 8).Models("H100")
+			return w
+		},
+		want:      map[string]sched.Reason{"g": sched.PowerCapped},
+		detailHas: map[string]string{"g": "room for 2 of 2 instances of 8×H100 per instance, but the power for 1: rack r1 draws 0.0 of its 15.0 kW cap"},
+	}, {
 		name: "a tenant not defined, with the nearest that is",
 		world: func() *World {
 			w := twoLeaves()

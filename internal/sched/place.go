@@ -277,6 +277,10 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 				"%d instances fit in all, but at most %d in one %s; job needs %d together",
 				total, most, domainWord(a), a.count)
 		}
+		if total+st.powerCut >= a.count {
+			return placement{}, PowerCapped, fmt.Sprintf("room for %d of %d instances of %s, but the power for %d: %s",
+				total+st.powerCut, a.count, shapeText(a), total, st.powerCutWhy)
+		}
 		return placement{}, InsufficientCapacity, fmt.Sprintf(
 			"room for %d of %d instances of %s", total, a.count, shapeText(a))
 	}
@@ -353,24 +357,33 @@ func (st *state) gangDomains(a *attempt) []*domain {
 		}
 	}
 	st.domOrder = order
+	st.powerCut, st.powerCutWhy = 0, ""
 	for _, n := range st.cands {
 		s := slots(n, &a.req, a.count)
 		if need := st.powerOf(n, a.req.TotalMilli()); need > 0 && s > 0 {
+			room := s
 			if r := st.rackOf[n.Index]; r >= 0 && st.racks[r].capW > 0 {
 				rk := &st.racks[r]
 				if rk.stamp != stamp {
 					rk.stamp, rk.left = stamp, rk.capW-rk.drawW
 				}
-				s = min(s, int(max(0, rk.left)/need))
+				if s2 := min(s, int(max(0, rk.left)/need)); s2 < s {
+					s, st.powerCutWhy = s2, fmt.Sprintf("rack %s draws %.1f of its %.1f kW cap, each instance needs %.1f kW",
+						n.Rack, kw(rk.drawW), kw(rk.capW), kw(need))
+				}
 				rk.left -= int64(s) * need
 			}
 			if reg := st.regionOf[n.Index]; reg.capW > 0 {
 				if reg.stamp != stamp {
 					reg.stamp, reg.left = stamp, reg.capW-reg.drawW
 				}
-				s = min(s, int(max(0, reg.left)/need))
+				if s2 := min(s, int(max(0, reg.left)/need)); s2 < s {
+					s, st.powerCutWhy = s2, fmt.Sprintf("region %s draws %.1f of its %.1f kW headroom, each instance needs %.1f kW",
+						n.Region, kw(reg.drawW), kw(reg.capW), kw(need))
+				}
 				reg.left -= int64(s) * need
 			}
+			st.powerCut += room - s
 		}
 		if s == 0 {
 			continue

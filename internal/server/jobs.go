@@ -270,25 +270,32 @@ func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, erro
 	if err != nil {
 		return Why{}, err
 	}
-	w := Why{Job: j, Policies: s.jobPolicies(j.ID)}
+	w := Why{Job: j}
 	if j.Status.State == model.StateQueued {
-		now := s.clock.Now()
-		w.Estimate = s.Estimate(j, now)
-		if w.Estimate.Known() {
-			t := w.Estimate.Start.UTC()
-			w.EstimatedStart = &t
-		}
-		// A job held back after a lost attempt starts no earlier.
-		if hold := j.Status.NotBefore; now.Before(hold) && (w.EstimatedStart == nil || w.EstimatedStart.Before(hold)) {
-			w.EstimatedStart = &hold
-		}
-		w.Regions = s.weighRegions(s.world(), j, now)
-		for i := range w.Regions {
-			// Chosen marks the region the core places the job in now.
-			w.Regions[i].Chosen = j.Status.Region != "" && w.Regions[i].Region == j.Status.Region
-		}
+		w = s.explainQueued(s.world(), j, s.clock.Now())
 	}
+	w.Policies = s.jobPolicies(j.ID)
 	return w, nil
+}
+
+// explainQueued is the Why of queued job j: its estimated start and the
+// comparison of its regions.
+func (s *Server) explainQueued(w *world, j *model.Job, now time.Time) Why {
+	why := Why{Job: j, Estimate: s.Estimate(j, now)}
+	if why.Estimate.Known() {
+		t := why.Estimate.Start.UTC()
+		why.EstimatedStart = &t
+	}
+	// A job held back (a back-off, fencing, its begin time) starts no earlier.
+	if hold := j.Status.NotBefore; now.Before(hold) && (why.EstimatedStart == nil || why.EstimatedStart.Before(hold)) {
+		why.EstimatedStart = &hold
+	}
+	why.Regions = s.weighRegions(w, j, now)
+	for i := range why.Regions {
+		// Chosen marks the region the core places the job in now.
+		why.Regions[i].Chosen = j.Status.Region != "" && why.Regions[i].Region == j.Status.Region
+	}
+	return why
 }
 
 // Estimate is when queued job j is expected to start: the core run forward

@@ -1,0 +1,42 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// POST /v1/jobs?dry_run=true answers the Why of the would-be job and
+// stores nothing; a job a submit would refuse gets that refusal, and a
+// dry_run that is not a boolean is refused naming it.
+func TestDryRunRoute(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	cop := e.tokens["copilot"]
+	rec := e.do("POST", "/v1/jobs?dry_run=true", cop, []byte(chatJSON))
+	var w struct {
+		ID, State, Reason, Detail string
+		EstimatedStart            *string `json:"estimated_start"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &w); err != nil || rec.Code != http.StatusOK || rec.Header().Get("Location") != "" ||
+		w.State != "Queued" || !strings.HasPrefix(w.Detail, "would start now on eastus-") || w.EstimatedStart == nil {
+		t.Fatalf("dry run: %d %s", rec.Code, rec.Body)
+	}
+	if rec := e.do("GET", "/v1/jobs", cop, nil); strings.Contains(rec.Body.String(), `"chat"`) {
+		t.Errorf("a dry run stored the job: %s", rec.Body)
+	}
+	rec = e.do("POST", "/v1/jobs?dry_run=1", cop, []byte(`{"name":"big","resources":{"instance_count":100,"gpus_per_instance":8,"gpu_models":["H100"]}}`))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "SkuNotAvailable") {
+		t.Errorf("dry run of a job no SKU can hold: %d %s", rec.Code, rec.Body)
+	}
+	for _, q := range []string{"dry_run=yes", "dry_run=true&dry_run=false"} {
+		rec = e.do("POST", "/v1/jobs?"+q, cop, []byte(chatJSON))
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"dry_run"`) {
+			t.Errorf("%s: %d %s, want 400 naming dry_run", q, rec.Code, rec.Body)
+		}
+	}
+	rec = e.do("POST", "/v1/jobs?dry_run=false", cop, []byte(chatJSON))
+	if rec.Code != http.StatusCreated {
+		t.Errorf("dry_run=false: %d %s, want the job submitted", rec.Code, rec.Body)
+	}
+}
