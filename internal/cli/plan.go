@@ -116,8 +116,13 @@ func runPlan(out, errOut io.Writer, f planFlags) error {
 			if len(j.Spec.After) > 0 {
 				j.Status.State = model.StateBlocked // waits for its predecessors, beyond this one cycle
 			}
+			if j.Spec.Begin.After(now) { // as the server holds it back: not offered to the core
+				fmt.Fprintf(errOut, "Note: %s begins at %s, after this cycle's time; left out (a server keeps it Queued, reason BeginTime)\n",
+					j.ID, j.Spec.Begin.UTC().Format(time.RFC3339))
+				continue
+			}
+			queued = append(queued, j)
 		}
-		queued = append(queued, set...)
 	}
 	s := sched.New(sched.Config{MinRunTime: f.minRun})
 	var jobs []*model.Job

@@ -176,3 +176,29 @@ func TestPlanFollowsTheStrategy(t *testing.T) {
 		t.Errorf("stderr lacks %q:\n%s", want, errOut)
 	}
 }
+
+// A queued job whose begin time is after the cycle's is left out of the
+// plan, as the server holds it back, and the plan says so; one whose begin
+// time has come is planned.
+func TestPlanLeavesOutJobsNotBegun(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "jobs.yaml")
+	if err := os.WriteFile(file, []byte(`name: later
+tenant: research
+resources: {gpus_per_instance: 1, gpu_models: [T4]}
+begin: 2026-12-02T00:00:00Z
+---
+name: now
+tenant: research
+resources: {gpus_per_instance: 1, gpu_models: [T4]}
+begin: 2026-12-01T00:00:00Z
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := run(t, "plan", "--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml",
+		"--jobs", file, "--now", "2026-12-01T12:00:00Z")
+	if code != ExitOK || strings.Contains(out, "later") || !strings.Contains(out, "now ") ||
+		!strings.Contains(errOut, "Note: later begins at 2026-12-02T00:00:00Z, after this cycle's time; left out") {
+		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
