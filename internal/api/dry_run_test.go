@@ -40,3 +40,28 @@ func TestDryRunRoute(t *testing.T) {
 		t.Errorf("dry_run=false: %d %s, want the job submitted", rec.Code, rec.Body)
 	}
 }
+
+// PATCH /v1/jobs/{id} sets and removes a queued job's begin time, with the
+// priority or alone; a begin that is not RFC 3339 is refused naming it.
+func TestPatchBegin(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	cop := e.tokens["copilot"]
+	rec := e.do("POST", "/v1/jobs", cop, []byte(`{"name":"later","resources":{"gpu_milli":250,"gpu_models":["T4"]},"begin":"2030-01-01T00:00:00Z"}`))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", rec.Code, rec.Body)
+	}
+	id := decode[Job](t, rec).ID
+	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"begin":"2031-06-01T00:00:00Z","priority":"spot:2"}`))
+	if j := decode[Job](t, rec); rec.Code != http.StatusOK || j.Reason != "BeginTime" || !strings.Contains(j.Detail, "2031-06-01T00:00:00Z") ||
+		j.Spec.Begin != "2031-06-01T00:00:00Z" || j.Spec.Priority != "spot:2" {
+		t.Fatalf("postpone: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"begin":""}`))
+	if j := decode[Job](t, rec); rec.Code != http.StatusOK || j.Reason == "BeginTime" || j.Spec.Begin != "" {
+		t.Fatalf("remove: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"begin":"tomorrow"}`))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"begin"`) {
+		t.Errorf("a bad begin: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
@@ -34,21 +35,48 @@ func (h *handler) answerJob(w http.ResponseWriter, r *http.Request, p server.Pri
 }
 
 // JobChange is the body of PATCH /v1/jobs/{id}: the fields of a queued
-// job that may change. Priority is "class[:value]" or {"class","value"}.
+// job that may change, at least one. Priority is "class[:value]" or
+// {"class","value"}; Begin an RFC 3339 time, or "" to remove it.
 type JobChange struct {
 	Priority json.RawMessage `json:"priority"`
+	Begin    *string         `json:"begin"`
 }
 
-// parseJobChange reads a PATCH body into the priority it asks for.
-func parseJobChange(body []byte) (model.Priority, *Error) {
+// parseJobChange reads a PATCH body into the change it asks for.
+func parseJobChange(body []byte) (server.QueuedChange, *Error) {
 	var c JobChange
 	if e := decodeStrict(body, &c); e != nil {
-		return model.Priority{}, e
+		return server.QueuedChange{}, e
 	}
+	var out server.QueuedChange
 	raw := bytes.TrimSpace(c.Priority)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return model.Priority{}, &Error{Code: codeInvalidSpec, Field: "priority", Message: "must be given (the only field that can change)"}
+	if len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		p, e := parsePriority(raw)
+		if e != nil {
+			return server.QueuedChange{}, e
+		}
+		out.Priority = &p
 	}
+	if c.Begin != nil {
+		var t time.Time
+		if *c.Begin != "" {
+			var err error
+			if t, err = time.Parse(time.RFC3339Nano, *c.Begin); err != nil {
+				return server.QueuedChange{}, &Error{Code: codeInvalidSpec, Field: "begin",
+					Message: fmt.Sprintf("want an RFC 3339 time like 2026-12-24T02:00:00Z, or \"\" to remove it; got %q", *c.Begin)}
+			}
+		}
+		out.Begin = &t
+	}
+	if out.Priority == nil && out.Begin == nil {
+		return server.QueuedChange{}, &Error{Code: codeInvalidSpec, Field: "priority",
+			Message: "must be given, or begin (the fields that can change)"}
+	}
+	return out, nil
+}
+
+// parsePriority reads "class[:value]" or {"class","value"}.
+func parsePriority(raw []byte) (model.Priority, *Error) {
 	bad := func(err error) *Error {
 		return &Error{Code: codeInvalidSpec, Field: "priority", Message: err.Error()}
 	}
@@ -83,10 +111,10 @@ func (h *handler) patchJob(w http.ResponseWriter, r *http.Request, p server.Prin
 	if !ok {
 		return
 	}
-	prio, e := parseJobChange(body)
+	c, e := parseJobChange(body)
 	if e != nil {
 		writeError(w, e.Code, e.Field, e.Message)
 		return
 	}
-	h.answerJob(w, r, p)(h.srv.SetPriority(r.Context(), p, r.PathValue("id"), prio))
+	h.answerJob(w, r, p)(h.srv.UpdateQueued(r.Context(), p, r.PathValue("id"), c))
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -113,33 +115,70 @@ func actOnJobs(cmd *cobra.Command, conn *connection, sel jobSelection, args []st
 }
 
 func newJobUpdateCmd(conn *connection) *cobra.Command {
-	var priority string
+	var priority, begin string
 	cmd := &cobra.Command{
-		Use:   "update ID... --priority CLASS[:VALUE]",
-		Short: "Change the priority of queued jobs",
+		Use:   "update ID... [--priority CLASS[:VALUE]] [--begin T|DATE|DURATION|none]",
+		Short: "Change the priority or begin time of queued jobs",
 		Long: `update changes what can change of a queued job: its priority, a class
-(spot, standard, reserved) and optionally a value inside it (higher first).
-The next scheduling cycle orders the queue by it. A job that has started
-keeps its priority: changing it is refused (Conflict), as its placement and
-any preemption were decided by it. It prints each job's outcome and exits
-with status 1 if any failed (status 2 for one job the server refused).`,
+(spot, standard, reserved) and optionally a value inside it (higher first),
+and its begin time, as scontrol update StartTime= does: a time, a date, a
+duration from now (6h), or none to let it start as soon as it can. The next
+scheduling cycle orders the queue by the priority; a begin time later than
+now keeps the job Queued until then (reason BeginTime). A job that has
+started keeps both: changing them is refused (Conflict), as its placement
+and any preemption were decided by them. It prints each job's outcome and
+exits with status 1 if any failed (status 2 for one job the server refused).`,
 		Example: `  allot job update train-llama-1k8lhkvh808cr --priority standard:50
-  allot job update j-1 j-2 --priority spot`,
+  allot job update j-1 j-2 --priority spot
+  allot job update nightly-1k8lhkvh808cr --begin 2026-12-24T02:00:00Z
+  allot job update nightly-1k8lhkvh808cr --begin none`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeJobs(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if priority == "" {
-				return Usage(fmt.Errorf("--priority: want a class (spot, standard, reserved), optionally :VALUE"))
+			var u client.JobUpdate
+			u.Priority = priority
+			if cmd.Flags().Changed("begin") {
+				t, err := beginTime(begin, time.Now())
+				if err != nil {
+					return Usage(err)
+				}
+				u.Begin = &t
+			}
+			if u.Priority == "" && u.Begin == nil {
+				return Usage(fmt.Errorf("--priority or --begin: say what to change (priority: spot, standard, reserved, optionally :VALUE)"))
 			}
 			cl, f, err := conn.client()
 			if err != nil {
 				return err
 			}
 			return eachJob(cmd, f, args, len(args) == 1, func(id string) (client.Job, error) {
-				return cl.SetPriority(cmd.Context(), id, priority)
+				return cl.UpdateJob(cmd.Context(), id, u)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&priority, "priority", "", "the new priority: spot, standard or reserved, optionally :VALUE (required)")
+	cmd.Flags().StringVar(&priority, "priority", "", "the new priority: spot, standard or reserved, optionally :VALUE")
+	cmd.Flags().StringVar(&begin, "begin", "", "the new begin time: a time (2026-12-24T02:00:00Z), a date, a duration from now (6h), or none")
 	return cmd
+}
+
+// beginTime reads a --begin of job update: "none" removes the begin time
+// (""), a duration counts from now, a date is its UTC midnight; the answer
+// is RFC 3339.
+func beginTime(s string, now time.Time) (string, error) {
+	s = strings.TrimSpace(s)
+	if s == "none" || s == "" {
+		return "", nil
+	}
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return "", fmt.Errorf("--begin %s: want a time, a date, or a duration from now that is not negative", s)
+		}
+		return now.Add(d).UTC().Format(time.RFC3339), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC().Format(time.RFC3339Nano), nil
+		}
+	}
+	return "", fmt.Errorf("--begin %q: want a time like 2026-12-24T02:00:00Z, a date like 2026-12-24, a duration from now like 6h, or none", s)
 }

@@ -30,6 +30,7 @@ func TestJobCommandsRefuseBadUse(t *testing.T) {
 		{"job", "cancel", "j-1", "--name", "x"},
 		{"job", "hold"},
 		{"job", "update", "j-1"},
+		{"job", "update", "j-1", "--begin", "tomorrow"},
 		{"job", "list", "--continue", "c1.x"},
 		{"job", "list", "--watch", "--interval", "1ms"},
 		{"usage", "--by", "node"},

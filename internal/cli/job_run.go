@@ -144,12 +144,12 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 		doc["duration"] = r.duration
 	}
 	if r.begin != "" {
-		doc["begin"] = r.begin
-		if d, err := time.ParseDuration(r.begin); err == nil {
-			if d < 0 {
-				return nil, fmt.Errorf("--begin %s: want a time, a date, or a duration from now that is not negative", r.begin)
-			}
-			doc["begin"] = r.now.Add(d).UTC().Format(time.RFC3339)
+		b, err := beginTime(r.begin, r.now)
+		if err != nil {
+			return nil, err
+		}
+		if b != "" {
+			doc["begin"] = b
 		}
 	}
 	if r.array != "" {

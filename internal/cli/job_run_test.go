@@ -123,7 +123,7 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--gpus", "0", "--", "x"}, []string{"--gpus or --cpu: a job must ask for GPUs or CPU"}},
 		{[]string{"--env", "NOEQUALS", "--", "x"}, []string{"--env \"NOEQUALS\": want NAME=VALUE"}},
 		{[]string{"--gpus", "1"}, []string{"requires at least 1 arg"}},
-		{[]string{"--begin", "tomorrow", "--", "x"}, []string{"--begin: want a time like 2026-01-01T00:00:00Z or a date"}},
+		{[]string{"--begin", "tomorrow", "--", "x"}, []string{`--begin "tomorrow": want a time like 2026-12-24T02:00:00Z, a date like 2026-12-24, a duration from now like 6h, or none`}},
 		{[]string{"--begin", "-1h", "--", "x"}, []string{"--begin -1h: want a time, a date, or a duration from now"}},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)

@@ -56,6 +56,20 @@ func TestJobCommands(t *testing.T) {
 		{name: "cancel", args: []string{"job", "cancel", "j-1"},
 			ex:      exchange{method: "POST", path: "/v1/jobs/j-1/cancel", status: 200, body: canceledJob},
 			wantOut: []string{"j-1", "Canceled"}},
+		{name: "update the begin time", args: []string{"job", "update", "j-1", "--begin", "2030-01-02", "--priority", "spot"},
+			ex: exchange{method: "PATCH", path: "/v1/jobs/j-1", status: 200, body: queuedJob, checkBody: func(t *testing.T, body []byte) {
+				if string(body) != `{"begin":"2030-01-02T00:00:00Z","priority":"spot"}` {
+					t.Errorf("body %s", body)
+				}
+			}},
+			wantOut: []string{"j-1"}},
+		{name: "remove the begin time", args: []string{"job", "update", "j-1", "--begin", "none"},
+			ex: exchange{method: "PATCH", path: "/v1/jobs/j-1", status: 200, body: queuedJob, checkBody: func(t *testing.T, body []byte) {
+				if string(body) != `{"begin":""}` {
+					t.Errorf("body %s", body)
+				}
+			}},
+			wantOut: []string{"j-1"}},
 		{name: "requeue", args: []string{"job", "requeue", "j-2"},
 			ex: exchange{method: "POST", path: "/v1/jobs/j-2/requeue", status: 200,
 				body: `{"id":"j-2","name":"t4-small","state":"Preempted","reason":"Requeued"}`},

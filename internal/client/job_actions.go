@@ -32,7 +32,27 @@ func (c *Client) Requeue(ctx context.Context, id string) (Job, error) {
 
 // SetPriority changes a queued job's priority ("standard", "spot:5").
 func (c *Client) SetPriority(ctx context.Context, id, priority string) (Job, error) {
-	body, err := json.Marshal(map[string]string{"priority": priority})
+	return c.UpdateJob(ctx, id, JobUpdate{Priority: priority})
+}
+
+// JobUpdate is what UpdateJob changes of a queued job: Priority when not
+// empty, Begin when not nil (an RFC 3339 time, or "" to remove it).
+type JobUpdate struct {
+	Priority string
+	Begin    *string
+}
+
+// UpdateJob changes a queued job's priority and begin time, both or
+// neither, and returns it as it is afterwards.
+func (c *Client) UpdateJob(ctx context.Context, id string, u JobUpdate) (Job, error) {
+	m := map[string]string{}
+	if u.Priority != "" {
+		m["priority"] = u.Priority
+	}
+	if u.Begin != nil {
+		m["begin"] = *u.Begin
+	}
+	body, err := json.Marshal(m)
 	if err != nil {
 		return Job{}, err
 	}

@@ -381,7 +381,7 @@ func (r *run) cycle() sched.Plan {
 	r.events++
 	input := make([]*model.Job, 0, len(r.jobs))
 	for _, j := range r.jobs {
-		if j.Status.State == model.StateQueued && r.t.Before(j.Status.NotBefore) {
+		if j.Status.State == model.StateQueued && r.t.Before(j.HeldUntil()) {
 			continue
 		}
 		input = append(input, j)
@@ -445,7 +445,7 @@ func (r *run) after(from time.Time) (time.Time, bool) {
 	}
 	for _, j := range r.jobs {
 		if j.Status.State == model.StateQueued {
-			consider(j.Status.NotBefore)
+			consider(j.HeldUntil())
 		}
 	}
 	if r.awaiting && !r.f.cfg.DisablePreemption {

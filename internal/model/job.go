@@ -330,8 +330,9 @@ type JobStatus struct {
 	// against the server's own limit, with a back-off between them.
 	Lost int
 	// NotBefore holds a queued job back until then: a back-off after a
-	// lost attempt, or the time the old attempt's processes are surely
-	// stopped (fencing). Zero means no hold.
+	// lost or failed attempt, or the time the old attempt's processes are
+	// surely stopped (fencing). Zero means no hold. The spec's Begin holds
+	// it too: Job.HeldUntil is the later of the two.
 	NotBefore time.Time
 	// Held keeps a queued job out of scheduling until it is released
 	// ('allot job hold'); its reason is Held meanwhile.
@@ -364,4 +365,14 @@ type Job struct {
 	ID     string
 	Spec   JobSpec
 	Status JobStatus
+}
+
+// HeldUntil is when queued job j may first be scheduled: the later of its
+// status's NotBefore (a back-off, fencing) and its spec's Begin; zero when
+// neither holds it.
+func (j *Job) HeldUntil() time.Time {
+	if j.Spec.Begin.After(j.Status.NotBefore) {
+		return j.Spec.Begin
+	}
+	return j.Status.NotBefore
 }

@@ -158,7 +158,7 @@ func (st *state) mayHold(j *model.Job) bool {
 func MayHold(j *model.Job, now time.Time, holdAfter time.Duration) bool {
 	s := &j.Spec
 	switch {
-	case holdAfter <= 0, j.Status.State != model.StateQueued, j.Status.Held, j.Status.NotBefore.After(now),
+	case holdAfter <= 0, j.Status.State != model.StateQueued, j.Status.Held, j.HeldUntil().After(now),
 		s.Priority.Class == model.ClassSpot,
 		s.Resources.TotalMilli() <= model.MilliPerGPU:
 		return false

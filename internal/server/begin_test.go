@@ -69,3 +69,67 @@ func TestBeginTime(t *testing.T) {
 	h.cycle()
 	runs(nightly.ID)
 }
+
+// job update --begin postpones a queued job, brings it forward or removes
+// its begin time; a retry's back-off is not the begin's to remove, and a
+// held job keeps its reason until released.
+func TestUpdateBegin(t *testing.T) {
+	h := newHarness(t)
+	ctx := t.Context()
+	copilot := Principal{Tenant: "copilot"}
+	now := h.clock.Now()
+	j := h.submit(copilot, `{name: nightly, tenant: copilot, command: [x], resources: {gpus_per_instance: 1, gpu_models: [T4]}, begin: `+
+		now.Add(time.Hour).Format(time.RFC3339)+`}`)
+	later := now.Add(5 * time.Hour)
+	got, err := h.srv.UpdateQueued(ctx, copilot, j.ID, QueuedChange{Begin: &later})
+	if err != nil || !got.Spec.Begin.Equal(later) || !got.HeldUntil().Equal(later) || got.Status.Reason != ReasonBeginTime ||
+		!strings.Contains(got.Status.Detail, later.UTC().Format(time.RFC3339)) {
+		t.Fatalf("postponed: %+v (%v), want held until %s", got.Status, err, later)
+	}
+	h.clock.Advance(2 * time.Hour) // past the first begin: still waits for the new one
+	h.cycle()
+	if got := h.job(j.ID); got.Status.State != model.StateQueued || got.Status.Reason != ReasonBeginTime {
+		t.Fatalf("after the old begin time: %s %s, want still waiting", got.Status.State, got.Status.Reason)
+	}
+	if _, err := h.srv.Hold(ctx, copilot, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	none := time.Time{}
+	got, err = h.srv.UpdateQueued(ctx, copilot, j.ID, QueuedChange{Begin: &none})
+	if err != nil || !got.Spec.Begin.IsZero() || !got.HeldUntil().IsZero() || got.Status.Reason != ReasonHeld {
+		t.Fatalf("begin removed from a held job: %+v (%v), want no hold of time, reason Held", got.Status, err)
+	}
+	if _, err := h.srv.Release(ctx, copilot, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	h.cycle()
+	if got := h.job(j.ID); !got.Status.State.Holds() {
+		t.Fatalf("released without a begin time: %s %s, want started", got.Status.State, got.Status.Reason)
+	}
+
+	// A back-off's hold stays when a begin time is set and removed.
+	k := h.submit(copilot, `{name: retried, tenant: copilot, command: [x], resources: {gpus_per_instance: 1, gpu_models: [T4]}}`)
+	backoff := h.clock.Now().Add(time.Minute)
+	_, _, _, err = h.srv.rewriteJob(ctx, k.ID, "test", func(old *model.Job) (*model.Job, error) {
+		x := cloneJob(old)
+		x.Status.NotBefore, x.Status.Reason = backoff, "Retrying"
+		return x, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	soon := h.clock.Now().Add(30 * time.Second)
+	if _, err = h.srv.UpdateQueued(ctx, copilot, k.ID, QueuedChange{Begin: &soon}); err != nil {
+		t.Fatal(err)
+	}
+	got, err = h.srv.UpdateQueued(ctx, copilot, k.ID, QueuedChange{Begin: &none})
+	if err != nil || !got.HeldUntil().Equal(backoff) || got.Status.Reason != "Retrying" {
+		t.Errorf("after setting and removing a begin time: held until %s, %s (%v), want the back-off's %s and reason kept",
+			got.HeldUntil(), got.Status.Reason, err, backoff)
+	}
+	later = h.clock.Now().Add(time.Hour)
+	if got, err = h.srv.UpdateQueued(ctx, copilot, k.ID, QueuedChange{Begin: &later}); err != nil || !got.HeldUntil().Equal(later) ||
+		got.Status.Reason != ReasonBeginTime {
+		t.Errorf("a begin time after the back-off: held until %s, %s (%v), want %s, BeginTime", got.HeldUntil(), got.Status.Reason, err, later)
+	}
+}

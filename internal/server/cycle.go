@@ -197,7 +197,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	// a person held ('job hold') wait until released.
 	input := make([]*model.Job, 0, len(snap.jobs))
 	for _, j := range snap.jobs {
-		if !gone[j.ID] && !(j.Status.State == model.StateQueued && (now.Before(j.Status.NotBefore) || j.Status.Held)) {
+		if !gone[j.ID] && !(j.Status.State == model.StateQueued && (now.Before(j.HeldUntil()) || j.Status.Held)) {
 			input = append(input, j)
 		}
 	}

@@ -39,7 +39,7 @@ func (s *Server) TrySubmit(ctx context.Context, p Principal, spec model.JobSpec)
 	if links != nil && s.block([]*model.Job{j}, links) && j.Status.State == model.StateBlocked {
 		return Why{Job: j}, nil
 	}
-	if j.Status.State != model.StateQueued || now.Before(j.Status.NotBefore) {
+	if j.Status.State != model.StateQueued || now.Before(j.HeldUntil()) {
 		return s.explainQueued(w, j, now), nil // it waits for its begin time whatever the fleet does
 	}
 	plan := s.planWith(w, j, now)
@@ -74,7 +74,7 @@ func (s *Server) planWith(w *world, j *model.Job, now time.Time) sched.Plan {
 	jobs := s.cache.snapshot().jobs
 	input := make([]*model.Job, 0, len(jobs)+1)
 	for _, x := range jobs {
-		if !(x.Status.State == model.StateQueued && (now.Before(x.Status.NotBefore) || x.Status.Held)) {
+		if !(x.Status.State == model.StateQueued && (now.Before(x.HeldUntil()) || x.Status.Held)) {
 			input = append(input, x)
 		}
 	}

@@ -14,15 +14,18 @@ const ReasonHeld = "Held"
 // time its spec asks for.
 const ReasonBeginTime = "BeginTime"
 
-// waitForBegin holds queued job j back until its spec's begin time, when
-// that is later than now, as sbatch --begin does: the cycle leaves it out
-// until then, and its estimated start is no earlier.
+// waitForBegin gives queued job j the reason BeginTime when its spec's
+// begin time holds it back, as sbatch --begin does: the cycle leaves it out
+// until Job.HeldUntil, and its estimated start is no earlier. A back-off
+// that ends later keeps its own reason.
 func waitForBegin(j *model.Job, now time.Time) {
 	b := j.Spec.Begin
-	if j.Status.State != model.StateQueued || !b.After(now) {
+	if j.Status.State != model.StateQueued || !b.After(now) || !b.After(j.Status.NotBefore) {
 		return
 	}
-	j.Status.NotBefore = b
+	if j.Status.Held {
+		return // its reason stays Held; release gives it BeginTime
+	}
 	j.Status.Reason = ReasonBeginTime
 	j.Status.Detail = "starts no earlier than " + b.UTC().Format(time.RFC3339) + ", the begin time it asks for"
 }
@@ -51,6 +54,7 @@ func (s *Server) Release(ctx context.Context, p Principal, id string) (*model.Jo
 		}
 		j.Status.Held = false
 		j.Status.Reason, j.Status.Detail = "", ""
+		waitForBegin(j, s.clock.Now())
 		return true
 	})
 }
@@ -59,12 +63,38 @@ func (s *Server) Release(ctx context.Context, p Principal, id string) (*model.Jo
 // orders the queue by it. A job that has started keeps its priority
 // (Conflict): its placement and its victims were chosen by it.
 func (s *Server) SetPriority(ctx context.Context, p Principal, id string, prio model.Priority) (*model.Job, error) {
+	return s.UpdateQueued(ctx, p, id, QueuedChange{Priority: &prio})
+}
+
+// QueuedChange is what may change of a queued job; nil fields stay.
+type QueuedChange struct {
+	Priority *model.Priority
+	// Begin is the new begin time; the zero time removes it.
+	Begin *time.Time
+}
+
+// UpdateQueued applies c to queued job id, both changes or neither. A new
+// begin time later than now holds the job back until then (reason
+// BeginTime, as at submit); one that is past or removed lets the next cycle
+// consider it, unless a retry's back-off still holds it.
+func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c QueuedChange) (*model.Job, error) {
 	var invalid error
-	j, err := s.changeQueued(ctx, p, id, "change the priority of", func(j *model.Job) bool {
-		if j.Spec.Priority == prio {
+	now := s.clock.Now()
+	j, err := s.changeQueued(ctx, p, id, "update", func(j *model.Job) bool {
+		changed := false
+		if c.Priority != nil && j.Spec.Priority != *c.Priority {
+			j.Spec.Priority, changed = *c.Priority, true
+		}
+		if c.Begin != nil && !j.Spec.Begin.Equal(*c.Begin) {
+			if j.Status.Reason == ReasonBeginTime { // the next cycle, or the new begin time, says why it waits
+				j.Status.Reason, j.Status.Detail = "", ""
+			}
+			j.Spec.Begin, changed = *c.Begin, true
+			waitForBegin(j, now)
+		}
+		if !changed {
 			return false
 		}
-		j.Spec.Priority = prio
 		if invalid = j.Spec.Validate(); invalid != nil {
 			return false
 		}
@@ -97,7 +127,7 @@ func (s *Server) changeQueued(ctx context.Context, p Principal, id, what string,
 		return old, err
 	}
 	s.log.Info("job changed", "job", id, "action", what, "by", p.Name(), "held", j.Status.Held,
-		"priority", j.Spec.Priority.String(), "rev", rev)
+		"priority", j.Spec.Priority.String(), "begin", j.Spec.Begin, "rev", rev)
 	s.Kick()
 	return j, nil
 }
@@ -110,5 +140,5 @@ func thisAction(what string) string {
 	case "release":
 		return "be released"
 	}
-	return "have its priority changed"
+	return "be updated (priority, begin)"
 }

@@ -287,7 +287,7 @@ func (s *Server) explainQueued(w *world, j *model.Job, now time.Time) Why {
 		why.EstimatedStart = &t
 	}
 	// A job held back (a back-off, fencing, its begin time) starts no earlier.
-	if hold := j.Status.NotBefore; now.Before(hold) && (why.EstimatedStart == nil || why.EstimatedStart.Before(hold)) {
+	if hold := j.HeldUntil(); now.Before(hold) && (why.EstimatedStart == nil || why.EstimatedStart.Before(hold)) {
 		why.EstimatedStart = &hold
 	}
 	why.Regions = s.weighRegions(w, j, now)

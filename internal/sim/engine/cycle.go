@@ -70,7 +70,7 @@ func (e *Engine) snapshotJobs() []*model.Job {
 		switch {
 		case j.Status.State.Holds():
 			j.Status.LastCheckpoint = lastCheckpoint(j, e.now)
-		case j.Status.State == model.StateQueued && e.now.Before(j.Status.NotBefore):
+		case j.Status.State == model.StateQueued && e.now.Before(j.HeldUntil()):
 			continue
 		}
 		jobs = append(jobs, j)
