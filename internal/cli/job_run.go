@@ -15,12 +15,13 @@ import (
 
 // runFlags are the fields of a job that 'job run' takes as flags.
 type runFlags struct {
-	name, tenant, priority, array, cpu, memory, duration, key, begin string
-	gpus, instances                                                  int
-	gpuMilli                                                         int64
-	models, regions, env, sets                                       []string
-	now                                                              time.Time // what a relative --begin counts from
-	wait                                                             waitOption
+	name, tenant, priority, array, cpu, memory, duration, key, begin, timeout string
+	maxRetries                                                                int
+	gpus, instances                                                           int
+	gpuMilli                                                                  int64
+	models, regions, env, sets                                                []string
+	now                                                                       time.Time // what a relative --begin counts from
+	wait                                                                      waitOption
 }
 
 // runFlagOf names the flag that sets a field of the job document, for
@@ -30,7 +31,7 @@ var runFlagOf = map[string]string{
 	"resources.gpus_per_instance": "--gpus", "resources.instance_count": "--instances", "resources.gpu_milli": "--gpu-milli",
 	"resources.cpu": "--cpu", "resources.memory": "--memory", "resources.gpu_models": "--gpu-model",
 	"placement.regions": "--region", "env": "--env", "command": "the command", "resources": "--gpus or --cpu",
-	"begin": "--begin",
+	"begin": "--begin", "retry.timeout": "--timeout", "retry.max_retries": "--max-retries",
 }
 
 func newJobRunCmd(conn *connection) *cobra.Command {
@@ -43,10 +44,11 @@ create do, and prints the new job's ID like 'job submit'. The flags set the
 fields of a job file: --gpus (gpus_per_instance, default 1), --gpu-model
 (gpu_models; repeat it or give a list for several), --instances, --gpu-milli,
 --cpu, --memory, --region, --priority (spot, standard or reserved, with an
-optional :N), --duration, --begin (the earliest start: a time, a date, or a
+optional :N), --duration, --timeout (the time limit of an attempt, as sbatch
+--time), --max-retries, --begin (the earliest start: a time, a date, or a
 duration from now, as sbatch --begin), --env NAME=VALUE, and --set for any
-other field (retry.max_retries=3). --name defaults to the program's name; --tenant to
-the token's tenant (an admin token must give it).
+other field (checkpoint.grace=2m). --name defaults to the program's name;
+--tenant to the token's tenant (an admin token must give it).
 
 --array A-B[:STEP] submits the command once per index of the range (or of
 a list, 1,5,9; at most 1000), all or none: the jobs are named NAME[IDX] and
@@ -94,6 +96,8 @@ and variables, run sh -c '...'.`,
 	fl.StringVar(&r.name, "name", "", "the job's name (default: the program's name)")
 	fl.StringVar(&r.priority, "priority", "", "priority class: spot, standard or reserved, optionally :N (default standard)")
 	fl.StringVar(&r.duration, "duration", "", "estimated run time, e.g. 2h")
+	fl.StringVar(&r.timeout, "timeout", "", "time limit of each attempt, as sbatch --time: past it the job is stopped and ends TimedOut, e.g. 4h (retry.timeout)")
+	fl.IntVar(&r.maxRetries, "max-retries", 0, "attempts that may fail before the job does, each after a back-off (retry.max_retries)")
 	fl.StringVar(&r.begin, "begin", "", "start no earlier than this: a time (2026-12-24T02:00:00Z), a date, or a duration from now (6h)")
 	fl.StringVar(&r.array, "array", "", "submit once per index: A-B[:STEP] or a list (1,5,9), at most 1000")
 	fl.StringArrayVar(&r.env, "env", nil, "an environment variable NAME=VALUE (repeatable)")
@@ -142,6 +146,16 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 	}
 	if r.duration != "" {
 		doc["duration"] = r.duration
+	}
+	if r.timeout != "" || r.maxRetries != 0 {
+		retry := map[string]any{}
+		if r.timeout != "" {
+			retry["timeout"] = r.timeout
+		}
+		if r.maxRetries != 0 {
+			retry["max_retries"] = r.maxRetries
+		}
+		doc["retry"] = retry
 	}
 	if r.begin != "" {
 		b, err := beginTime(r.begin, r.now)

@@ -16,7 +16,7 @@ func FuzzRunSpecs(f *testing.F) {
 	f.Add("a", "b", "", "", "", "", "", "sh", "9999999999h", 1, 1, int64(0))
 	f.Fuzz(func(t *testing.T, name, tenant, priority, array, cpu, memory, model, prog, begin string, gpus, instances int, milli int64) {
 		r := runFlags{name: name, tenant: tenant, priority: priority, array: array, cpu: cpu, memory: memory,
-			gpus: gpus, instances: instances, gpuMilli: milli, begin: begin, now: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)}
+			gpus: gpus, instances: instances, gpuMilli: milli, begin: begin, timeout: memory, maxRetries: gpus, now: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)}
 		if model != "" {
 			r.models = []string{model}
 		}

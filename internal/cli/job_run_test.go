@@ -51,6 +51,13 @@ func TestJobRun(t *testing.T) {
 					}
 				}},
 			wantOut: []string{`"id": "j-1"`}},
+		{name: "time limit and retries", args: []string{"job", "run", "--timeout", "4h", "--max-retries", "2", "--", "train"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if d.Retry == nil || d.Retry.Timeout != "4h0m0s" || d.Retry.MaxRetries != 2 {
+					t.Errorf("retry %+v, want timeout 4h and 2 retries", d.Retry)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
 		{name: "begin at a time", args: []string{"job", "run", "--begin", "2030-01-02T03:04:05Z", "--", "nightly"},
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
 				if d.Begin != "2030-01-02T03:04:05Z" {
@@ -124,6 +131,8 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--env", "NOEQUALS", "--", "x"}, []string{"--env \"NOEQUALS\": want NAME=VALUE"}},
 		{[]string{"--gpus", "1"}, []string{"requires at least 1 arg"}},
 		{[]string{"--begin", "tomorrow", "--", "x"}, []string{`--begin "tomorrow": want a time like 2026-12-24T02:00:00Z, a date like 2026-12-24, a duration from now like 6h, or none`}},
+		{[]string{"--timeout", "soon", "--", "x"}, []string{"--timeout: want a duration"}},
+		{[]string{"--max-retries", "-1", "--", "x"}, []string{"--max-retries: must be between 0 and 1000"}},
 		{[]string{"--begin", "-1h", "--", "x"}, []string{"--begin -1h: want a time, a date, or a duration from now"}},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)
