@@ -57,7 +57,9 @@ each finds its index in $ALLOT_ARRAY_INDEX.
 --wait then follows the job until it ended, as sbatch --wait does ('allot
 job wait'): its progress on stderr, exit status 0 only when it succeeded.
 --dry-run submits nothing and says what would become of the job now, as
-sbatch --test-only does (see 'job submit --help').
+sbatch --test-only does (see 'job submit --help'). --attach prints the job's
+log as it runs instead of its ID, attempt after attempt (a retry's, a
+resumed one's), as srun does, and exits 0 only when it succeeded.
 
 Everything after the first argument that is not a flag (or after --) is
 the command. A job without a shell runs the program directly; for pipes
@@ -68,7 +70,8 @@ and variables, run sh -c '...'.`,
   allot job run --array 0-99 --gpus 1 -- sh -c 'python sweep.py --seed $ALLOT_ARRAY_INDEX'
   allot job run --tenant research --priority spot:5 -o json -- python eval.py   # {"id": "..."}
   allot job run --begin 2026-12-24T02:00:00Z --gpus 8 -- python nightly.py
-  allot job run --begin 6h --gpus 8 -- python nightly.py                     # six hours from now`,
+  allot job run --begin 6h --gpus 8 -- python nightly.py                     # six hours from now
+  allot job run --attach --gpu-milli 250 -- python -c 'print("hello")'       # its output, then its exit status`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, f, err := conn.client()

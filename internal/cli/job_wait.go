@@ -26,13 +26,15 @@ type waitOption struct {
 	on      bool
 	timeout time.Duration
 	dryRun  bool
+	attach  bool
 }
 
 func (w *waitOption) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&w.on, "wait", false, "then wait until the jobs end, as 'allot job wait' does: exit status 0 only when every one succeeded")
 	waitTimeoutFlag(cmd, &w.timeout, "wait-timeout")
 	cmd.Flags().BoolVar(&w.dryRun, "dry-run", false, "submit nothing: say what would become of each job now, as 'job why' would (sbatch --test-only)")
-	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait")
+	cmd.Flags().BoolVar(&w.attach, "attach", false, "then print the job's log as it runs, attempt after attempt, as srun does; exit status 0 only when it succeeded (one job)")
+	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait", "attach")
 }
 
 func newJobWaitCmd(conn *connection) *cobra.Command {
@@ -182,4 +184,52 @@ func progressLine(j client.Job) string {
 		s += " on " + jobsCell(nodes)
 	}
 	return s
+}
+
+// attachJob prints the log of job id as it runs, attempt after attempt,
+// as srun does, and returns as waitJobs does once the job ended: nil when
+// it Succeeded, else an error with exit status 1 naming how it ended. An
+// attempt that ended otherwise than by completing is followed on stderr by
+// how ('# attempt 1: Failed: ...'), before the next attempt's log.
+func attachJob(ctx context.Context, cl *client.Client, id string, out, errOut io.Writer) error {
+	for n := 1; ; {
+		err := cl.Logs(ctx, id, n, true, out)
+		if ctx.Err() != nil {
+			return errInterrupted
+		}
+		var e *client.APIError
+		started := !(errors.As(err, &e) && e.Status == 404 && e.Field == "attempt")
+		if err != nil && started {
+			return fromAPI(err)
+		}
+		j, err := cl.GetJob(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return errInterrupted
+			}
+			return fromAPI(err)
+		}
+		if started {
+			printAttemptEnd(errOut, j, n)
+			n++
+		}
+		if model.State(j.State).Terminal() {
+			// Attempts that ran and ended between two looks: their whole
+			// logs (one that is no longer kept is passed over).
+			for ; n <= len(j.AttemptHistory); n++ {
+				if cl.Logs(ctx, id, n, false, out) == nil {
+					printAttemptEnd(errOut, j, n)
+				}
+			}
+			_, err := waitJobs(ctx, cl, []client.Job{j}, 0, io.Discard)
+			return err
+		}
+		if !started {
+			select {
+			case <-ctx.Done():
+				return errInterrupted
+			case <-time.After(jobPoll):
+			}
+		}
+	}
 }

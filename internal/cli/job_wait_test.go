@@ -127,3 +127,57 @@ func TestJobSubmitDryRun(t *testing.T) {
 		t.Errorf("--dry-run --wait: exit %d %s", code, errOut)
 	}
 }
+
+// job run --attach prints each attempt's log as it runs, says on stderr how
+// a failed attempt ended, waits for the retry to start, and exits 0 once
+// the job succeeded; its ID goes to stderr, so stdout is the job's own. An
+// attempt that ran and ended between two looks is printed whole.
+func TestJobRunAttach(t *testing.T) {
+	old := jobPoll
+	jobPoll = time.Millisecond
+	t.Cleanup(func() { jobPoll = old })
+	job := func(state, history string) string {
+		return `{"id":"e-1","name":"eval","state":"` + state + `","attempt_history":[` + history + `]}`
+	}
+	failed := `{"number":1,"ended":"2026-12-03T00:00:00Z","reason":"Failed","detail":"attempt 1, rank 0 on n1 exited with code 3; retry 1 of 1"}`
+	done := `{"number":2,"ended":"2026-12-03T00:01:00Z","reason":"Completed","detail":"every instance of attempt 2 exited 0"}`
+	for _, quick := range []bool{false, true} { // quick: attempt 2 starts and ends between two looks
+		var mu sync.Mutex
+		polls, served := 0, false // polls: 404s of attempt 2's log before it starts
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			switch {
+			case r.Method == http.MethodPost:
+				w.WriteHeader(http.StatusCreated)
+				_, _ = w.Write([]byte(job("Queued", "")))
+			case r.URL.Path == "/v1/jobs/e-1/logs" && r.URL.Query().Get("attempt") == "1":
+				_, _ = w.Write([]byte("try 1\n"))
+			case r.URL.Path == "/v1/jobs/e-1/logs" && polls < 3:
+				polls++
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = w.Write([]byte(`{"code":"NotFound","field":"attempt","message":"attempt 2 has not started"}`))
+			case r.URL.Path == "/v1/jobs/e-1/logs":
+				served = true
+				_, _ = w.Write([]byte("try 2\nhello\n"))
+			case served || quick && polls == 3:
+				_, _ = w.Write([]byte(job("Succeeded", failed+","+done)))
+			default:
+				_, _ = w.Write([]byte(job("Queued", failed)))
+			}
+		}))
+		isolate(t)
+		out, errOut, code := runCLI(t, "job", "run", "--server", srv.URL, "--attach", "--name", "eval", "--", "python", "eval.py")
+		if code != ExitOK || out != "try 1\ntry 2\nhello\n" || !strings.Contains(errOut, "allot: job e-1 submitted") ||
+			!strings.Contains(errOut, "# attempt 1: Failed: attempt 1, rank 0 on n1 exited with code 3; retry 1 of 1") ||
+			strings.Contains(errOut, "# attempt 2") {
+			t.Errorf("quick %v: exit %d\nstdout %q\nstderr %s", quick, code, out, errOut)
+		}
+		if _, errOut, code := runCLI(t, "job", "run", "--server", srv.URL, "--attach", "--array", "0-1", "--", "x"); code != ExitUsage ||
+			!strings.Contains(errOut, "--attach follows one job, and these are 2") {
+			t.Errorf("--attach with an array: exit %d %s", code, errOut)
+		}
+		srv.Close()
+	}
+}
