@@ -169,6 +169,7 @@ func (h *handler) routes() []route {
 		{"GET /v1/jobs/{id}/logs", tenants, h.logs},
 		{"POST /v1/jobs/{id}/checkpoint", reporters, h.checkpoint},
 		{"GET /v1/nodes", admins, h.nodes},
+		{"GET /v1/nodes/{name}", admins, h.node},
 		{"POST /v1/nodes/{name}/drain", admins, h.drainNode},
 		{"POST /v1/nodes/{name}/resume", admins, h.resumeNode},
 		{"GET /v1/tenants", admins, h.tenants},

@@ -26,7 +26,8 @@ const forwardedHeader = "X-Allot-Forwarded"
 // servedByFollower reports whether a server that does not lead answers r
 // itself, from its watch-fed cache: reads, except those of what only the
 // leader holds in memory (logs shipped by agents, agents' long polls,
-// alert state). Everything else goes to the leader.
+// alert state, a node's last heartbeat). Everything else goes to the
+// leader.
 func servedByFollower(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
@@ -35,6 +36,7 @@ func servedByFollower(r *http.Request) bool {
 	switch {
 	case strings.HasPrefix(p, "/v1/jobs/") && strings.HasSuffix(p, "/logs"),
 		strings.HasPrefix(p, "/v1/nodes/") && strings.HasSuffix(p, "/assignments"),
+		strings.HasPrefix(p, "/v1/nodes/") && !strings.Contains(p[len("/v1/nodes/"):], "/"),
 		p == "/v1/alerts":
 		return false
 	}

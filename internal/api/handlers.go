@@ -216,6 +216,15 @@ func (h *handler) nodes(w http.ResponseWriter, _ *http.Request, _ server.Princip
 	writeJSON(w, http.StatusOK, map[string][]Node{"nodes": out})
 }
 
+func (h *handler) node(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	d, err := h.srv.Node(r.PathValue("name"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, newNodeDetail(d))
+}
+
 func (h *handler) drainNode(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	var req DrainRequest
 	if !h.decodeBody(w, r, &req) {

@@ -167,6 +167,19 @@ func newWhy(why server.Why) Why {
 	return out
 }
 
+func newNodeDetail(d server.NodeDetail) NodeDetail {
+	out := NodeDetail{Node: newNode(d.NodeStatus), Address: d.Address, HealthSince: timePtr(d.HealthSince),
+		LastHeartbeat: timePtr(d.LastHeartbeat), GPUList: make([]NodeGPU, len(d.GPUs))}
+	for i, g := range d.GPUs {
+		jobs := g.Jobs
+		if jobs == nil {
+			jobs = []string{}
+		}
+		out.GPUList[i] = NodeGPU{Index: g.Index, UUID: g.UUID, Model: g.Model, MemoryMiB: g.MemoryMiB, UsedMilli: g.UsedMilli, Jobs: jobs}
+	}
+	return out
+}
+
 func newNode(n server.NodeStatus) Node {
 	jobs := n.Jobs
 	if jobs == nil {
@@ -242,6 +255,8 @@ func newReservation(r model.Reservation) Reservation {
 // Bodies shared with the client live in package wire.
 type (
 	Node         = wire.Node
+	NodeDetail   = wire.NodeDetail
+	NodeGPU      = wire.NodeGPU
 	NodeDrain    = wire.NodeDrain
 	DrainRequest = wire.DrainRequest
 	SKU          = wire.SKU

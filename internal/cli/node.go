@@ -19,7 +19,7 @@ func newNodeCmd() *cobra.Command {
 InfiniBand leaf, rack), its health, its free GPU capacity and its jobs, and
 takes a node out of service and back (drain, resume). Nodes are
 admin-only: a tenant token gets Forbidden.`, conn)
-	cmd.AddCommand(newNodeListCmd(conn), newNodeDrainCmd(conn), newNodeResumeCmd(conn))
+	cmd.AddCommand(newNodeListCmd(conn), newNodeShowCmd(conn), newNodeDrainCmd(conn), newNodeResumeCmd(conn))
 	return cmd
 }
 
@@ -162,4 +162,58 @@ func jobsCell(ids []string) string {
 		return orDash(strings.Join(ids, ","))
 	}
 	return fmt.Sprintf("%s +%d more", strings.Join(ids[:shown], ","), len(ids)-shown)
+}
+
+func newNodeShowCmd(conn *connection) *cobra.Command {
+	return &cobra.Command{
+		Use:   "show NAME",
+		Short: "Describe one node: its health, drain, agent and what runs on each GPU",
+		Long: `show describes a node, as kubectl describe node does: where it sits (SKU,
+region, cluster, leaf, rack), its health and since when, its drain, the
+address its agent registered and its last heartbeat (as the leader saw it),
+then one line per GPU: its UUID and memory as the agent found them, how
+much of it is held, and by which jobs ('allot job show JOB' says more).`,
+		Example: `  allot node show eastus-h100-03
+  allot node show eastus-t4x4-01 -o json | jq '.gpu_list[] | select(.used_milli > 0)'`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			get := func(cl *client.Client, ctx context.Context) (client.NodeDetail, error) {
+				return cl.GetNode(ctx, args[0])
+			}
+			return fetchAndShow(cmd, conn, get, func(d client.NodeDetail) printer { return nodeSections(d, time.Now()) })
+		},
+	}
+}
+
+// nodeSections is what node show prints: the node's fields, then its GPUs.
+func nodeSections(d client.NodeDetail, now time.Time) printer {
+	var f fields
+	f.add("Name", d.Name)
+	f.add("SKU", fmt.Sprintf("%s (%d %s)", d.SKU, d.GPUs, d.GPUModel))
+	f.add("Where", fmt.Sprintf("region %s, cluster %s, leaf %s, rack %s", d.Region, orDash(d.Cluster), orDash(d.Leaf), orDash(d.Rack)))
+	health := d.Health
+	if d.HealthSince != nil {
+		health += " since " + d.HealthSince.UTC().Format(time.RFC3339)
+	}
+	f.add("Health", health)
+	if dr := d.Drain; dr != nil {
+		f.add("Drained", fmt.Sprintf("%s (%s, %s)", dr.Reason, dr.By, dr.At.UTC().Format(time.RFC3339)))
+	}
+	f.add("Agent", orDash(d.Address))
+	beat := "-"
+	if d.LastHeartbeat != nil {
+		beat = fmt.Sprintf("%s (%s ago)", d.LastHeartbeat.UTC().Format(time.RFC3339), now.Sub(*d.LastHeartbeat).Round(time.Second))
+	}
+	f.add("Last heartbeat", beat)
+	f.add("Free", gpus(float64(d.FreeGPUMilli)/1000)+" GPUs")
+	f.add("Jobs", orDash(strings.Join(d.Jobs, ", ")))
+	t := table{header: []string{"GPU", "MODEL", "UUID", "MEMORY", "USED", "JOBS"}}
+	for _, g := range d.GPUList {
+		mem := "-"
+		if g.MemoryMiB > 0 {
+			mem = fmt.Sprintf("%d MiB", g.MemoryMiB)
+		}
+		t.add(strconv.Itoa(g.Index), g.Model, orDash(g.UUID), mem, gpus(float64(g.UsedMilli)/1000), orDash(strings.Join(g.Jobs, ",")))
+	}
+	return sections{f, t}
 }

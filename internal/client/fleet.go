@@ -12,9 +12,18 @@ import (
 
 // Node and SKU are the API's bodies (package wire).
 type (
-	Node = wire.Node
-	SKU  = wire.SKU
+	Node       = wire.Node
+	NodeDetail = wire.NodeDetail
+	SKU        = wire.SKU
 )
+
+// GetNode describes one node: its status, what its agent registered and
+// each GPU's use (admin only).
+func (c *Client) GetNode(ctx context.Context, name string) (NodeDetail, error) {
+	var out NodeDetail
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/nodes/" + seg(name), out: &out})
+	return out, err
+}
 
 // Nodes lists the fleet's nodes (admin only).
 func (c *Client) Nodes(ctx context.Context) ([]Node, error) {

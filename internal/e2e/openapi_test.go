@@ -34,7 +34,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 	for _, ep := range []struct{ method, path, status string }{
 		{"post", "/v1/jobs", "201"}, {"post", "/v1/jobs/batch", "201"}, {"get", "/v1/jobs", "200"}, {"get", "/v1/jobs/{id}", "200"},
 		{"post", "/v1/jobs/{id}/cancel", "200"}, {"get", "/v1/jobs/{id}/why", "200"}, {"get", "/v1/nodes", "200"},
-		{"get", "/v1/skus", "200"}, {"get", "/v1/usage", "200"}, {"post", "/v1/reservations", "201"},
+		{"get", "/v1/nodes/{name}", "200"}, {"get", "/v1/skus", "200"}, {"get", "/v1/usage", "200"}, {"post", "/v1/reservations", "201"},
 		{"get", "/v1/reservations", "200"}, {"get", "/v1/reservations/{name}", "200"}, {"delete", "/v1/reservations/{name}", "204"}, {"post", "/v1/tokens", "201"},
 		{"post", "/v1/endpoints", "201"}, {"get", "/v1/endpoints", "200"}, {"get", "/v1/endpoints/{name}", "200"},
 		{"post", "/v1/endpoints/{name}/scale", "200"}, {"post", "/v1/endpoints/{name}/restart", "200"}, {"post", "/v1/endpoints/{name}/undo", "200"}, {"delete", "/v1/endpoints/{name}", "204"},

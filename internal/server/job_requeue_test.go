@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -86,5 +87,38 @@ func TestRequeue(t *testing.T) {
 	}
 	if _, err := srv.Requeue(ctx, team, "no-such-job"); !isCode(err, CodeNotFound) {
 		t.Errorf("requeue of no job: %v, want NotFound", err)
+	}
+}
+
+// Node describes a node: what its agent registered, its last heartbeat,
+// and each GPU's use by job; an unknown name is NotFound with the nearest.
+func TestNodeDetail(t *testing.T) {
+	ctx := context.Background()
+	srv, _, must := labWithNodes(t)
+	for _, doc := range []string{`{name: a, tenant: team, command: [x], resources: {gpus_per_instance: 2}}`,
+		`{name: b, tenant: team, command: [x], resources: {gpu_milli: 250}}`} {
+		specs, err := spec.ParseJobs("test", []byte(doc), nil)
+		must(err)
+		_, err = srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+		must(err)
+	}
+	must(srv.Cycle(ctx))
+	must(srv.Heartbeat(ctx, "h100-01"))
+	d, err := srv.Node("h100-01")
+	must(err)
+	if len(d.GPUs) != 8 || d.GPUs[0].UUID != "GPU-0" || d.GPUs[0].Model != "H100" || d.LastHeartbeat.IsZero() || d.HealthSince.IsZero() {
+		t.Fatalf("node %+v, want 8 registered GPUs and a heartbeat", d)
+	}
+	held := map[int]string{}
+	for _, g := range d.GPUs {
+		if g.UsedMilli > 0 {
+			held[g.Index] = fmt.Sprintf("%d %v", g.UsedMilli, g.Jobs)
+		}
+	}
+	if len(held) != 3 || len(d.Jobs) != 2 || d.FreeMilli != 8000-2250 {
+		t.Errorf("GPUs held %v, jobs %v, free %d; want a's 2 whole GPUs and b's quarter of one, 5750 free", held, d.Jobs, d.FreeMilli)
+	}
+	if _, err := srv.Node("h100-1"); !isCode(err, CodeNotFound) || !strings.Contains(err.Error(), "did you mean h100-01") {
+		t.Errorf("unknown node: %v", err)
 	}
 }

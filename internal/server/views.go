@@ -56,6 +56,85 @@ func (s *Server) Nodes() []NodeStatus {
 	return out
 }
 
+// NodeDetail is one node as 'allot node show' describes it: its status,
+// what its agent registered, and each GPU's use.
+type NodeDetail struct {
+	NodeStatus
+	Address     string    // the agent's, as it registered; "" without agents
+	HealthSince time.Time // when the health last changed
+	// LastHeartbeat is the agent's last heartbeat this server saw (the
+	// leader keeps them in memory); zero when it saw none.
+	LastHeartbeat time.Time
+	GPUs          []GPUUse // by index
+}
+
+// GPUUse is one GPU of a node: what the agent registered (UUID and memory
+// only with agents) and the milli-GPU and jobs on it now.
+type GPUUse struct {
+	Index     int
+	UUID      string
+	Model     string
+	MemoryMiB int64
+	UsedMilli int64
+	Jobs      []string // sorted
+}
+
+// Node describes node name (NotFound when the fleet has none).
+func (s *Server) Node(name string) (NodeDetail, error) {
+	w := s.world()
+	n, ok := w.nodes[name]
+	if !ok {
+		names := make([]string, 0, len(w.fleet.Nodes))
+		for _, x := range w.fleet.Nodes {
+			names = append(names, x.Name)
+		}
+		return NodeDetail{}, refuse(CodeNotFound, "", "no node %q in the fleet%s", name, model.DidYouMean(name, names))
+	}
+	sku := w.fleet.Catalog[n.SKU]
+	rec, _, _ := s.cache.node(name)
+	d := NodeDetail{Address: rec.Address, HealthSince: rec.UpdatedAt}
+	s.beatsMu.Lock()
+	d.LastHeartbeat = s.beats[name]
+	s.beatsMu.Unlock()
+	d.GPUs = make([]GPUUse, sku.GPUs)
+	for g := range d.GPUs {
+		d.GPUs[g] = GPUUse{Index: g, Model: sku.GPUModel}
+	}
+	for _, r := range rec.GPUs {
+		if r.Index >= 0 && r.Index < len(d.GPUs) {
+			d.GPUs[r.Index].UUID, d.GPUs[r.Index].MemoryMiB = r.UUID, r.MemoryMiB
+			if r.Model != "" {
+				d.GPUs[r.Index].Model = r.Model
+			}
+		}
+	}
+	var used int64
+	var jobs []string
+	for _, j := range s.cache.holding() {
+		for _, a := range j.Status.Allocations {
+			if a.Node != name {
+				continue
+			}
+			if len(jobs) == 0 || jobs[len(jobs)-1] != j.ID {
+				jobs = append(jobs, j.ID)
+			}
+			for _, g := range a.GPUs {
+				if g >= 0 && g < len(d.GPUs) {
+					d.GPUs[g].UsedMilli += a.GPUMilli
+					d.GPUs[g].Jobs = append(d.GPUs[g].Jobs, j.ID)
+				}
+				used += a.GPUMilli
+			}
+		}
+	}
+	for g := range d.GPUs {
+		sort.Strings(d.GPUs[g].Jobs)
+	}
+	sort.Strings(jobs)
+	d.NodeStatus = NodeStatus{Node: n, SKU: sku, FreeMilli: int64(sku.GPUs)*model.MilliPerGPU - used, Jobs: jobs, Drain: rec.Drain}
+	return d, nil
+}
+
 // use returns the milli-GPU held per node and GPU, and the jobs per node.
 func (s *Server) use() (map[string]map[int]int64, map[string][]string) {
 	used := map[string]map[int]int64{}

@@ -19,6 +19,30 @@ type Node struct {
 	Drain *NodeDrain `json:"drain,omitempty"`
 }
 
+// NodeDetail is GET /v1/nodes/{name}: the node as the list gives it, what
+// its agent registered, and each GPU's use.
+type NodeDetail struct {
+	Node
+	Address string `json:"address,omitempty"`
+	// HealthSince is when the health last changed.
+	HealthSince *time.Time `json:"health_since"`
+	// LastHeartbeat is the agent's last heartbeat the leader saw; null when
+	// it saw none (no agents, or none since it leads).
+	LastHeartbeat *time.Time `json:"last_heartbeat"`
+	GPUList       []NodeGPU  `json:"gpu_list"`
+}
+
+// NodeGPU is one GPU of a node: its index, what the agent registered
+// (uuid, memory_mib: with agents only), and the milli-GPU and jobs on it.
+type NodeGPU struct {
+	Index     int      `json:"index"`
+	UUID      string   `json:"uuid,omitempty"`
+	Model     string   `json:"model"`
+	MemoryMiB int64    `json:"memory_mib,omitempty"`
+	UsedMilli int64    `json:"used_milli"`
+	Jobs      []string `json:"jobs"`
+}
+
 // NodeDrain is an administrator's drain of a node: the work on it runs on,
 // nothing new is placed there.
 type NodeDrain struct {

@@ -1,0 +1,33 @@
+package api
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// GET /v1/nodes/{name} describes a node to the admin, each GPU on its
+// own; a tenant is refused, an unknown node is NotFound. A follower passes
+// it to the leader, which alone knows the agents' last heartbeats.
+func TestNodeRoute(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	rec := e.do("GET", "/v1/nodes/eastus-t4x4-01", e.admin, nil)
+	d := decode[NodeDetail](t, rec)
+	if rec.Code != http.StatusOK || d.Name != "eastus-t4x4-01" || len(d.GPUList) != 4 || d.GPUList[3].Index != 3 ||
+		d.GPUList[0].Model != "T4" || d.GPUList[0].Jobs == nil || d.HealthSince == nil {
+		t.Fatalf("node: %d %s", rec.Code, rec.Body)
+	}
+	if rec := e.do("GET", "/v1/nodes/eastus-t4x4-01", e.tokens["acme"], nil); rec.Code != http.StatusForbidden {
+		t.Errorf("a tenant: %d %s, want 403", rec.Code, rec.Body)
+	}
+	if rec := e.do("GET", "/v1/nodes/eastus-t4x4-9", e.admin, nil); rec.Code != http.StatusNotFound ||
+		!strings.Contains(rec.Body.String(), "did you mean") {
+		t.Errorf("an unknown node: %d %s, want 404 with the nearest", rec.Code, rec.Body)
+	}
+	for path, follower := range map[string]bool{"/v1/nodes": true, "/v1/nodes/n1": false, "/v1/nodes/n1/assignments": false} {
+		if got := servedByFollower(httptest.NewRequest("GET", path, nil)); got != follower {
+			t.Errorf("GET %s served by a follower: %v, want %v", path, got, follower)
+		}
+	}
+}
