@@ -18,10 +18,10 @@ import (
 // jobPoll is how often waiting for jobs asks for their state.
 var jobPoll = time.Second
 
-var errInterrupted = errors.New("interrupted; the jobs go on ('allot job wait ID' waits again)")
+var errInterrupted = errors.New("interrupted; the jobs go on ('allot job wait ID' waits again, 'allot job logs ID -f' follows)")
 
-// waitOption is --wait and --wait-timeout of a command that submits jobs,
-// and --dry-run, which submits nothing.
+// waitOption is what a command that submits jobs does next: --wait (with
+// --wait-timeout) or --attach; --dry-run submits nothing.
 type waitOption struct {
 	on      bool
 	timeout time.Duration
