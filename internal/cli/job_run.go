@@ -19,7 +19,7 @@ type runFlags struct {
 	maxRetries                                                                int
 	gpus, instances                                                           int
 	gpuMilli                                                                  int64
-	models, regions, env, sets                                                []string
+	models, regions, env, sets, after                                         []string
 	now                                                                       time.Time // what a relative --begin counts from
 	wait                                                                      waitOption
 }
@@ -31,7 +31,7 @@ var runFlagOf = map[string]string{
 	"resources.gpus_per_instance": "--gpus", "resources.instance_count": "--instances", "resources.gpu_milli": "--gpu-milli",
 	"resources.cpu": "--cpu", "resources.memory": "--memory", "resources.gpu_models": "--gpu-model",
 	"placement.regions": "--region", "env": "--env", "command": "the command", "resources": "--gpus or --cpu",
-	"begin": "--begin", "retry.timeout": "--timeout", "retry.max_retries": "--max-retries",
+	"begin": "--begin", "retry.timeout": "--timeout", "retry.max_retries": "--max-retries", "after": "--after",
 }
 
 func newJobRunCmd(conn *connection) *cobra.Command {
@@ -46,9 +46,11 @@ fields of a job file: --gpus (gpus_per_instance, default 1), --gpu-model
 --cpu, --memory, --region, --priority (spot, standard or reserved, with an
 optional :N), --duration, --timeout (the time limit of an attempt, as sbatch
 --time), --max-retries, --begin (the earliest start: a time, a date, or a
-duration from now, as sbatch --begin), --env NAME=VALUE, and --set for any
-other field (checkpoint.grace=2m). --name defaults to the program's name;
---tenant to the token's tenant (an admin token must give it).
+duration from now, as sbatch --begin), --after ID (a step of a pipeline: it
+waits Blocked until that job succeeded, as --dependency=afterok), --env
+NAME=VALUE, and --set for any other field (checkpoint.grace=2m). --name
+defaults to the program's name; --tenant to the token's tenant (an admin
+token must give it).
 
 --array A-B[:STEP] submits the command once per index of the range (or of
 a list, 1,5,9; at most 1000), all or none: the jobs are named NAME[IDX] and
@@ -71,7 +73,8 @@ and variables, run sh -c '...'.`,
   allot job run --tenant research --priority spot:5 -o json -- python eval.py   # {"id": "..."}
   allot job run --begin 2026-12-24T02:00:00Z --gpus 8 -- python nightly.py
   allot job run --begin 6h --gpus 8 -- python nightly.py                     # six hours from now
-  allot job run --attach --gpu-milli 250 -- python -c 'print("hello")'       # its output, then its exit status`,
+  allot job run --attach --gpu-milli 250 -- python -c 'print("hello")'       # its output, then its exit status
+  allot job run --after "$(allot job run -- python prepare.py)" --gpus 8 -- python train.py`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, f, err := conn.client()
@@ -101,6 +104,7 @@ and variables, run sh -c '...'.`,
 	fl.StringVar(&r.duration, "duration", "", "estimated run time, e.g. 2h")
 	fl.StringVar(&r.timeout, "timeout", "", "time limit of each attempt, as sbatch --time: past it the job is stopped and ends TimedOut, e.g. 4h (retry.timeout)")
 	fl.IntVar(&r.maxRetries, "max-retries", 0, "attempts that may fail before the job does, each after a back-off (retry.max_retries)")
+	fl.StringSliceVar(&r.after, "after", nil, "start only once these jobs (IDs) succeeded, as sbatch --dependency=afterok (repeatable, or a list)")
 	fl.StringVar(&r.begin, "begin", "", "start no earlier than this: a time (2026-12-24T02:00:00Z), a date, or a duration from now (6h)")
 	fl.StringVar(&r.array, "array", "", "submit once per index: A-B[:STEP] or a list (1,5,9), at most 1000")
 	fl.StringArrayVar(&r.env, "env", nil, "an environment variable NAME=VALUE (repeatable)")
@@ -159,6 +163,9 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 			retry["max_retries"] = r.maxRetries
 		}
 		doc["retry"] = retry
+	}
+	if len(r.after) > 0 {
+		doc["after"] = r.after
 	}
 	if r.begin != "" {
 		b, err := beginTime(r.begin, r.now)

@@ -51,6 +51,13 @@ func TestJobRun(t *testing.T) {
 					}
 				}},
 			wantOut: []string{`"id": "j-1"`}},
+		{name: "after a job", args: []string{"job", "run", "--after", "prep-1k8", "--after", "data-2x", "--", "train"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if strings.Join(d.After, ",") != "prep-1k8,data-2x" {
+					t.Errorf("after %v, want both jobs", d.After)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
 		{name: "time limit and retries", args: []string{"job", "run", "--timeout", "4h", "--max-retries", "2", "--", "train"},
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
 				if d.Retry == nil || d.Retry.Timeout != "4h0m0s" || d.Retry.MaxRetries != 2 {
@@ -131,6 +138,7 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--env", "NOEQUALS", "--", "x"}, []string{"--env \"NOEQUALS\": want NAME=VALUE"}},
 		{[]string{"--gpus", "1"}, []string{"requires at least 1 arg"}},
 		{[]string{"--begin", "tomorrow", "--", "x"}, []string{`--begin "tomorrow": want a time like 2026-12-24T02:00:00Z, a date like 2026-12-24, a duration from now like 6h, or none`}},
+		{[]string{"--after", "p,p", "--", "x"}, []string{`--after: "p" is listed twice`}},
 		{[]string{"--timeout", "soon", "--", "x"}, []string{"--timeout: want a duration"}},
 		{[]string{"--max-retries", "-1", "--", "x"}, []string{"--max-retries: must be between 0 and 1000"}},
 		{[]string{"--begin", "-1h", "--", "x"}, []string{"--begin -1h: want a time, a date, or a duration from now"}},
