@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/model"
 )
 
 func newNodeCmd() *cobra.Command {
@@ -44,43 +46,51 @@ lists them all), and why it is drained.`,
 func newNodeDrainCmd(conn *connection) *cobra.Command {
 	var reason string
 	var requeue bool
+	var wait time.Duration
 	cmd := &cobra.Command{
-		Use:   "drain NAME --reason TEXT [--requeue]",
+		Use:   "drain NAME --reason TEXT [--requeue] [--wait D]",
 		Short: "Take a node out of service: its work runs on, nothing new is placed there",
 		Long: `drain marks a node Draining, as Slurm's drain or kubectl cordon do: the jobs
 on it run to their end, and the scheduler places nothing new there until
 'allot node resume'. --requeue also empties it, as kubectl drain evicts: each
 job on it is requeued ('allot job requeue'): its processes get SIGTERM and
 their checkpoint grace, and the job resumes from its last checkpoint on
-other nodes. The reason is required; 'allot node list' shows it, and the
-audit log records who drained the node and why. The drain is kept in the
-store: it survives restarts of the server and of the node's agent. Draining
-a drained node replaces its reason.`,
+other nodes. --wait D then waits, at most D, until the node holds no job and
+every requeued job's processes stopped, so that the host may be rebooted
+(exit status 1 when they have not by then). The reason is required; 'allot
+node list' shows it, and the audit log records who drained the node and why.
+The drain is kept in the store: it survives restarts of the server and of
+the node's agent. Draining a drained node replaces its reason.`,
 		Example: `  allot node drain eastus-h100-03 --reason "GPU 5 XID 79, RMA ticket 4411"
-  allot node drain eastus-h100-03 --reason "firmware 550.54" --requeue
+  allot node drain eastus-h100-03 --reason "firmware 550.54" --requeue --wait 10m && ssh eastus-h100-03 sudo reboot
   allot node list | grep Draining`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !requeue {
+			if wait < 0 {
+				return Usage(fmt.Errorf("--wait %s: want a duration, e.g. 10m", wait))
+			}
+			if !requeue && wait == 0 {
 				drain := func(cl *client.Client, ctx context.Context) (client.Node, error) {
 					return cl.DrainNode(ctx, args[0], reason)
 				}
 				return fetchAndShow(cmd, conn, drain, nodeRow)
 			}
-			return drainAndRequeue(cmd, conn, args[0], reason)
+			return drainAndRequeue(cmd, conn, args[0], reason, requeue, wait)
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the node is drained, one line (required)")
 	cmd.Flags().BoolVar(&requeue, "requeue", false, "also requeue every job on the node, to resume from its checkpoint elsewhere")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "then wait this long at most for the node to hold no job and requeued jobs to stop (0: do not wait)")
 	_ = cmd.MarkFlagRequired("reason")
 	return cmd
 }
 
-// drainAndRequeue drains node and requeues the jobs on it: it prints the
-// node, then one line per job, and fails with exit status 1 when a job
-// could not be requeued. The drain comes first, so that nothing new lands
-// on the node meanwhile.
-func drainAndRequeue(cmd *cobra.Command, conn *connection, node, reason string) error {
+// drainAndRequeue drains node and, with requeue, requeues the jobs on it:
+// it prints the node, then one line per job, and fails with exit status 1
+// when a job could not be requeued. The drain comes first, so that nothing
+// new lands on the node meanwhile. With wait it then waits until the node
+// is empty (waitEmpty).
+func drainAndRequeue(cmd *cobra.Command, conn *connection, node, reason string, requeue bool, wait time.Duration) error {
 	cl, f, err := conn.client()
 	if err != nil {
 		return err
@@ -91,13 +101,18 @@ func drainAndRequeue(cmd *cobra.Command, conn *connection, node, reason string) 
 	}
 	outs := []outcome{}
 	failed := 0
+	var requeued []string
 	for _, id := range n.Jobs {
+		if !requeue {
+			break
+		}
 		j, err := cl.Requeue(cmd.Context(), id)
 		if err != nil {
 			failed++
 			outs = append(outs, outcome{ID: id, Error: err.Error()})
 			continue
 		}
+		requeued = append(requeued, j.ID)
 		outs = append(outs, outcome{ID: j.ID, Name: j.Name, State: j.State})
 	}
 	err = show(cmd.OutOrStdout(), f, struct {
@@ -119,7 +134,50 @@ func drainAndRequeue(cmd *cobra.Command, conn *connection, node, reason string) 
 	if failed > 0 {
 		return exitError{code: ExitFailure, err: fmt.Errorf("%s drained; %d of %d jobs on it could not be requeued", node, failed, len(outs))}
 	}
+	if wait > 0 {
+		return waitEmpty(cmd.Context(), cl, node, requeued, wait, cmd.ErrOrStderr())
+	}
 	return nil
+}
+
+// waitEmpty waits, at most limit, until node holds no job and none of the
+// requeued jobs is still stopping (Preempted), saying on log what it waits
+// for whenever that changes.
+func waitEmpty(ctx context.Context, cl *client.Client, node string, requeued []string, limit time.Duration, log io.Writer) error {
+	deadline := time.Now().Add(limit)
+	last := ""
+	for {
+		d, err := cl.GetNode(ctx, node)
+		if err != nil {
+			return fromAPI(err)
+		}
+		waiting := d.Jobs
+		for _, id := range requeued {
+			j, err := cl.GetJob(ctx, id)
+			if err != nil {
+				return fromAPI(err)
+			}
+			if j.State == string(model.StatePreempted) {
+				waiting = append(waiting, id+" (stopping)")
+			}
+		}
+		if len(waiting) == 0 {
+			fmt.Fprintf(log, "%s: empty\n", node)
+			return nil
+		}
+		if line := strings.Join(waiting, ", "); line != last {
+			last = line
+			fmt.Fprintf(log, "%s: waiting for %s\n", node, line)
+		}
+		if !time.Now().Before(deadline) {
+			return exitError{code: ExitFailure, err: fmt.Errorf("%s is not empty after %s: %s", node, limit, last)}
+		}
+		select {
+		case <-ctx.Done():
+			return errInterrupted
+		case <-time.After(min(jobPoll, time.Until(deadline))):
+		}
+	}
 }
 
 func newNodeResumeCmd(conn *connection) *cobra.Command {

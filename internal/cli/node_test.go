@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 func TestNodeList(t *testing.T) {
@@ -112,4 +114,52 @@ func TestNodeShow(t *testing.T) {
 				body: `{"code":"NotFound","message":"no node \"eastus-t4x4-9\" in the fleet (did you mean eastus-t4x4-01?)"}`},
 			wantCode: ExitUsage, wantErr: []string{"did you mean eastus-t4x4-01?"}},
 	})
+}
+
+// drain --requeue --wait waits until the node holds no job and the
+// requeued job's processes stopped, saying what it waits for; past the
+// limit it fails, the node drained all the same.
+func TestNodeDrainWait(t *testing.T) {
+	old := jobPoll
+	jobPoll = time.Millisecond
+	t.Cleanup(func() { jobPoll = old })
+	for _, tc := range []struct {
+		stops   int // GETs of j-1 that still find it stopping
+		wait    string
+		code    int
+		wantErr string
+	}{
+		{stops: 3, wait: "5s", code: ExitOK, wantErr: "n1: empty"},
+		{stops: 1 << 30, wait: "30ms", code: ExitFailure, wantErr: "n1 is not empty after 30ms: j-1 (stopping)"},
+	} {
+		var mu sync.Mutex
+		gets := 0
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			defer mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			switch r.Method + " " + r.URL.Path {
+			case "POST /v1/nodes/n1/drain":
+				_, _ = w.Write([]byte(`{"name":"n1","health":"Draining","jobs":["j-1"]}`))
+			case "POST /v1/jobs/j-1/requeue":
+				_, _ = w.Write([]byte(`{"id":"j-1","name":"train","state":"Preempted","reason":"Requeued"}`))
+			case "GET /v1/nodes/n1":
+				_, _ = w.Write([]byte(`{"name":"n1","health":"Draining","jobs":[],"gpu_list":[]}`))
+			case "GET /v1/jobs/j-1":
+				state := "Queued"
+				if gets++; gets <= tc.stops {
+					state = "Preempted"
+				}
+				_, _ = w.Write([]byte(`{"id":"j-1","name":"train","state":"` + state + `"}`))
+			default:
+				http.NotFound(w, r)
+			}
+		}))
+		isolate(t)
+		_, errOut, code := runCLI(t, "node", "drain", "n1", "--reason", "fw", "--requeue", "--wait", tc.wait, "--server", srv.URL)
+		if code != tc.code || !strings.Contains(errOut, "n1: waiting for j-1 (stopping)") || !strings.Contains(errOut, tc.wantErr) {
+			t.Errorf("--wait %s: exit %d\n%s", tc.wait, code, errOut)
+		}
+		srv.Close()
+	}
 }
