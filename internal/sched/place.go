@@ -279,7 +279,7 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 		}
 		if total+st.powerCut >= a.count {
 			return placement{}, PowerCapped, fmt.Sprintf("room for %d of %d instances of %s, but the power for %d: %s",
-				total+st.powerCut, a.count, shapeText(a), total, st.powerCutWhy)
+				total+st.powerCut, a.count, shapeText(a), total, st.powerCutText(a))
 		}
 		return placement{}, InsufficientCapacity, fmt.Sprintf(
 			"room for %d of %d instances of %s", total, a.count, shapeText(a))
@@ -357,7 +357,7 @@ func (st *state) gangDomains(a *attempt) []*domain {
 		}
 	}
 	st.domOrder = order
-	st.powerCut, st.powerCutWhy = 0, ""
+	st.powerCut = 0
 	for _, n := range st.cands {
 		s := slots(n, &a.req, a.count)
 		if need := st.powerOf(n, a.req.TotalMilli()); need > 0 && s > 0 {
@@ -368,8 +368,7 @@ func (st *state) gangDomains(a *attempt) []*domain {
 					rk.stamp, rk.left = stamp, rk.capW-rk.drawW
 				}
 				if s2 := min(s, int(max(0, rk.left)/need)); s2 < s {
-					s, st.powerCutWhy = s2, fmt.Sprintf("rack %s draws %.1f of its %.1f kW cap, each instance needs %.1f kW",
-						n.Rack, kw(rk.drawW), kw(rk.capW), kw(need))
+					s, st.powerCutNode, st.powerCutRack = s2, n.Index, true
 				}
 				rk.left -= int64(s) * need
 			}
@@ -378,8 +377,7 @@ func (st *state) gangDomains(a *attempt) []*domain {
 					reg.stamp, reg.left = stamp, reg.capW-reg.drawW
 				}
 				if s2 := min(s, int(max(0, reg.left)/need)); s2 < s {
-					s, st.powerCutWhy = s2, fmt.Sprintf("region %s draws %.1f of its %.1f kW headroom, each instance needs %.1f kW",
-						n.Region, kw(reg.drawW), kw(reg.capW), kw(need))
+					s, st.powerCutNode, st.powerCutRack = s2, n.Index, false
 				}
 				reg.left -= int64(s) * need
 			}
@@ -399,6 +397,19 @@ func (st *state) gangDomains(a *attempt) []*domain {
 		d.slots += s
 	}
 	return order
+}
+
+// powerCutText names the cap the last gangDomains call found breaking, as
+// a gang's PowerCapped detail says it.
+func (st *state) powerCutText(a *attempt) string {
+	n := st.nodes[st.powerCutNode]
+	need := st.powerOf(n, a.req.TotalMilli())
+	if st.powerCutRack {
+		rk := st.racks[st.rackOf[n.Index]]
+		return fmt.Sprintf("rack %s draws %.1f of its %.1f kW cap, each instance needs %.1f kW", n.Rack, kw(rk.drawW), kw(rk.capW), kw(need))
+	}
+	reg := st.regionOf[n.Index]
+	return fmt.Sprintf("region %s draws %.1f of its %.1f kW headroom, each instance needs %.1f kW", n.Region, kw(reg.drawW), kw(reg.capW), kw(need))
 }
 
 // slots is how many instances of r fit on n now, at most limit.

@@ -191,12 +191,14 @@ type state struct {
 	stamp      uint64      // numbers calls that keep scratch marks (gangDomains, startVictims, room)
 	domOrder   []*domain   // scratch of gangDomains
 	// powerCut counts the instances the last gangDomains call left out
-	// because a rack or region power cap would break, and powerCutWhy
-	// names the last cap that did: a gang short of room only for power is
-	// PowerCapped, not InsufficientCapacity.
-	powerCut    int
-	powerCutWhy string
-	groupPass   []uint64 // scratch of startVictims: group -> stamp when a's filters admit it
+	// because a rack or region power cap would break, and powerCutNode is
+	// the last node where one did (its rack's cap when powerCutRack, else
+	// its region's): a gang short of room only for power is PowerCapped,
+	// not InsufficientCapacity, and powerCutText says why.
+	powerCut     int
+	powerCutNode int
+	powerCutRack bool
+	groupPass    []uint64 // scratch of startVictims: group -> stamp when a's filters admit it
 	// Running work off reserved nodes by class, partition and pool,
 	// running work with an instance on a reserved node, and work wholly
 	// inside its owner's reservations (which only the owner's work that
