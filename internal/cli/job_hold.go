@@ -161,24 +161,15 @@ exits with status 1 if any failed (status 2 for one job the server refused).`,
 	return cmd
 }
 
-// beginTime reads a --begin of job update: "none" removes the begin time
-// (""), a duration counts from now, a date is its UTC midnight; the answer
-// is RFC 3339.
+// beginTime reads a --begin as parseWhen does, "none" as no begin time
+// (""); the answer is RFC 3339.
 func beginTime(s string, now time.Time) (string, error) {
-	s = strings.TrimSpace(s)
-	if s == "none" || s == "" {
+	if strings.TrimSpace(s) == "none" {
 		return "", nil
 	}
-	if d, err := time.ParseDuration(s); err == nil {
-		if d < 0 {
-			return "", fmt.Errorf("--begin %s: want a time, a date, or a duration from now that is not negative", s)
-		}
-		return now.Add(d).UTC().Format(time.RFC3339), nil
+	t, err := parseWhen("--begin", s, now)
+	if err != nil || t.IsZero() {
+		return "", err
 	}
-	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t.UTC().Format(time.RFC3339Nano), nil
-		}
-	}
-	return "", fmt.Errorf("--begin %q: want a time like 2026-12-24T02:00:00Z, a date like 2026-12-24, a duration from now like 6h, or none", s)
+	return t.UTC().Format(time.RFC3339Nano), nil
 }

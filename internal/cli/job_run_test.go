@@ -137,11 +137,11 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--gpus", "0", "--", "x"}, []string{"--gpus or --cpu: a job must ask for GPUs or CPU"}},
 		{[]string{"--env", "NOEQUALS", "--", "x"}, []string{"--env \"NOEQUALS\": want NAME=VALUE"}},
 		{[]string{"--gpus", "1"}, []string{"requires at least 1 arg"}},
-		{[]string{"--begin", "tomorrow", "--", "x"}, []string{`--begin "tomorrow": want a time like 2026-12-24T02:00:00Z, a date like 2026-12-24, a duration from now like 6h, or none`}},
+		{[]string{"--begin", "tomorrow", "--", "x"}, []string{`--begin "tomorrow": want an RFC 3339 time (2027-03-01T00:00:00Z), a date (2027-03-01), now, or a duration from now (+24h)`}},
 		{[]string{"--after", "p,p", "--", "x"}, []string{`--after: "p" is listed twice`}},
 		{[]string{"--timeout", "soon", "--", "x"}, []string{"--timeout: want a duration"}},
 		{[]string{"--max-retries", "-1", "--", "x"}, []string{"--max-retries: must be between 0 and 1000"}},
-		{[]string{"--begin", "-1h", "--", "x"}, []string{"--begin -1h: want a time, a date, or a duration from now"}},
+		{[]string{"--begin", "-1h", "--", "x"}, []string{`--begin "-1h": want an RFC 3339 time (2027-03-01T00:00:00Z), a date (2027-03-01), now, or a duration from now (+24h)`}},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)
 		if code != ExitUsage {

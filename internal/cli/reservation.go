@@ -95,8 +95,9 @@ held for, required with an admin token. A name already taken is a Conflict
 	return cmd
 }
 
-// parseWhen reads a time flag: RFC 3339, a date, "now", or "+DURATION"
-// from now. Empty is the zero Time.
+// parseWhen reads a time flag: RFC 3339, a date, "now", or a duration
+// from now ("+24h", or "24h" as sbatch --begin reads it). Empty is the
+// zero Time.
 func parseWhen(flag, s string, now time.Time) (client.Time, error) {
 	s = strings.TrimSpace(s)
 	switch {
@@ -116,8 +117,11 @@ func parseWhen(flag, s string, now time.Time) (client.Time, error) {
 		if t, err := time.Parse(time.DateOnly, s); err == nil {
 			return client.Time{Time: t}, nil
 		}
+		if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+			return client.Time{Time: now.Add(d)}, nil
+		}
 	}
-	return client.Time{}, Usage(fmt.Errorf("%s %q: want an RFC 3339 time (2027-03-01T00:00:00Z), a date (2027-03-01), now, or +DURATION (+24h)", flag, s))
+	return client.Time{}, Usage(fmt.Errorf("%s %q: want an RFC 3339 time (2027-03-01T00:00:00Z), a date (2027-03-01), now, or a duration from now (+24h)", flag, s))
 }
 
 // reservationName makes a name for a reservation created without one:

@@ -78,7 +78,9 @@ func TestParseWhen(t *testing.T) {
 		{"+24h", now.Add(24 * time.Hour), true},
 		{"2027-03-01", time.Date(2027, 3, 1, 0, 0, 0, 0, time.UTC), true},
 		{"2027-03-01T10:00:00+02:00", time.Date(2027, 3, 1, 8, 0, 0, 0, time.UTC), true},
+		{"6h", now.Add(6 * time.Hour), true},
 		{"+-1h", time.Time{}, false},
+		{"-1h", time.Time{}, false},
 		{"tomorrow", time.Time{}, false},
 	}
 	for _, tt := range tests {
