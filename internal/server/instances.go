@@ -10,7 +10,6 @@ import (
 
 	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
-	"github.com/allot-dev/allot/internal/store"
 )
 
 // Instances: the IaaS view of the fleet (docs/instances.md). An instance
@@ -201,30 +200,24 @@ func (s *Server) CreateInstanceKeyed(ctx context.Context, p Principal, key strin
 // settleInstance reads instance id after its first cycle: placed, queued
 // (kept with wait), or withdrawn and refused.
 func (s *Server) settleInstance(ctx context.Context, id string, wait bool) (*model.Job, error) {
-	key := prefixJobs + id
-	for try := 0; ; try++ {
-		kv, j, err := s.readJob(ctx, id)
-		if err != nil {
-			return nil, err
-		}
+	var code Code
+	var msg string
+	old, ended, _, err := s.rewriteJob(ctx, id, "withdraw instance", func(j *model.Job) (*model.Job, error) {
 		if j.Status.State != model.StateQueued || wait {
-			return j, nil // placed, ended meanwhile, or waiting as asked
+			return nil, nil // placed, ended meanwhile, or waiting as asked
 		}
 		now := s.clock.Now()
-		code, msg := s.allocationFailure(j, now)
-		ended := endJob(j, model.StateCanceled, string(code), msg, -1, now)
-		rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, kv.ModRev)},
-			Then: []store.Op{store.PutOp(key, encodeJob(ended))}})
-		if errors.Is(err, store.ErrConflict) && try < 10 {
-			continue // a cycle wrote it meanwhile (placed it, perhaps): look again
-		}
-		if err != nil {
-			return nil, fmt.Errorf("withdraw instance %s: %w", id, err)
-		}
-		s.cache.putJobs([]*model.Job{ended}, rev)
-		s.log.Info("instance refused", "job", id, "tenant", j.Spec.Tenant, "code", code, "detail", msg)
-		return nil, refuse(code, "", "%s", msg)
+		code, msg = s.allocationFailure(j, now)
+		return endJob(j, model.StateCanceled, string(code), msg, -1, now), nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	if ended == nil {
+		return old, nil
+	}
+	s.log.Info("instance refused", "job", id, "tenant", ended.Spec.Tenant, "code", code, "detail", msg)
+	return nil, refuse(code, "", "%s", msg)
 }
 
 // allocationFailure says why queued instance j was not placed in its first
