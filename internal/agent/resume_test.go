@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/syncbuf"
 )
 
 // A job that saved a checkpoint and failed resumes from it on its retry
@@ -93,23 +93,8 @@ retry: {max_retries: 1}
 	}
 }
 
-// syncBuffer is a log sink the agents' goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log or output sink goroutines write while the test reads it.
+type syncBuffer = syncbuf.Buffer
 
 // An agent reports what this attempt saves, and each save: a marker an
 // earlier attempt left on the node is not reported again by an attempt

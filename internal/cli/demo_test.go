@@ -1,38 +1,22 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/allot-dev/allot/internal/demo"
+	"github.com/allot-dev/allot/internal/syncbuf"
 )
 
-// syncBuffer is a bytes.Buffer a command writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex // guards b
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log or output sink goroutines write while the test reads it.
+type syncBuffer = syncbuf.Buffer
 
 // waitFor polls out until re matches, and returns the match.
 func waitFor(t *testing.T, out *syncBuffer, re *regexp.Regexp) []string {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/allot-dev/allot/internal/syncbuf"
 )
 
 // The server every test talks to, started once by TestMain.
@@ -250,23 +252,8 @@ func tokenFor(t *testing.T, tenant string) string {
 	return tok
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and many readers.
-type syncBuffer struct {
-	mu  sync.Mutex // guards buf
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) WriteString(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is a log or output sink goroutines write while the test reads it.
+type syncBuffer = syncbuf.Buffer
 
 func tail(s string, n int) string {
 	if len(s) <= n {
