@@ -25,7 +25,8 @@ type Verdict struct {
 // refused with this reason.
 func (v Verdict) Never() bool {
 	switch v.Reason {
-	case sched.SkuNotAvailable, sched.ResidencyForbidden, sched.TopologyUnsatisfiable, sched.QuotaExceeded:
+	case sched.SkuNotAvailable, sched.ResidencyForbidden, sched.TopologyUnsatisfiable, sched.QuotaExceeded,
+		sched.NodesExcluded:
 		return true
 	}
 	return false
@@ -61,13 +62,23 @@ func Check(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenancy, spec mod
 		if field, hint := unknownNames(ideal, &spec); hint != "" {
 			v.Field, v.Detail = field, v.Detail+"; "+hint
 		}
+	case v.Reason == sched.NodesExcluded:
+		v.Field = "placement.exclude_nodes"
 	case v.Reason == sched.InsufficientCapacity:
 		// Nothing runs and every node is Ready: the fleet is too small.
 		v.Reason = sched.SkuNotAvailable
 		v.Detail = fmt.Sprintf("the fleet can never hold the job, even with every node Ready and nothing running: %s; %s",
 			v.Detail, capacityText(ideal, &spec))
+		if n := len(spec.Placement.ExcludeNodes); n > 0 {
+			v.Field = "placement.exclude_nodes"
+			v.Detail += fmt.Sprintf("; placement.exclude_nodes excludes %d %s", n, plural(n, "node"))
+		}
 	case v.Reason == sched.TopologyUnsatisfiable && spec.Placement.Interconnect != "":
 		v.Detail += "; " + fabricText(ideal, &spec)
+	}
+	if n := len(spec.Placement.ExcludeNodes); n > 0 && v.Reason == sched.TopologyUnsatisfiable {
+		v.Field = "placement.exclude_nodes"
+		v.Detail += fmt.Sprintf("; placement.exclude_nodes excludes %d %s", n, plural(n, "node"))
 	}
 	return v
 }

@@ -44,14 +44,8 @@ func TestDryRunRoute(t *testing.T) {
 // PATCH /v1/jobs/{id} sets and removes a queued job's begin time, with the
 // priority or alone; a begin that is not RFC 3339 is refused naming it.
 func TestPatchBegin(t *testing.T) {
-	e := newEnv(t, 0, 0)
-	cop := e.tokens["copilot"]
-	rec := e.do("POST", "/v1/jobs", cop, []byte(`{"name":"later","resources":{"gpu_milli":250,"gpu_models":["T4"]},"begin":"2030-01-01T00:00:00Z"}`))
-	if rec.Code != http.StatusCreated {
-		t.Fatalf("submit: %d %s", rec.Code, rec.Body)
-	}
-	id := decode[Job](t, rec).ID
-	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"begin":"2031-06-01T00:00:00Z","priority":"spot:2"}`))
+	e, cop, id := queuedLater(t)
+	rec := e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"begin":"2031-06-01T00:00:00Z","priority":"spot:2"}`))
 	if j := decode[Job](t, rec); rec.Code != http.StatusOK || j.Reason != "BeginTime" || !strings.Contains(j.Detail, "2031-06-01T00:00:00Z") ||
 		j.Spec.Begin != "2031-06-01T00:00:00Z" || j.Spec.Priority != "spot:2" {
 		t.Fatalf("postpone: %d %s", rec.Code, rec.Body)
@@ -64,4 +58,41 @@ func TestPatchBegin(t *testing.T) {
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"begin"`) {
 		t.Errorf("a bad begin: %d %s", rec.Code, rec.Body)
 	}
+}
+
+// PATCH /v1/jobs/{id} replaces a queued job's excluded nodes, [] removes
+// them; a name that is no node is refused naming its place in the list.
+func TestPatchExcludeNodes(t *testing.T) {
+	e, cop, id := queuedLater(t)
+	rec := e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"exclude_nodes":["eastus-t4x1-01","eastus-t4x1-02"]}`))
+	var doc struct {
+		Placement struct {
+			ExcludeNodes []string `json:"exclude_nodes"`
+		} `json:"placement"`
+	}
+	if err := json.Unmarshal(mustJSON(t, decode[Job](t, rec).Spec), &doc); rec.Code != http.StatusOK || err != nil ||
+		strings.Join(doc.Placement.ExcludeNodes, ",") != "eastus-t4x1-01,eastus-t4x1-02" {
+		t.Fatalf("exclude: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"exclude_nodes":["eastus-t4x1-01","eastus-t4x1-9"]}`))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"placement.exclude_nodes[1]"`) {
+		t.Errorf("an unknown node: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"exclude_nodes":[]}`))
+	if j := decode[Job](t, rec); rec.Code != http.StatusOK || strings.Contains(string(mustJSON(t, j.Spec)), "exclude_nodes") {
+		t.Fatalf("remove: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// queuedLater submits a job of copilot that waits for a begin time in
+// 2030, and returns the environment, copilot's token and the job's ID.
+func queuedLater(t *testing.T) (*env, string, string) {
+	t.Helper()
+	e := newEnv(t, 0, 0)
+	cop := e.tokens["copilot"]
+	rec := e.do("POST", "/v1/jobs", cop, []byte(`{"name":"later","resources":{"gpu_milli":250,"gpu_models":["T4"]},"begin":"2030-01-01T00:00:00Z"}`))
+	if rec.Code != http.StatusCreated {
+		t.Fatalf("submit: %d %s", rec.Code, rec.Body)
+	}
+	return e, cop, decode[Job](t, rec).ID
 }

@@ -36,10 +36,12 @@ func (h *handler) answerJob(w http.ResponseWriter, r *http.Request, p server.Pri
 
 // JobChange is the body of PATCH /v1/jobs/{id}: the fields of a queued
 // job that may change, at least one. Priority is "class[:value]" or
-// {"class","value"}; Begin an RFC 3339 time, or "" to remove it.
+// {"class","value"}; Begin an RFC 3339 time, or "" to remove it;
+// ExcludeNodes the nodes the job must not run on, [] for none.
 type JobChange struct {
-	Priority json.RawMessage `json:"priority"`
-	Begin    *string         `json:"begin"`
+	Priority     json.RawMessage `json:"priority"`
+	Begin        *string         `json:"begin"`
+	ExcludeNodes *[]string       `json:"exclude_nodes"`
 }
 
 // parseJobChange reads a PATCH body into the change it asks for.
@@ -68,9 +70,16 @@ func parseJobChange(body []byte) (server.QueuedChange, *Error) {
 		}
 		out.Begin = &t
 	}
-	if out.Priority == nil && out.Begin == nil {
+	if c.ExcludeNodes != nil {
+		nodes := *c.ExcludeNodes
+		if nodes == nil {
+			nodes = []string{}
+		}
+		out.ExcludeNodes = &nodes
+	}
+	if out.Priority == nil && out.Begin == nil && out.ExcludeNodes == nil {
 		return server.QueuedChange{}, &Error{Code: codeInvalidSpec, Field: "priority",
-			Message: "must be given, or begin (the fields that can change)"}
+			Message: "must be given, or begin or exclude_nodes (the fields that can change)"}
 	}
 	return out, nil
 }

@@ -46,6 +46,9 @@ type Attempt struct {
 	ExitCode int        `json:"exit_code"`
 	Reason   string     `json:"reason"`
 	Detail   string     `json:"detail"`
+	// FailedNode is the node whose instance failed (or was lost) and so
+	// ended the attempt; a retry avoids it when another node fits.
+	FailedNode string `json:"failed_node,omitempty"`
 	// Pricing and Rates are how the attempt is billed and what each
 	// instance accrues per hour (docs/cost.md).
 	Pricing string    `json:"pricing,omitempty"`
@@ -94,7 +97,7 @@ func NewJob(j *model.Job) Job {
 			nodes = []string{}
 		}
 		out.AttemptHistory[i] = Attempt{Number: a.Number, Nodes: nodes, Started: timePtr(a.Started), Ended: timePtr(a.Ended),
-			ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail, Pricing: a.Pricing, Rates: a.Rates}
+			ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail, FailedNode: a.FailedNode, Pricing: a.Pricing, Rates: a.Rates}
 	}
 	for i, a := range st.Allocations {
 		out.Allocations[i] = Allocation{Node: a.Node, GPUs: a.GPUs, GPUMilli: a.GPUMilli}

@@ -172,8 +172,12 @@ func jobFields(j client.Job) fields {
 	f.add("Ended", timestamp(j.EndedAt))
 	f.add("Attempts", strconv.Itoa(int(j.Attempts)))
 	f.add("Preemptions", strconv.Itoa(j.Preemptions))
-	if after := jobAfter(j); len(after) > 0 {
-		f.add("After", strings.Join(after, ", "))
+	lists := jobSpecLists(j)
+	if len(lists.After) > 0 {
+		f.add("After", strings.Join(lists.After, ", "))
+	}
+	if ex := lists.Placement.ExcludeNodes; len(ex) > 0 {
+		f.add("Excluded", strings.Join(ex, ", "))
 	}
 	if len(j.Allocations) == 0 {
 		f.add("Allocations", "-")
@@ -277,13 +281,20 @@ sees has that name.`,
 	}
 }
 
-// jobAfter returns the jobs j waits for (the after: of its document).
-func jobAfter(j client.Job) []string {
-	var d struct {
-		After []string `json:"after"`
+// specLists are the lists of a job's spec that 'job show' prints.
+type specLists struct {
+	After     []string `json:"after"`
+	Placement struct {
+		ExcludeNodes []string `json:"exclude_nodes"`
+	} `json:"placement"`
+}
+
+// jobSpecLists reads them from j's document (the jobs it waits for, the
+// nodes it excludes); empty when it has none.
+func jobSpecLists(j client.Job) specLists {
+	var d specLists
+	if len(j.Spec) > 0 {
+		_ = json.Unmarshal(j.Spec, &d) // a document the server wrote; nothing to print if it does not read
 	}
-	if len(j.Spec) == 0 || json.Unmarshal(j.Spec, &d) != nil {
-		return nil
-	}
-	return d.After
+	return d
 }

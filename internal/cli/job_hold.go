@@ -116,22 +116,27 @@ func actOnJobs(cmd *cobra.Command, conn *connection, sel jobSelection, args []st
 
 func newJobUpdateCmd(conn *connection) *cobra.Command {
 	var priority, begin string
+	var exclude []string
 	cmd := &cobra.Command{
-		Use:   "update ID... [--priority CLASS[:VALUE]] [--begin T|DATE|DURATION|none]",
-		Short: "Change the priority or begin time of queued jobs",
+		Use:   "update ID... [--priority CLASS[:VALUE]] [--begin T|DATE|DURATION|none] [--exclude NODE,...|none]",
+		Short: "Change the priority, begin time or excluded nodes of queued jobs",
 		Long: `update changes what can change of a queued job: its priority, a class
 (spot, standard, reserved) and optionally a value inside it (higher first),
 and its begin time, as scontrol update StartTime= does: a time, a date, a
-duration from now (6h), or none to let it start as soon as it can. The next
-scheduling cycle orders the queue by the priority; a begin time later than
-now keeps the job Queued until then (reason BeginTime). A job that has
-started keeps both: changing them is refused (Conflict), as its placement
+duration from now (6h), or none to let it start as soon as it can; and the
+nodes it must not run on (placement.exclude_nodes, as scontrol update
+ExcNodeList=), which replace those it had, or none. The next scheduling
+cycle orders the queue by the priority; a begin time later than now keeps
+the job Queued until then (reason BeginTime). A job waiting to be retried
+is queued too: exclude the node its attempts failed on ('allot job show'
+names it) to keep the retry off it. A job that has started keeps them all: changing them is refused (Conflict), as its placement
 and any preemption were decided by them. It prints each job's outcome and
 exits with status 1 if any failed (status 2 for one job the server refused).`,
 		Example: `  allot job update train-llama-1k8lhkvh808cr --priority standard:50
   allot job update j-1 j-2 --priority spot
   allot job update nightly-1k8lhkvh808cr --begin 2026-12-24T02:00:00Z
-  allot job update nightly-1k8lhkvh808cr --begin none`,
+  allot job update nightly-1k8lhkvh808cr --begin none
+  allot job update train-llama-1k8lhkvh808cr --exclude eastus-h100-03,eastus-h100-04`,
 		Args:              cobra.MinimumNArgs(1),
 		ValidArgsFunction: completeJobs(conn),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -144,8 +149,15 @@ exits with status 1 if any failed (status 2 for one job the server refused).`,
 				}
 				u.Begin = &t
 			}
-			if u.Priority == "" && u.Begin == nil {
-				return Usage(fmt.Errorf("--priority or --begin: say what to change (priority: spot, standard, reserved, optionally :VALUE)"))
+			if cmd.Flags().Changed("exclude") {
+				nodes := []string{}
+				if len(exclude) != 1 || strings.TrimSpace(exclude[0]) != "none" {
+					nodes = exclude
+				}
+				u.ExcludeNodes = &nodes
+			}
+			if u.Priority == "" && u.Begin == nil && u.ExcludeNodes == nil {
+				return Usage(fmt.Errorf("--priority, --begin or --exclude: say what to change (priority: spot, standard, reserved, optionally :VALUE)"))
 			}
 			cl, f, err := conn.client()
 			if err != nil {
@@ -158,6 +170,7 @@ exits with status 1 if any failed (status 2 for one job the server refused).`,
 	}
 	cmd.Flags().StringVar(&priority, "priority", "", "the new priority: spot, standard or reserved, optionally :VALUE")
 	cmd.Flags().StringVar(&begin, "begin", "", "the new begin time: a time (2026-12-24T02:00:00Z), a date, a duration from now (6h), or none")
+	cmd.Flags().StringSliceVar(&exclude, "exclude", nil, "the nodes the job must not run on, replacing those it had (a list, or none)")
 	return cmd
 }
 

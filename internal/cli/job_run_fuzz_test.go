@@ -19,6 +19,7 @@ func FuzzRunSpecs(f *testing.F) {
 			gpus: gpus, instances: instances, gpuMilli: milli, begin: begin, timeout: memory, maxRetries: gpus, now: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)}
 		if model != "" {
 			r.models = []string{model}
+			r.exclude = []string{model, name} // any text, as a node's name
 		}
 		specs, err := runSpecs(r, []string{prog, "--flag"})
 		if err != nil {

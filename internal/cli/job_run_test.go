@@ -80,6 +80,14 @@ func TestJobRun(t *testing.T) {
 				}
 			})},
 			wantOut: []string{"j-1\n"}},
+		{name: "excluded nodes", args: []string{"job", "run", "--exclude", "h100-03,h100-04", "--exclude", "h100-07", "--region", "eastus", "--", "train"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if d.Placement == nil || strings.Join(d.Placement.ExcludeNodes, ",") != "h100-03,h100-04,h100-07" ||
+					strings.Join(d.Placement.Regions, ",") != "eastus" {
+					t.Errorf("placement %+v, want regions [eastus] and three excluded nodes", d.Placement)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
 		{name: "dry run", args: []string{"job", "run", "--dry-run", "--gpu-model", "A100", "--", "eval"},
 			ex: exchange{method: "POST", path: "/v1/jobs", query: "dry_run=true", status: 200,
 				body: `{"id":"eval-1","state":"Queued","reason":"NoReadyNodes","detail":"all 2 capable nodes are Draining: a1, a2","estimated_start":null,"estimate_none":"no start within the horizon"}`,
@@ -141,6 +149,7 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--after", "p,p", "--", "x"}, []string{`--after: "p" is listed twice`}},
 		{[]string{"--timeout", "soon", "--", "x"}, []string{"--timeout: want a duration"}},
 		{[]string{"--max-retries", "-1", "--", "x"}, []string{"--max-retries: must be between 0 and 1000"}},
+		{[]string{"--exclude", "a,,b", "--", "x"}, []string{"--exclude: must not be empty"}},
 		{[]string{"--begin", "-1h", "--", "x"}, []string{`--begin "-1h": want an RFC 3339 time (2027-03-01T00:00:00Z), a date (2027-03-01), now, or a duration from now (+24h)`}},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)

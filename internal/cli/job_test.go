@@ -39,6 +39,11 @@ func TestJobCommands(t *testing.T) {
 		{name: "show", args: []string{"job", "show", "j-2"},
 			ex:      exchange{method: "GET", path: "/v1/jobs/j-2", status: 200, body: runningJob},
 			wantOut: []string{"State:", "Running", "eastus-t4x1-01 GPU 0 (250m each)", "2026-06-01T12:00:05Z", "Priority:", "spot:5"}},
+		{name: "show the nodes a job excludes", args: []string{"job", "show", "j-3"},
+			ex: exchange{method: "GET", path: "/v1/jobs/j-3", status: 200,
+				body: `{"id":"j-3","name":"train","state":"Queued","spec":{"name":"train","tenant":"acme","resources":{"instance_count":1,"gpus_per_instance":8},` +
+					`"placement":{"exclude_nodes":["h100-03","h100-04"]},"after":["prep-1"]}}`},
+			wantOut: []string{"After:        prep-1\n", "Excluded:     h100-03, h100-04\n"}},
 		{name: "show json has state and reason", args: []string{"job", "show", "j-1", "-o", "json"},
 			ex:      exchange{method: "GET", path: "/v1/jobs/j-1", status: 200, body: queuedJob},
 			wantOut: []string{`"state": "Queued"`, `"reason": "InsufficientCapacity"`, `"started_at": null`}},
@@ -66,6 +71,20 @@ func TestJobCommands(t *testing.T) {
 		{name: "remove the begin time", args: []string{"job", "update", "j-1", "--begin", "none"},
 			ex: exchange{method: "PATCH", path: "/v1/jobs/j-1", status: 200, body: queuedJob, checkBody: func(t *testing.T, body []byte) {
 				if string(body) != `{"begin":""}` {
+					t.Errorf("body %s", body)
+				}
+			}},
+			wantOut: []string{"j-1"}},
+		{name: "exclude nodes", args: []string{"job", "update", "j-1", "--exclude", "h100-03,h100-04"},
+			ex: exchange{method: "PATCH", path: "/v1/jobs/j-1", status: 200, body: queuedJob, checkBody: func(t *testing.T, body []byte) {
+				if string(body) != `{"exclude_nodes":["h100-03","h100-04"]}` {
+					t.Errorf("body %s", body)
+				}
+			}},
+			wantOut: []string{"j-1"}},
+		{name: "exclude no node", args: []string{"job", "update", "j-1", "--exclude", "none"},
+			ex: exchange{method: "PATCH", path: "/v1/jobs/j-1", status: 200, body: queuedJob, checkBody: func(t *testing.T, body []byte) {
+				if string(body) != `{"exclude_nodes":[]}` {
 					t.Errorf("body %s", body)
 				}
 			}},

@@ -42,6 +42,8 @@ type Attempt struct {
 	ExitCode int      `json:"exit_code"`
 	Reason   string   `json:"reason"`
 	Detail   string   `json:"detail"`
+	// FailedNode is the node whose instance's failure ended the attempt.
+	FailedNode string `json:"failed_node"`
 	// Pricing is how the attempt is billed (on-demand, reserved-1y,
 	// reserved-3y, spot) and Rates what each instance accrues in USD per
 	// hour, fixed when it started.

@@ -36,21 +36,30 @@ func (c *Client) SetPriority(ctx context.Context, id, priority string) (Job, err
 }
 
 // JobUpdate is what UpdateJob changes of a queued job: Priority when not
-// empty, Begin when not nil (an RFC 3339 time, or "" to remove it).
+// empty, Begin when not nil (an RFC 3339 time, or "" to remove it),
+// ExcludeNodes when not nil (empty: none).
 type JobUpdate struct {
-	Priority string
-	Begin    *string
+	Priority     string
+	Begin        *string
+	ExcludeNodes *[]string
 }
 
 // UpdateJob changes a queued job's priority and begin time, both or
 // neither, and returns it as it is afterwards.
 func (c *Client) UpdateJob(ctx context.Context, id string, u JobUpdate) (Job, error) {
-	m := map[string]string{}
+	m := map[string]any{}
 	if u.Priority != "" {
 		m["priority"] = u.Priority
 	}
 	if u.Begin != nil {
 		m["begin"] = *u.Begin
+	}
+	if u.ExcludeNodes != nil {
+		nodes := *u.ExcludeNodes
+		if nodes == nil {
+			nodes = []string{}
+		}
+		m["exclude_nodes"] = nodes
 	}
 	body, err := json.Marshal(m)
 	if err != nil {

@@ -32,8 +32,8 @@ type EndpointSpec struct {
 	MinReplicas int
 	MaxReplicas int
 	SLO         SLO
-	// Placement: Regions, Residency, DataRegion and Reservation mean what
-	// they mean for jobs; Interconnect must be empty, as replicas are
+	// Placement: Regions, Residency, DataRegion, Reservation and
+	// ExcludeNodes mean what they mean for jobs; Interconnect must be empty, as replicas are
 	// independent single instances, not a gang.
 	Placement Placement
 	// Throughput is, per GPU model, the requests per second one replica

@@ -88,6 +88,19 @@ type Placement struct {
 	DataRegion   string   // where the job's data lives; preferred when capacity allows
 	Reservation  string   // run inside this capacity reservation
 	SKU          string   // run only on nodes of this SKU (instances); empty means any
+	// ExcludeNodes names nodes the job must not run on, as Slurm's
+	// sbatch --exclude: a host its processes fail on, one kept for
+	// something else. At most MaxExcludeNodes.
+	ExcludeNodes []string
+}
+
+// MaxExcludeNodes is the most nodes one job may exclude: enough to step
+// around a bad rack, few enough to stay cheap for every filter.
+const MaxExcludeNodes = 64
+
+// Excludes reports whether the job must not run on node.
+func (p *Placement) Excludes(node string) bool {
+	return len(p.ExcludeNodes) > 0 && slices.Contains(p.ExcludeNodes, node)
 }
 
 // AllowsRegion reports whether work placed so may run in region: any
@@ -159,14 +172,17 @@ func (s *JobSpec) Validate() error {
 	case r.Fractional() && r.GPUsPerInstance != 1:
 		add("resources.gpu_milli", "a fraction (gpu_milli < 1000) needs gpus_per_instance: 1, got %d", r.GPUsPerInstance)
 	}
-	for i, m := range r.GPUModels {
-		f := fmt.Sprintf("resources.gpu_models[%d]", i)
-		if m == "" {
-			add(f, "must not be empty")
-		} else {
-			check(Printable(f, m))
+	names := func(field string, list []string) {
+		for i, name := range list {
+			f := fmt.Sprintf("%s[%d]", field, i)
+			if name == "" {
+				add(f, "must not be empty")
+			} else {
+				check(Printable(f, name))
+			}
 		}
 	}
+	names("resources.gpu_models", r.GPUModels)
 	if r.CPUMilli < 0 {
 		add("resources.cpu", "must not be negative")
 	}
@@ -179,14 +195,7 @@ func (s *JobSpec) Validate() error {
 	if s.Priority.Class < ClassSpot || s.Priority.Class > ClassReserved {
 		add("priority", "unknown class %d", s.Priority.Class)
 	}
-	for i, rg := range s.Placement.Regions {
-		f := fmt.Sprintf("placement.regions[%d]", i)
-		if rg == "" {
-			add(f, "must not be empty")
-		} else {
-			check(Printable(f, rg))
-		}
-	}
+	names("placement.regions", s.Placement.Regions)
 	check(Printable("placement.residency", s.Placement.Residency))
 	if ic := s.Placement.Interconnect; ic != "" && !ic.Valid() {
 		add("placement.interconnect", "must be infiniband, roce or ethernet, got %q%s", ic, DidYouMean(string(ic), fabricNames))
@@ -194,6 +203,11 @@ func (s *JobSpec) Validate() error {
 	check(Printable("placement.data_region", s.Placement.DataRegion))
 	check(Printable("placement.reservation", s.Placement.Reservation))
 	check(Printable("placement.sku", s.Placement.SKU))
+	if n := len(s.Placement.ExcludeNodes); n > MaxExcludeNodes {
+		add("placement.exclude_nodes", "lists %d nodes, over the limit of %d", n, MaxExcludeNodes)
+	} else {
+		names("placement.exclude_nodes", s.Placement.ExcludeNodes)
+	}
 	if s.Retry.MaxRetries < 0 || s.Retry.MaxRetries > 1000 {
 		add("retry.max_retries", "must be between 0 and 1000, got %d", s.Retry.MaxRetries)
 	}
@@ -296,6 +310,10 @@ type Attempt struct {
 	ExitCode int
 	Reason   string // e.g. "Exited", "Preempted", "NodeLost", "TimedOut"
 	Detail   string // what a person needs: who preempted it, which rank failed how
+	// FailedNode is the node whose instance ended the attempt by failing
+	// (a non-zero exit, a kill) or by being lost with it; empty when the
+	// attempt ended otherwise. A retry avoids such nodes when it can.
+	FailedNode string
 	// Pricing is how the attempt is billed (on-demand, reserved-1y,
 	// reserved-3y or spot) and Rates what each instance (Nodes[i])
 	// accrues in USD per hour, both fixed when it starts (package price);

@@ -30,6 +30,10 @@ func TestJobSpecValidateCommandAndNames(t *testing.T) {
 		{"control in reservation", func(s *JobSpec) { s.Placement.Reservation = "r\x07" }, "placement.reservation"},
 		{"control in region", func(s *JobSpec) { s.Placement.Regions = []string{"eastus", "w\x00"} }, "placement.regions[1]"},
 		{"control in gpu model", func(s *JobSpec) { s.Resources.GPUModels = []string{"H100\r"} }, "resources.gpu_models[0]"},
+		{"excluded nodes", func(s *JobSpec) { s.Placement.ExcludeNodes = []string{"n1", "n2"} }, ""},
+		{"empty excluded node", func(s *JobSpec) { s.Placement.ExcludeNodes = []string{"n1", ""} }, "placement.exclude_nodes[1]"},
+		{"control in excluded node", func(s *JobSpec) { s.Placement.ExcludeNodes = []string{"n\x1b"} }, "placement.exclude_nodes[0]"},
+		{"too many excluded nodes", func(s *JobSpec) { s.Placement.ExcludeNodes = make([]string, MaxExcludeNodes+1) }, "placement.exclude_nodes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base()

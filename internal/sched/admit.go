@@ -2,6 +2,7 @@ package sched
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -16,6 +17,11 @@ type attempt struct {
 	total  int64 // milli-GPU of the whole job
 	class  model.Class
 	res    int // index of the reservation the job asks for, -1 for none
+	// exclude holds the nodes the job excludes (placement.exclude_nodes),
+	// by index: a filter like Ready. avoid holds the nodes where its
+	// attempts failed: a preference only, placement goes elsewhere when
+	// another node fits. Both are nil for nearly every job.
+	exclude, avoid []int
 }
 
 func (st *state) newAttempt(j *model.Job, t *tenantState) *attempt {
@@ -30,8 +36,24 @@ func (st *state) newAttempt(j *model.Job, t *tenantState) *attempt {
 			a.res = i
 		}
 	}
+	for _, name := range j.Spec.Placement.ExcludeNodes {
+		if i, ok := st.nodeByName[name]; ok {
+			a.exclude = append(a.exclude, i)
+		}
+	}
+	for _, at := range j.Status.Attempts {
+		if i, ok := st.nodeByName[at.FailedNode]; ok && at.FailedNode != "" && !slices.Contains(a.avoid, i) {
+			a.avoid = append(a.avoid, i)
+		}
+	}
 	return a
 }
+
+// excludes reports whether a's job excludes node i.
+func (a *attempt) excludes(i int) bool { return len(a.exclude) > 0 && slices.Contains(a.exclude, i) }
+
+// avoids reports whether an attempt of a's job failed on node i.
+func (a *attempt) avoids(i int) bool { return len(a.avoid) > 0 && slices.Contains(a.avoid, i) }
 
 // stage is how far a candidate got through the filters. A pending job's
 // reason is the filter that stopped its furthest candidate.
@@ -62,6 +84,7 @@ type verdict struct {
 	quotaBlocked bool
 	borrowPool   int
 	regionsOut   []string
+	excluded     int    // Ready nodes the job excludes (placement.exclude_nodes)
 	powerNodes   int    // nodes with room that a power cap excluded
 	powerWhy     string // the cap that excluded the last of them
 }
@@ -99,11 +122,11 @@ func (st *state) groupStage(a *attempt, g *group, v *verdict) stage {
 	return stageBorrow
 }
 
-// unready counts the nodes that are not Ready in the groups that pass a's
-// group filters (region, residency, fabric): those lost and those drained,
-// and names the first few of them. It is for the explanation of
-// NoReadyNodes only, so it may walk nodes.
-func (st *state) unready(a *attempt) (notReady, draining int, names []string) {
+// unready counts the nodes that are not Ready for a in the groups that pass
+// a's group filters (region, residency, fabric): those the job excludes,
+// those lost and those drained, and names the first few lost or drained.
+// It is for the explanation of NoReadyNodes only, so it may walk nodes.
+func (st *state) unready(a *attempt) (notReady, draining, excluded int, names []string) {
 	var scratch verdict
 	for _, g := range st.groups {
 		if st.groupStage(a, g, &scratch) < stageReady {
@@ -111,6 +134,9 @@ func (st *state) unready(a *attempt) (notReady, draining int, names []string) {
 		}
 		for _, n := range g.nodes {
 			switch {
+			case a.excludes(n.Index):
+				excluded++
+				continue
 			case n.Draining:
 				draining++
 			case !n.Ready:
@@ -123,7 +149,7 @@ func (st *state) unready(a *attempt) (notReady, draining int, names []string) {
 			}
 		}
 	}
-	return notReady, draining, names
+	return notReady, draining, excluded, names
 }
 
 // unreadyNamed is how many of the capable nodes that are not Ready the
@@ -197,6 +223,10 @@ func (st *state) nodeStage(a *attempt, n *NodeInfo, v *verdict) stage {
 	if !n.Ready {
 		return stageInterconnect
 	}
+	if a.excludes(n.Index) {
+		v.excluded++
+		return stageInterconnect
+	}
 	v.readyNodes++
 	if !st.reservationAllows(a, n.Index) {
 		v.reservedOut++
@@ -219,6 +249,12 @@ func (st *state) fitStage(a *attempt, n *NodeInfo, v *verdict) stage {
 		return stageFit
 	}
 	return stagePlaced
+}
+
+// mayUse reports whether a's job may use the Ready node i: the job does
+// not exclude it and no reservation keeps it from the job.
+func (st *state) mayUse(a *attempt, i int) bool {
+	return !a.excludes(i) && st.reservationAllows(a, i)
 }
 
 // reservationAllows reports whether a's job may use node i: a node of an
@@ -331,6 +367,15 @@ func allNodesText(n int, kind string) string {
 	return fmt.Sprintf("all %d %s nodes are", n, kind)
 }
 
+// excludedText counts every node of a kind the job excludes: "the one
+// capable node", "all 3 capable nodes".
+func excludedText(n int, kind string) string {
+	if n == 1 {
+		return "the one " + kind + " node"
+	}
+	return fmt.Sprintf("all %d %s nodes", n, kind)
+}
+
 // unreadyText is the detail of NoReadyNodes: of the capable nodes, how
 // many are lost (NotReady) and how many drained, naming only the kinds
 // there are, then the first of those nodes by name ("…: n1, n2 and 3 more").
@@ -369,8 +414,15 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		return TopologyUnsatisfiable, fmt.Sprintf("no %s cluster in %s has %s",
 			spec.Placement.Interconnect, regionsText(spec.Placement.Regions), shapeText(a))
 	case stageInterconnect:
-		notReady, draining, names := st.unready(a)
-		return NoReadyNodes, unreadyText(v.capableNodes, notReady, draining, names)
+		notReady, draining, excluded, names := st.unready(a)
+		if excluded == 0 {
+			return NoReadyNodes, unreadyText(v.capableNodes, notReady, draining, names)
+		}
+		if notReady+draining == 0 {
+			return NodesExcluded, fmt.Sprintf("placement.exclude_nodes excludes %s", excludedText(excluded, "capable"))
+		}
+		return NoReadyNodes, unreadyText(v.capableNodes-excluded, notReady, draining, names) +
+			fmt.Sprintf("; placement.exclude_nodes excludes the other %s", nodesText(excluded, ""))
 	case stageReady:
 		k, sk := v.quota, st.series[v.quota.series]
 		return QuotaExceeded, fmt.Sprintf("tenant %s: %s GPUs in %s: %s of %s used, job needs %s",
@@ -424,6 +476,9 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 	case stageReservation:
 		d := fmt.Sprintf("%s, most free on one node: %s, job needs %s per instance",
 			nodesText(v.readyNodes, "ready capable"), gpusText(v.maxFree), gpusText(a.req.TotalMilli()))
+		if v.excluded > 0 {
+			d += fmt.Sprintf("; placement.exclude_nodes excludes %d more", v.excluded)
+		}
 		if v.reservedOut == 1 && a.res < 0 {
 			d += "; 1 more is reserved for others" + st.earmarkNote(a)
 		} else if v.reservedOut > 0 && a.res < 0 {

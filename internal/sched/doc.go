@@ -37,7 +37,8 @@
 //     out afresh each cycle from the Snapshot and now, like the nodes of
 //     active reservations; in the window the owner's idle nodes are lent
 //     to spot work and taken back by preemption (ReservationOwner);
-//  3. place: filters (GPU model, the SKU work is pinned to, free whole GPUs or a milli-GPU fraction on
+//  3. place: filters (GPU model, the SKU work is pinned to, the nodes the
+//     job excludes, free whole GPUs or a milli-GPU fraction on
 //     one GPU, CPU, memory, rack and region power caps, residency,
 //     interconnect) and a pluggable Scorer; a gang of several instances is
 //     placed all or nothing on one GPU model in one cluster (so on one
@@ -45,7 +46,9 @@
 //     fewest leaf groups. A job whose checkpoint lies on one node's disk
 //     (JobStatus.CheckpointNode) goes back to that node when it may run
 //     there, ahead of the scorer's choice, and a gang puts its rank 0 there:
-//     its next attempt resumes only where the checkpoint is;
+//     its next attempt resumes only where the checkpoint is, unless two
+//     attempts failed there. Otherwise a job keeps off the nodes where its
+//     attempts failed (Attempt.FailedNode) while other nodes fit;
 //  4. preempt: when a job of a higher class, a partition below its
 //     guarantee, or a reservation's owner cannot be placed, evict the
 //     victims that free enough capacity in one place while losing the

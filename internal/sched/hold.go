@@ -211,7 +211,7 @@ func (st *state) holdNodes(a *attempt, since time.Time) ([]int, int, int64, int6
 		}
 		for _, n := range g.nodes {
 			i := n.Index
-			if !n.Ready || st.resOf[i] != a.res || st.earOf[i] >= 0 || st.holdOf[i] >= 0 {
+			if !n.Ready || a.excludes(i) || st.resOf[i] != a.res || st.earOf[i] >= 0 || st.holdOf[i] >= 0 {
 				continue // a job naming a reservation holds its nodes, others no reserved ones
 			}
 			if _, seen := byDomain[g.domain]; !seen {

@@ -90,25 +90,30 @@ func (st *state) indexPower() {
 	}
 }
 
-// readyAllowed splits g's Ready nodes into those a may use and those
-// reservations keep from it (reservationAllows, counted without visiting
-// every node).
-func (st *state) readyAllowed(a *attempt, g *group) (allowed, out int) {
+// readyAllowed splits g's Ready nodes into those a may use, those the job
+// excludes, and those reservations keep from it (reservationAllows), counted
+// without visiting every node.
+func (st *state) readyAllowed(a *attempt, g *group) (allowed, excluded, out int) {
+	for _, i := range a.exclude {
+		if st.groups[st.groupOf[i]] == g && st.nodes[i].Ready {
+			excluded++
+		}
+	}
 	if a.job.Spec.Placement.Reservation != "" {
 		in := 0
 		for _, i := range g.reservedReady {
-			if st.reservationAllows(a, i) {
+			if st.reservationAllows(a, i) && !a.excludes(i) {
 				in++
 			}
 		}
-		return in, g.ready - in
+		return in, excluded, g.ready - excluded - in
 	}
 	for _, i := range g.reservedReady {
-		if !st.reservationAllows(a, i) {
+		if !st.reservationAllows(a, i) && !a.excludes(i) {
 			out++
 		}
 	}
-	return g.ready - out, out
+	return g.ready - excluded - out, excluded, out
 }
 
 // setNotFull records whether the node at position pos of g has GPU
@@ -129,10 +134,11 @@ func (g *group) setNotFull(pos int, on bool) {
 // are not full are visited, in rank order, as the pass over every node
 // would visit them.
 func (st *state) scanNotFull(a *attempt, g *group, v *verdict) {
-	allowed, out := st.readyAllowed(a, g)
-	v.readyNodes += g.ready
+	allowed, excluded, out := st.readyAllowed(a, g)
+	v.readyNodes += g.ready - excluded
+	v.excluded += excluded
 	v.reservedOut += out
-	if g.notReady > 0 {
+	if g.notReady > 0 || excluded > 0 {
 		v.reach(stageInterconnect)
 	}
 	if out > 0 {
@@ -147,7 +153,7 @@ func (st *state) scanNotFull(a *attempt, g *group, v *verdict) {
 		for word != 0 {
 			n := g.nodes[w*64+bits.TrailingZeros64(word)]
 			word &= word - 1
-			if !n.Ready || !st.reservationAllows(a, n.Index) {
+			if !n.Ready || !st.mayUse(a, n.Index) {
 				continue
 			}
 			ns := st.fitStage(a, n, v)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+
+	"github.com/allot-dev/allot/internal/model"
 )
 
 // placement is where each instance of a job would go.
@@ -61,7 +63,9 @@ func (st *state) candidates(a *attempt, quick bool) verdict {
 				}
 				continue
 			}
-			if st.consider(a, n, &v) == stagePlaced {
+			// The first idle node that fits ends the pass, unless an
+			// attempt of the job failed there: then one more is looked at.
+			if st.consider(a, n, &v) == stagePlaced && !a.avoids(n.Index) {
 				break
 			}
 		}
@@ -126,7 +130,7 @@ func (st *state) placeable(a *attempt) bool {
 func (st *state) anyPlaced(a *attempt) bool {
 	var v verdict
 	ok := func(n *NodeInfo) bool {
-		if n.Ready && st.reservationAllows(a, n.Index) && n.FitsResources(&a.req) && st.powerAllows(n, a.req.TotalMilli()) {
+		if n.Ready && st.mayUse(a, n.Index) && n.FitsResources(&a.req) && st.powerAllows(n, a.req.TotalMilli()) {
 			st.room.node = n.Index
 			return true
 		}
@@ -176,7 +180,8 @@ func (st *state) powerFilter(a *attempt) func(*NodeInfo) bool {
 }
 
 // placeOne places a single instance, preferring the node that holds the
-// job's checkpoint, then the job's data region.
+// job's checkpoint, then nodes where no attempt of the job failed, then
+// the job's data region.
 func (st *state) placeOne(a *attempt) (placement, bool) {
 	filter := st.powerFilter(a)
 	if n := st.checkpointNode(a); n != nil {
@@ -184,7 +189,30 @@ func (st *state) placeOne(a *attempt) (placement, bool) {
 			return placement{nodes: []int{c.Node.Index}, gpus: [][]int{c.GPUs}}, true
 		}
 	}
-	cands := st.cands
+	if len(a.avoid) > 0 {
+		if p, ok := st.placeAmong(a, st.unavoided(a, st.cands), filter); ok {
+			return p, true
+		}
+	}
+	return st.placeAmong(a, st.cands, filter)
+}
+
+// unavoided returns the nodes of cands where no attempt of a's job failed,
+// in a scratch slice.
+func (st *state) unavoided(a *attempt, cands []*NodeInfo) []*NodeInfo {
+	kept := st.kept[:0]
+	for _, n := range cands {
+		if !a.avoids(n.Index) {
+			kept = append(kept, n)
+		}
+	}
+	st.kept = kept
+	return kept
+}
+
+// placeAmong places a single instance on one of cands, preferring the
+// job's data region.
+func (st *state) placeAmong(a *attempt, cands []*NodeInfo, filter func(*NodeInfo) bool) (placement, bool) {
 	if dr := a.job.Spec.Placement.DataRegion; dr != "" {
 		local := st.local[:0]
 		for _, n := range cands {
@@ -208,10 +236,12 @@ func (st *state) placeOne(a *attempt) (placement, bool) {
 // the job may run there now, else nil. A requeued job resumes from a
 // checkpoint on one node's disk only there (an agent elsewhere starts it
 // afresh), so placement prefers it to any score: the work a checkpoint
-// saves outweighs a better packed node.
+// saves outweighs a better packed node. One failed attempt there does not
+// outweigh it (the fault may be the job's own); a second one does, and
+// the job then avoids the node like any other where it failed.
 func (st *state) checkpointNode(a *attempt) *NodeInfo {
 	name := a.job.Status.CheckpointNode
-	if name == "" {
+	if name == "" || failuresOn(a.job, name) >= checkpointFailures {
 		return nil
 	}
 	i, ok := st.nodeByName[name]
@@ -222,6 +252,21 @@ func (st *state) checkpointNode(a *attempt) *NodeInfo {
 	n := st.nodes[i]
 	if st.groupStage(a, st.groups[st.groupOf[i]], &v) < stageBorrow || st.nodeStage(a, n, &v) < stagePlaced {
 		return nil
+	}
+	return n
+}
+
+// checkpointFailures is how many failed attempts on the node of a job's
+// checkpoint make the job give up going back there.
+const checkpointFailures = 2
+
+// failuresOn counts the attempts of j that failed on node.
+func failuresOn(j *model.Job, node string) int {
+	n := 0
+	for _, at := range j.Status.Attempts {
+		if at.FailedNode == node {
+			n++
+		}
 	}
 	return n
 }
@@ -305,11 +350,20 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 	if cp != nil && !slices.Contains(nodes, cp) {
 		cp = nil
 	}
+	// Instances go to nodes where no attempt of the job failed while
+	// those have room.
+	var kept []*NodeInfo
+	if len(a.avoid) > 0 {
+		kept = st.unavoided(a, nodes)
+	}
 	for i := 0; i < a.count; i++ {
 		var c Choice
 		found := false
 		if i == 0 && cp != nil {
 			c, found = st.chooser.Choose([]*NodeInfo{cp}, &a.req, filter)
+		}
+		if !found && len(kept) > 0 {
+			c, found = st.chooser.Choose(kept, &a.req, filter)
 		}
 		if !found {
 			c, found = st.chooser.Choose(nodes, &a.req, filter)

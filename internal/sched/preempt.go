@@ -474,7 +474,7 @@ func (st *state) evictableOff(a *attempt, c model.Class, q *partitionState, k in
 // those groups with stamp) and a may use it.
 func (st *state) relevant(a *attempt, rj *running, stamp uint64) bool {
 	for _, i := range rj.nodes {
-		if st.groupPass[st.groupOf[i]] == stamp && st.reservationAllows(a, i) {
+		if st.groupPass[st.groupOf[i]] == stamp && st.mayUse(a, i) {
 			return true
 		}
 	}

@@ -50,6 +50,7 @@ func TestRandomCycles(t *testing.T) {
 	var stats struct {
 		binds, preemptions, pending, failures, reserved, gangs, loose int
 		precede                                                       int // bounded work of others bound on nodes kept ahead
+		excluding                                                     int // binds of jobs that exclude nodes
 		reasons                                                       map[sched.Reason]int
 	}
 	stats.reasons = map[sched.Reason]int{}
@@ -89,6 +90,9 @@ func TestRandomCycles(t *testing.T) {
 			if r, ok := cyc.Earmarked[b.Nodes[0].Node]; ok && j.Spec.Tenant != r.Owner && j.Spec.Priority.Class != model.ClassSpot {
 				stats.precede++
 			}
+			if len(j.Spec.Placement.ExcludeNodes) > 0 {
+				stats.excluding++
+			}
 			switch {
 			case j.Spec.Placement.Reservation != "":
 				stats.reserved++
@@ -112,8 +116,9 @@ func TestRandomCycles(t *testing.T) {
 	}
 	t.Logf("%d cycles: %d binds (%d in reservations, %d IB gangs, %d gangs without interconnect), %d preemptions, %d pending verdicts %v, %d node failures",
 		cycles, stats.binds, stats.reserved, stats.gangs, stats.loose, stats.preemptions, stats.pending, stats.reasons, stats.failures)
-	t.Logf("%d binds of others' bounded work on nodes kept for a reservation ahead", stats.precede)
-	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 || stats.reserved == 0 || stats.gangs == 0 || stats.loose == 0 || stats.precede == 0 {
+	t.Logf("%d binds of others' bounded work on nodes kept for a reservation ahead, %d of jobs that exclude nodes", stats.precede, stats.excluding)
+	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 || stats.reserved == 0 || stats.gangs == 0 || stats.loose == 0 || stats.precede == 0 ||
+		stats.excluding == 0 {
 		t.Fatalf("the random world did not exercise the core: %+v", stats)
 	}
 	for _, r := range []sched.Reason{sched.PowerCapped, sched.BorrowLimitReached, sched.ReservationNotActive, sched.NoReadyNodes, sched.TopologyUnsatisfiable} {
@@ -250,6 +255,15 @@ func randomJob(w *World, rng *rand.Rand, id, tenant string, now time.Time) {
 		if x/1350%2 == 0 {
 			b.Checkpoints(30 * time.Minute)
 		}
+		// One in eight excludes a node or two (placement.exclude_nodes).
+		if x/2700%8 == 0 {
+			nodes := w.Fleet.Nodes
+			ex := []string{nodes[x/21600%uint32(len(nodes))].Name}
+			if x/5%2 == 0 {
+				ex = append(ex, nodes[x/7%uint32(len(nodes))].Name)
+			}
+			b.Exclude(ex...)
+		}
 	}
 	// Owners run a quarter of their jobs in one of their reservations.
 	if rng.IntN(4) == 0 {
@@ -357,6 +371,9 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 			continue
 		}
 		for node := range cpuFree {
+			if j.Spec.Placement.Excludes(node) {
+				continue
+			}
 			if res, ok := cyc.Reserved[node]; ok && res.Owner != j.Spec.Tenant {
 				continue
 			}

@@ -88,7 +88,7 @@ func (st *state) startRoom(a *attempt) {
 // countRoom adds (sign +1) or removes (-1) what node n contributes to the room.
 func (st *state) countRoom(n *NodeInfo, sign int) {
 	r := &st.room
-	if !r.groupOK[st.groupOf[n.Index]] || !n.Ready || !st.reservationAllows(r.a, n.Index) {
+	if !r.groupOK[st.groupOf[n.Index]] || !n.Ready || !st.mayUse(r.a, n.Index) {
 		return
 	}
 	if s := slots(n, &r.a.req, r.a.count); s > 0 {
@@ -168,7 +168,7 @@ func (st *state) roomCouldHold(a *attempt, rest []victim) bool {
 	for _, v := range rest {
 		for k, i := range v.rj.nodes {
 			n := st.nodes[i]
-			if !r.pass[st.groupOf[i]] || !n.Ready || !st.reservationAllows(a, i) {
+			if !r.pass[st.groupOf[i]] || !n.Ready || !st.mayUse(a, i) {
 				continue
 			}
 			if r.mark[i] != stamp {
@@ -302,7 +302,7 @@ func (st *state) domainHolds(a *attempt, d *domain) bool {
 	var v verdict
 	got := 0
 	count := func(n *NodeInfo) bool {
-		if !n.Ready || !st.reservationAllows(a, n.Index) {
+		if !n.Ready || !st.mayUse(a, n.Index) {
 			return false
 		}
 		s := slots(n, &a.req, a.count)

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +24,9 @@ func (s *Server) admissible(w *world, spec model.JobSpec, now time.Time) error {
 		if err := usableReservation(w, spec.Tenant, name, now); err != nil {
 			return err
 		}
+	}
+	if err := w.knownNodes(spec.Placement.ExcludeNodes); err != nil {
+		return err
 	}
 	if v := w.admit(s.core, spec, now); v.Never() {
 		return refuse(neverCode(v), v.Field, "%s", v.Detail)
@@ -69,8 +74,32 @@ func neverCode(v admission.Verdict) Code {
 		return CodeTopologyUnsatisfiable
 	case sched.QuotaExceeded:
 		return CodeQuotaExceeded
+	case sched.NodesExcluded:
+		return CodeInvalidSpec
 	}
 	return CodeSkuNotAvailable
+}
+
+// knownNodes refuses the first name of exclude (placement.exclude_nodes)
+// that is no node of the fleet, as sbatch --exclude does.
+func (w *world) knownNodes(exclude []string) error {
+	for i, name := range exclude {
+		if _, ok := w.nodes[name]; !ok {
+			return refuse(CodeInvalidSpec, fmt.Sprintf("placement.exclude_nodes[%d]", i), "no node %q%s",
+				clipText(name), model.DidYouMean(name, w.nodeNames()))
+		}
+	}
+	return nil
+}
+
+// nodeNames are the nodes of the world, for suggestions.
+func (w *world) nodeNames() []string {
+	out := make([]string, 0, len(w.nodes))
+	for name := range w.nodes {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // tenantNames are the tenants of the world, for suggestions.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -71,6 +72,8 @@ type QueuedChange struct {
 	Priority *model.Priority
 	// Begin is the new begin time; the zero time removes it.
 	Begin *time.Time
+	// ExcludeNodes replaces placement.exclude_nodes; empty removes it.
+	ExcludeNodes *[]string
 }
 
 // UpdateQueued applies c to queued job id, both changes or neither. A new
@@ -80,6 +83,11 @@ type QueuedChange struct {
 func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c QueuedChange) (*model.Job, error) {
 	var invalid error
 	now := s.clock.Now()
+	if c.ExcludeNodes != nil {
+		if err := s.world().knownNodes(*c.ExcludeNodes); err != nil {
+			return nil, err
+		}
+	}
 	j, err := s.changeQueued(ctx, p, id, "update", func(j *model.Job) bool {
 		changed := false
 		if c.Priority != nil && j.Spec.Priority != *c.Priority {
@@ -91,6 +99,9 @@ func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c Que
 			}
 			j.Spec.Begin, changed = *c.Begin, true
 			waitForBegin(j, now)
+		}
+		if c.ExcludeNodes != nil && !slices.Equal(j.Spec.Placement.ExcludeNodes, *c.ExcludeNodes) {
+			j.Spec.Placement.ExcludeNodes, changed = slices.Clone(*c.ExcludeNodes), true
 		}
 		if !changed {
 			return false

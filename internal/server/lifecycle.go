@@ -131,6 +131,9 @@ func nodeLost(old *model.Job, node, why string, now time.Time, confirmed bool, m
 		now, "NodeLost")
 	j.Status.Lost++
 	n := len(old.Status.Attempts)
+	if n > 0 {
+		j.Status.Attempts[n-1].FailedNode = node
+	}
 	if j.Status.Lost > maxLost {
 		return endJob(j, model.StateFailed, "LostTooOften", fmt.Sprintf("attempt %d was lost (%s); %d attempts lost, the limit is %d",
 			n, why, j.Status.Lost, maxLost), -1, now)
@@ -287,15 +290,18 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*mod
 		j.Status.Retries++
 		detail := fmt.Sprintf("%s %s; retry %d of %d", where, how, j.Status.Retries, limit)
 		q := requeue(j, "Retrying", detail, now, "Failed")
-		q.Status.Attempts[len(q.Status.Attempts)-1].ExitCode = e.ExitCode
+		last := &q.Status.Attempts[len(q.Status.Attempts)-1]
+		last.ExitCode, last.FailedNode = e.ExitCode, e.Node
 		if b := retryBackoffAfter(j.Status.Retries, lim.retryBackoff); b > 0 {
 			q.Status.NotBefore = now.Add(b)
 			q.Status.Detail = fmt.Sprintf("%s, held until %s (back-off %s)", detail, q.Status.NotBefore.UTC().Format(time.RFC3339), b)
 		}
 		return q, "job failed; retrying", nil
 	}
-	return endJob(j, model.StateFailed, "Failed", fmt.Sprintf("%s %s; no retries left (max_retries %d)", where, how, limit),
-		e.ExitCode, now), "job failed", nil
+	f := endJob(j, model.StateFailed, "Failed", fmt.Sprintf("%s %s; no retries left (max_retries %d)", where, how, limit),
+		e.ExitCode, now)
+	f.Status.Attempts[len(f.Status.Attempts)-1].FailedNode = e.Node
+	return f, "job failed", nil
 }
 
 func allStarted(in []model.Instance) bool {

@@ -252,8 +252,8 @@ func TestAgentModeLifecycle(t *testing.T) {
 	}
 	must(srv.Cycle(ctx))
 	got := wholeJob(t, srv, j.ID)
-	if got.Status.Attempts[0].Reason != "NodeLost" || got.Status.Retries != 0 {
-		t.Fatalf("attempt 1 %+v retries %d, want NodeLost and no retry", got.Status.Attempts[0], got.Status.Retries)
+	if got.Status.Attempts[0].Reason != "NodeLost" || got.Status.Retries != 0 || got.Status.Attempts[0].FailedNode != node {
+		t.Fatalf("attempt 1 %+v retries %d, want NodeLost on %s and no retry", got.Status.Attempts[0], got.Status.Retries, node)
 	}
 	// Fencing: the lost node's processes may run until its agent stops
 	// them (node timeout, already passed, plus the job's grace), so the
@@ -419,6 +419,9 @@ func TestFailedAttemptsBackOff(t *testing.T) {
 				limits{maxLost: DefaultMaxLost, retryBackoff: tc.first})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if at := next.Status.Attempts[len(next.Status.Attempts)-1]; at.FailedNode != "n2" {
+				t.Fatalf("attempt %d failed on rank 1's n2, but records failed node %q", k, at.FailedNode)
 			}
 			if next.Status.State == model.StateFailed {
 				if k != 4 {

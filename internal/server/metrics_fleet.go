@@ -58,7 +58,7 @@ var healths = []model.Health{model.NodeReady, model.NodeNotReady, model.NodeDrai
 // pendingReasons are the core's pending reasons; each has a series from the
 // start.
 var pendingReasons = []sched.Reason{sched.UnknownTenant, sched.SkuNotAvailable, sched.ResidencyForbidden,
-	sched.ReservationNotActive, sched.NoReadyNodes, sched.QuotaExceeded, sched.BorrowLimitReached, sched.PowerCapped,
+	sched.ReservationNotActive, sched.NoReadyNodes, sched.NodesExcluded, sched.QuotaExceeded, sched.BorrowLimitReached, sched.PowerCapped,
 	sched.InsufficientCapacity, sched.TopologyUnsatisfiable, sched.AwaitingPreemption}
 
 // liveStates are the states of jobs not ended, in order.

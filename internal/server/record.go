@@ -49,6 +49,7 @@ type specRecord struct {
 	DataRegion  string            `json:"data_region,omitempty"`
 	Reservation string            `json:"reservation,omitempty"`
 	SKU         string            `json:"sku,omitempty"`
+	Exclude     []string          `json:"exclude_nodes,omitempty"`
 	MaxRetries  int               `json:"max_retries,omitempty"`
 	Timeout     time.Duration     `json:"timeout_ns,omitempty"`
 	CkptEvery   time.Duration     `json:"checkpoint_interval_ns,omitempty"`
@@ -103,6 +104,7 @@ type attemptRecord struct {
 	ExitCode int       `json:"exit_code,omitempty"`
 	Reason   string    `json:"reason,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
+	Failed   string    `json:"failed_node,omitempty"`
 	Pricing  string    `json:"pricing,omitempty"`
 	Rates    []float64 `json:"usd_per_hour,omitempty"` // one value: every instance's (packRates)
 }
@@ -124,6 +126,7 @@ func encodeJob(j *model.Job) []byte {
 			Class: int(s.Priority.Class), Value: s.Priority.Value,
 			Regions: s.Placement.Regions, Residency: s.Placement.Residency, Fabric: string(s.Placement.Interconnect),
 			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, SKU: s.Placement.SKU,
+			Exclude:    s.Placement.ExcludeNodes,
 			MaxRetries: s.Retry.MaxRetries, Timeout: s.Retry.Timeout,
 			CkptEvery: s.Checkpoint.Interval, CkptGrace: s.Checkpoint.Grace, Duration: s.Duration,
 			Labels: s.Labels, ArrayIndex: s.ArrayIndex, After: s.After, Begin: s.Begin,
@@ -142,7 +145,7 @@ func encodeJob(j *model.Job) []byte {
 	for _, a := range st.Attempts {
 		r.Status.Attempts = append(r.Status.Attempts, attemptRecord{Number: a.Number, Nodes: a.Nodes,
 			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail,
-			Pricing: a.Pricing, Rates: packRates(a.Rates)})
+			Failed: a.FailedNode, Pricing: a.Pricing, Rates: packRates(a.Rates)})
 	}
 	for _, in := range st.Instances {
 		r.Status.Instances = append(r.Status.Instances, instRecord(in))
@@ -168,7 +171,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 				GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
 			Priority: model.Priority{Class: model.Class(s.Class), Value: s.Value},
 			Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, Interconnect: model.Fabric(s.Fabric),
-				DataRegion: s.DataRegion, Reservation: s.Reservation, SKU: s.SKU},
+				DataRegion: s.DataRegion, Reservation: s.Reservation, SKU: s.SKU, ExcludeNodes: s.Exclude},
 			Retry:      model.Retry{MaxRetries: s.MaxRetries, Timeout: s.Timeout},
 			Checkpoint: model.Checkpoint{Interval: s.CkptEvery, Grace: s.CkptGrace},
 			Duration:   s.Duration,
@@ -195,7 +198,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 	for _, a := range r.Status.Attempts {
 		j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: a.Number, Nodes: a.Nodes,
 			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail,
-			Pricing: a.Pricing, Rates: unpackRates(a.Rates, len(a.Nodes))})
+			FailedNode: a.Failed, Pricing: a.Pricing, Rates: unpackRates(a.Rates, len(a.Nodes))})
 	}
 	for _, in := range r.Status.Instances {
 		j.Status.Instances = append(j.Status.Instances, model.Instance(in))

@@ -22,7 +22,8 @@ resources:
   cpu: 32
   memory: 256Gi
 priority: standard:10
-placement: {regions: [eastus, westus], residency: us, interconnect: infiniband, data_region: eastus, reservation: acme-h100}
+placement: {regions: [eastus, westus], residency: us, interconnect: infiniband, data_region: eastus, reservation: acme-h100,
+  exclude_nodes: [eastus-h100-03]}
 retry: {max_retries: 3, timeout: 2h}
 checkpoint: {interval: 30m, grace: 30s}
 duration: 4h
@@ -43,7 +44,8 @@ func TestParseJobs(t *testing.T) {
 				CPUMilli: 32_000, MemoryMiB: 256 * 1024},
 			Priority: model.Priority{Class: model.ClassStandard, Value: 10},
 			Placement: model.Placement{Regions: []string{"eastus", "westus"}, Residency: "us",
-				Interconnect: model.FabricInfiniBand, DataRegion: "eastus", Reservation: "acme-h100"},
+				Interconnect: model.FabricInfiniBand, DataRegion: "eastus", Reservation: "acme-h100",
+				ExcludeNodes: []string{"eastus-h100-03"}},
 			Retry:      model.Retry{MaxRetries: 3, Timeout: 2 * time.Hour},
 			Checkpoint: model.Checkpoint{Interval: 30 * time.Minute, Grace: 30 * time.Second},
 			Duration:   4 * time.Hour,

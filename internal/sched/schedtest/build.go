@@ -241,6 +241,24 @@ func (b *JobBuilder) CheckpointOn(node string) *JobBuilder {
 	return b
 }
 
+// Exclude names nodes the job must not run on (placement.exclude_nodes).
+func (b *JobBuilder) Exclude(nodes ...string) *JobBuilder {
+	b.Job.Spec.Placement.ExcludeNodes = nodes
+	return b
+}
+
+// FailedOn records an ended attempt of the job for each node, that failed
+// there: the job is queued to retry.
+func (b *JobBuilder) FailedOn(nodes ...string) *JobBuilder {
+	for _, n := range nodes {
+		at := len(b.Job.Status.Attempts) + 1
+		b.Job.Status.Attempts = append(b.Job.Status.Attempts, model.Attempt{Number: at, Nodes: []string{n},
+			Started: b.Job.Status.SubmittedAt, Ended: b.Job.Status.SubmittedAt, ExitCode: 1, Reason: "Failed", FailedNode: n})
+	}
+	b.Job.Status.Retries = len(nodes)
+	return b
+}
+
 // Preempted records that the job was preempted n times before.
 func (b *JobBuilder) Preempted(n int) *JobBuilder { b.Job.Status.Preemptions = n; return b }
 
