@@ -63,24 +63,43 @@ func Check(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenancy, spec mod
 			v.Field, v.Detail = field, v.Detail+"; "+hint
 		}
 	case v.Reason == sched.NodesExcluded:
-		v.Field = "placement.exclude_nodes"
+		v.Field = nodesField(&spec)
 	case v.Reason == sched.InsufficientCapacity:
 		// Nothing runs and every node is Ready: the fleet is too small.
 		v.Reason = sched.SkuNotAvailable
 		v.Detail = fmt.Sprintf("the fleet can never hold the job, even with every node Ready and nothing running: %s; %s",
 			v.Detail, capacityText(ideal, &spec))
-		if n := len(spec.Placement.ExcludeNodes); n > 0 {
-			v.Field = "placement.exclude_nodes"
-			v.Detail += fmt.Sprintf("; placement.exclude_nodes excludes %d %s", n, plural(n, "node"))
-		}
 	case v.Reason == sched.TopologyUnsatisfiable && spec.Placement.Interconnect != "":
 		v.Detail += "; " + fabricText(ideal, &spec)
 	}
-	if n := len(spec.Placement.ExcludeNodes); n > 0 && v.Reason == sched.TopologyUnsatisfiable {
-		v.Field = "placement.exclude_nodes"
-		v.Detail += fmt.Sprintf("; placement.exclude_nodes excludes %d %s", n, plural(n, "node"))
+	if note := nodesNote(&spec); note != "" && v.Field == "" &&
+		(v.Reason == sched.TopologyUnsatisfiable || v.Reason == sched.SkuNotAvailable) {
+		// The nodes the job names may be why the fleet cannot hold it.
+		v.Field, v.Detail = nodesField(&spec), v.Detail+"; "+note
 	}
 	return v
+}
+
+// nodesField is the placement field that rules nodes out for s: nodes
+// when it names the only ones, else exclude_nodes.
+func nodesField(s *model.JobSpec) string {
+	if len(s.Placement.Nodes) > 0 {
+		return "placement.nodes"
+	}
+	return "placement.exclude_nodes"
+}
+
+// nodesNote says how many nodes s's placement names: "placement.nodes
+// allows 2 nodes; placement.exclude_nodes excludes 1 node".
+func nodesNote(s *model.JobSpec) string {
+	var parts []string
+	if n := len(s.Placement.Nodes); n > 0 {
+		parts = append(parts, fmt.Sprintf("placement.nodes allows %d %s", n, plural(n, "node")))
+	}
+	if n := len(s.Placement.ExcludeNodes); n > 0 {
+		parts = append(parts, fmt.Sprintf("placement.exclude_nodes excludes %d %s", n, plural(n, "node")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // unknownNames names the first GPU model and region of the job that the

@@ -42,13 +42,18 @@ func TestDryRunRoute(t *testing.T) {
 }
 
 // PATCH /v1/jobs/{id} sets and removes a queued job's begin time, with the
-// priority or alone; a begin that is not RFC 3339 is refused naming it.
+// priority or alone, as a time or a date like a job file's; a begin that is
+// neither is refused naming it.
 func TestPatchBegin(t *testing.T) {
 	e, cop, id := queuedLater(t)
 	rec := e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"begin":"2031-06-01T00:00:00Z","priority":"spot:2"}`))
 	if j := decode[Job](t, rec); rec.Code != http.StatusOK || j.Reason != "BeginTime" || !strings.Contains(j.Detail, "2031-06-01T00:00:00Z") ||
 		j.Spec.Begin != "2031-06-01T00:00:00Z" || j.Spec.Priority != "spot:2" {
 		t.Fatalf("postpone: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"begin":"2032-01-01"}`))
+	if j := decode[Job](t, rec); rec.Code != http.StatusOK || j.Spec.Begin != "2032-01-01T00:00:00Z" {
+		t.Fatalf("a date: %d %s, want begin at its midnight UTC", rec.Code, rec.Body)
 	}
 	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"begin":""}`))
 	if j := decode[Job](t, rec); rec.Code != http.StatusOK || j.Reason == "BeginTime" || j.Spec.Begin != "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
+	"github.com/allot-dev/allot/internal/spec"
 )
 
 func (h *handler) hold(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -36,7 +37,7 @@ func (h *handler) answerJob(w http.ResponseWriter, r *http.Request, p server.Pri
 
 // JobChange is the body of PATCH /v1/jobs/{id}: the fields of a queued
 // job that may change, at least one. Priority is "class[:value]" or
-// {"class","value"}; Begin an RFC 3339 time, or "" to remove it;
+// {"class","value"}; Begin an RFC 3339 time or a date, or "" to remove it;
 // ExcludeNodes the nodes the job must not run on, [] for none.
 type JobChange struct {
 	Priority     json.RawMessage `json:"priority"`
@@ -62,10 +63,10 @@ func parseJobChange(body []byte) (server.QueuedChange, *Error) {
 	if c.Begin != nil {
 		var t time.Time
 		if *c.Begin != "" {
-			var err error
-			if t, err = time.Parse(time.RFC3339Nano, *c.Begin); err != nil {
+			var ok bool
+			if t, ok = spec.ParseTime(*c.Begin); !ok {
 				return server.QueuedChange{}, &Error{Code: codeInvalidSpec, Field: "begin",
-					Message: fmt.Sprintf("want an RFC 3339 time like 2026-12-24T02:00:00Z, or \"\" to remove it; got %q", *c.Begin)}
+					Message: fmt.Sprintf("want an RFC 3339 time like 2026-12-24T02:00:00Z, a date like 2026-12-24 (midnight UTC), or \"\" to remove it; got %q", *c.Begin)}
 			}
 		}
 		out.Begin = &t

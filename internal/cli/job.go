@@ -176,6 +176,9 @@ func jobFields(j client.Job) fields {
 	if len(lists.After) > 0 {
 		f.add("After", strings.Join(lists.After, ", "))
 	}
+	if only := lists.Placement.Nodes; len(only) > 0 {
+		f.add("Only on", strings.Join(only, ", "))
+	}
 	if ex := lists.Placement.ExcludeNodes; len(ex) > 0 {
 		f.add("Excluded", strings.Join(ex, ", "))
 	}
@@ -285,6 +288,7 @@ sees has that name.`,
 type specLists struct {
 	After     []string `json:"after"`
 	Placement struct {
+		Nodes        []string `json:"nodes"`
 		ExcludeNodes []string `json:"exclude_nodes"`
 	} `json:"placement"`
 }

@@ -19,7 +19,7 @@ type runFlags struct {
 	maxRetries                                                                int
 	gpus, instances                                                           int
 	gpuMilli                                                                  int64
-	models, regions, env, sets, after, exclude                                []string
+	models, regions, env, sets, after, nodes, exclude                         []string
 	now                                                                       time.Time // what a relative --begin counts from
 	wait                                                                      waitOption
 }
@@ -30,7 +30,7 @@ var runFlagOf = map[string]string{
 	"name": "--name", "tenant": "--tenant", "priority": "--priority", "array": "--array", "duration": "--duration",
 	"resources.gpus_per_instance": "--gpus", "resources.instance_count": "--instances", "resources.gpu_milli": "--gpu-milli",
 	"resources.cpu": "--cpu", "resources.memory": "--memory", "resources.gpu_models": "--gpu-model",
-	"placement.regions": "--region", "placement.exclude_nodes": "--exclude", "env": "--env", "command": "the command", "resources": "--gpus or --cpu",
+	"placement.regions": "--region", "placement.nodes": "--node", "placement.exclude_nodes": "--exclude", "env": "--env", "command": "the command", "resources": "--gpus or --cpu",
 	"begin": "--begin", "retry.timeout": "--timeout", "retry.max_retries": "--max-retries", "after": "--after",
 }
 
@@ -43,8 +43,9 @@ func newJobRunCmd(conn *connection) *cobra.Command {
 create do, and prints the new job's ID like 'job submit'. The flags set the
 fields of a job file: --gpus (gpus_per_instance, default 1), --gpu-model
 (gpu_models; repeat it or give a list for several), --instances, --gpu-milli,
---cpu, --memory, --region, --exclude (nodes it must not run on, as sbatch
---exclude), --priority (spot, standard or reserved, with an optional :N),
+--cpu, --memory, --region, --node (the only nodes it may run on, as a
+Kubernetes node affinity by name), --exclude (nodes it must not run on, as
+sbatch --exclude), --priority (spot, standard or reserved, with an optional :N),
 --duration, --timeout (the time limit of an attempt, as sbatch
 --time), --max-retries, --begin (the earliest start: a time, a date, or a
 duration from now, as sbatch --begin), --after ID (a step of a pipeline: it
@@ -73,6 +74,7 @@ and variables, run sh -c '...'.`,
   allot job run --array 0-99 --gpus 1 -- sh -c 'python sweep.py --seed $ALLOT_ARRAY_INDEX'
   allot job run --tenant research --priority spot:5 -o json -- python eval.py   # {"id": "..."}
   allot job run --gpus 8 --exclude eastus-h100-03 -- python train.py          # not on that host
+  allot job run --gpus 8 --node eastus-h100-03 --attach -- nvidia-smi          # on that host only
   allot job run --begin 2026-12-24T02:00:00Z --gpus 8 -- python nightly.py
   allot job run --begin 6h --gpus 8 -- python nightly.py                     # six hours from now
   allot job run --attach --gpu-milli 250 -- python -c 'print("hello")'       # its output, then its exit status
@@ -100,6 +102,7 @@ and variables, run sh -c '...'.`,
 	fl.StringVar(&r.cpu, "cpu", "", "CPU per instance: cores or milli-cores, e.g. 2 or 500m")
 	fl.StringVar(&r.memory, "memory", "", "memory per instance, e.g. 8Gi or 512Mi")
 	fl.StringSliceVar(&r.regions, "region", nil, "allowed regions (repeatable, or a list)")
+	fl.StringSliceVar(&r.nodes, "node", nil, "the only nodes the job may run on, e.g. a host to burn in (repeatable, or a list)")
 	fl.StringSliceVar(&r.exclude, "exclude", nil, "nodes the job must not run on, as sbatch --exclude (repeatable, or a list)")
 	fl.StringVar(&r.tenant, "tenant", "", "the job's tenant (default: the token's)")
 	fl.StringVar(&r.name, "name", "", "the job's name (default: the program's name)")
@@ -148,14 +151,13 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 		res["memory"] = r.memory
 	}
 	doc["resources"] = res
-	if len(r.regions) > 0 || len(r.exclude) > 0 {
-		pl := map[string]any{}
-		if len(r.regions) > 0 {
-			pl["regions"] = r.regions
+	pl := map[string]any{}
+	for key, list := range map[string][]string{"regions": r.regions, "nodes": r.nodes, "exclude_nodes": r.exclude} {
+		if len(list) > 0 {
+			pl[key] = list
 		}
-		if len(r.exclude) > 0 {
-			pl["exclude_nodes"] = r.exclude
-		}
+	}
+	if len(pl) > 0 {
 		doc["placement"] = pl
 	}
 	if r.priority != "" {

@@ -20,6 +20,7 @@ func FuzzRunSpecs(f *testing.F) {
 		if model != "" {
 			r.models = []string{model}
 			r.exclude = []string{model, name} // any text, as a node's name
+			r.nodes = []string{prog}
 		}
 		specs, err := runSpecs(r, []string{prog, "--flag"})
 		if err != nil {

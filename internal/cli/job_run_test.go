@@ -83,8 +83,15 @@ func TestJobRun(t *testing.T) {
 		{name: "excluded nodes", args: []string{"job", "run", "--exclude", "h100-03,h100-04", "--exclude", "h100-07", "--region", "eastus", "--", "train"},
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
 				if d.Placement == nil || strings.Join(d.Placement.ExcludeNodes, ",") != "h100-03,h100-04,h100-07" ||
-					strings.Join(d.Placement.Regions, ",") != "eastus" {
+					strings.Join(d.Placement.Regions, ",") != "eastus" || d.Placement.Nodes != nil {
 					t.Errorf("placement %+v, want regions [eastus] and three excluded nodes", d.Placement)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
+		{name: "only on a node", args: []string{"job", "run", "--node", "h100-03", "--", "burn-in"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if d.Placement == nil || strings.Join(d.Placement.Nodes, ",") != "h100-03" || d.Placement.Regions != nil {
+					t.Errorf("placement %+v, want nodes [h100-03] alone", d.Placement)
 				}
 			})},
 			wantOut: []string{"j-1\n"}},
@@ -150,6 +157,7 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--timeout", "soon", "--", "x"}, []string{"--timeout: want a duration"}},
 		{[]string{"--max-retries", "-1", "--", "x"}, []string{"--max-retries: must be between 0 and 1000"}},
 		{[]string{"--exclude", "a,,b", "--", "x"}, []string{"--exclude: must not be empty"}},
+		{[]string{"--node", "a,", "--", "x"}, []string{"--node: must not be empty"}},
 		{[]string{"--begin", "-1h", "--", "x"}, []string{`--begin "-1h": want an RFC 3339 time (2027-03-01T00:00:00Z), a date (2027-03-01), now, or a duration from now (+24h)`}},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)

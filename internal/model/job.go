@@ -88,19 +88,23 @@ type Placement struct {
 	DataRegion   string   // where the job's data lives; preferred when capacity allows
 	Reservation  string   // run inside this capacity reservation
 	SKU          string   // run only on nodes of this SKU (instances); empty means any
-	// ExcludeNodes names nodes the job must not run on, as Slurm's
-	// sbatch --exclude: a host its processes fail on, one kept for
-	// something else. At most MaxExcludeNodes.
-	ExcludeNodes []string
+	// Nodes, when set, are the only nodes the job may run on, as a
+	// Kubernetes pod's node affinity by name: a burn-in of one host, work
+	// kept to hosts known good. ExcludeNodes names nodes it must not run
+	// on, as Slurm's sbatch --exclude: a host its processes fail on, one
+	// kept for something else. At most MaxPlacementNodes each.
+	Nodes, ExcludeNodes []string
 }
 
-// MaxExcludeNodes is the most nodes one job may exclude: enough to step
-// around a bad rack, few enough to stay cheap for every filter.
-const MaxExcludeNodes = 64
+// MaxPlacementNodes is the most nodes one job may name in Nodes or in
+// ExcludeNodes: enough to step around a bad rack, few enough to stay cheap
+// for every filter.
+const MaxPlacementNodes = 64
 
-// Excludes reports whether the job must not run on node.
-func (p *Placement) Excludes(node string) bool {
-	return len(p.ExcludeNodes) > 0 && slices.Contains(p.ExcludeNodes, node)
+// AllowsNode reports whether the job may run on node: one of Nodes, when
+// it names any, and none of ExcludeNodes.
+func (p *Placement) AllowsNode(node string) bool {
+	return (len(p.Nodes) == 0 || slices.Contains(p.Nodes, node)) && !slices.Contains(p.ExcludeNodes, node)
 }
 
 // AllowsRegion reports whether work placed so may run in region: any
@@ -203,10 +207,15 @@ func (s *JobSpec) Validate() error {
 	check(Printable("placement.data_region", s.Placement.DataRegion))
 	check(Printable("placement.reservation", s.Placement.Reservation))
 	check(Printable("placement.sku", s.Placement.SKU))
-	if n := len(s.Placement.ExcludeNodes); n > MaxExcludeNodes {
-		add("placement.exclude_nodes", "lists %d nodes, over the limit of %d", n, MaxExcludeNodes)
-	} else {
-		names("placement.exclude_nodes", s.Placement.ExcludeNodes)
+	for _, l := range []struct {
+		field string
+		nodes []string
+	}{{"placement.nodes", s.Placement.Nodes}, {"placement.exclude_nodes", s.Placement.ExcludeNodes}} {
+		if n := len(l.nodes); n > MaxPlacementNodes {
+			add(l.field, "lists %d nodes, over the limit of %d", n, MaxPlacementNodes)
+		} else {
+			names(l.field, l.nodes)
+		}
 	}
 	if s.Retry.MaxRetries < 0 || s.Retry.MaxRetries > 1000 {
 		add("retry.max_retries", "must be between 0 and 1000, got %d", s.Retry.MaxRetries)

@@ -33,7 +33,10 @@ func TestJobSpecValidateCommandAndNames(t *testing.T) {
 		{"excluded nodes", func(s *JobSpec) { s.Placement.ExcludeNodes = []string{"n1", "n2"} }, ""},
 		{"empty excluded node", func(s *JobSpec) { s.Placement.ExcludeNodes = []string{"n1", ""} }, "placement.exclude_nodes[1]"},
 		{"control in excluded node", func(s *JobSpec) { s.Placement.ExcludeNodes = []string{"n\x1b"} }, "placement.exclude_nodes[0]"},
-		{"too many excluded nodes", func(s *JobSpec) { s.Placement.ExcludeNodes = make([]string, MaxExcludeNodes+1) }, "placement.exclude_nodes"},
+		{"nodes", func(s *JobSpec) { s.Placement.Nodes = []string{"n1"} }, ""},
+		{"empty node", func(s *JobSpec) { s.Placement.Nodes = []string{""} }, "placement.nodes[0]"},
+		{"too many nodes", func(s *JobSpec) { s.Placement.Nodes = make([]string, MaxPlacementNodes+1) }, "placement.nodes"},
+		{"too many excluded nodes", func(s *JobSpec) { s.Placement.ExcludeNodes = make([]string, MaxPlacementNodes+1) }, "placement.exclude_nodes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := base()

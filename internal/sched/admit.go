@@ -17,11 +17,12 @@ type attempt struct {
 	total  int64 // milli-GPU of the whole job
 	class  model.Class
 	res    int // index of the reservation the job asks for, -1 for none
-	// exclude holds the nodes the job excludes (placement.exclude_nodes),
-	// by index: a filter like Ready. avoid holds the nodes where its
-	// attempts failed: a preference only, placement goes elsewhere when
-	// another node fits. Both are nil for nearly every job.
-	exclude, avoid []int
+	// only and exclude hold the nodes of placement.nodes and
+	// placement.exclude_nodes, by index, once each: a filter like Ready
+	// (excludes). avoid holds the nodes where its attempts failed: a
+	// preference only, placement goes elsewhere when another node fits.
+	// All are nil for nearly every job.
+	only, exclude, avoid []int
 }
 
 func (st *state) newAttempt(j *model.Job, t *tenantState) *attempt {
@@ -36,21 +37,51 @@ func (st *state) newAttempt(j *model.Job, t *tenantState) *attempt {
 			a.res = i
 		}
 	}
-	for _, name := range j.Spec.Placement.ExcludeNodes {
-		if i, ok := st.nodeByName[name]; ok {
-			a.exclude = append(a.exclude, i)
+	a.exclude = st.nodeIndices(j.Spec.Placement.ExcludeNodes, nil)
+	if nodes := j.Spec.Placement.Nodes; len(nodes) > 0 {
+		a.only = st.nodeIndices(nodes, nil)
+		if len(a.only) == 0 {
+			a.only = noNodes // names no node of the fleet: none allowed
 		}
 	}
 	for _, at := range j.Status.Attempts {
-		if i, ok := st.nodeByName[at.FailedNode]; ok && at.FailedNode != "" && !slices.Contains(a.avoid, i) {
-			a.avoid = append(a.avoid, i)
+		if at.FailedNode != "" {
+			a.avoid = st.nodeIndices([]string{at.FailedNode}, a.avoid)
 		}
 	}
 	return a
 }
 
-// excludes reports whether a's job excludes node i.
-func (a *attempt) excludes(i int) bool { return len(a.exclude) > 0 && slices.Contains(a.exclude, i) }
+// noNodes is an allow-list that allows no node.
+var noNodes = []int{-1}
+
+// nodeIndices appends to out the index of each node of names the fleet
+// has, once.
+func (st *state) nodeIndices(names []string, out []int) []int {
+	for _, name := range names {
+		if i, ok := st.nodeByName[name]; ok && !slices.Contains(out, i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// excludes reports whether a's placement rules node i out: it is not one
+// of placement.nodes, or one of placement.exclude_nodes.
+func (a *attempt) excludes(i int) bool {
+	return (len(a.only) > 0 && !slices.Contains(a.only, i)) || (len(a.exclude) > 0 && slices.Contains(a.exclude, i))
+}
+
+// excludeField names the placement fields that rule nodes out for a.
+func excludeField(a *attempt) string {
+	switch p := &a.job.Spec.Placement; {
+	case len(p.Nodes) > 0 && len(p.ExcludeNodes) > 0:
+		return "placement.nodes and exclude_nodes"
+	case len(p.Nodes) > 0:
+		return "placement.nodes"
+	}
+	return "placement.exclude_nodes"
+}
 
 // avoids reports whether an attempt of a's job failed on node i.
 func (a *attempt) avoids(i int) bool { return len(a.avoid) > 0 && slices.Contains(a.avoid, i) }
@@ -84,7 +115,7 @@ type verdict struct {
 	quotaBlocked bool
 	borrowPool   int
 	regionsOut   []string
-	excluded     int    // Ready nodes the job excludes (placement.exclude_nodes)
+	excluded     int    // Ready nodes the job's placement rules out (excludes)
 	powerNodes   int    // nodes with room that a power cap excluded
 	powerWhy     string // the cap that excluded the last of them
 }
@@ -419,10 +450,10 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 			return NoReadyNodes, unreadyText(v.capableNodes, notReady, draining, names)
 		}
 		if notReady+draining == 0 {
-			return NodesExcluded, fmt.Sprintf("placement.exclude_nodes excludes %s", excludedText(excluded, "capable"))
+			return NodesExcluded, fmt.Sprintf("%s rules out %s", excludeField(a), excludedText(excluded, "capable"))
 		}
 		return NoReadyNodes, unreadyText(v.capableNodes-excluded, notReady, draining, names) +
-			fmt.Sprintf("; placement.exclude_nodes excludes the other %s", nodesText(excluded, ""))
+			fmt.Sprintf("; %s rules out the other %s", excludeField(a), nodesText(excluded, ""))
 	case stageReady:
 		k, sk := v.quota, st.series[v.quota.series]
 		return QuotaExceeded, fmt.Sprintf("tenant %s: %s GPUs in %s: %s of %s used, job needs %s",
@@ -477,7 +508,7 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		d := fmt.Sprintf("%s, most free on one node: %s, job needs %s per instance",
 			nodesText(v.readyNodes, "ready capable"), gpusText(v.maxFree), gpusText(a.req.TotalMilli()))
 		if v.excluded > 0 {
-			d += fmt.Sprintf("; placement.exclude_nodes excludes %d more", v.excluded)
+			d += fmt.Sprintf("; %s rules out %d more", excludeField(a), v.excluded)
 		}
 		if v.reservedOut == 1 && a.res < 0 {
 			d += "; 1 more is reserved for others" + st.earmarkNote(a)

@@ -175,7 +175,7 @@ func shapeKey(a *attempt) string {
 	for _, v := range []int64{int64(s.Priority.Class), int64(r.InstanceCount), int64(r.GPUsPerInstance), r.GPUMilli, r.CPUMilli, r.MemoryMiB} {
 		num(v)
 	}
-	for _, list := range [][]string{r.GPUModels, s.Placement.Regions, s.Placement.ExcludeNodes} {
+	for _, list := range [][]string{r.GPUModels, s.Placement.Regions, s.Placement.Nodes, s.Placement.ExcludeNodes} {
 		for _, v := range list {
 			b = append(append(b, v...), ',')
 		}

@@ -38,7 +38,7 @@
 //     active reservations; in the window the owner's idle nodes are lent
 //     to spot work and taken back by preemption (ReservationOwner);
 //  3. place: filters (GPU model, the SKU work is pinned to, the nodes the
-//     job excludes, free whole GPUs or a milli-GPU fraction on
+//     job names or excludes, free whole GPUs or a milli-GPU fraction on
 //     one GPU, CPU, memory, rack and region power caps, residency,
 //     interconnect) and a pluggable Scorer; a gang of several instances is
 //     placed all or nothing on one GPU model in one cluster (so on one

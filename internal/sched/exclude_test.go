@@ -23,9 +23,9 @@ func nodesOf(t *testing.T, p sched.Plan, job string) []string {
 	return got
 }
 
-// TestExcludeNodes: a job never runs on a node it excludes, not even the
-// one the scorer likes best, and its pending reason says when exclusion is
-// what keeps it waiting.
+// TestExcludeNodes: a job never runs on a node it excludes or on one its
+// placement.nodes does not name, not even the one the scorer likes best,
+// and its pending reason says when that is what keeps it waiting.
 func TestExcludeNodes(t *testing.T) {
 	t.Run("the fullest node excluded: another", func(t *testing.T) {
 		w := twoLeaves()
@@ -33,6 +33,23 @@ func TestExcludeNodes(t *testing.T) {
 		w.Job("c", "alice").GPUs(1, 4).Models("H100").Exclude("h-l1-1")
 		if got := nodesOf(t, schedule(t, w), "c"); got[0] == "h-l1-1" {
 			t.Errorf("placed on %v, which the job excludes", got)
+		}
+	})
+	t.Run("only on one node: there, over the fullest", func(t *testing.T) {
+		w := twoLeaves()
+		w.Job("busy", "bob").GPUs(1, 4).Running(now.Add(-time.Hour), On("h-l1-1", 0, 1, 2, 3))
+		w.Job("c", "alice").GPUs(1, 4).OnlyOn("h-l2-2")
+		if got := nodesOf(t, schedule(t, w), "c"); !slices.Equal(got, []string{"h-l2-2"}) {
+			t.Errorf("placed on %v, want h-l2-2, the one node it names", got)
+		}
+	})
+	t.Run("a gang on the nodes it names", func(t *testing.T) {
+		w := twoLeaves()
+		w.Job("g", "alice").GPUs(2, 8).OnlyOn("h-l1-2", "h-l2-2")
+		got := nodesOf(t, schedule(t, w), "g")
+		slices.Sort(got)
+		if !slices.Equal(got, []string{"h-l1-2", "h-l2-2"}) {
+			t.Errorf("placed on %v, want h-l1-2 and h-l2-2", got)
 		}
 	})
 	t.Run("a gang steps around an excluded node", func(t *testing.T) {
@@ -55,7 +72,7 @@ func TestExcludeNodes(t *testing.T) {
 			return w
 		},
 		reason: sched.NodesExcluded,
-		detail: "placement.exclude_nodes excludes all 4 capable nodes",
+		detail: "placement.exclude_nodes rules out all 4 capable nodes",
 	}, {
 		name: "the rest not Ready",
 		world: func() *World {
@@ -64,18 +81,55 @@ func TestExcludeNodes(t *testing.T) {
 			return w
 		},
 		reason: sched.NoReadyNodes,
-		detail: "the one capable node is NotReady (their agents do not heartbeat): h-l2-2; placement.exclude_nodes excludes the other 3 nodes",
+		detail: "the one capable node is NotReady (their agents do not heartbeat): h-l2-2; placement.exclude_nodes rules out the other 3 nodes",
 	}, {
 		name: "the rest full",
 		world: func() *World {
 			w := twoLeaves()
 			w.Job("f1", "bob").GPUs(1, 8).Running(now.Add(-time.Hour), On("h-l2-1", 0, 1, 2, 3, 4, 5, 6, 7))
 			w.Job("f2", "bob").GPUs(1, 8).Running(now.Add(-time.Hour), On("h-l2-2", 0, 1, 2, 3, 4, 5, 6, 7))
-			w.Job("c", "alice").GPUs(1, 4).Models("H100").Exclude("h-l1-1", "h-l1-2")
+			w.Job("c", "alice").GPUs(1, 4).Models("H100").Exclude("h-l1-1", "h-l1-2", "h-l1-1") // once is enough
 			return w
 		},
 		reason: sched.InsufficientCapacity,
-		detail: "2 ready capable nodes, most free on one node: 0 GPUs, job needs 4 GPUs per instance; placement.exclude_nodes excludes 2 more",
+		detail: "2 ready capable nodes, most free on one node: 0 GPUs, job needs 4 GPUs per instance; placement.exclude_nodes rules out 2 more",
+	}, {
+		name: "only on a full node",
+		world: func() *World {
+			w := twoLeaves()
+			w.Job("f", "bob").GPUs(1, 8).Running(now.Add(-time.Hour), On("h-l2-2", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("c", "alice").GPUs(1, 4).Models("H100").OnlyOn("h-l2-2")
+			return w
+		},
+		reason: sched.InsufficientCapacity,
+		detail: "1 ready capable node, most free on one node: 0 GPUs, job needs 4 GPUs per instance; placement.nodes rules out 3 more",
+	}, {
+		name: "only on a lost node",
+		world: func() *World {
+			w := twoLeaves().NotReady("h-l2-2")
+			w.Job("c", "alice").GPUs(1, 4).Models("H100").OnlyOn("h-l2-2")
+			return w
+		},
+		reason: sched.NoReadyNodes,
+		detail: "h-l2-2; placement.nodes rules out the other 3 nodes",
+	}, {
+		name: "only on a node it also excludes",
+		world: func() *World {
+			w := twoLeaves()
+			w.Job("c", "alice").GPUs(1, 4).Models("H100").OnlyOn("h-l2-2").Exclude("h-l2-2")
+			return w
+		},
+		reason: sched.NodesExcluded,
+		detail: "placement.nodes and exclude_nodes rules out all 4 capable nodes",
+	}, {
+		name: "only on nodes the fleet does not have",
+		world: func() *World {
+			w := twoLeaves()
+			w.Job("c", "alice").GPUs(1, 4).OnlyOn("h-l9-9")
+			return w
+		},
+		reason: sched.NodesExcluded,
+		detail: "placement.nodes rules out all 6 capable nodes",
 	}, {
 		name: "a gang short of nodes",
 		world: func() *World {

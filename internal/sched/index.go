@@ -1,6 +1,9 @@
 package sched
 
-import "math/bits"
+import (
+	"math/bits"
+	"slices"
+)
 
 // The indexes below are built once per cycle from the Snapshot and kept in
 // step as work is bound and released, so that a decision costs what could
@@ -94,11 +97,7 @@ func (st *state) indexPower() {
 // excludes, and those reservations keep from it (reservationAllows), counted
 // without visiting every node.
 func (st *state) readyAllowed(a *attempt, g *group) (allowed, excluded, out int) {
-	for _, i := range a.exclude {
-		if st.groups[st.groupOf[i]] == g && st.nodes[i].Ready {
-			excluded++
-		}
-	}
+	excluded = st.readyExcluded(a, g)
 	if a.job.Spec.Placement.Reservation != "" {
 		in := 0
 		for _, i := range g.reservedReady {
@@ -114,6 +113,28 @@ func (st *state) readyAllowed(a *attempt, g *group) (allowed, excluded, out int)
 		}
 	}
 	return g.ready - excluded - out, excluded, out
+}
+
+// readyExcluded counts the Ready nodes of g that a's placement rules out,
+// from the job's lists of nodes rather than g's.
+func (st *state) readyExcluded(a *attempt, g *group) int {
+	in := func(i int) bool { return i >= 0 && st.groups[st.groupOf[i]] == g && st.nodes[i].Ready }
+	if len(a.only) > 0 {
+		kept := 0
+		for _, i := range a.only {
+			if in(i) && !slices.Contains(a.exclude, i) {
+				kept++
+			}
+		}
+		return g.ready - kept
+	}
+	n := 0
+	for _, i := range a.exclude {
+		if in(i) {
+			n++
+		}
+	}
+	return n
 }
 
 // setNotFull records whether the node at position pos of g has GPU

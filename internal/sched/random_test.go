@@ -50,7 +50,7 @@ func TestRandomCycles(t *testing.T) {
 	var stats struct {
 		binds, preemptions, pending, failures, reserved, gangs, loose int
 		precede                                                       int // bounded work of others bound on nodes kept ahead
-		excluding                                                     int // binds of jobs that exclude nodes
+		excluding                                                     int // binds of jobs that exclude nodes or name the only ones
 		reasons                                                       map[sched.Reason]int
 	}
 	stats.reasons = map[sched.Reason]int{}
@@ -90,7 +90,7 @@ func TestRandomCycles(t *testing.T) {
 			if r, ok := cyc.Earmarked[b.Nodes[0].Node]; ok && j.Spec.Tenant != r.Owner && j.Spec.Priority.Class != model.ClassSpot {
 				stats.precede++
 			}
-			if len(j.Spec.Placement.ExcludeNodes) > 0 {
+			if len(j.Spec.Placement.ExcludeNodes) > 0 || len(j.Spec.Placement.Nodes) > 0 {
 				stats.excluding++
 			}
 			switch {
@@ -116,7 +116,7 @@ func TestRandomCycles(t *testing.T) {
 	}
 	t.Logf("%d cycles: %d binds (%d in reservations, %d IB gangs, %d gangs without interconnect), %d preemptions, %d pending verdicts %v, %d node failures",
 		cycles, stats.binds, stats.reserved, stats.gangs, stats.loose, stats.preemptions, stats.pending, stats.reasons, stats.failures)
-	t.Logf("%d binds of others' bounded work on nodes kept for a reservation ahead, %d of jobs that exclude nodes", stats.precede, stats.excluding)
+	t.Logf("%d binds of others' bounded work on nodes kept for a reservation ahead, %d of jobs that exclude nodes or name the only ones", stats.precede, stats.excluding)
 	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 || stats.reserved == 0 || stats.gangs == 0 || stats.loose == 0 || stats.precede == 0 ||
 		stats.excluding == 0 {
 		t.Fatalf("the random world did not exercise the core: %+v", stats)
@@ -264,6 +264,16 @@ func randomJob(w *World, rng *rand.Rand, id, tenant string, now time.Time) {
 			}
 			b.Exclude(ex...)
 		}
+		// One in forty-eight runs only on two or three named nodes
+		// (placement.nodes).
+		if x/3%48 == 0 {
+			nodes := w.Fleet.Nodes
+			only := []string{nodes[x/11%uint32(len(nodes))].Name, nodes[x/13%uint32(len(nodes))].Name}
+			if x/17%2 == 0 {
+				only = append(only, nodes[x/19%uint32(len(nodes))].Name)
+			}
+			b.OnlyOn(only...)
+		}
 	}
 	// Owners run a quarter of their jobs in one of their reservations.
 	if rng.IntN(4) == 0 {
@@ -371,7 +381,7 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 			continue
 		}
 		for node := range cpuFree {
-			if j.Spec.Placement.Excludes(node) {
+			if !j.Spec.Placement.AllowsNode(node) {
 				continue
 			}
 			if res, ok := cyc.Reserved[node]; ok && res.Owner != j.Spec.Tenant {

@@ -13,7 +13,7 @@ const (
 	ResidencyForbidden    // capable nodes exist only outside the allowed residency
 	ReservationNotActive  // the named reservation does not exist or is outside its window
 	NoReadyNodes          // capable nodes exist but none is Ready
-	NodesExcluded         // the job excludes every capable node that is Ready
+	NodesExcluded         // the job's placement.nodes and exclude_nodes rule out every capable node
 	QuotaExceeded         // the tenant's hard quota leaves too little room
 	BorrowLimitReached    // beyond the guarantee, and borrowing is capped or nothing is lendable
 	PowerCapped           // capacity is free but the rack or region power cap forbids using it

@@ -25,7 +25,10 @@ func (s *Server) admissible(w *world, spec model.JobSpec, now time.Time) error {
 			return err
 		}
 	}
-	if err := w.knownNodes(spec.Placement.ExcludeNodes); err != nil {
+	if err := w.knownNodes("placement.nodes", spec.Placement.Nodes); err != nil {
+		return err
+	}
+	if err := w.knownNodes("placement.exclude_nodes", spec.Placement.ExcludeNodes); err != nil {
 		return err
 	}
 	if v := w.admit(s.core, spec, now); v.Never() {
@@ -80,12 +83,12 @@ func neverCode(v admission.Verdict) Code {
 	return CodeSkuNotAvailable
 }
 
-// knownNodes refuses the first name of exclude (placement.exclude_nodes)
-// that is no node of the fleet, as sbatch --exclude does.
-func (w *world) knownNodes(exclude []string) error {
-	for i, name := range exclude {
+// knownNodes refuses the first name of nodes (the list field of a
+// placement) that is no node of the fleet, as sbatch --exclude does.
+func (w *world) knownNodes(field string, nodes []string) error {
+	for i, name := range nodes {
 		if _, ok := w.nodes[name]; !ok {
-			return refuse(CodeInvalidSpec, fmt.Sprintf("placement.exclude_nodes[%d]", i), "no node %q%s",
+			return refuse(CodeInvalidSpec, fmt.Sprintf("%s[%d]", field, i), "no node %q%s",
 				clipText(name), model.DidYouMean(name, w.nodeNames()))
 		}
 	}

@@ -44,6 +44,7 @@ type endpointSpecRecord struct {
 	Residency   string             `json:"residency,omitempty"`
 	DataRegion  string             `json:"data_region,omitempty"`
 	Reservation string             `json:"reservation,omitempty"`
+	Nodes       []string           `json:"nodes,omitempty"`
 	Exclude     []string           `json:"exclude_nodes,omitempty"`
 	Throughput  map[string]float64 `json:"throughput"`
 	ScaleInAft  time.Duration      `json:"scale_in_after_ns,omitempty"`
@@ -92,7 +93,7 @@ func templateRecord(s *model.EndpointSpec) endpointSpecRecord {
 		CPUMilli: s.Resources.CPUMilli, MemoryMiB: s.Resources.MemoryMiB,
 		Class: int(s.Priority.Class), Value: s.Priority.Value,
 		Regions: s.Placement.Regions, Residency: s.Placement.Residency,
-		DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, Exclude: s.Placement.ExcludeNodes}
+		DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, Nodes: s.Placement.Nodes, Exclude: s.Placement.ExcludeNodes}
 }
 
 func encodeEndpoint(e *Endpoint) []byte {
@@ -161,7 +162,7 @@ func specOfRecord(s endpointSpecRecord) model.EndpointSpec {
 		Priority:    model.Priority{Class: model.Class(s.Class), Value: s.Value},
 		MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, SLO: model.SLO{P95: s.SLOP95},
 		Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, DataRegion: s.DataRegion,
-			Reservation: s.Reservation, ExcludeNodes: s.Exclude},
+			Reservation: s.Reservation, Nodes: s.Nodes, ExcludeNodes: s.Exclude},
 		Throughput: s.Throughput,
 		Autoscale: model.EndpointAutoscale{ScaleInAfter: s.ScaleInAft, ScaleInInterval: s.ScaleInInt,
 			LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},

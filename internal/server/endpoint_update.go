@@ -119,7 +119,7 @@ func sameResources(a, b model.Resources) bool {
 // samePlacement reports whether replicas of a and b are placed alike.
 func samePlacement(a, b model.Placement) bool {
 	return slices.Equal(a.Regions, b.Regions) && a.Residency == b.Residency && a.DataRegion == b.DataRegion &&
-		a.Reservation == b.Reservation && slices.Equal(a.ExcludeNodes, b.ExcludeNodes)
+		a.Reservation == b.Reservation && slices.Equal(a.Nodes, b.Nodes) && slices.Equal(a.ExcludeNodes, b.ExcludeNodes)
 }
 
 // RestartEndpoint replaces every replica of endpoint name, as kubectl

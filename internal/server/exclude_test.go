@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// A job runs only on nodes it does not exclude; a name that is no node is
-// refused at submit and at update, naming the field and the nearest node;
-// job update replaces the list of a queued job, which a restart keeps.
+// A job runs only on nodes it does not exclude and, when it names some, on
+// those; a name that is no node is refused at submit and at update, naming
+// the field and the nearest node; job update replaces the excluded nodes
+// of a queued job, which a restart keeps.
 func TestExcludeNodes(t *testing.T) {
 	h := newHarness(t)
 	ctx := t.Context()
@@ -35,6 +36,16 @@ func TestExcludeNodes(t *testing.T) {
 	var e *Error
 	if !errors.As(err, &e) || e.Field != "placement.exclude_nodes[0]" || !strings.Contains(e.Msg, `no node "eastus-t4x1-1" (did you mean eastus-t4x1-01?)`) {
 		t.Fatalf("an unknown node: %v, want InvalidSpec on placement.exclude_nodes[0] with a suggestion", err)
+	}
+
+	_, err = h.srv.Submit(ctx, copilot, h.parse(doc("only", ", nodes: [eastus-t4x1-01, westeurope-t4x1-9]")))
+	if !errors.As(err, &e) || e.Field != "placement.nodes[1]" {
+		t.Fatalf("an unknown node in placement.nodes: %v, want InvalidSpec on placement.nodes[1]", err)
+	}
+	pinned := h.submit(copilot, doc("pinned", ", nodes: ["+usual+"]"))
+	h.cycle()
+	if got := h.job(pinned.ID); !got.Status.State.Holds() || got.Status.Allocations[0].Node != usual {
+		t.Fatalf("a job only on %s: %s %s %s on %v", usual, got.Status.State, got.Status.Reason, got.Status.Detail, got.Status.Allocations)
 	}
 
 	later := h.submit(copilot, doc("later", ""))

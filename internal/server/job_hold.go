@@ -84,7 +84,7 @@ func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c Que
 	var invalid error
 	now := s.clock.Now()
 	if c.ExcludeNodes != nil {
-		if err := s.world().knownNodes(*c.ExcludeNodes); err != nil {
+		if err := s.world().knownNodes("placement.exclude_nodes", *c.ExcludeNodes); err != nil {
 			return nil, err
 		}
 	}

@@ -49,6 +49,7 @@ type specRecord struct {
 	DataRegion  string            `json:"data_region,omitempty"`
 	Reservation string            `json:"reservation,omitempty"`
 	SKU         string            `json:"sku,omitempty"`
+	Nodes       []string          `json:"nodes,omitempty"`
 	Exclude     []string          `json:"exclude_nodes,omitempty"`
 	MaxRetries  int               `json:"max_retries,omitempty"`
 	Timeout     time.Duration     `json:"timeout_ns,omitempty"`
@@ -126,7 +127,7 @@ func encodeJob(j *model.Job) []byte {
 			Class: int(s.Priority.Class), Value: s.Priority.Value,
 			Regions: s.Placement.Regions, Residency: s.Placement.Residency, Fabric: string(s.Placement.Interconnect),
 			DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, SKU: s.Placement.SKU,
-			Exclude:    s.Placement.ExcludeNodes,
+			Nodes: s.Placement.Nodes, Exclude: s.Placement.ExcludeNodes,
 			MaxRetries: s.Retry.MaxRetries, Timeout: s.Retry.Timeout,
 			CkptEvery: s.Checkpoint.Interval, CkptGrace: s.Checkpoint.Grace, Duration: s.Duration,
 			Labels: s.Labels, ArrayIndex: s.ArrayIndex, After: s.After, Begin: s.Begin,
@@ -171,7 +172,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 				GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
 			Priority: model.Priority{Class: model.Class(s.Class), Value: s.Value},
 			Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, Interconnect: model.Fabric(s.Fabric),
-				DataRegion: s.DataRegion, Reservation: s.Reservation, SKU: s.SKU, ExcludeNodes: s.Exclude},
+				DataRegion: s.DataRegion, Reservation: s.Reservation, SKU: s.SKU, Nodes: s.Nodes, ExcludeNodes: s.Exclude},
 			Retry:      model.Retry{MaxRetries: s.MaxRetries, Timeout: s.Timeout},
 			Checkpoint: model.Checkpoint{Interval: s.CkptEvery, Grace: s.CkptGrace},
 			Duration:   s.Duration,

@@ -34,15 +34,15 @@ func TestJobRecordKeepsExclusionsAndFailures(t *testing.T) {
 	t1 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	j := &model.Job{ID: "j1", Spec: model.JobSpec{Name: "j1", Tenant: "acme",
 		Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: 1},
-		Placement: model.Placement{ExcludeNodes: []string{"n3", "n4"}}},
+		Placement: model.Placement{Nodes: []string{"n3", "n5"}, ExcludeNodes: []string{"n3", "n4"}}},
 		Status: model.JobStatus{State: model.StateQueued, Attempts: []model.Attempt{
 			{Number: 1, Nodes: []string{"n1"}, Started: t1, Ended: t1, ExitCode: 3, Reason: "Failed", FailedNode: "n1"}}}}
 	back, err := decodeJob(encodeJob(j))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(back.Spec.Placement.ExcludeNodes, j.Spec.Placement.ExcludeNodes) || back.Status.Attempts[0].FailedNode != "n1" {
-		t.Fatalf("after the store: exclude %v, failed node %q; want %v and n1", back.Spec.Placement.ExcludeNodes,
-			back.Status.Attempts[0].FailedNode, j.Spec.Placement.ExcludeNodes)
+	if !reflect.DeepEqual(back.Spec.Placement, j.Spec.Placement) || back.Status.Attempts[0].FailedNode != "n1" {
+		t.Fatalf("after the store: placement %+v, failed node %q; want %+v and n1", back.Spec.Placement,
+			back.Status.Attempts[0].FailedNode, j.Spec.Placement)
 	}
 }

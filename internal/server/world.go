@@ -105,9 +105,9 @@ func (w *world) admit(core *sched.Scheduler, spec model.JobSpec, now time.Time) 
 func shape(s *model.JobSpec) string {
 	r := s.Resources
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s|%d|%d|%d|%d|%d|%d|%s|%s|%s|%s|%s|%s|%s", s.Tenant, s.Priority.Class, r.InstanceCount,
+	fmt.Fprintf(&b, "%s|%d|%d|%d|%d|%d|%d|%s|%s|%s|%s|%s|%s|%s|%s", s.Tenant, s.Priority.Class, r.InstanceCount,
 		r.GPUsPerInstance, r.GPUMilli, r.CPUMilli, r.MemoryMiB, strings.Join(r.GPUModels, ","),
 		strings.Join(s.Placement.Regions, ","), s.Placement.Residency, s.Placement.Interconnect, s.Placement.Reservation,
-		s.Placement.SKU, strings.Join(s.Placement.ExcludeNodes, ","))
+		s.Placement.SKU, strings.Join(s.Placement.Nodes, ","), strings.Join(s.Placement.ExcludeNodes, ","))
 	return b.String()
 }

@@ -44,6 +44,7 @@ type placementDoc struct {
 	Interconnect string   `json:"interconnect,omitempty"`
 	DataRegion   string   `json:"data_region,omitempty"`
 	Reservation  string   `json:"reservation,omitempty"`
+	Nodes        []string `json:"nodes,omitempty"`
 	ExcludeNodes []string `json:"exclude_nodes,omitempty"`
 }
 
@@ -109,9 +110,9 @@ func cpuMemoryText(r model.Resources) (cpu, memory string) {
 // placementDocOf is p in file form, nil when nothing of it is set.
 func placementDocOf(p model.Placement) *placementDoc {
 	if len(p.Regions) == 0 && p.Residency == "" && p.Interconnect == "" && p.DataRegion == "" && p.Reservation == "" &&
-		len(p.ExcludeNodes) == 0 {
+		len(p.Nodes) == 0 && len(p.ExcludeNodes) == 0 {
 		return nil
 	}
 	return &placementDoc{Regions: p.Regions, Residency: p.Residency, Interconnect: string(p.Interconnect),
-		DataRegion: p.DataRegion, Reservation: p.Reservation, ExcludeNodes: p.ExcludeNodes}
+		DataRegion: p.DataRegion, Reservation: p.Reservation, Nodes: p.Nodes, ExcludeNodes: p.ExcludeNodes}
 }

@@ -21,7 +21,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 			CPUMilli: 1500, MemoryMiB: 65536},
 		Priority: model.Priority{Class: model.ClassSpot, Value: -4},
 		Placement: model.Placement{Regions: []string{"eastus"}, Residency: "eu", Interconnect: model.Fabric("infiniband"),
-			DataRegion: "westus", Reservation: "r1", ExcludeNodes: []string{"n1", "n2"}},
+			DataRegion: "westus", Reservation: "r1", Nodes: []string{"n3"}, ExcludeNodes: []string{"n1", "n2"}},
 		Retry:      model.Retry{MaxRetries: 5, Timeout: 90 * time.Minute},
 		Checkpoint: model.Checkpoint{Interval: time.Hour, Grace: 45 * time.Second},
 		Duration:   26 * time.Hour,

@@ -222,7 +222,7 @@ func (d *decoder) endpoint(root, n *yaml.Node, path, tenant string) (model.Endpo
 			Regions: e.Placement.Regions, Residency: e.Placement.Residency,
 			Interconnect: model.Fabric(e.Placement.Interconnect),
 			DataRegion:   e.Placement.DataRegion, Reservation: e.Placement.Reservation,
-			ExcludeNodes: e.Placement.ExcludeNodes,
+			Nodes: e.Placement.Nodes, ExcludeNodes: e.Placement.ExcludeNodes,
 		},
 		Throughput: e.Throughput,
 		Autoscale: model.EndpointAutoscale{ScaleInAfter: time.Duration(e.Autoscale.ScaleInAfter),

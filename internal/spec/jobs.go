@@ -48,6 +48,7 @@ type placementEntry struct {
 	Interconnect string   `yaml:"interconnect"`
 	DataRegion   string   `yaml:"data_region"`
 	Reservation  string   `yaml:"reservation"`
+	Nodes        []string `yaml:"nodes"`
 	ExcludeNodes []string `yaml:"exclude_nodes"`
 }
 
@@ -309,7 +310,7 @@ func (d *decoder) job(root, n *yaml.Node, path string) ([]model.JobSpec, error) 
 			Regions: j.Placement.Regions, Residency: j.Placement.Residency,
 			Interconnect: model.Fabric(j.Placement.Interconnect),
 			DataRegion:   j.Placement.DataRegion, Reservation: j.Placement.Reservation,
-			ExcludeNodes: j.Placement.ExcludeNodes,
+			Nodes: j.Placement.Nodes, ExcludeNodes: j.Placement.ExcludeNodes,
 		},
 		Retry:      model.Retry{MaxRetries: j.Retry.MaxRetries, Timeout: time.Duration(j.Retry.Timeout)},
 		Checkpoint: model.Checkpoint{Interval: time.Duration(j.Checkpoint.Interval), Grace: time.Duration(j.Checkpoint.Grace)},

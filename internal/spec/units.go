@@ -131,14 +131,24 @@ func (t *timestamp) decodeNode(_ *decoder, n *yaml.Node, _ string) error {
 	if n.Kind != yaml.ScalarNode {
 		return bad
 	}
-	s := strings.TrimSpace(n.Value)
+	v, ok := ParseTime(n.Value)
+	if !ok {
+		return bad
+	}
+	*t = timestamp(v)
+	return nil
+}
+
+// ParseTime reads a time as a job file's begin: RFC 3339
+// ("2026-01-01T00:00:00Z") or a date ("2026-01-01", midnight UTC).
+func ParseTime(s string) (time.Time, bool) {
+	s = strings.TrimSpace(s)
 	for _, layout := range []string{time.RFC3339Nano, time.DateOnly} {
 		if v, err := time.Parse(layout, s); err == nil {
-			*t = timestamp(v)
-			return nil
+			return v, true
 		}
 	}
-	return bad
+	return time.Time{}, false
 }
 
 // command is a program and its arguments, or a string run by /bin/sh -c.

@@ -241,6 +241,12 @@ func (b *JobBuilder) CheckpointOn(node string) *JobBuilder {
 	return b
 }
 
+// OnlyOn names the only nodes the job may run on (placement.nodes).
+func (b *JobBuilder) OnlyOn(nodes ...string) *JobBuilder {
+	b.Job.Spec.Placement.Nodes = nodes
+	return b
+}
+
 // Exclude names nodes the job must not run on (placement.exclude_nodes).
 func (b *JobBuilder) Exclude(nodes ...string) *JobBuilder {
 	b.Job.Spec.Placement.ExcludeNodes = nodes

@@ -72,8 +72,8 @@ func CheckInvariants(w *World) error {
 			if !ok {
 				return fmt.Errorf("%s is on unknown node %s", j.ID, x.Node)
 			}
-			if j.Spec.Placement.Excludes(x.Node) {
-				return fmt.Errorf("%s runs on %s, which it excludes", j.ID, x.Node)
+			if !j.Spec.Placement.AllowsNode(x.Node) {
+				return fmt.Errorf("%s runs on %s, which its placement rules out", j.ID, x.Node)
 			}
 			sku := w.Fleet.Catalog[n.SKU]
 			if want := j.Spec.Resources.GPUsPerInstance; len(x.GPUs) != want {
