@@ -174,7 +174,11 @@ func jobFields(j client.Job) fields {
 	f.add("Preemptions", strconv.Itoa(j.Preemptions))
 	lists := jobSpecLists(j)
 	if len(lists.After) > 0 {
-		f.add("After", strings.Join(lists.After, ", "))
+		after := strings.Join(lists.After, ", ")
+		if lists.AfterCond != "" {
+			after += " (after_condition: " + lists.AfterCond + ")"
+		}
+		f.add("After", after)
 	}
 	if only := lists.Placement.Nodes; len(only) > 0 {
 		f.add("Only on", strings.Join(only, ", "))
@@ -287,6 +291,7 @@ sees has that name.`,
 // specLists are the lists of a job's spec that 'job show' prints.
 type specLists struct {
 	After     []string `json:"after"`
+	AfterCond string   `json:"after_condition"`
 	Placement struct {
 		Nodes        []string `json:"nodes"`
 		ExcludeNodes []string `json:"exclude_nodes"`

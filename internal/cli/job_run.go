@@ -16,6 +16,7 @@ import (
 // runFlags are the fields of a job that 'job run' takes as flags.
 type runFlags struct {
 	name, tenant, priority, array, cpu, memory, duration, key, begin, timeout string
+	afterCondition                                                            string
 	maxRetries                                                                int
 	gpus, instances                                                           int
 	gpuMilli                                                                  int64
@@ -31,7 +32,7 @@ var runFlagOf = map[string]string{
 	"resources.gpus_per_instance": "--gpus", "resources.instance_count": "--instances", "resources.gpu_milli": "--gpu-milli",
 	"resources.cpu": "--cpu", "resources.memory": "--memory", "resources.gpu_models": "--gpu-model",
 	"placement.regions": "--region", "placement.nodes": "--node", "placement.exclude_nodes": "--exclude", "env": "--env", "command": "the command", "resources": "--gpus or --cpu",
-	"begin": "--begin", "retry.timeout": "--timeout", "retry.max_retries": "--max-retries", "after": "--after",
+	"begin": "--begin", "retry.timeout": "--timeout", "retry.max_retries": "--max-retries", "after": "--after", "after_condition": "--after-condition",
 }
 
 func newJobRunCmd(conn *connection) *cobra.Command {
@@ -49,7 +50,9 @@ sbatch --exclude), --priority (spot, standard or reserved, with an optional :N),
 --duration, --timeout (the time limit of an attempt, as sbatch
 --time), --max-retries, --begin (the earliest start: a time, a date, or a
 duration from now, as sbatch --begin), --after ID (a step of a pipeline: it
-waits Blocked until that job succeeded, as --dependency=afterok), --env
+waits Blocked until that job succeeded, as --dependency=afterok; with
+--after-condition any until it ended however, as afterany, a clean-up step;
+with notok until it ended without succeeding, as afternotok), --env
 NAME=VALUE, and --set for any other field (checkpoint.grace=2m). --name
 defaults to the program's name; --tenant to the token's tenant (an admin
 token must give it).
@@ -78,7 +81,9 @@ and variables, run sh -c '...'.`,
   allot job run --begin 2026-12-24T02:00:00Z --gpus 8 -- python nightly.py
   allot job run --begin 6h --gpus 8 -- python nightly.py                     # six hours from now
   allot job run --attach --gpu-milli 250 -- python -c 'print("hello")'       # its output, then its exit status
-  allot job run --after "$(allot job run -- python prepare.py)" --gpus 8 -- python train.py`,
+  allot job run --after "$(allot job run -- python prepare.py)" --gpus 8 -- python train.py
+  allot job run --after "$TRAIN" --after-condition any --gpus 0 --cpu 1 -- python cleanup.py
+  allot job run --after "$TRAIN" --after-condition notok --gpus 0 --cpu 1 -- python page-oncall.py`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, f, err := conn.client()
@@ -111,6 +116,7 @@ and variables, run sh -c '...'.`,
 	fl.StringVar(&r.timeout, "timeout", "", "time limit of each attempt, as sbatch --time: past it the job is stopped and ends TimedOut, e.g. 4h (retry.timeout)")
 	fl.IntVar(&r.maxRetries, "max-retries", 0, "attempts that may fail before the job does, each after a back-off (retry.max_retries)")
 	fl.StringSliceVar(&r.after, "after", nil, "start only once these jobs (IDs) succeeded, as sbatch --dependency=afterok (repeatable, or a list)")
+	fl.StringVar(&r.afterCondition, "after-condition", "", "what --after waits for: ok (succeeded, the default), any (ended, as afterany) or notok (ended without succeeding, as afternotok)")
 	fl.StringVar(&r.begin, "begin", "", "start no earlier than this: a time (2026-12-24T02:00:00Z), a date, or a duration from now (6h)")
 	fl.StringVar(&r.array, "array", "", "submit once per index: A-B[:STEP] or a list (1,5,9), at most 1000")
 	fl.StringArrayVar(&r.env, "env", nil, "an environment variable NAME=VALUE (repeatable)")
@@ -178,6 +184,9 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 	}
 	if len(r.after) > 0 {
 		doc["after"] = r.after
+	}
+	if r.afterCondition != "" {
+		doc["after_condition"] = r.afterCondition
 	}
 	if r.begin != "" {
 		b, err := beginTime(r.begin, r.now)

@@ -88,6 +88,13 @@ func TestJobRun(t *testing.T) {
 				}
 			})},
 			wantOut: []string{"j-1\n"}},
+		{name: "a clean-up step", args: []string{"job", "run", "--after", "train-1", "--after-condition", "any", "--", "cleanup"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if strings.Join(d.After, ",") != "train-1" || d.AfterCond != "any" {
+					t.Errorf("after %v, condition %q; want [train-1] and any", d.After, d.AfterCond)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
 		{name: "only on a node", args: []string{"job", "run", "--node", "h100-03", "--", "burn-in"},
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
 				if d.Placement == nil || strings.Join(d.Placement.Nodes, ",") != "h100-03" || d.Placement.Regions != nil {
@@ -158,6 +165,8 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--max-retries", "-1", "--", "x"}, []string{"--max-retries: must be between 0 and 1000"}},
 		{[]string{"--exclude", "a,,b", "--", "x"}, []string{"--exclude: must not be empty"}},
 		{[]string{"--node", "a,", "--", "x"}, []string{"--node: must not be empty"}},
+		{[]string{"--after", "t", "--after-condition", "anny", "--", "x"}, []string{"--after-condition: want ok", "(did you mean any?)"}},
+		{[]string{"--after-condition", "any", "--", "x"}, []string{"--after-condition: is any, but the job waits for no job"}},
 		{[]string{"--begin", "-1h", "--", "x"}, []string{`--begin "-1h": want an RFC 3339 time (2027-03-01T00:00:00Z), a date (2027-03-01), now, or a duration from now (+24h)`}},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)

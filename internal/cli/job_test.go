@@ -42,8 +42,8 @@ func TestJobCommands(t *testing.T) {
 		{name: "show the nodes a job excludes", args: []string{"job", "show", "j-3"},
 			ex: exchange{method: "GET", path: "/v1/jobs/j-3", status: 200,
 				body: `{"id":"j-3","name":"train","state":"Queued","spec":{"name":"train","tenant":"acme","resources":{"instance_count":1,"gpus_per_instance":8},` +
-					`"placement":{"nodes":["h100-01","h100-03"],"exclude_nodes":["h100-03","h100-04"]},"after":["prep-1"]}}`},
-			wantOut: []string{"After:        prep-1\n", "Only on:      h100-01, h100-03\n", "Excluded:     h100-03, h100-04\n"}},
+					`"placement":{"nodes":["h100-01","h100-03"],"exclude_nodes":["h100-03","h100-04"]},"after":["prep-1"],"after_condition":"any"}}`},
+			wantOut: []string{"After:        prep-1 (after_condition: any)\n", "Only on:      h100-01, h100-03\n", "Excluded:     h100-03, h100-04\n"}},
 		{name: "show json has state and reason", args: []string{"job", "show", "j-1", "-o", "json"},
 			ex:      exchange{method: "GET", path: "/v1/jobs/j-1", status: 200, body: queuedJob},
 			wantOut: []string{`"state": "Queued"`, `"reason": "InsufficientCapacity"`, `"started_at": null`}},

@@ -36,6 +36,10 @@ type JobSpec struct {
 	// stores the IDs it resolved them to. The job stays Blocked until
 	// every one of them Succeeded.
 	After []string
+	// AfterCondition is what After waits for of each job: that it
+	// succeeded (AfterOK), ended (AfterAny) or ended otherwise
+	// (AfterNotOK).
+	AfterCondition AfterCondition
 	// Begin, when set, is the earliest time the job may start, as Slurm's
 	// sbatch --begin: it waits Queued until then (reason BeginTime).
 	Begin time.Time

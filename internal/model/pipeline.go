@@ -8,7 +8,41 @@ import (
 // A pipeline is jobs that wait for each other: a job whose After is not
 // empty is Blocked until every job it names Succeeded, then Queued; when
 // one of them ends in any other way it is Canceled with reason
-// PredecessorFailed. A Blocked job holds no GPUs and the core never sees it.
+// PredecessorFailed. Its AfterCondition may ask instead for every one of
+// them to end however it ends (a clean-up step, as Slurm's afterany) or to
+// end without succeeding (a failure handler, as afternotok; one that
+// succeeds cancels it, reason PredecessorSucceeded). A Blocked job holds
+// no GPUs and the core never sees it.
+
+// AfterCondition is what a job's After waits for of each job it names.
+type AfterCondition string
+
+const (
+	AfterOK    AfterCondition = ""      // succeeded (the default; "ok" in a job file)
+	AfterAny   AfterCondition = "any"   // ended, however
+	AfterNotOK AfterCondition = "notok" // ended without succeeding
+)
+
+// ParseAfterCondition reads a job file's after_condition: ok (or
+// nothing), any or notok.
+func ParseAfterCondition(s string) (AfterCondition, error) {
+	switch s {
+	case "", "ok":
+		return AfterOK, nil
+	case "any", "notok":
+		return AfterCondition(s), nil
+	}
+	return "", fmt.Errorf("want ok (every job it waits for succeeded), any (they ended, however) or notok (they ended without succeeding), got %q%s",
+		s, DidYouMean(s, []string{"ok", "any", "notok"}))
+}
+
+// String is the condition as a job file writes it.
+func (c AfterCondition) String() string {
+	if c == AfterOK {
+		return "ok"
+	}
+	return string(c)
+}
 
 // MaxAfter is the most jobs one job may wait for.
 const MaxAfter = 64
@@ -21,12 +55,22 @@ const (
 	// ReasonPredecessorFailed is the reason of a job canceled because a
 	// job it waited for failed, was canceled or timed out.
 	ReasonPredecessorFailed = "PredecessorFailed"
+	// ReasonPredecessorSucceeded is the reason of a job canceled because
+	// it was to run only after failures (AfterNotOK) and a job it waited
+	// for succeeded.
+	ReasonPredecessorSucceeded = "PredecessorSucceeded"
 )
 
 // validateAfter checks After on its own: entries named, printable, each
-// once, and none the job's own name.
+// once, and none the job's own name; and AfterCondition, known and only
+// with After.
 func (s *JobSpec) validateAfter() []error {
 	var errs []error
+	if c := s.AfterCondition; c != AfterOK && c != AfterAny && c != AfterNotOK {
+		errs = append(errs, fieldErr("after_condition", "unknown condition %q: want any or notok, or leave it out (ok)", c))
+	} else if s.AfterCondition != AfterOK && len(s.After) == 0 {
+		errs = append(errs, fieldErr("after_condition", "is %s, but the job waits for no job: give after too", s.AfterCondition))
+	}
 	if len(s.After) > MaxAfter {
 		return []error{fieldErr("after", "lists %d jobs, over the limit of %d", len(s.After), MaxAfter)}
 	}

@@ -49,7 +49,8 @@
 // submitter may see; unknown names and cycles refuse the submission). The
 // cycle never offers a Blocked job to the core; before it plans it makes
 // one Queued when all its predecessors Succeeded, or Canceled
-// (PredecessorFailed) when one ended otherwise, in the same conditioned
+// (PredecessorFailed) when one ended otherwise (its AfterCondition may
+// ask for any end, or for ends without success), in the same conditioned
 // transaction as the rest of its writes.
 //
 // Writes acknowledged by the store are applied to the cache at once (by

@@ -13,8 +13,9 @@ import (
 // submission (every job of that name, or every member of the array of that
 // name: model.StepNames), else the ID of a job the submitter may see. Each cycle, before it plans, moves a Blocked job on from the
 // states of its predecessors (advancePipelines): Queued once all
-// Succeeded, Canceled (PredecessorFailed) once one ended otherwise, and
-// otherwise a detail naming what it still waits for. The move is written in
+// Succeeded, Canceled (PredecessorFailed) once one ended otherwise (or as
+// its AfterCondition asks: pipelineStep), and otherwise a detail naming
+// what it still waits for. The move is written in
 // the cycle's transaction, conditioned on the job's ModRev like every other
 // write of the cycle.
 
@@ -111,28 +112,43 @@ func (s *Server) block(jobs []*model.Job, links [][]link) bool {
 }
 
 // pipelineStep decides what Blocked job j does given the states of its
-// predecessors (state reports false for a job that no longer exists): go
-// Queued when all succeeded, be Canceled when one ended otherwise (or is
+// predecessors (state reports false for a job that no longer exists) and
+// its AfterCondition: go Queued when every one did what the condition asks
+// (succeeded; ended; ended otherwise), be Canceled when one never will
+// (for ok: it ended otherwise or is gone; for notok: it succeeded or is
 // gone), else stay Blocked; with the reason and detail to show.
 func pipelineStep(j *model.Job, state func(id string) (model.State, bool)) (next model.State, reason, detail string) {
+	cond := j.Spec.AfterCondition
 	var waits []string
 	for _, id := range j.Spec.After {
 		st, ok := state(id)
 		switch {
+		case !ok && cond == model.AfterAny: // gone: it ended
 		case !ok:
 			return model.StateCanceled, model.ReasonPredecessorFailed, fmt.Sprintf("predecessor %s no longer exists", id)
-		case st == model.StateSucceeded:
-		case st.Terminal():
+		case !st.Terminal():
+			waits = append(waits, fmt.Sprintf("%s (%s)", id, st))
+		case cond == model.AfterAny:
+		case cond == model.AfterNotOK && st == model.StateSucceeded:
+			return model.StateCanceled, model.ReasonPredecessorSucceeded,
+				fmt.Sprintf("predecessor %s succeeded; this step runs only after failures (after_condition: notok) and will not run", id)
+		case cond == model.AfterNotOK:
+		case st != model.StateSucceeded:
 			return model.StateCanceled, model.ReasonPredecessorFailed,
 				fmt.Sprintf("predecessor %s ended %s; this step will not run", id, st)
-		default:
-			waits = append(waits, fmt.Sprintf("%s (%s)", id, st))
 		}
 	}
 	if len(waits) == 0 {
 		return model.StateQueued, "", ""
 	}
-	return model.StateBlocked, model.ReasonWaitsForPredecessor, "waits for " + strings.Join(waits, ", ")
+	detail = "waits for " + strings.Join(waits, ", ")
+	switch cond {
+	case model.AfterAny:
+		detail += " to end, however it ends"
+	case model.AfterNotOK:
+		detail += " to end without succeeding"
+	}
+	return model.StateBlocked, model.ReasonWaitsForPredecessor, detail
 }
 
 // advancePipelines is the cycle's step 2b: it moves each Blocked job of
@@ -182,12 +198,12 @@ func advancePipelines(snap snapshot, ended []*model.Job, now time.Time) ([]*mode
 				j.Status.State, j.Status.Reason, j.Status.Detail = model.StateQueued, "", ""
 				waitForBegin(j, now)
 				unblocked = true
-				log = append(log, decision{kind: "unblocked", job: j, msg: "job unblocked: its predecessors succeeded"})
+				log = append(log, decision{kind: "unblocked", job: j, msg: "job unblocked: its predecessors " + predecessorsDid(old)})
 			default:
 				j = endJob(old, next, reason, detail, -1, now)
 				fresh[j.ID] = next
 				pass = true
-				log = append(log, decision{kind: "ended", job: j, msg: "job canceled: a predecessor did not succeed",
+				log = append(log, decision{kind: "ended", job: j, msg: "job canceled: a predecessor did not do what it waited for",
 					args: []any{"reason", reason, "detail", detail}})
 			}
 			moved[old.ID] = j
@@ -203,6 +219,17 @@ func advancePipelines(snap snapshot, ended []*model.Job, now time.Time) ([]*mode
 		}
 	}
 	return out, log, unblocked
+}
+
+// predecessorsDid says what j's predecessors did when it is unblocked.
+func predecessorsDid(j *model.Job) string {
+	switch j.Spec.AfterCondition {
+	case model.AfterAny:
+		return "ended"
+	case model.AfterNotOK:
+		return "ended without succeeding"
+	}
+	return "succeeded"
 }
 
 // stateOf returns the state of the job id, false when the cache has none.

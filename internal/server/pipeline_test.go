@@ -16,21 +16,31 @@ func TestPipelineStep(t *testing.T) {
 		"d": model.StateQueued, "e": model.StateTimedOut}
 	state := func(id string) (model.State, bool) { st, ok := states[id]; return st, ok }
 	for _, tc := range []struct {
+		cond   model.AfterCondition
 		after  []string
 		next   model.State
 		reason string
 		detail string
 	}{
-		{[]string{"a"}, model.StateQueued, "", ""},
-		{[]string{"a", "b", "d"}, model.StateBlocked, model.ReasonWaitsForPredecessor, "waits for b (Running), d (Queued)"},
-		{[]string{"b", "c"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor c ended Failed; this step will not run"},
-		{[]string{"e"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor e ended TimedOut; this step will not run"},
-		{[]string{"gone"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor gone no longer exists"},
+		{"", []string{"a"}, model.StateQueued, "", ""},
+		{"", []string{"a", "b", "d"}, model.StateBlocked, model.ReasonWaitsForPredecessor, "waits for b (Running), d (Queued)"},
+		{"", []string{"b", "c"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor c ended Failed; this step will not run"},
+		{"", []string{"e"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor e ended TimedOut; this step will not run"},
+		{"", []string{"gone"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor gone no longer exists"},
+		// A clean-up step: every one ended, however, or is gone.
+		{model.AfterAny, []string{"a", "c", "e", "gone"}, model.StateQueued, "", ""},
+		{model.AfterAny, []string{"c", "b"}, model.StateBlocked, model.ReasonWaitsForPredecessor, "waits for b (Running) to end, however it ends"},
+		// A failure handler: every one ended without succeeding.
+		{model.AfterNotOK, []string{"c", "e"}, model.StateQueued, "", ""},
+		{model.AfterNotOK, []string{"c", "d"}, model.StateBlocked, model.ReasonWaitsForPredecessor, "waits for d (Queued) to end without succeeding"},
+		{model.AfterNotOK, []string{"b", "a"}, model.StateCanceled, model.ReasonPredecessorSucceeded,
+			"predecessor a succeeded; this step runs only after failures (after_condition: notok) and will not run"},
+		{model.AfterNotOK, []string{"gone"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor gone no longer exists"},
 	} {
-		j := &model.Job{ID: "x", Spec: model.JobSpec{After: tc.after}}
+		j := &model.Job{ID: "x", Spec: model.JobSpec{After: tc.after, AfterCondition: tc.cond}}
 		next, reason, detail := pipelineStep(j, state)
 		if next != tc.next || reason != tc.reason || detail != tc.detail {
-			t.Errorf("after %q: %s %s %q, want %s %s %q", tc.after, next, reason, detail, tc.next, tc.reason, tc.detail)
+			t.Errorf("%s after %q: %s %s %q, want %s %s %q", tc.cond, tc.after, next, reason, detail, tc.next, tc.reason, tc.detail)
 		}
 	}
 }
@@ -114,6 +124,74 @@ func TestPipelineCanceled(t *testing.T) {
 			!strings.Contains(j.Status.Detail, want) {
 			t.Errorf("%s: %s %s %q, want Canceled PredecessorFailed naming %q", j.Spec.Name, j.Status.State,
 				j.Status.Reason, j.Status.Detail, want)
+		}
+	}
+}
+
+// TestPipelineConditions: when the step a pipeline waits for fails, its
+// clean-up step (after_condition: any) and its failure handler (notok) run
+// and the step that needed it to succeed is canceled; when it succeeds, the
+// clean-up runs and the handler is canceled, reason PredecessorSucceeded.
+func TestPipelineConditions(t *testing.T) {
+	const doc = `
+name: train
+tenant: copilot
+resources: {gpu_milli: 250, gpu_models: [T4]}
+---
+name: evaluate
+tenant: copilot
+after: [train]
+resources: {gpu_milli: 250, gpu_models: [T4]}
+---
+name: cleanup
+tenant: copilot
+after: train
+after_condition: any
+resources: {gpu_milli: 250, gpu_models: [T4]}
+---
+name: page
+tenant: copilot
+after: train
+after_condition: notok
+resources: {gpu_milli: 250, gpu_models: [T4]}
+`
+	for _, fails := range []bool{true, false} {
+		h := newHarness(t)
+		jobs, err := h.srv.SubmitBatch(context.Background(), copilot, batchSpecs(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.cycle()
+		if j := h.job(jobs[3].ID); j.Status.State != model.StateBlocked || !strings.HasSuffix(j.Status.Detail, "to end without succeeding") {
+			t.Fatalf("page before train ended: %s %q", j.Status.State, j.Status.Detail)
+		}
+		h.restart() // the condition is stored
+		end := model.StateSucceeded
+		if fails {
+			end = model.StateFailed
+		}
+		if _, _, _, err := h.srv.rewriteJob(context.Background(), jobs[0].ID, "test", func(old *model.Job) (*model.Job, error) {
+			return endJob(old, end, "test", "ended by the test", 0, h.clock.Now()), nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		h.cycle()
+		want := map[string]string{"evaluate": "Queued", "cleanup": "Queued", "page": "Canceled PredecessorSucceeded"}
+		if fails {
+			want = map[string]string{"evaluate": "Canceled PredecessorFailed", "cleanup": "Queued", "page": "Queued"}
+		}
+		for _, x := range jobs[1:] {
+			j := h.job(x.ID)
+			got := string(j.Status.State)
+			if j.Status.State == model.StateCanceled {
+				got += " " + j.Status.Reason
+			}
+			if j.Status.State.Holds() {
+				got = "Queued" // placed by the same cycle
+			}
+			if got != want[j.Spec.Name] {
+				t.Errorf("train %s: %s is %s (%q), want %s", end, j.Spec.Name, got, j.Status.Detail, want[j.Spec.Name])
+			}
 		}
 	}
 }

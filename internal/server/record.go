@@ -59,6 +59,7 @@ type specRecord struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	ArrayIndex  *int              `json:"array_index,omitempty"`
 	After       []string          `json:"after,omitempty"` // job IDs
+	AfterCond   string            `json:"after_condition,omitempty"`
 	Begin       time.Time         `json:"begin,omitzero"`
 }
 
@@ -130,7 +131,7 @@ func encodeJob(j *model.Job) []byte {
 			Nodes: s.Placement.Nodes, Exclude: s.Placement.ExcludeNodes,
 			MaxRetries: s.Retry.MaxRetries, Timeout: s.Retry.Timeout,
 			CkptEvery: s.Checkpoint.Interval, CkptGrace: s.Checkpoint.Grace, Duration: s.Duration,
-			Labels: s.Labels, ArrayIndex: s.ArrayIndex, After: s.After, Begin: s.Begin,
+			Labels: s.Labels, ArrayIndex: s.ArrayIndex, After: s.After, AfterCond: string(s.AfterCondition), Begin: s.Begin,
 		},
 		Status: statusRecord{
 			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
@@ -173,13 +174,14 @@ func decodeJob(b []byte) (*model.Job, error) {
 			Priority: model.Priority{Class: model.Class(s.Class), Value: s.Value},
 			Placement: model.Placement{Regions: s.Regions, Residency: s.Residency, Interconnect: model.Fabric(s.Fabric),
 				DataRegion: s.DataRegion, Reservation: s.Reservation, SKU: s.SKU, Nodes: s.Nodes, ExcludeNodes: s.Exclude},
-			Retry:      model.Retry{MaxRetries: s.MaxRetries, Timeout: s.Timeout},
-			Checkpoint: model.Checkpoint{Interval: s.CkptEvery, Grace: s.CkptGrace},
-			Duration:   s.Duration,
-			Labels:     s.Labels,
-			ArrayIndex: s.ArrayIndex,
-			After:      s.After,
-			Begin:      s.Begin,
+			Retry:          model.Retry{MaxRetries: s.MaxRetries, Timeout: s.Timeout},
+			Checkpoint:     model.Checkpoint{Interval: s.CkptEvery, Grace: s.CkptGrace},
+			Duration:       s.Duration,
+			Labels:         s.Labels,
+			ArrayIndex:     s.ArrayIndex,
+			After:          s.After,
+			AfterCondition: model.AfterCondition(s.AfterCond),
+			Begin:          s.Begin,
 		},
 		Status: model.JobStatus{
 			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,

@@ -475,3 +475,15 @@ func TestKicksCycle(t *testing.T) {
 		}
 	}
 }
+
+// No token begins with '-' or '_': "--token -k…" would read as flags to a
+// shell completion (seen: 'job why' completion failed with "does not
+// support flag 'k'"). Without the rule, 2,000 tokens would all miss such
+// a start once in about 4·10^27.
+func TestTokensDoNotBeginWithADash(t *testing.T) {
+	for range 2000 {
+		if tok := newToken(); tok[0] == '-' || tok[0] == '_' || len(tok) != 43 {
+			t.Fatalf("token %q", tok)
+		}
+	}
+}

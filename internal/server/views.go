@@ -447,10 +447,18 @@ func HashToken(token string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// newToken returns 32 random bytes in URL-safe base64 that does not begin
+// with '-' or '_': a token passed as "--token -k…" reads as flags to a
+// shell completion or to tools that parse their arguments less carefully
+// than allot's own (1 token in 32 would).
 func newToken() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [32]byte
+		_, _ = rand.Read(b[:])
+		if t := base64.RawURLEncoding.EncodeToString(b[:]); t[0] != '-' && t[0] != '_' {
+			return t
+		}
+	}
 }
 
 // Authenticate returns whom token speaks for.

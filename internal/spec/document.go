@@ -24,6 +24,7 @@ type Document struct {
 	Labels     map[string]string `json:"labels,omitempty"`
 	ArrayIndex *int              `json:"array_index,omitempty"`
 	After      []string          `json:"after,omitempty"`
+	AfterCond  string            `json:"after_condition,omitempty"`
 	Begin      string            `json:"begin,omitempty"`
 }
 
@@ -83,6 +84,9 @@ func DocumentOf(s model.JobSpec) Document {
 	}
 	if !s.Begin.IsZero() {
 		d.Begin = s.Begin.UTC().Format(time.RFC3339Nano)
+	}
+	if s.AfterCondition != model.AfterOK {
+		d.AfterCond = s.AfterCondition.String()
 	}
 	d.Resources.CPU, d.Resources.Memory = cpuMemoryText(r)
 	d.Placement = placementDocOf(s.Placement)

@@ -106,6 +106,7 @@ func FuzzParseJobs(f *testing.F) {
 	f.Add([]byte("- {name: a, tenant: t, after: [c]}\n- {name: b, tenant: t, after: [a]}\n- {name: c, tenant: t, after: [b, a]}\n"), "")
 	f.Add([]byte("name: a\ntenant: t\nafter: [a, '', x, x]\n"), "after=[a]")
 	f.Add([]byte("name: a\ntenant: t\nbegin: 2026-12-24T02:00:00+01:00\n---\nname: b\ntenant: t\nbegin: 2027-01-01\n"), "begin=tomorrow")
+	f.Add([]byte("name: a\ntenant: t\n---\nname: b\ntenant: t\nafter: a\nafter_condition: any\n---\nname: c\ntenant: t\nafter_condition: [notok]\n"), "after_condition=notok")
 	f.Add([]byte("name: a\ntenant: t\nplacement: {exclude_nodes: [n1, '', n1]}\n---\nname: b\ntenant: t\nplacement: {exclude_nodes: n2, nodes: [n2, n3]}\n"), "placement.nodes=[x]")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string

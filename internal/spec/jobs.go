@@ -30,6 +30,7 @@ type jobFile struct {
 	Array      arrayRange        `yaml:"array"`
 	ArrayIndex *int              `yaml:"array_index"`
 	After      afterList         `yaml:"after"`
+	AfterCond  afterCondition    `yaml:"after_condition"`
 	Begin      timestamp         `yaml:"begin"`
 }
 
@@ -312,13 +313,14 @@ func (d *decoder) job(root, n *yaml.Node, path string) ([]model.JobSpec, error) 
 			DataRegion:   j.Placement.DataRegion, Reservation: j.Placement.Reservation,
 			Nodes: j.Placement.Nodes, ExcludeNodes: j.Placement.ExcludeNodes,
 		},
-		Retry:      model.Retry{MaxRetries: j.Retry.MaxRetries, Timeout: time.Duration(j.Retry.Timeout)},
-		Checkpoint: model.Checkpoint{Interval: time.Duration(j.Checkpoint.Interval), Grace: time.Duration(j.Checkpoint.Grace)},
-		Duration:   time.Duration(j.Duration),
-		Labels:     j.Labels,
-		ArrayIndex: j.ArrayIndex,
-		After:      []string(j.After),
-		Begin:      time.Time(j.Begin),
+		Retry:          model.Retry{MaxRetries: j.Retry.MaxRetries, Timeout: time.Duration(j.Retry.Timeout)},
+		Checkpoint:     model.Checkpoint{Interval: time.Duration(j.Checkpoint.Interval), Grace: time.Duration(j.Checkpoint.Grace)},
+		Duration:       time.Duration(j.Duration),
+		Labels:         j.Labels,
+		ArrayIndex:     j.ArrayIndex,
+		After:          []string(j.After),
+		AfterCondition: model.AfterCondition(j.AfterCond),
+		Begin:          time.Time(j.Begin),
 	}
 	var verr error
 	if j.Array != nil && j.ArrayIndex != nil {

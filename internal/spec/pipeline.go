@@ -29,6 +29,21 @@ func (a *afterList) decodeNode(d *decoder, n *yaml.Node, path string) error {
 	return nil
 }
 
+// afterCondition is a job's after_condition: ok, any or notok.
+type afterCondition model.AfterCondition
+
+func (c *afterCondition) decodeNode(_ *decoder, n *yaml.Node, _ string) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want ok, any or notok, got %s", describe(n))
+	}
+	v, err := model.ParseAfterCondition(n.Value)
+	if err != nil {
+		return err
+	}
+	*c = afterCondition(v)
+	return nil
+}
+
 // jobAt is where a job of a file is written: the node its path starts
 // from and the path ("" or "[2]").
 type jobAt struct {

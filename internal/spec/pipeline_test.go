@@ -1,8 +1,12 @@
 package spec
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/allot-dev/allot/internal/model"
 )
 
 func TestParseJobsAfter(t *testing.T) {
@@ -90,4 +94,43 @@ after: {job: x}
 			wantError(t, err, "job.yaml", tc.line, tc.field, tc.msg)
 		})
 	}
+}
+
+// TestAfterCondition reads after_condition: ok (the default, written as
+// nothing), any or notok; another word is an error at its line, with the
+// nearest word.
+func TestAfterCondition(t *testing.T) {
+	for doc, want := range map[string]model.AfterCondition{
+		"name: c\ntenant: t\nafter: train\nafter_condition: any\n":   model.AfterAny,
+		"name: c\ntenant: t\nafter: train\nafter_condition: notok\n": model.AfterNotOK,
+		"name: c\ntenant: t\nafter: train\nafter_condition: ok\n":    model.AfterOK,
+		"name: c\ntenant: t\nafter: train\n":                         model.AfterOK,
+	} {
+		specs, err := ParseJobs("j.yaml", []byte(doc), nil)
+		if err != nil || specs[0].AfterCondition != want {
+			t.Errorf("%q: %v (%v), want %q", doc, specs, err, want)
+			continue
+		}
+		back, err := ParseJobs("j.json", mustMarshal(t, DocumentOf(specs[0])), nil)
+		if err != nil || back[0].AfterCondition != want {
+			t.Errorf("%q through its document: %v (%v)", doc, back, err)
+		}
+	}
+	_, err := ParseJobs("j.yaml", []byte("name: c\ntenant: t\nafter: train\nafter_condition: anny\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "j.yaml:4") || !strings.Contains(err.Error(), "did you mean any?") {
+		t.Errorf("a misspelt condition: %v, want an error at line 4 suggesting any", err)
+	}
+	_, err = ParseJobs("j.yaml", []byte("name: c\ntenant: t\nafter_condition: any\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), "after_condition") || !strings.Contains(err.Error(), "give after too") {
+		t.Errorf("a condition without after: %v", err)
+	}
+}
+
+func mustMarshal(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
