@@ -136,12 +136,12 @@ func FuzzJobChange(f *testing.F) {
 	for _, s := range []string{`{"priority":"standard:5"}`, `{"priority":{"class":"spot","value":3}}`, `{"priority":"urgent"}`,
 		`{"priority":null}`, `{}`, `{"priority":5}`, `{"priority":{"class":"x"}}`, `{"priority":"spot:1e9"}`, `{"name":"x"}`,
 		`{"begin":"2026-12-24T02:00:00Z"}`, `{"begin":""}`, `{"begin":"tomorrow","priority":"spot"}`, `{"begin":null}`, `{"begin":5}`,
-		`{"exclude_nodes":["n1","n2"]}`, `{"exclude_nodes":[]}`, `{"exclude_nodes":null}`, `{"exclude_nodes":"n1"}`, `{"exclude_nodes":[5]}`} {
+		`{"exclude_nodes":["n1","n2"]}`, `{"exclude_nodes":[]}`, `{"exclude_nodes":null}`, `{"exclude_nodes":"n1"}`, `{"exclude_nodes":[5]}`, `{"nodes":["n1"],"exclude_nodes":["n1"]}`, `{"nodes":{}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		_, e := parseJobChange(body)
-		checkError(t, e, "", "priority", "begin", "exclude_nodes", "name")
+		checkError(t, e, "", "priority", "begin", "nodes", "exclude_nodes", "name")
 	})
 }
 

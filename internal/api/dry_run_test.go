@@ -83,8 +83,13 @@ func TestPatchExcludeNodes(t *testing.T) {
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), `"field":"placement.exclude_nodes[1]"`) {
 		t.Errorf("an unknown node: %d %s", rec.Code, rec.Body)
 	}
-	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"exclude_nodes":[]}`))
-	if j := decode[Job](t, rec); rec.Code != http.StatusOK || strings.Contains(string(mustJSON(t, j.Spec)), "exclude_nodes") {
+	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"nodes":["eastus-t4x4-01"]}`))
+	if err := json.Unmarshal(mustJSON(t, decode[Job](t, rec).Spec), &doc); rec.Code != http.StatusOK || err != nil ||
+		!strings.Contains(string(mustJSON(t, decode[Job](t, rec).Spec)), `"nodes":["eastus-t4x4-01"]`) {
+		t.Fatalf("only on: %d %s", rec.Code, rec.Body)
+	}
+	rec = e.do("PATCH", "/v1/jobs/"+id, cop, []byte(`{"exclude_nodes":[],"nodes":[]}`))
+	if j := decode[Job](t, rec); rec.Code != http.StatusOK || strings.Contains(string(mustJSON(t, j.Spec)), "nodes") {
 		t.Fatalf("remove: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -38,10 +38,12 @@ func (h *handler) answerJob(w http.ResponseWriter, r *http.Request, p server.Pri
 // JobChange is the body of PATCH /v1/jobs/{id}: the fields of a queued
 // job that may change, at least one. Priority is "class[:value]" or
 // {"class","value"}; Begin an RFC 3339 time or a date, or "" to remove it;
-// ExcludeNodes the nodes the job must not run on, [] for none.
+// Nodes the only nodes the job may run on and ExcludeNodes those it must
+// not run on, [] for none.
 type JobChange struct {
 	Priority     json.RawMessage `json:"priority"`
 	Begin        *string         `json:"begin"`
+	Nodes        *[]string       `json:"nodes"`
 	ExcludeNodes *[]string       `json:"exclude_nodes"`
 }
 
@@ -71,16 +73,10 @@ func parseJobChange(body []byte) (server.QueuedChange, *Error) {
 		}
 		out.Begin = &t
 	}
-	if c.ExcludeNodes != nil {
-		nodes := *c.ExcludeNodes
-		if nodes == nil {
-			nodes = []string{}
-		}
-		out.ExcludeNodes = &nodes
-	}
-	if out.Priority == nil && out.Begin == nil && out.ExcludeNodes == nil {
+	out.Nodes, out.ExcludeNodes = c.Nodes, c.ExcludeNodes // null: unchanged, []: none
+	if out.Priority == nil && out.Begin == nil && out.Nodes == nil && out.ExcludeNodes == nil {
 		return server.QueuedChange{}, &Error{Code: codeInvalidSpec, Field: "priority",
-			Message: "must be given, or begin or exclude_nodes (the fields that can change)"}
+			Message: "must be given, or begin, nodes or exclude_nodes (the fields that can change)"}
 	}
 	return out, nil
 }

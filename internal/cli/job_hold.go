@@ -116,16 +116,17 @@ func actOnJobs(cmd *cobra.Command, conn *connection, sel jobSelection, args []st
 
 func newJobUpdateCmd(conn *connection) *cobra.Command {
 	var priority, begin string
-	var exclude []string
+	var nodes, exclude []string
 	cmd := &cobra.Command{
-		Use:   "update ID... [--priority CLASS[:VALUE]] [--begin T|DATE|DURATION|none] [--exclude NODE,...|none]",
-		Short: "Change the priority, begin time or excluded nodes of queued jobs",
+		Use:   "update ID... [--priority CLASS[:VALUE]] [--begin T|DATE|DURATION|none] [--node NODE,...|none] [--exclude NODE,...|none]",
+		Short: "Change the priority, begin time or nodes of queued jobs",
 		Long: `update changes what can change of a queued job: its priority, a class
 (spot, standard, reserved) and optionally a value inside it (higher first),
 and its begin time, as scontrol update StartTime= does: a time, a date, a
-duration from now (6h), or none to let it start as soon as it can; and the
-nodes it must not run on (placement.exclude_nodes, as scontrol update
-ExcNodeList=), which replace those it had, or none. The next scheduling
+duration from now (6h), or none to let it start as soon as it can; the
+only nodes it may run on (placement.nodes); and the nodes it must not run
+on (placement.exclude_nodes, as scontrol update ExcNodeList=). A list
+replaces the one the job had; none removes it. The next scheduling
 cycle orders the queue by the priority; a begin time later than now keeps
 the job Queued until then (reason BeginTime). A job waiting to be retried
 is queued too: exclude the node its attempts failed on ('allot job show'
@@ -149,15 +150,10 @@ exits with status 1 if any failed (status 2 for one job the server refused).`,
 				}
 				u.Begin = &t
 			}
-			if cmd.Flags().Changed("exclude") {
-				nodes := []string{}
-				if len(exclude) != 1 || strings.TrimSpace(exclude[0]) != "none" {
-					nodes = exclude
-				}
-				u.ExcludeNodes = &nodes
-			}
-			if u.Priority == "" && u.Begin == nil && u.ExcludeNodes == nil {
-				return Usage(fmt.Errorf("--priority, --begin or --exclude: say what to change (priority: spot, standard, reserved, optionally :VALUE)"))
+			u.Nodes = nodesFlag(cmd, "node", nodes)
+			u.ExcludeNodes = nodesFlag(cmd, "exclude", exclude)
+			if u.Priority == "" && u.Begin == nil && u.Nodes == nil && u.ExcludeNodes == nil {
+				return Usage(fmt.Errorf("--priority, --begin, --node or --exclude: say what to change (priority: spot, standard, reserved, optionally :VALUE)"))
 			}
 			cl, f, err := conn.client()
 			if err != nil {
@@ -170,8 +166,22 @@ exits with status 1 if any failed (status 2 for one job the server refused).`,
 	}
 	cmd.Flags().StringVar(&priority, "priority", "", "the new priority: spot, standard or reserved, optionally :VALUE")
 	cmd.Flags().StringVar(&begin, "begin", "", "the new begin time: a time (2026-12-24T02:00:00Z), a date, a duration from now (6h), or none")
+	cmd.Flags().StringSliceVar(&nodes, "node", nil, "the only nodes the job may run on, replacing those it had (a list, or none)")
 	cmd.Flags().StringSliceVar(&exclude, "exclude", nil, "the nodes the job must not run on, replacing those it had (a list, or none)")
 	return cmd
+}
+
+// nodesFlag is the list of nodes flag name gives, nil when it was not
+// given, empty for none.
+func nodesFlag(cmd *cobra.Command, name string, list []string) *[]string {
+	if !cmd.Flags().Changed(name) {
+		return nil
+	}
+	nodes := []string{}
+	if len(list) != 1 || strings.TrimSpace(list[0]) != "none" {
+		nodes = list
+	}
+	return &nodes
 }
 
 // beginTime reads a --begin as parseWhen does, "none" as no begin time

@@ -82,6 +82,13 @@ func TestJobCommands(t *testing.T) {
 				}
 			}},
 			wantOut: []string{"j-1"}},
+		{name: "only on a node, excluding none", args: []string{"job", "update", "j-1", "--node", "h100-05", "--exclude", "none"},
+			ex: exchange{method: "PATCH", path: "/v1/jobs/j-1", status: 200, body: queuedJob, checkBody: func(t *testing.T, body []byte) {
+				if string(body) != `{"exclude_nodes":[],"nodes":["h100-05"]}` {
+					t.Errorf("body %s", body)
+				}
+			}},
+			wantOut: []string{"j-1"}},
 		{name: "exclude no node", args: []string{"job", "update", "j-1", "--exclude", "none"},
 			ex: exchange{method: "PATCH", path: "/v1/jobs/j-1", status: 200, body: queuedJob, checkBody: func(t *testing.T, body []byte) {
 				if string(body) != `{"exclude_nodes":[]}` {

@@ -37,11 +37,11 @@ func (c *Client) SetPriority(ctx context.Context, id, priority string) (Job, err
 
 // JobUpdate is what UpdateJob changes of a queued job: Priority when not
 // empty, Begin when not nil (an RFC 3339 time, or "" to remove it),
-// ExcludeNodes when not nil (empty: none).
+// Nodes and ExcludeNodes when not nil (empty: none).
 type JobUpdate struct {
-	Priority     string
-	Begin        *string
-	ExcludeNodes *[]string
+	Priority            string
+	Begin               *string
+	Nodes, ExcludeNodes *[]string
 }
 
 // UpdateJob changes a queued job's priority and begin time, both or
@@ -54,12 +54,14 @@ func (c *Client) UpdateJob(ctx context.Context, id string, u JobUpdate) (Job, er
 	if u.Begin != nil {
 		m["begin"] = *u.Begin
 	}
-	if u.ExcludeNodes != nil {
-		nodes := *u.ExcludeNodes
-		if nodes == nil {
-			nodes = []string{}
+	for key, list := range map[string]*[]string{"nodes": u.Nodes, "exclude_nodes": u.ExcludeNodes} {
+		if list != nil {
+			nodes := *list
+			if nodes == nil {
+				nodes = []string{}
+			}
+			m[key] = nodes
 		}
-		m["exclude_nodes"] = nodes
 	}
 	body, err := json.Marshal(m)
 	if err != nil {

@@ -231,13 +231,31 @@ func TestRetryAvoidsFailedNodes(t *testing.T) {
 		},
 		job: "c", want: []string{"h-2"},
 	}, {
+		name:  "a gang without a failure: the first leaf",
+		world: func() *World { w := twoLeaves(); w.Job("g", "alice").GPUs(2, 8); return w },
+		job:   "g", want: []string{"h-l1-1", "h-l1-2"},
+	}, {
+		name:  "a gang that failed on a node of the first leaf: the other leaf",
+		world: func() *World { w := twoLeaves(); w.Job("g", "alice").GPUs(2, 8).FailedOn("h-l1-1"); return w },
+		job:   "g", want: []string{"h-l2-1", "h-l2-2"},
+	}, {
 		name:  "a gang without a failure packs one node",
 		world: func() *World { w := twoLeaves(); w.Job("g", "alice").GPUs(2, 4).Models("H100"); return w },
 		job:   "g", want: []string{"h-l1-1", "h-l1-1"},
 	}, {
-		name: "a gang's instances go around the node it failed on",
+		name: "a gang's instances go to the leaf without the node it failed on",
 		world: func() *World {
 			w := twoLeaves()
+			w.Job("g", "alice").GPUs(2, 4).Models("H100").FailedOn("h-l1-1")
+			return w
+		},
+		job: "g", want: []string{"h-l2-1", "h-l2-1"},
+	}, {
+		name: "a gang's instances go around the node it failed on in the one leaf that fits",
+		world: func() *World {
+			w := twoLeaves()
+			w.Job("f1", "bob").GPUs(1, 8).Running(now.Add(-time.Hour), On("h-l2-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("f2", "bob").GPUs(1, 8).Running(now.Add(-time.Hour), On("h-l2-2", 0, 1, 2, 3, 4, 5, 6, 7))
 			w.Job("g", "alice").GPUs(2, 4).Models("H100").FailedOn("h-l1-1")
 			return w
 		},

@@ -302,7 +302,19 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 		if d.slots < a.count {
 			continue
 		}
-		sort.SliceStable(d.leaves, func(x, y int) bool { return d.leaves[x].slots > d.leaves[y].slots })
+		if len(a.avoid) == 0 {
+			sort.SliceStable(d.leaves, func(x, y int) bool { return d.leaves[x].slots > d.leaves[y].slots })
+		} else {
+			// Of leaves with as many slots, those holding fewer nodes where
+			// the job failed come first.
+			sort.SliceStable(d.leaves, func(x, y int) bool {
+				lx, ly := d.leaves[x], d.leaves[y]
+				if lx.slots != ly.slots {
+					return lx.slots > ly.slots
+				}
+				return avoidedIn(a, lx) < avoidedIn(a, ly)
+			})
+		}
 		k, got := 0, 0
 		for got < a.count {
 			got += d.leaves[k].slots
@@ -451,6 +463,17 @@ func (st *state) gangDomains(a *attempt) []*domain {
 		d.slots += s
 	}
 	return order
+}
+
+// avoidedIn counts the nodes of l where an attempt of a's job failed.
+func avoidedIn(a *attempt, l *leaf) int {
+	n := 0
+	for _, x := range l.nodes {
+		if a.avoids(x.Index) {
+			n++
+		}
+	}
+	return n
 }
 
 // powerCutText names the cap the last gangDomains call found breaking, as

@@ -65,10 +65,19 @@ func TestExcludeNodes(t *testing.T) {
 	if got := h.job(waiting.ID).Spec.Placement.ExcludeNodes; !slices.Equal(got, nodes) {
 		t.Fatalf("after a restart: %v, want %v", got, nodes)
 	}
+	only, typo := []string{"eastus-t4x4-01"}, []string{"eastus-t4x4-1"}
+	if upd, err = h.srv.UpdateQueued(ctx, copilot, waiting.ID, QueuedChange{Nodes: &only}); err != nil ||
+		!slices.Equal(upd.Spec.Placement.Nodes, only) || !slices.Equal(upd.Spec.Placement.ExcludeNodes, nodes) {
+		t.Fatalf("only on: %+v (%v), want nodes %v and the exclusions kept", upd.Spec.Placement, err, only)
+	}
+	if _, err := h.srv.UpdateQueued(ctx, copilot, waiting.ID, QueuedChange{Nodes: &typo}); !errors.As(err, &e) ||
+		e.Field != "placement.nodes[0]" {
+		t.Fatalf("update with an unknown node: %v, want refused on placement.nodes[0]", err)
+	}
 	none := []string{}
-	if upd, err = h.srv.UpdateQueued(ctx, copilot, waiting.ID, QueuedChange{ExcludeNodes: &none}); err != nil ||
-		len(upd.Spec.Placement.ExcludeNodes) != 0 {
-		t.Fatalf("removed: %v (%v), want none", upd.Spec.Placement.ExcludeNodes, err)
+	if upd, err = h.srv.UpdateQueued(ctx, copilot, waiting.ID, QueuedChange{Nodes: &none, ExcludeNodes: &none}); err != nil ||
+		len(upd.Spec.Placement.ExcludeNodes) != 0 || len(upd.Spec.Placement.Nodes) != 0 {
+		t.Fatalf("removed: %+v (%v), want none", upd.Spec.Placement, err)
 	}
 	h.cycle()
 	if got := h.job(later.ID); !got.Status.State.Holds() {

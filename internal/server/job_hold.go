@@ -72,8 +72,9 @@ type QueuedChange struct {
 	Priority *model.Priority
 	// Begin is the new begin time; the zero time removes it.
 	Begin *time.Time
-	// ExcludeNodes replaces placement.exclude_nodes; empty removes it.
-	ExcludeNodes *[]string
+	// Nodes and ExcludeNodes replace placement.nodes and
+	// placement.exclude_nodes; empty removes them.
+	Nodes, ExcludeNodes *[]string
 }
 
 // UpdateQueued applies c to queued job id, both changes or neither. A new
@@ -83,8 +84,14 @@ type QueuedChange struct {
 func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c QueuedChange) (*model.Job, error) {
 	var invalid error
 	now := s.clock.Now()
-	if c.ExcludeNodes != nil {
-		if err := s.world().knownNodes("placement.exclude_nodes", *c.ExcludeNodes); err != nil {
+	for _, l := range []struct {
+		field string
+		nodes *[]string
+	}{{"placement.nodes", c.Nodes}, {"placement.exclude_nodes", c.ExcludeNodes}} {
+		if l.nodes == nil {
+			continue
+		}
+		if err := s.world().knownNodes(l.field, *l.nodes); err != nil {
 			return nil, err
 		}
 	}
@@ -99,6 +106,9 @@ func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c Que
 			}
 			j.Spec.Begin, changed = *c.Begin, true
 			waitForBegin(j, now)
+		}
+		if c.Nodes != nil && !slices.Equal(j.Spec.Placement.Nodes, *c.Nodes) {
+			j.Spec.Placement.Nodes, changed = slices.Clone(*c.Nodes), true
 		}
 		if c.ExcludeNodes != nil && !slices.Equal(j.Spec.Placement.ExcludeNodes, *c.ExcludeNodes) {
 			j.Spec.Placement.ExcludeNodes, changed = slices.Clone(*c.ExcludeNodes), true
