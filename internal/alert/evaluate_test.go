@@ -71,6 +71,14 @@ func panics(n float64) Values {
 	return v
 }
 
+// failed is the failed-attempt counters of nodes n1 and n2.
+func failed(n1, n2 float64) Values {
+	v := Values{}
+	v.Add("allot_node_failed_attempts_total", n1, "node", "n1")
+	v.Add("allot_node_failed_attempts_total", n2, "node", "n2")
+	return v
+}
+
 func TestRules(t *testing.T) {
 	m := time.Minute
 	tests := []struct {
@@ -108,6 +116,20 @@ func TestRules(t *testing.T) {
 			{at: 5 * m, values: node("NotReady"), want: Pending},
 			{at: 6 * m, values: node("NotReady"), want: Firing, fired: true},
 			{at: 7 * m, values: node("Draining"), want: Resolved, solved: true},
+		}},
+		{"AllotNodeFailingJobs", []step{
+			{at: 0, values: failed(0, 0)},
+			{at: m, values: failed(1, 1)},
+			{at: 2 * m, values: failed(2, 2)},
+			{at: 3 * m, values: failed(3, 2), want: Firing, fired: true},     // 3 on n1 in 10 m; no `for`
+			{at: 10 * m, values: failed(3, 2), want: Firing},                 // the 0 at 0 m is still in the window
+			{at: 11 * m, values: failed(3, 2), want: Resolved, solved: true}, // from the 1 at 1 m: 2
+		}},
+		{"AllotNodeFailingJobs", []step{ // spread out: never 3 within 10 minutes
+			{at: 0, values: failed(0, 0)},
+			{at: 6 * m, values: failed(1, 0)},
+			{at: 12 * m, values: failed(2, 0)},
+			{at: 18 * m, values: failed(3, 0)},
 		}},
 		{"AllotCycleSlow", []step{
 			{at: 0, values: cycles(0, 0)},

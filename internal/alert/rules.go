@@ -42,6 +42,11 @@ const (
 	cycleBound      = 1.0 // seconds
 	cycleWindow     = 5 * time.Minute
 	panicWindow     = 10 * time.Minute
+	// A node on which this many attempts failed within nodeFailWindow
+	// is likely at fault: jobs' retries go elsewhere, so repeated
+	// failures there are mostly of different jobs.
+	nodeFailBound  = 3
+	nodeFailWindow = 10 * time.Minute
 )
 
 // Rules are the built-in alerts, in rules.yaml's order.
@@ -124,6 +129,22 @@ var Rules = []Rule{
 		},
 		summary: func(i Instance) string {
 			return fmt.Sprintf("node %s (%s/%s) is NotReady", i.Labels["node"], i.Labels["region"], i.Labels["cluster"])
+		},
+	},
+	{
+		Name: "AllotNodeFailingJobs", Severity: "warning",
+		Thresholds: []float64{nodeFailBound}, Window: nodeFailWindow,
+		cond: func(v Values, h *history, now time.Time) []Instance {
+			var out []Instance
+			for _, s := range v["allot_node_failed_attempts_total"] {
+				if n, ok := h.increase("allot_node_failed_attempts_total", s, now, nodeFailWindow); ok && n >= nodeFailBound {
+					out = append(out, Instance{pick(s, "node"), n})
+				}
+			}
+			return out
+		},
+		summary: func(i Instance) string {
+			return fmt.Sprintf("%s attempts failed on node %s in the last 10 minutes", strconv.FormatFloat(i.Value, 'f', -1, 64), i.Labels["node"])
 		},
 	},
 	{
@@ -234,6 +255,7 @@ func budgetSpent(in func(float64) bool) func(Values, *history, time.Time) []Inst
 var ranged = map[string]time.Duration{
 	"allot_cycle_duration_seconds_bucket": cycleWindow,
 	"allot_cycle_panics_total":            panicWindow,
+	"allot_node_failed_attempts_total":    nodeFailWindow,
 }
 
 // quantile is Prometheus's histogram_quantile over cumulative bucket counts

@@ -476,5 +476,21 @@ func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*
 	if j.Status.State != old.Status.State {
 		s.Kick()
 	}
+	if node := failedBy(old, j); node != "" {
+		s.m.nodeFailed.WithLabelValues(node).Inc()
+	}
 	return j, nil
+}
+
+// failedBy is the node whose instance's failure ended j's current attempt
+// in the write from old to j, "" when that write ended none so.
+func failedBy(old, j *model.Job) string {
+	n := len(j.Status.Attempts)
+	if n == 0 || n != len(old.Status.Attempts) || !old.Status.Attempts[n-1].Ended.IsZero() {
+		return ""
+	}
+	if a := j.Status.Attempts[n-1]; a.Reason == "Failed" {
+		return a.FailedNode
+	}
+	return ""
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/server/servertest"
@@ -295,6 +297,22 @@ func TestAgentModeLifecycle(t *testing.T) {
 	if got.Status.State != model.StateFailed || len(got.Status.Attempts) != 3 || got.Status.Attempts[2].ExitCode != 7 {
 		t.Fatalf("got %s after %d attempts (%+v), want Failed after 3 with exit code 7", got.Status.State, len(got.Status.Attempts), got.Status.Attempts)
 	}
+	// The two failed attempts count against their node, once each (an exit
+	// reported again changes nothing); the lost one does not.
+	_, _ = srv.ReportEvent(ctx, admin, j.ID, 3, Event{Type: EventExited, Rank: 0, Node: other, ExitCode: 7, Outcome: OutcomeExited})
+	if n, lost := failedOn(t, srv, other), failedOn(t, srv, node); n != 2 || lost != 0 {
+		t.Errorf("allot_node_failed_attempts_total: %s %v, %s %v; want 2 and 0", other, n, node, lost)
+	}
+}
+
+// failedOn reads allot_node_failed_attempts_total of node.
+func failedOn(t *testing.T, srv *Server, node string) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := srv.m.nodeFailed.WithLabelValues(node).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
 }
 
 func TestStopOverdue(t *testing.T) {

@@ -32,6 +32,7 @@ type metrics struct {
 	wait       *prometheus.HistogramVec // by tenant and class
 	heartbeats prometheus.Counter
 	leader     prometheus.Gauge
+	nodeFailed *prometheus.CounterVec // by node: attempts a failing instance there ended
 
 	logBytes    prometheus.Gauge   // job logs kept in memory
 	logsDropped prometheus.Counter // logs dropped to stay within Config.LogMemory
@@ -92,6 +93,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_agent_heartbeats_total",
 			Help: "Heartbeats accepted from node agents.",
 		}),
+		nodeFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "allot_node_failed_attempts_total",
+			Help: "Attempts that ended Failed because an instance on this node exited non-zero or was killed (not lost nodes, not time limits); a retry goes elsewhere when it can.",
+		}, []string{"node"}),
 		leader: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "allot_server_leader",
 			Help: "1 while this server leads (schedules and commits plans), 0 while another does; always 1 without leader election.",
@@ -122,7 +127,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}, []string{"endpoint", "kind"}),
 		epNames: map[string]bool{},
 	}
-	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader,
+	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader, m.nodeFailed,
 		m.logBytes, m.logsDropped, m.jobsPurged, m.epP95, m.epSLO, m.epReplicas,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range model.States {

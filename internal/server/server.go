@@ -232,6 +232,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.alerts = newAlertBook(cfg, s)
 	s.budget = newBudgetBook()
 	s.m = newMetrics(cfg.Registry)
+	for _, n := range cfg.Fleet.Nodes { // a series from the start, so that increase() sees the first failure
+		s.m.nodeFailed.WithLabelValues(n.Name)
+	}
 	if cfg.Election == nil {
 		s.m.leader.Set(1)
 	}
