@@ -15,7 +15,8 @@ func TestNodeRoute(t *testing.T) {
 	rec := e.do("GET", "/v1/nodes/eastus-t4x4-01", e.admin, nil)
 	d := decode[NodeDetail](t, rec)
 	if rec.Code != http.StatusOK || d.Name != "eastus-t4x4-01" || len(d.GPUList) != 4 || d.GPUList[3].Index != 3 ||
-		d.GPUList[0].Model != "T4" || d.GPUList[0].Jobs == nil || d.HealthSince == nil {
+		d.GPUList[0].Model != "T4" || d.GPUList[0].Jobs == nil || d.HealthSince == nil || d.FailedAttempts == nil ||
+		!strings.Contains(rec.Body.String(), `"failed_attempts":[]`) {
 		t.Fatalf("node: %d %s", rec.Code, rec.Body)
 	}
 	if rec := e.do("GET", "/v1/nodes/eastus-t4x4-01", e.tokens["acme"], nil); rec.Code != http.StatusForbidden {

@@ -172,7 +172,11 @@ func newWhy(why server.Why) Why {
 
 func newNodeDetail(d server.NodeDetail) NodeDetail {
 	out := NodeDetail{Node: newNode(d.NodeStatus), Address: d.Address, HealthSince: timePtr(d.HealthSince),
-		LastHeartbeat: timePtr(d.LastHeartbeat), GPUList: make([]NodeGPU, len(d.GPUs))}
+		LastHeartbeat: timePtr(d.LastHeartbeat), GPUList: make([]NodeGPU, len(d.GPUs)), FailedAttempts: []NodeFailure{}}
+	for _, f := range d.Failures {
+		out.FailedAttempts = append(out.FailedAttempts, NodeFailure{Job: f.Job, Tenant: f.Tenant, Attempt: f.Attempt,
+			ExitCode: f.ExitCode, At: f.At.UTC(), Detail: f.Detail})
+	}
 	for i, g := range d.GPUs {
 		jobs := g.Jobs
 		if jobs == nil {
@@ -259,6 +263,7 @@ func newReservation(r model.Reservation) Reservation {
 type (
 	Node         = wire.Node
 	NodeDetail   = wire.NodeDetail
+	NodeFailure  = wire.NodeFailure
 	NodeGPU      = wire.NodeGPU
 	NodeDrain    = wire.NodeDrain
 	DrainRequest = wire.DrainRequest

@@ -189,13 +189,11 @@ func jobFields(j client.Job) fields {
 	if len(j.Allocations) == 0 {
 		f.add("Allocations", "-")
 	}
-	for i, a := range j.Allocations {
-		name := ""
-		if i == 0 {
-			name = "Allocations"
-		}
-		f.add(name, allocationText(a))
+	var lines []string
+	for _, a := range j.Allocations {
+		lines = append(lines, allocationText(a))
 	}
+	f.addLines("Allocations", lines)
 	if j.CheckpointPath != "" {
 		where := ""
 		if j.CheckpointNode != "" {
@@ -203,13 +201,11 @@ func jobFields(j client.Job) fields {
 		}
 		f.add("Checkpoint", j.CheckpointPath+where)
 	}
-	for i, a := range j.AttemptHistory {
-		name := ""
-		if i == 0 {
-			name = "History"
-		}
-		f.add(name, attemptText(a))
+	lines = lines[:0]
+	for _, a := range j.AttemptHistory {
+		lines = append(lines, attemptText(a))
 	}
+	f.addLines("History", lines)
 	return f
 }
 

@@ -265,6 +265,15 @@ func nodeSections(d client.NodeDetail, now time.Time) printer {
 	f.add("Last heartbeat", beat)
 	f.add("Free", gpus(float64(d.FreeGPUMilli)/1000)+" GPUs")
 	f.add("Jobs", orDash(strings.Join(d.Jobs, ", ")))
+	if len(d.FailedAttempts) == 0 {
+		f.add("Failures", "none seen since the server started")
+	}
+	var failures []string
+	for _, x := range d.FailedAttempts {
+		failures = append(failures, fmt.Sprintf("%s %s #%d exit %d (%s ago): %s", x.At.UTC().Format(time.RFC3339), x.Job,
+			x.Attempt, x.ExitCode, now.Sub(x.At).Round(time.Second), x.Detail))
+	}
+	f.addLines("Failures", failures)
 	t := table{header: []string{"GPU", "MODEL", "UUID", "MEMORY", "USED", "JOBS"}}
 	for _, g := range d.GPUList {
 		mem := "-"

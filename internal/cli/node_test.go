@@ -101,14 +101,20 @@ func TestNodeShow(t *testing.T) {
 "drain":{"reason":"fan","by":"admin","at":"2026-06-01T12:00:00Z"},"address":"10.0.0.7",
 "health_since":"2026-06-01T11:00:00Z","last_heartbeat":null,
 "gpu_list":[{"index":0,"uuid":"GPU-aa","model":"T4","memory_mib":15360,"used_milli":1000,"jobs":["j-1"]},
-{"index":1,"uuid":"GPU-bb","model":"T4","memory_mib":15360,"used_milli":250,"jobs":["j-2"]}]}`
+{"index":1,"uuid":"GPU-bb","model":"T4","memory_mib":15360,"used_milli":250,"jobs":["j-2"]}],
+"failed_attempts":[{"job":"j-9","tenant":"acme","attempt":2,"exit_code":9,"at":"2026-06-01T11:30:00Z","detail":"attempt 2, rank 0 on eastus-t4x4-01 exited with code 9; retry 2 of 3"}]}`
+	none := strings.Replace(body, `"failed_attempts":[{`, `"failed_attempts":[],"x":[{`, 1)
 	runCases(t, []commandCase{
 		{name: "show", args: []string{"node", "show", "eastus-t4x4-01"},
 			ex: exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: body},
 			wantOut: []string{"SKU:             NC64-T4x4 (2 T4)", "Where:           region eastus, cluster eastus-eth1, leaf -, rack r1",
 				"Health:          Draining since 2026-06-01T11:00:00Z", "Drained:         fan (admin, 2026-06-01T12:00:00Z)",
 				"Agent:           10.0.0.7", "Last heartbeat:  -", "Free:            0.75 GPUs", "Jobs:            j-1, j-2",
+				"Failures:        2026-06-01T11:30:00Z j-9 #2 exit 9 (", "ago): attempt 2, rank 0 on eastus-t4x4-01 exited with code 9; retry 2 of 3\n",
 				"GPU  MODEL  UUID    MEMORY     USED  JOBS", "0    T4     GPU-aa  15360 MiB  1     j-1", "1    T4     GPU-bb  15360 MiB  0.25  j-2"}},
+		{name: "show a node without failures", args: []string{"node", "show", "eastus-t4x4-01"},
+			ex:      exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: none},
+			wantOut: []string{"Failures:        none seen since the server started\n"}},
 		{name: "unknown", args: []string{"node", "show", "eastus-t4x4-9"},
 			ex: exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-9", status: 404,
 				body: `{"code":"NotFound","message":"no node \"eastus-t4x4-9\" in the fleet (did you mean eastus-t4x4-01?)"}`},

@@ -53,6 +53,17 @@ type fields [][2]string
 
 func (f *fields) add(name, value string) { *f = append(*f, [2]string{name, value}) }
 
+// addLines adds one field of several lines: name before the first, the
+// rest under it; none for no lines.
+func (f *fields) addLines(name string, lines []string) {
+	for i, l := range lines {
+		if i > 0 {
+			name = ""
+		}
+		f.add(name, l)
+	}
+}
+
 // printer is what a command prints in table format: a table or fields.
 type printer interface{ print(w io.Writer) error }
 

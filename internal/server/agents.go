@@ -478,8 +478,35 @@ func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*
 	}
 	if node := failedBy(old, j); node != "" {
 		s.m.nodeFailed.WithLabelValues(node).Inc()
+		a := j.Status.Attempts[len(j.Status.Attempts)-1]
+		s.noteFailure(node, NodeFailure{Job: j.ID, Tenant: j.Spec.Tenant, Attempt: a.Number, ExitCode: a.ExitCode, At: a.Ended, Detail: a.Detail})
 	}
 	return j, nil
+}
+
+// NodeFailure is one attempt that failed on a node: what 'allot node show'
+// lists under "Failed attempts" (server memory; a restarted server, or a
+// new leader, starts with none).
+type NodeFailure struct {
+	Job, Tenant string
+	Attempt     int
+	ExitCode    int
+	At          time.Time
+	Detail      string // the attempt's: which rank, how it ended
+}
+
+// nodeFailuresKept is how many failed attempts per node the server keeps.
+const nodeFailuresKept = 5
+
+// noteFailure keeps f among node's latest failures.
+func (s *Server) noteFailure(node string, f NodeFailure) {
+	s.beatsMu.Lock()
+	defer s.beatsMu.Unlock()
+	fs := append(s.failures[node], f)
+	if len(fs) > nodeFailuresKept {
+		fs = slices.Delete(fs, 0, len(fs)-nodeFailuresKept)
+	}
+	s.failures[node] = fs
 }
 
 // failedBy is the node whose instance's failure ended j's current attempt

@@ -303,6 +303,32 @@ func TestAgentModeLifecycle(t *testing.T) {
 	if n, lost := failedOn(t, srv, other), failedOn(t, srv, node); n != 2 || lost != 0 {
 		t.Errorf("allot_node_failed_attempts_total: %s %v, %s %v; want 2 and 0", other, n, node, lost)
 	}
+	d, err := srv.Node(other)
+	must(err)
+	if len(d.Failures) != 2 || d.Failures[0].Attempt != 2 || d.Failures[1].Attempt != 3 || d.Failures[1].ExitCode != 7 ||
+		d.Failures[1].Job != j.ID || !strings.Contains(d.Failures[1].Detail, "exited with code 7") {
+		t.Errorf("node show's failed attempts of %s: %+v, want attempts 2 and 3 of %s, exit 7", other, d.Failures, j.ID)
+	}
+}
+
+// A node keeps its latest failed attempts, oldest first, at most
+// nodeFailuresKept.
+func TestNodeFailuresKept(t *testing.T) {
+	srv, _ := agentHarness(t)
+	for i := 1; i <= nodeFailuresKept+2; i++ {
+		srv.noteFailure("h100-01", NodeFailure{Job: fmt.Sprintf("j%d", i), Attempt: 1})
+	}
+	d, err := srv.Node("h100-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range d.Failures {
+		got = append(got, f.Job)
+	}
+	if want := []string{"j3", "j4", "j5", "j6", "j7"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("kept %v, want %v", got, want)
+	}
 }
 
 // failedOn reads allot_node_failed_attempts_total of node.

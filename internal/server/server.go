@@ -153,8 +153,9 @@ type Server struct {
 
 	agentMode   bool          // nodes are Agents: job states follow reported facts
 	nodeTimeout time.Duration // of Agents
-	beatsMu     sync.Mutex    // guards beats
+	beatsMu     sync.Mutex    // guards beats and failures
 	beats       map[string]time.Time
+	failures    map[string][]NodeFailure // by node, the latest last (nodeFailuresKept at most)
 	logs        *logBook
 	ep          *endpointBook // inference endpoints (endpoints.go)
 	pol         policyBook    // operator policies (policies.go)
@@ -227,6 +228,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.beats = map[string]time.Time{}
+	s.failures = map[string][]NodeFailure{}
 	s.logs = newLogBook(cmp.Or(cfg.LogMemory, DefaultLogMemory))
 	s.ep = newEndpointBook()
 	s.alerts = newAlertBook(cfg, s)

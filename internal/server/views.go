@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -66,6 +67,9 @@ type NodeDetail struct {
 	// leader keeps them in memory); zero when it saw none.
 	LastHeartbeat time.Time
 	GPUs          []GPUUse // by index
+	// Failures are the latest attempts that failed on the node that this
+	// server saw, oldest first (at most nodeFailuresKept).
+	Failures []NodeFailure
 }
 
 // GPUUse is one GPU of a node: what the agent registered (UUID and memory
@@ -95,6 +99,7 @@ func (s *Server) Node(name string) (NodeDetail, error) {
 	d := NodeDetail{Address: rec.Address, HealthSince: rec.UpdatedAt}
 	s.beatsMu.Lock()
 	d.LastHeartbeat = s.beats[name]
+	d.Failures = slices.Clone(s.failures[name])
 	s.beatsMu.Unlock()
 	d.GPUs = make([]GPUUse, sku.GPUs)
 	for g := range d.GPUs {

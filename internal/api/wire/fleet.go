@@ -30,6 +30,20 @@ type NodeDetail struct {
 	// it saw none (no agents, or none since it leads).
 	LastHeartbeat *time.Time `json:"last_heartbeat"`
 	GPUList       []NodeGPU  `json:"gpu_list"`
+	// FailedAttempts are the latest attempts that failed on the node (an
+	// instance there exited non-zero or was killed) that the leader saw
+	// since it started, oldest first, at most 5.
+	FailedAttempts []NodeFailure `json:"failed_attempts"`
+}
+
+// NodeFailure is one attempt that failed on a node.
+type NodeFailure struct {
+	Job      string    `json:"job"`
+	Tenant   string    `json:"tenant"`
+	Attempt  int       `json:"attempt"`
+	ExitCode int       `json:"exit_code"`
+	At       time.Time `json:"at"`
+	Detail   string    `json:"detail"`
 }
 
 // NodeGPU is one GPU of a node: its index, what the agent registered
