@@ -77,7 +77,7 @@ type QueuedChange struct {
 	Nodes, ExcludeNodes *[]string
 }
 
-// UpdateQueued applies c to queued job id, both changes or neither. A new
+// UpdateQueued applies c to queued job id, all its changes or none. A new
 // begin time later than now holds the job back until then (reason
 // BeginTime, as at submit); one that is past or removed lets the next cycle
 // consider it, unless a retry's back-off still holds it.

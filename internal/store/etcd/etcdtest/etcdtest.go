@@ -3,12 +3,14 @@ package etcdtest
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,18 +85,44 @@ func start(t testing.TB, n int, clientTLS *transport.TLSInfo, opts ...Option) *C
 	if clientTLS != nil {
 		scheme = "https"
 	}
+	t.Cleanup(c.close)
+	// A port free a moment ago may be taken by another test before the
+	// member binds it: then the cluster starts again on other ports.
+	for try := 1; ; try++ {
+		err := c.startNew(filepath.Join(base, fmt.Sprintf("try%d", try)), n, scheme)
+		if err == nil {
+			return c
+		}
+		c.close()
+		if !errors.Is(err, syscall.EADDRINUSE) || try == portTries {
+			t.Fatalf("etcdtest: %v", err)
+		}
+	}
+}
+
+// portTries bounds the starts of a new cluster that lost a port to
+// another test.
+const portTries = 5
+
+// startNew starts n new members under dir on ports free a moment ago and
+// waits until all serve.
+func (c *Cluster) startNew(dir string, n int, scheme string) error {
+	c.mu.Lock()
+	c.members = nil
+	c.mu.Unlock()
 	var initial []string
 	for i := range n {
-		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(base, fmt.Sprintf("m%d", i))}
-		m.client = url.URL{Scheme: scheme, Host: freeAddr(t)}
-		m.peer = url.URL{Scheme: "http", Host: freeAddr(t)}
+		m := &member{name: fmt.Sprintf("m%d", i), dir: filepath.Join(dir, fmt.Sprintf("m%d", i))}
+		m.client = url.URL{Scheme: scheme, Host: freeAddr(c.t)}
+		m.peer = url.URL{Scheme: "http", Host: freeAddr(c.t)}
 		initial = append(initial, m.name+"="+m.peer.String())
+		c.mu.Lock()
 		c.members = append(c.members, m)
+		c.mu.Unlock()
 	}
 	for _, m := range c.members {
 		m.initial = strings.Join(initial, ",")
 	}
-	t.Cleanup(c.close)
 	// Members of a new cluster wait for each other: start all, then wait.
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -104,14 +132,15 @@ func start(t testing.TB, n int, clientTLS *transport.TLSInfo, opts ...Option) *C
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("etcdtest: start member %d: %v", i, err)
+			return fmt.Errorf("start member %d: %w", i, err)
 		}
 	}
-	return c
+	return nil
 }
 
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t testing.TB) string {
+// freeAddr returns a loopback address with a port free a moment ago (a
+// variable for the test that makes it lose the race).
+var freeAddr = func(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
