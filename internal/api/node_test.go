@@ -5,6 +5,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server"
 )
 
 // GET /v1/nodes/{name} describes a node to the admin, each GPU on its
@@ -30,5 +33,19 @@ func TestNodeRoute(t *testing.T) {
 		if got := servedByFollower(httptest.NewRequest("GET", path, nil)); got != follower {
 			t.Errorf("GET %s served by a follower: %v, want %v", path, got, follower)
 		}
+	}
+}
+
+// A queued job's Why names the nodes its next attempt keeps off; a job
+// that is not queued has none to name.
+func TestWhyAvoidNodes(t *testing.T) {
+	j := &model.Job{ID: "j", Status: model.JobStatus{State: model.StateQueued, Attempts: []model.Attempt{
+		{Number: 1, Nodes: []string{"n1"}, Reason: "Failed", FailedNode: "n1"}}}}
+	if got := newWhy(server.Why{Job: j}).AvoidNodes; len(got) != 1 || got[0] != "n1" {
+		t.Errorf("queued: avoid_nodes %v, want [n1]", got)
+	}
+	j.Status.State = model.StateRunning
+	if got := newWhy(server.Why{Job: j}).AvoidNodes; got != nil {
+		t.Errorf("running: avoid_nodes %v, want none", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
 )
@@ -129,6 +130,9 @@ type Why struct {
 	// Policies say what operator policies did to the job's priority in
 	// the last cycle; the job's spec keeps its own.
 	Policies []string `json:"policies"`
+	// AvoidNodes are, for a queued job, the nodes where its attempts
+	// failed, which its next attempt keeps off while another node fits.
+	AvoidNodes []string `json:"avoid_nodes,omitempty"`
 }
 
 // RegionEstimate is one allowed region of a queued job in Why.Regions.
@@ -154,6 +158,8 @@ func newWhy(why server.Why) Why {
 	}
 	if j.Status.State != model.StateQueued {
 		out.Region = ""
+	} else {
+		out.AvoidNodes = sched.AvoidedNodes(j)
 	}
 	if out.Policies == nil {
 		out.Policies = []string{}

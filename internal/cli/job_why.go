@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/allot-dev/allot/internal/client"
@@ -41,6 +42,9 @@ func whyPrinter(w client.Why, now time.Time) printer {
 	}
 	if w.Region != "" {
 		fs.add("Region", w.Region)
+	}
+	if len(w.AvoidNodes) > 0 {
+		fs.add("Avoids", strings.Join(w.AvoidNodes, ", ")+" (attempts failed there: used only when no other node fits)")
 	}
 	if w.State == "Queued" {
 		// A job that runs or has ended has no start to estimate.

@@ -77,6 +77,9 @@ type Why struct {
 	// Policies say what operator policies did to the job's priority in
 	// the server's last cycle.
 	Policies []string `json:"policies"`
+	// AvoidNodes are the nodes where a queued job's attempts failed, which
+	// its next attempt keeps off while another node fits.
+	AvoidNodes []string `json:"avoid_nodes"`
 }
 
 // RegionEstimate is one allowed region of a queued job: its estimated

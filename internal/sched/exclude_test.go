@@ -269,3 +269,20 @@ func TestRetryAvoidsFailedNodes(t *testing.T) {
 		})
 	}
 }
+
+// AvoidedNodes lists where a job's attempts failed, once each, in order,
+// but for the node of its checkpoint until two attempts failed there.
+func TestAvoidedNodes(t *testing.T) {
+	w := twoLeaves()
+	j := w.Job("c", "alice").FailedOn("h-l1-1", "h-l2-2", "h-l1-1").CheckpointOn("h-l2-2").Job
+	if got := sched.AvoidedNodes(j); !slices.Equal(got, []string{"h-l1-1"}) {
+		t.Errorf("one failure on the checkpoint's node: %v, want [h-l1-1]", got)
+	}
+	j = w.Job("d", "alice").FailedOn("h-l1-1", "h-l2-2", "h-l2-2").CheckpointOn("h-l2-2").Job
+	if got := sched.AvoidedNodes(j); !slices.Equal(got, []string{"h-l1-1", "h-l2-2"}) {
+		t.Errorf("two failures on the checkpoint's node: %v, want [h-l1-1 h-l2-2]", got)
+	}
+	if got := sched.AvoidedNodes(w.Job("e", "alice").Job); got != nil {
+		t.Errorf("no failure: %v", got)
+	}
+}

@@ -260,6 +260,23 @@ func (st *state) checkpointNode(a *attempt) *NodeInfo {
 // checkpoint make the job give up going back there.
 const checkpointFailures = 2
 
+// AvoidedNodes are the nodes queued job j's next attempt keeps off while
+// another node fits, in the order its attempts failed there: every node of
+// an attempt's FailedNode, but the node of its checkpoint while fewer than
+// checkpointFailures attempts failed there (placement prefers that node).
+func AvoidedNodes(j *model.Job) []string {
+	var out []string
+	for _, at := range j.Status.Attempts {
+		n := at.FailedNode
+		if n == "" || slices.Contains(out, n) ||
+			(n == j.Status.CheckpointNode && failuresOn(j, n) < checkpointFailures) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
 // failuresOn counts the attempts of j that failed on node.
 func failuresOn(j *model.Job, node string) int {
 	n := 0
