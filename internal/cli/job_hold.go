@@ -129,9 +129,10 @@ on (placement.exclude_nodes, as scontrol update ExcNodeList=). A list
 replaces the one the job had; none removes it. The next scheduling
 cycle orders the queue by the priority; a begin time later than now keeps
 the job Queued until then (reason BeginTime). A job waiting to be retried
-is queued too: exclude the node its attempts failed on ('allot job show'
-names it) to keep the retry off it. A job that has started keeps them all: changing them is refused (Conflict), as its placement
-and any preemption were decided by them. It prints each job's outcome and
+is queued too: exclude the node its attempts failed on ('allot job why'
+names it) to keep the retry off it for sure. A job that has started keeps
+them all: changing them is refused (Conflict), as its placement and any
+preemption were decided by them. It prints each job's outcome and
 exits with status 1 if any failed (status 2 for one job the server refused).`,
 		Example: `  allot job update train-llama-1k8lhkvh808cr --priority standard:50
   allot job update j-1 j-2 --priority spot

@@ -44,8 +44,8 @@ type JobUpdate struct {
 	Nodes, ExcludeNodes *[]string
 }
 
-// UpdateJob changes a queued job's priority and begin time, both or
-// neither, and returns it as it is afterwards.
+// UpdateJob changes what u gives of a queued job, all of it or nothing,
+// and returns the job as it is afterwards.
 func (c *Client) UpdateJob(ctx context.Context, id string, u JobUpdate) (Job, error) {
 	m := map[string]any{}
 	if u.Priority != "" {

@@ -19,8 +19,9 @@ type attempt struct {
 	res    int // index of the reservation the job asks for, -1 for none
 	// only and exclude hold the nodes of placement.nodes and
 	// placement.exclude_nodes, by index, once each: a filter like Ready
-	// (excludes). avoid holds the nodes where its attempts failed: a
-	// preference only, placement goes elsewhere when another node fits.
+	// (excludes). avoid holds AvoidedNodes, the nodes where its attempts
+	// failed: a preference only, placement goes elsewhere when another
+	// node fits.
 	// All are nil for nearly every job.
 	only, exclude, avoid []int
 }
@@ -44,10 +45,8 @@ func (st *state) newAttempt(j *model.Job, t *tenantState) *attempt {
 			a.only = noNodes // names no node of the fleet: none allowed
 		}
 	}
-	for _, at := range j.Status.Attempts {
-		if at.FailedNode != "" {
-			a.avoid = st.nodeIndices([]string{at.FailedNode}, a.avoid)
-		}
+	if len(j.Status.Attempts) > 0 {
+		a.avoid = st.nodeIndices(AvoidedNodes(j), nil)
 	}
 	return a
 }

@@ -238,7 +238,8 @@ func (st *state) placeAmong(a *attempt, cands []*NodeInfo, filter func(*NodeInfo
 // afresh), so placement prefers it to any score: the work a checkpoint
 // saves outweighs a better packed node. One failed attempt there does not
 // outweigh it (the fault may be the job's own); a second one does, and
-// the job then avoids the node like any other where it failed.
+// the job then avoids the node like any other where it failed
+// (AvoidedNodes).
 func (st *state) checkpointNode(a *attempt) *NodeInfo {
 	name := a.job.Status.CheckpointNode
 	if name == "" || failuresOn(a.job, name) >= checkpointFailures {
@@ -319,19 +320,15 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 		if d.slots < a.count {
 			continue
 		}
-		if len(a.avoid) == 0 {
-			sort.SliceStable(d.leaves, func(x, y int) bool { return d.leaves[x].slots > d.leaves[y].slots })
-		} else {
-			// Of leaves with as many slots, those holding fewer nodes where
-			// the job failed come first.
-			sort.SliceStable(d.leaves, func(x, y int) bool {
-				lx, ly := d.leaves[x], d.leaves[y]
-				if lx.slots != ly.slots {
-					return lx.slots > ly.slots
-				}
-				return avoidedIn(a, lx) < avoidedIn(a, ly)
-			})
-		}
+		// Of leaves with as many slots, those holding fewer nodes where the
+		// job failed come first.
+		sort.SliceStable(d.leaves, func(x, y int) bool {
+			lx, ly := d.leaves[x], d.leaves[y]
+			if lx.slots != ly.slots || len(a.avoid) == 0 {
+				return lx.slots > ly.slots
+			}
+			return avoidedIn(a, lx) < avoidedIn(a, ly)
+		})
 		k, got := 0, 0
 		for got < a.count {
 			got += d.leaves[k].slots

@@ -485,8 +485,8 @@ func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*
 }
 
 // NodeFailure is one attempt that failed on a node: what 'allot node show'
-// lists under "Failed attempts" (server memory; a restarted server, or a
-// new leader, starts with none).
+// lists under "Failures" (server memory; a restarted server, or a new
+// leader, starts with none).
 type NodeFailure struct {
 	Job, Tenant string
 	Attempt     int
