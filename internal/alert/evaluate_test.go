@@ -72,6 +72,14 @@ func panics(n float64) Values {
 }
 
 // failed is the failed-attempt counters of nodes n1 and n2.
+// autoDrained is allot_node_auto_drained with n1 at v, n2 at 0.
+func autoDrained(v float64) Values {
+	vs := Values{}
+	vs.Add("allot_node_auto_drained", v, "node", "n1", "region", "eu", "cluster", "c1")
+	vs.Add("allot_node_auto_drained", 0, "node", "n2", "region", "eu", "cluster", "c1")
+	return vs
+}
+
 func failed(n1, n2 float64) Values {
 	v := Values{}
 	v.Add("allot_node_failed_attempts_total", n1, "node", "n1")
@@ -130,6 +138,12 @@ func TestRules(t *testing.T) {
 			{at: 6 * m, values: failed(1, 0)},
 			{at: 12 * m, values: failed(2, 0)},
 			{at: 18 * m, values: failed(3, 0)},
+		}},
+		{"AllotNodeAutoDrained", []step{
+			{at: 0, values: autoDrained(0)},
+			{at: m, values: autoDrained(1), want: Firing, fired: true}, // no `for`: a drain is news at once
+			{at: 30 * m, values: autoDrained(1), want: Firing},
+			{at: 31 * m, values: autoDrained(0), want: Resolved, solved: true},
 		}},
 		{"AllotCycleSlow", []step{
 			{at: 0, values: cycles(0, 0)},

@@ -148,6 +148,22 @@ var Rules = []Rule{
 		},
 	},
 	{
+		Name: "AllotNodeAutoDrained", Severity: "warning",
+		Thresholds: []float64{1},
+		cond: func(v Values, _ *history, _ time.Time) []Instance {
+			var out []Instance
+			for _, s := range v["allot_node_auto_drained"] {
+				if s.Value == 1 {
+					out = append(out, Instance{pick(s, "node", "region", "cluster"), s.Value})
+				}
+			}
+			return out
+		},
+		summary: func(i Instance) string {
+			return fmt.Sprintf("allot drained node %s (%s/%s): jobs of several tenants failed there", i.Labels["node"], i.Labels["region"], i.Labels["cluster"])
+		},
+	},
+	{
 		Name: "AllotCycleSlow", Severity: "warning", For: 10 * time.Minute,
 		Thresholds: []float64{cycleBound}, Window: cycleWindow,
 		cond: func(v Values, h *history, now time.Time) []Instance {

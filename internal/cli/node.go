@@ -60,7 +60,11 @@ every requeued job's processes stopped, so that the host may be rebooted
 (exit status 1 when they have not by then). The reason is required; 'allot
 node list' shows it, and the audit log records who drained the node and why.
 The drain is kept in the store: it survives restarts of the server and of
-the node's agent. Draining a drained node replaces its reason.`,
+the node's agent. Draining a drained node replaces its reason.
+
+The server drains a node itself (by "server") when attempts of several jobs,
+of two tenants or more, failed there and on no other node: see 'allot
+server --help' (--drain-after-failures).`,
 		Example: `  allot node drain eastus-h100-03 --reason "GPU 5 XID 79, RMA ticket 4411"
   allot node drain eastus-h100-03 --reason "firmware 550.54" --requeue --wait 10m && ssh eastus-h100-03 sudo reboot
   allot node list | grep Draining`,
@@ -184,9 +188,10 @@ func newNodeResumeCmd(conn *connection) *cobra.Command {
 	return &cobra.Command{
 		Use:   "resume NAME",
 		Short: "Put a drained node back in service",
-		Long: `resume ends a node's drain: the scheduler places work on it again (a node
-whose agent is away stays NotReady until it is back). A node that is not
-drained is left as it is.`,
+		Long: `resume ends a node's drain, an administrator's or the server's own: the
+scheduler places work on it again (a node whose agent is away stays NotReady
+until it is back), and the jobs that failed there before no longer count
+toward draining it again. A node that is not drained is left as it is.`,
 		Example: `  allot node resume eastus-h100-03`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -46,6 +46,7 @@ type serveFlags struct {
 	limits                       api.Limits // of the HTTP API; zero fields take the defaults
 	maxLost                      int
 	retryBackoff                 time.Duration // --retry-backoff
+	drainAfterFailures           int           // --drain-after-failures
 	logMemoryMiB                 int64
 	maxJobsPerTenant             int
 	jobRetention                 time.Duration
@@ -83,6 +84,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.IntVar(&f.limits.UnauthBurst, "unauth-burst", api.DefaultUnauthBurst, "requests with a missing or unknown token a source address may make at once")
 	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
 	fl.IntVar(&f.maxLost, "max-lost-attempts", server.DefaultMaxLost, "attempts of one job that may be lost with their node (with a doubling back-off from 10s between them) before the job fails")
+	fl.IntVar(&f.drainAfterFailures, "drain-after-failures", server.DefaultDrainAfterFailures, "drain a node once attempts of this many jobs, of two tenants or more, failed on it within 10m and on no other node (a bad host, as a Slurm health check would find); one node in 10m and at most a tenth of the fleet is drained so; 'allot node resume' ends it (0: never)")
 	fl.DurationVar(&f.retryBackoff, "retry-backoff", server.DefaultRetryBackoff, "hold a failed job this long before its first retry, twice as long before each next one, at most 5m (as a Kubernetes Job backs off; 0: retry at once)")
 	fl.DurationVar(&f.jobRetention, "job-retention", 0, "delete jobs from the store this long after they ended, e.g. 2160h (at least 768h, 32 days: a month's budget reads the month's jobs); what they ran stays in per-day roll-ups that cost and usage reports by tenant, region or SKU read; reports by job then lack them and say so (0: keep them for ever)")
 	fl.IntVar(&f.maxJobsPerTenant, "max-jobs-per-tenant", server.DefaultMaxJobsPerTenant, "jobs of one tenant that may be not ended at once (Slurm's MaxSubmitJobs); a tenant's submit past it is refused with QuotaExceeded (0: no bound)")
@@ -173,6 +175,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
 	if f.maxLost < 1 {
 		return Usage(fmt.Errorf("--max-lost-attempts %d: want at least 1", f.maxLost))
+	}
+	if f.drainAfterFailures < 0 || f.drainAfterFailures == 1 || f.drainAfterFailures > server.MaxDrainAfterFailures {
+		return Usage(fmt.Errorf("--drain-after-failures %d: want 0 (never) or 2 to %d", f.drainAfterFailures, server.MaxDrainAfterFailures))
 	}
 	if f.retryBackoff < 0 {
 		return Usage(fmt.Errorf("--retry-backoff %s: want 0 (retry at once) or more", f.retryBackoff))
@@ -279,7 +284,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
 		Sched:   f.schedConfig(),
-		MaxLost: f.maxLost, RetryBackoff: retryBackoff(f.retryBackoff), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: maxJobs(f.maxJobsPerTenant), JobRetention: f.jobRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
+		MaxLost: f.maxLost, RetryBackoff: off(f.retryBackoff), DrainAfterFailures: off(f.drainAfterFailures), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: off(f.maxJobsPerTenant), JobRetention: f.jobRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {
@@ -475,20 +480,13 @@ func notHere(err error, flag string) error {
 	return fmt.Errorf("%w (paths are relative to the current directory, and the defaults are the repository's examples/: run from its root, or pass %s FILE)", err, flag)
 }
 
-// maxJobs is server.Config.MaxJobsPerTenant for --max-jobs-per-tenant n,
-// where 0 means no bound.
-// retryBackoff maps --retry-backoff 0 (retry at once) to the server's
-// negative, for which 0 is the default.
-func retryBackoff(d time.Duration) time.Duration {
-	if d == 0 {
+// off maps a flag's 0, which turns a server setting off (--retry-backoff
+// 0: retry at once; --max-jobs-per-tenant 0: no bound;
+// --drain-after-failures 0: never), to the server's negative, for which 0
+// is the default.
+func off[T int | time.Duration](v T) T {
+	if v == 0 {
 		return -1
 	}
-	return d
-}
-
-func maxJobs(n int) int {
-	if n == 0 {
-		return -1
-	}
-	return n
+	return v
 }

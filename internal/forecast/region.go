@@ -60,7 +60,8 @@ func Candidates(f *model.Fleet, spec *model.JobSpec) []string {
 }
 
 // Price is the cheapest price per GPU-hour, in USD, of a node SKU in region
-// that can hold one instance of spec (its GPU model, enough GPUs): the spot
+// that can hold one instance of spec (its GPU model, enough GPUs), among
+// the nodes its placement.nodes and exclude_nodes leave it: the spot
 // price for spot work, the on-demand price otherwise. It is 0 for work
 // that asks for no GPU, and false when no such SKU is in the region.
 func Price(f *model.Fleet, spec *model.JobSpec, region string) (float64, bool) {
@@ -68,7 +69,7 @@ func Price(f *model.Fleet, spec *model.JobSpec, region string) (float64, bool) {
 	best, found := 0.0, false
 	for _, n := range f.Nodes {
 		sku, ok := f.Catalog[n.SKU]
-		if n.Region != region || !ok {
+		if n.Region != region || !ok || !spec.Placement.AllowsNode(n.Name) {
 			continue
 		}
 		if r.GPUsPerInstance == 0 {

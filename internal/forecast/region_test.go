@@ -1,6 +1,7 @@
 package forecast_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,25 @@ func TestPrice(t *testing.T) {
 	spec.Resources.GPUModels = []string{"H100"}
 	if _, ok := forecast.Price(f, &spec, "westus"); ok {
 		t.Error("a price for H100 in westus, which has none")
+	}
+
+	// Nodes the job's lists rule out are no choice: without westus's T4s
+	// its price is the A100's; named nodes in eastus only leave eastus.
+	spec = NewWorld().Job("j", "a").Models("A100", "T4").Job.Spec
+	spec.Placement.ExcludeNodes = []string{"w-1", "w-2"}
+	a100Spec := NewWorld().Job("j", "a").Models("A100").Job.Spec
+	a100, _ := forecast.Price(f, &a100Spec, "westus")
+	if p, ok := forecast.Price(f, &spec, "westus"); !ok || p != a100 {
+		t.Errorf("westus without its T4s: %v %v, want the A100's %v", p, ok, a100)
+	}
+	spec.Placement.ExcludeNodes = nil
+	spec.Placement.Nodes = []string{"e-2"}
+	if got := forecast.Candidates(f, &spec); fmt.Sprint(got) != "[eastus]" {
+		t.Errorf("candidates of a job allowed only e-2: %v, want [eastus]", got)
+	}
+	spec.Placement.ExcludeNodes = []string{"e-2"}
+	if got := forecast.Candidates(f, &spec); len(got) != 0 {
+		t.Errorf("candidates of a job whose one allowed node is excluded: %v, want none", got)
 	}
 }
 

@@ -410,7 +410,7 @@ func excludedText(n int, kind string) string {
 // many are lost (NotReady) and how many drained, naming only the kinds
 // there are, then the first of those nodes by name ("…: n1, n2 and 3 more").
 func unreadyText(capable, notReady, draining int, names []string) string {
-	const lost, drained = "NotReady (their agents do not heartbeat)", "Draining (taken out of service by an administrator)"
+	const lost, drained = "NotReady (their agents do not heartbeat)", "Draining (taken out of service for maintenance or a fault)"
 	var s string
 	switch {
 	case draining == 0:
@@ -418,7 +418,7 @@ func unreadyText(capable, notReady, draining int, names []string) string {
 	case notReady == 0:
 		s = allNodesText(capable, "capable") + " " + drained
 	default:
-		s = fmt.Sprintf("all %d capable nodes are NotReady or Draining: %d NotReady, %d Draining (taken out of service by an administrator)",
+		s = fmt.Sprintf("all %d capable nodes are NotReady or Draining: %d NotReady, %d Draining (taken out of service for maintenance or a fault)",
 			capable, notReady, draining)
 	}
 	if len(names) == 0 {

@@ -77,7 +77,7 @@ func TestAdmit(t *testing.T) {
 			return w
 		},
 		want:      map[string]sched.Reason{"j": sched.NoReadyNodes},
-		detailHas: map[string]string{"j": "all 4 capable nodes are Draining (taken out of service by an administrator): h-l1-1, h-l1-2, h-l2-1 and 1 more"},
+		detailHas: map[string]string{"j": "all 4 capable nodes are Draining (taken out of service for maintenance or a fault): h-l1-1, h-l1-2, h-l2-1 and 1 more"},
 	}, {
 		name: "a gang with room for all but the power for some: PowerCapped",
 		world: func() *World {
@@ -120,7 +120,7 @@ func TestAdmit(t *testing.T) {
 			return w
 		},
 		want:        map[string]sched.Reason{"j": sched.NoReadyNodes},
-		detailHas:   map[string]string{"j": "all 2 capable nodes are Draining (taken out of service by an administrator): t4-1, t4-2"},
+		detailHas:   map[string]string{"j": "all 2 capable nodes are Draining (taken out of service for maintenance or a fault): t4-1, t4-2"},
 		detailLacks: map[string]string{"j": "NotReady"},
 	}, {
 		name: "a job beyond guarantee and borrowing limit together",

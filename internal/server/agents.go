@@ -479,7 +479,10 @@ func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*
 	if node := failedBy(old, j); node != "" {
 		s.m.nodeFailed.WithLabelValues(node).Inc()
 		a := j.Status.Attempts[len(j.Status.Attempts)-1]
-		s.noteFailure(node, NodeFailure{Job: j.ID, Tenant: j.Spec.Tenant, Attempt: a.Number, ExitCode: a.ExitCode, At: a.Ended, Detail: a.Detail})
+		s.noteFailure(node, NodeFailure{Job: j.ID, Tenant: j.Spec.Tenant, Attempt: a.Number, ExitCode: a.ExitCode, At: a.Ended, Detail: a.Detail,
+			steered:   len(j.Spec.Placement.Nodes)+len(j.Spec.Placement.ExcludeNodes) > 0,
+			elsewhere: slices.ContainsFunc(j.Status.Attempts, func(b model.Attempt) bool { return b.Reason == "Failed" && b.FailedNode != node })})
+		s.drainIfFailing(ctx, node)
 	}
 	return j, nil
 }
@@ -493,10 +496,19 @@ type NodeFailure struct {
 	ExitCode    int
 	At          time.Time
 	Detail      string // the attempt's: which rank, how it ended
+
+	// What faildrain.go weighs: the job named its nodes; an earlier
+	// attempt of it failed on another node (a lost node is no failure).
+	steered, elsewhere bool
 }
 
-// nodeFailuresKept is how many failed attempts per node the server keeps.
-const nodeFailuresKept = 5
+// nodeFailuresKept is how many failed attempts per node the server keeps
+// (the evidence of faildrain.go); nodeFailuresShown of them, the latest,
+// are what 'allot node show' lists.
+const (
+	nodeFailuresKept  = 20
+	nodeFailuresShown = 5
+)
 
 // noteFailure keeps f among node's latest failures.
 func (s *Server) noteFailure(node string, f NodeFailure) {

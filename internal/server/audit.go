@@ -52,7 +52,7 @@ const (
 type AuditRecord struct {
 	ID     string    `json:"id"` // the key after /audit/: sorts by time
 	Time   time.Time `json:"time"`
-	Actor  string    `json:"actor"`           // Principal.Name: a tenant, "admin", or "server"
+	Actor  string    `json:"actor"`           // Principal.Name: a tenant, "admin", "node:NAME", "endpoint:NAME" or "server" (the server acting on its own)
 	Token  string    `json:"token,omitempty"` // the name of the token that acted, when it has one
 	Action string    `json:"action"`
 	Object string    `json:"object"` // what was acted on: "quota-request/qr-…", "token/ab12…", …

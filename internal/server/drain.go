@@ -16,9 +16,11 @@ import (
 // keep, so it survives restarts and failover, and neither a heartbeat nor
 // the agent registering again undoes it. A node that stops heartbeating
 // while drained is NotReady (its work is requeued) and Draining again once
-// its agent is back.
+// its agent is back. The server drains a node itself when jobs of several
+// tenants fail there (faildrain.go); such a drain is By "server".
 
-// NodeDrain is an administrator's drain of a node.
+// NodeDrain is a drain of a node: an administrator's, the fleet file's
+// ("fleet file") or the server's own ("server").
 type NodeDrain struct {
 	Reason string    `json:"reason"`
 	By     string    `json:"by"`
@@ -78,6 +80,9 @@ func (s *Server) setDrain(ctx context.Context, p Principal, name string, d *Node
 			s.log.Info("node drained", "node", name, "by", p.Name(), "reason", d.Reason)
 		} else {
 			s.log.Info("node resumed", "node", name, "by", p.Name())
+			s.beatsMu.Lock()
+			s.resumed[name] = s.clock.Now() // the host was seen to: its earlier failures no longer count (faildrain.go)
+			s.beatsMu.Unlock()
 		}
 		s.Kick()
 	}

@@ -69,12 +69,18 @@ type Principal struct {
 	// Token is the name the token was given at creation ("" when none):
 	// the audit log records it next to Name.
 	Token string
+	// System is set, with Admin, when the server acts on its own (a drain
+	// of a node that fails jobs, faildrain.go): Name is System. No token
+	// carries it.
+	System string
 }
 
 // Name is the principal's name in logs and rate limits: the tenant,
-// "admin", "node:NAME" or "endpoint:NAME".
+// "admin", "node:NAME", "endpoint:NAME" or the server's own ("server").
 func (p Principal) Name() string {
 	switch {
+	case p.System != "":
+		return p.System
 	case p.Endpoint != "":
 		return "endpoint:" + p.Endpoint
 	case p.Admin:

@@ -312,11 +312,14 @@ func TestAgentModeLifecycle(t *testing.T) {
 }
 
 // A node keeps its latest failed attempts, oldest first, at most
-// nodeFailuresKept.
+// nodeFailuresKept; node show lists the latest nodeFailuresShown.
 func TestNodeFailuresKept(t *testing.T) {
 	srv, _ := agentHarness(t)
 	for i := 1; i <= nodeFailuresKept+2; i++ {
 		srv.noteFailure("h100-01", NodeFailure{Job: fmt.Sprintf("j%d", i), Attempt: 1})
+	}
+	if fs := srv.failures["h100-01"]; len(fs) != nodeFailuresKept || fs[0].Job != "j3" {
+		t.Errorf("kept %d from %s, want %d from j3", len(fs), fs[0].Job, nodeFailuresKept)
 	}
 	d, err := srv.Node("h100-01")
 	if err != nil {
@@ -326,8 +329,10 @@ func TestNodeFailuresKept(t *testing.T) {
 	for _, f := range d.Failures {
 		got = append(got, f.Job)
 	}
-	if want := []string{"j3", "j4", "j5", "j6", "j7"}; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("kept %v, want %v", got, want)
+	n := nodeFailuresKept + 2
+	want := []string{fmt.Sprintf("j%d", n-4), fmt.Sprintf("j%d", n-3), fmt.Sprintf("j%d", n-2), fmt.Sprintf("j%d", n-1), fmt.Sprintf("j%d", n)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("shown %v, want %v", got, want)
 	}
 }
 

@@ -257,7 +257,7 @@ type nodeRecord struct {
 	UpdatedAt time.Time   `json:"updated_at,omitzero"`
 	Address   string      `json:"address,omitempty"`
 	GPUs      []gpuRecord `json:"gpus,omitempty"`
-	// Drain, when set, is the administrator's drain (drain.go): a Ready
+	// Drain, when set, is the node's drain (drain.go, faildrain.go): a Ready
 	// node is Draining while it stands.
 	Drain *NodeDrain `json:"drain,omitempty"`
 }

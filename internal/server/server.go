@@ -59,6 +59,11 @@ type Config struct {
 	// it doubles with each retry up to 5 minutes (lifecycle.go). 0 means
 	// DefaultRetryBackoff; negative retries at once.
 	RetryBackoff time.Duration
+	// DrainAfterFailures is how many different jobs, of two tenants or
+	// more, must have failed on a node within 10 minutes (and on no other
+	// node) for the server to drain it itself (faildrain.go); 0 means
+	// DefaultDrainAfterFailures, negative never; 2 to MaxDrainAfterFailures.
+	DrainAfterFailures int
 	// JobRetention, when positive (at least MinJobRetention), is how long
 	// after they ended jobs stay in the store; the leader deletes older
 	// ones (retention.go). 0 keeps them for ever.
@@ -151,17 +156,20 @@ type Server struct {
 	worldMu sync.Mutex // guards building world; readers use w
 	w       atomic.Pointer[world]
 
-	agentMode   bool          // nodes are Agents: job states follow reported facts
-	nodeTimeout time.Duration // of Agents
-	beatsMu     sync.Mutex    // guards beats and failures
-	beats       map[string]time.Time
-	failures    map[string][]NodeFailure // by node, the latest last (nodeFailuresKept at most)
-	logs        *logBook
-	ep          *endpointBook // inference endpoints (endpoints.go)
-	pol         policyBook    // operator policies (policies.go)
-	regions     regionBook    // when queued jobs were last weighed for a move (region.go)
-	alerts      *alertBook    // built-in alerts (alerts.go)
-	budget      *budgetBook   // tenants' month's cost against their budgets (budget.go)
+	agentMode     bool          // nodes are Agents: job states follow reported facts
+	nodeTimeout   time.Duration // of Agents
+	beatsMu       sync.Mutex    // guards beats, failures and resumed
+	beats         map[string]time.Time
+	failures      map[string][]NodeFailure // by node, the latest last (nodeFailuresKept at most)
+	resumed       map[string]time.Time     // by node, when an administrator last resumed it
+	autoDrainMu   sync.Mutex               // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
+	lastAutoDrain time.Time                // when this server last drained a failing node
+	logs          *logBook
+	ep            *endpointBook // inference endpoints (endpoints.go)
+	pol           policyBook    // operator policies (policies.go)
+	regions       regionBook    // when queued jobs were last weighed for a move (region.go)
+	alerts        *alertBook    // built-in alerts (alerts.go)
+	budget        *budgetBook   // tenants' month's cost against their budgets (budget.go)
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -191,6 +199,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.RetryBackoff == 0 {
 		cfg.RetryBackoff = DefaultRetryBackoff
+	}
+	if cfg.DrainAfterFailures == 0 {
+		cfg.DrainAfterFailures = DefaultDrainAfterFailures
+	}
+	if cfg.DrainAfterFailures > MaxDrainAfterFailures || cfg.DrainAfterFailures == 1 {
+		return nil, fmt.Errorf("server: draining a node after %d failed jobs: want 2 (jobs of two tenants) to %d (the failures the server remembers)", cfg.DrainAfterFailures, MaxDrainAfterFailures)
 	}
 	if cfg.MaxPendingWrites <= 0 {
 		cfg.MaxPendingWrites = DefaultMaxPendingWrites
@@ -229,6 +243,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.beats = map[string]time.Time{}
 	s.failures = map[string][]NodeFailure{}
+	s.resumed = map[string]time.Time{}
 	s.logs = newLogBook(cmp.Or(cfg.LogMemory, DefaultLogMemory))
 	s.ep = newEndpointBook()
 	s.alerts = newAlertBook(cfg, s)

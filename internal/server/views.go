@@ -68,7 +68,7 @@ type NodeDetail struct {
 	LastHeartbeat time.Time
 	GPUs          []GPUUse // by index
 	// Failures are the latest attempts that failed on the node that this
-	// server saw, oldest first (at most nodeFailuresKept).
+	// server saw, oldest first (at most nodeFailuresShown).
 	Failures []NodeFailure
 }
 
@@ -99,7 +99,8 @@ func (s *Server) Node(name string) (NodeDetail, error) {
 	d := NodeDetail{Address: rec.Address, HealthSince: rec.UpdatedAt}
 	s.beatsMu.Lock()
 	d.LastHeartbeat = s.beats[name]
-	d.Failures = slices.Clone(s.failures[name])
+	fs := s.failures[name]
+	d.Failures = slices.Clone(fs[max(0, len(fs)-nodeFailuresShown):])
 	s.beatsMu.Unlock()
 	d.GPUs = make([]GPUUse, sku.GPUs)
 	for g := range d.GPUs {

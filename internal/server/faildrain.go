@@ -1,0 +1,180 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/store"
+)
+
+// A host with a bad GPU, driver or disk fails every job placed on it. A
+// retry keeps off the node its attempt failed on (the core's avoid list),
+// but each new job lands there again while the node stays Ready. So the
+// server drains such a node itself, as Slurm drains a node its health check
+// fails, once the failures point at the host rather than at the jobs:
+//
+//   - attempts of Config.DrainAfterFailures different jobs failed on the
+//     node within failureDrainWindow and since an administrator last
+//     resumed it (an instance there exited non-zero or was killed; lost
+//     nodes and time limits do not count);
+//   - the jobs belong to two tenants or more, so that no tenant can drain
+//     nodes by submitting jobs that fail;
+//   - none of them failed on another node as well (a job that fails
+//     wherever it runs is at fault itself), and none named its nodes
+//     (placement.nodes or exclude_nodes steer a job to a node: a failure
+//     there says nothing of the host);
+//   - at most a tenth of the fleet (at least one node) stands drained by
+//     the server at once, and it drains at most one node per
+//     failureDrainWindow: a fault shared by many jobs (a bad image used by
+//     two tenants, a storage outage) fails jobs wherever they land and can
+//     look like a bad host, one node after the other; the bounds give the
+//     operator, paged by AllotNodeAutoDrained at the first drain, time to
+//     see it before more of the fleet goes. AllotNodeFailingJobs still
+//     fires for the nodes left in service.
+//
+// The drain is an ordinary one (drain.go): the work on the node runs on,
+// nothing new lands there, 'allot node resume' ends it, and its reason lists
+// the failed attempts. The evidence is this server's memory of failures
+// (Server.failures); a restarted server or a new leader starts with none.
+
+// DefaultDrainAfterFailures is Config.DrainAfterFailures' default.
+const DefaultDrainAfterFailures = 3
+
+// failureDrainWindow is how recent the failures must be; the same window as
+// the alert AllotNodeFailingJobs.
+const failureDrainWindow = 10 * time.Minute
+
+// MaxDrainAfterFailures bounds Config.DrainAfterFailures: the server keeps
+// at most nodeFailuresKept failures of a node.
+const MaxDrainAfterFailures = nodeFailuresKept / 2
+
+// autoDrainer is the name the server's own drains record as By, as its
+// audit records name it.
+const autoDrainer = "server"
+
+// failureEvidence is the case against node: the latest failure of each job
+// that counts, oldest first, and how many tenants they belong to.
+type failureEvidence struct {
+	failures []NodeFailure
+	tenants  int
+}
+
+// hostFailures is the evidence failures (the server's memory, by node) hold
+// against node at now: the latest failure there of each job that failed
+// within failureDrainWindow and after since (the node's last resume: the
+// host was seen to), named no nodes and failed on no other node.
+func hostFailures(node string, failures map[string][]NodeFailure, since, now time.Time) failureEvidence {
+	elsewhere := map[string]bool{}
+	for n, fs := range failures {
+		if n == node {
+			continue
+		}
+		for _, f := range fs {
+			elsewhere[f.Job] = true
+		}
+	}
+	var ev failureEvidence
+	tenants := map[string]bool{}
+	fs := failures[node]
+	for i := len(fs) - 1; i >= 0; i-- {
+		f := fs[i]
+		if now.Sub(f.At) > failureDrainWindow || !f.At.After(since) || f.steered || f.elsewhere || elsewhere[f.Job] ||
+			slices.ContainsFunc(ev.failures, func(g NodeFailure) bool { return g.Job == f.Job }) {
+			continue
+		}
+		ev.failures = append(ev.failures, f)
+		tenants[f.Tenant] = true
+	}
+	slices.Reverse(ev.failures)
+	ev.tenants = len(tenants)
+	return ev
+}
+
+// enough reports whether ev makes the case for a drain needing jobs jobs.
+func (ev failureEvidence) enough(jobs int) bool {
+	return jobs > 0 && len(ev.failures) >= jobs && ev.tenants >= 2
+}
+
+// reason is the drain's reason: what failed, and how to undo it.
+func (ev failureEvidence) reason(node string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "attempts of %d jobs of %d tenants failed here within %s, on no other node:", len(ev.failures), ev.tenants, failureDrainWindow)
+	for i, f := range ev.failures {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, " %s (%s) exit %d", f.Job, f.Tenant, f.ExitCode)
+	}
+	fmt.Fprintf(&b, "; check the host, then allot node resume %s", node)
+	return b.String()
+}
+
+// drainIfFailing drains node when the failures this server saw there make
+// the case (see the top of this file). It is called after each failure is
+// noted; an error writing the drain is logged, not returned: the failure
+// itself is recorded.
+func (s *Server) drainIfFailing(ctx context.Context, node string) {
+	need := s.cfg.DrainAfterFailures
+	if need <= 0 {
+		return
+	}
+	s.autoDrainMu.Lock() // one decision at a time: the bound counts the others' drains
+	defer s.autoDrainMu.Unlock()
+	now := s.clock.Now().UTC()
+	s.beatsMu.Lock()
+	ev := hostFailures(node, s.failures, s.resumed[node], now)
+	s.beatsMu.Unlock()
+	if !ev.enough(need) {
+		return
+	}
+	w := s.world()
+	if n, ok := w.nodes[node]; !ok || n.Health != model.NodeReady {
+		return // drained, NotReady or gone: nothing new lands there anyway
+	}
+	drained := 0
+	for _, n := range w.fleet.Nodes {
+		if rec, _, _ := s.cache.node(n.Name); rec.Drain != nil && rec.Drain.By == autoDrainer {
+			drained++
+		}
+	}
+	if bound := max(1, len(w.fleet.Nodes)/10); drained >= bound {
+		s.log.Warn("node fails jobs, but the server drained as many nodes as it may and leaves it Ready",
+			"node", node, "jobs", len(ev.failures), "tenants", ev.tenants, "drained_by_server", drained, "bound", bound)
+		return
+	}
+	if !s.lastAutoDrain.IsZero() && now.Sub(s.lastAutoDrain) < failureDrainWindow {
+		s.log.Warn("node fails jobs, but the server drained another node less than 10 minutes ago and leaves it Ready",
+			"node", node, "jobs", len(ev.failures), "tenants", ev.tenants, "last_drain", s.lastAutoDrain)
+		return
+	}
+	d := &NodeDrain{Reason: clipReason(ev.reason(node)), By: autoDrainer, At: now}
+	wrote, err := s.updateNode(context.WithoutCancel(ctx), node, func(r *nodeRecord, txn *store.Txn) bool {
+		if r.Drain != nil || model.Health(r.Health) != model.NodeReady {
+			return false // an administrator drained it meanwhile, or its agent went away
+		}
+		r.Drain = d
+		s.auditTxn(txn, Principal{Admin: true, System: autoDrainer}, ActionNodeDrain, "node/"+node, "reason: "+d.Reason)
+		return true
+	})
+	if err != nil {
+		s.log.Error("draining a node that fails jobs", "node", node, "err", err)
+		return
+	}
+	if wrote {
+		s.lastAutoDrain = now
+		s.log.Warn("node drained: jobs of several tenants failed there", "node", node, "reason", d.Reason)
+		s.Kick()
+	}
+}
+
+// clipReason keeps r within a drain reason's limit.
+func clipReason(r string) string {
+	if len(r) <= MaxQuotaReason {
+		return r
+	}
+	return r[:MaxQuotaReason-len("…")] + "…"
+}
