@@ -273,3 +273,48 @@ func TestDrainAfterFailuresBounds(t *testing.T) {
 		}
 	}
 }
+
+// A failure records what the drain weighs: whether the job named its nodes
+// and whether an earlier attempt failed on another node.
+func TestFailureNotesSteeredAndElsewhere(t *testing.T) {
+	ctx := context.Background()
+	srv, clock, must := labWithNodes(t)
+	specs, err := spec.ParseJobs("test", []byte(`{name: flaky, tenant: team, command: [x], resources: {gpus_per_instance: 8}, retry: {max_retries: 1}}
+---
+{name: pinned, tenant: rival, command: [x], resources: {gpus_per_instance: 8}, placement: {exclude_nodes: [h100-01]}}`), nil)
+	must(err)
+	var nodes []string
+	run := func(id string, attempt int) {
+		t.Helper()
+		must(srv.Cycle(ctx))
+		j := wholeJob(t, srv, id)
+		if j.Status.State != model.StatePreparing {
+			t.Fatalf("%s is %s %s, want Preparing", id, j.Status.State, j.Status.Reason)
+		}
+		node := j.Status.Allocations[0].Node
+		nodes = append(nodes, node)
+		_, err := srv.ReportEvent(ctx, admin, id, attempt, Event{Type: EventStarted, Rank: 0, Node: node})
+		must(err)
+		_, err = srv.ReportEvent(ctx, admin, id, attempt, Event{Type: EventExited, Rank: 0, Node: node, ExitCode: 1, Outcome: OutcomeExited})
+		must(err)
+	}
+	flaky, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+	must(err)
+	run(flaky.ID, 1)
+	clock.Advance(DefaultRetryBackoff)
+	run(flaky.ID, 2)
+	pinned, err := srv.Submit(ctx, Principal{Tenant: "rival"}, specs[1])
+	must(err)
+	run(pinned.ID, 1)
+	if nodes[0] == nodes[1] {
+		t.Fatalf("the retry ran on %s again", nodes[0])
+	}
+	first, second := srv.failures[nodes[0]][0], srv.failures[nodes[1]][0]
+	if first.Job != flaky.ID || first.elsewhere || first.steered || second.Job != flaky.ID || !second.elsewhere || second.steered {
+		t.Errorf("flaky's failures: %+v on %s and %+v on %s, want elsewhere only on the second", first, nodes[0], second, nodes[1])
+	}
+	fs := srv.failures[nodes[2]]
+	if last := fs[len(fs)-1]; last.Job != pinned.ID || !last.steered || last.elsewhere {
+		t.Errorf("pinned's failure %+v, want steered", last)
+	}
+}
