@@ -49,7 +49,8 @@
 //     its next attempt resumes only where the checkpoint is, unless two
 //     attempts failed there. Otherwise a job keeps off the nodes where its
 //     attempts failed (Attempt.FailedNode) while other nodes fit (a gang:
-//     of leaf groups as good, those with fewer such nodes first);
+//     of domains and of leaf groups as good, those with fewer such nodes
+//     first);
 //  4. preempt: when a job of a higher class, a partition below its
 //     guarantee, or a reservation's owner cannot be placed, evict the
 //     victims that free enough capacity in one place while losing the

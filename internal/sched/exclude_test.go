@@ -260,6 +260,23 @@ func TestRetryAvoidsFailedNodes(t *testing.T) {
 			return w
 		},
 		job: "g", want: []string{"h-l1-2", "h-l1-2"},
+	}, {
+		name:  "a gang without a failure: the first of two clusters as good",
+		world: func() *World { w := twoClusters(); w.Job("g", "alice").GPUs(2, 8); return w },
+		job:   "g", want: []string{"a-1", "a-2"},
+	}, {
+		name:  "a gang that failed in the first cluster: the other, as good",
+		world: func() *World { w := twoClusters(); w.Job("g", "alice").GPUs(2, 8).FailedOn("a-2"); return w },
+		job:   "g", want: []string{"b-1", "b-2"},
+	}, {
+		name: "a gang that failed in the one cluster with a leaf free: there all the same",
+		world: func() *World {
+			w := twoClusters()
+			w.Job("f", "bob").GPUs(1, 8).Running(now.Add(-time.Hour), On("b-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("g", "alice").GPUs(2, 8).FailedOn("a-2")
+			return w
+		},
+		job: "g", want: []string{"a-1", "a-2"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -268,6 +285,15 @@ func TestRetryAvoidsFailedNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoClusters has two InfiniBand clusters of one region, each one leaf of
+// two 8×H100 nodes: two gang domains as good as each other.
+func twoClusters() *World {
+	return NewWorld().
+		Region("eastus", "us", model.FabricInfiniBand).Rack("ra", 0).Nodes("a", 2, h100, "la").
+		Cluster("eastus-ib2", model.FabricInfiniBand).Rack("rb", 0).Nodes("b", 2, h100, "lb").
+		Tenant("alice", "").Tenant("bob", "")
 }
 
 // AvoidedNodes lists where a job's attempts failed, once each, in order,

@@ -313,7 +313,7 @@ type leaf struct {
 // would, and returns no placement.
 func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 	domains := st.gangDomains(a)
-	best, bestLeaves, bestSpare := -1, 0, 0
+	best, bestLeaves, bestSpare, bestAvoided := -1, 0, 0, 0
 	most := 0
 	for i, d := range domains {
 		most = max(most, d.slots)
@@ -329,13 +329,18 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 			}
 			return avoidedIn(a, lx) < avoidedIn(a, ly)
 		})
-		k, got := 0, 0
+		k, got, avoided := 0, 0, 0
 		for got < a.count {
 			got += d.leaves[k].slots
+			avoided += avoidedIn(a, d.leaves[k])
 			k++
 		}
-		if spare := got - a.count; best < 0 || k < bestLeaves || (k == bestLeaves && spare < bestSpare) {
-			best, bestLeaves, bestSpare = i, k, spare
+		// The fewest leaves, then the least spare, then (a retry) the
+		// fewest nodes where the job failed: a gang that failed in one
+		// cluster goes to another as good.
+		spare := got - a.count
+		if best < 0 || k < bestLeaves || (k == bestLeaves && (spare < bestSpare || (spare == bestSpare && avoided < bestAvoided))) {
+			best, bestLeaves, bestSpare, bestAvoided = i, k, spare, avoided
 		}
 	}
 	if best < 0 {
@@ -481,6 +486,9 @@ func (st *state) gangDomains(a *attempt) []*domain {
 
 // avoidedIn counts the nodes of l where an attempt of a's job failed.
 func avoidedIn(a *attempt, l *leaf) int {
+	if len(a.avoid) == 0 {
+		return 0
+	}
 	n := 0
 	for _, x := range l.nodes {
 		if a.avoids(x.Index) {

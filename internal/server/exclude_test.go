@@ -84,3 +84,44 @@ func TestExcludeNodes(t *testing.T) {
 		t.Errorf("a job without exclusions after the restart: %s %s", got.Status.State, got.Status.Reason)
 	}
 }
+
+// A job allowed in two regions gets a region only where its node lists
+// leave it a node; a change of the lists that rules out the chosen region
+// lets it go where it may instead of waiting there.
+func TestNodeListsAndChosenRegion(t *testing.T) {
+	h := newHarness(t)
+	copilot := Principal{Tenant: "copilot"}
+	doc := func(name, extra string) string {
+		return `{name: ` + name + `, tenant: copilot, command: [x], resources: {gpus_per_instance: 1, gpu_models: [T4]}, placement: {regions: [eastus, westus]` + extra + `}}`
+	}
+	// Only a westus node: no choice to make (eastus, first and as cheap,
+	// has none of its nodes).
+	pinned := h.submit(copilot, doc("pinned", ", nodes: [westus-t4x1-01]"))
+	if r := h.job(pinned.ID).Status.Region; r != "" {
+		t.Fatalf("a job only on westus-t4x1-01 was given region %q, want none", r)
+	}
+	h.cycle()
+	if got := h.job(pinned.ID); !got.Status.State.Holds() || got.Status.Allocations[0].Node != "westus-t4x1-01" {
+		t.Fatalf("pinned: %s %s on %v", got.Status.State, got.Status.Detail, got.Status.Allocations)
+	}
+
+	// A waiting job's region, then nodes in the other region only.
+	later := h.submit(copilot, doc("later", "")[:len(doc("later", ""))-1]+", begin: "+h.clock.Now().Add(time.Hour).Format(time.RFC3339)+"}")
+	chosen := h.job(later.ID).Status.Region
+	other := map[string]string{"eastus": "westus-t4x4-01", "westus": "eastus-t4x1-02"}[chosen]
+	if other == "" {
+		t.Fatalf("no region chosen for a job allowed in two: %q", chosen)
+	}
+	nodes, now := []string{other}, h.clock.Now()
+	upd, err := h.srv.UpdateQueued(t.Context(), copilot, later.ID, QueuedChange{Nodes: &nodes, Begin: &now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upd.Status.Region == chosen {
+		t.Fatalf("the job keeps region %s, where none of its nodes (%v) is", chosen, nodes)
+	}
+	h.cycle()
+	if got := h.job(later.ID); !got.Status.State.Holds() || got.Status.Allocations[0].Node != other {
+		t.Fatalf("after the update: %s %s %s on %v, want it on %s", got.Status.State, got.Status.Reason, got.Status.Detail, got.Status.Allocations, other)
+	}
+}

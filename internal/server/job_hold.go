@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
 )
 
@@ -118,6 +119,11 @@ func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c Que
 		}
 		if invalid = j.Spec.Validate(); invalid != nil {
 			return false
+		}
+		if r := j.Status.Region; r != "" && !slices.Contains(forecast.Candidates(s.world().fleet, &j.Spec), r) {
+			// The region chosen for the job has no node its new lists leave
+			// it: it may go wherever it is allowed (coreView pins no more).
+			j.Status.Region, j.Status.RegionAt = "", time.Time{}
 		}
 		return true
 	})
