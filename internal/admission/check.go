@@ -45,18 +45,26 @@ func Ideal(f *model.Fleet) *model.Fleet {
 }
 
 // Check asks core what it says of spec alone on ideal (a fleet from Ideal)
-// under t without its reservations, at now.
+// under t without its reservations, at now; a job that fits and names one
+// of t's reservations its tenant owns is then checked against it
+// (checkReservation).
 func Check(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenancy, spec model.JobSpec, now time.Time) Verdict {
-	j := &model.Job{ID: "admission-check", Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
-	ten := *t
-	ten.Reservations = nil
-	plan := core.Schedule(&sched.Snapshot{Fleet: ideal, Tenancy: &ten, Jobs: []*model.Job{j}}, now)
-	var v Verdict
-	for _, p := range plan.Pending {
-		if p.Job == j.ID {
-			v = Verdict{Reason: p.Reason, Detail: p.Detail}
+	v := onFleet(core, ideal, t, spec, now)
+	if name := spec.Placement.Reservation; name != "" && !v.Never() {
+		for _, r := range t.Reservations {
+			if r.Name == name && r.Owner == spec.Tenant {
+				if rv := checkReservation(core, ideal, t, spec, r, now); rv.Never() {
+					return rv
+				}
+			}
 		}
 	}
+	return v
+}
+
+// onFleet is Check without the reservation.
+func onFleet(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenancy, spec model.JobSpec, now time.Time) Verdict {
+	v := alone(core, ideal, t, spec, now)
 	switch {
 	case v.Reason == sched.SkuNotAvailable:
 		if field, hint := unknownNames(ideal, &spec); hint != "" {
@@ -78,6 +86,74 @@ func Check(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenancy, spec mod
 		v.Field, v.Detail = nodesField(&spec), v.Detail+"; "+note
 	}
 	return v
+}
+
+// alone is what core says of spec alone on fleet under t without its
+// reservations, at now.
+func alone(core *sched.Scheduler, fleet *model.Fleet, t *model.Tenancy, spec model.JobSpec, now time.Time) Verdict {
+	j := &model.Job{ID: "admission-check", Spec: spec, Status: model.JobStatus{State: model.StateQueued, SubmittedAt: now}}
+	ten := *t
+	ten.Reservations = nil
+	plan := core.Schedule(&sched.Snapshot{Fleet: fleet, Tenancy: &ten, Jobs: []*model.Job{j}}, now)
+	for _, p := range plan.Pending {
+		if p.Job == j.ID {
+			return Verdict{Reason: p.Reason, Detail: p.Detail}
+		}
+	}
+	return Verdict{}
+}
+
+// checkReservation says whether reservation r, which spec names, could
+// ever hold the job, as sbatch --reservation refuses a job larger than the
+// reservation: whether the core places it alone on r.Count nodes of r's
+// SKU in r's region, the first in fleet order that spec's node lists
+// allow, every one Ready and idle. A job one such node cannot hold (another
+// GPU model, more GPUs), a gang larger than the reservation, or node lists
+// that leave none of its SKU's nodes is refused (SkuNotAvailable, or
+// NodesExcluded); other answers are ReasonNone: which nodes the reservation
+// takes, and so a gang's topology, is the core's choice cycle by cycle.
+func checkReservation(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenancy, spec model.JobSpec, r model.Reservation, now time.Time) Verdict {
+	sku := ideal.Catalog[r.SKU]
+	res := spec.Resources
+	where := fmt.Sprintf("reservation %q holds %d %s of %s (%d×%s) in %s", r.Name, r.Count, plural(r.Count, "node"), r.SKU, sku.GPUs, sku.GPUModel, r.Region)
+	switch {
+	case !spec.Placement.AllowsRegion(r.Region):
+		return Verdict{Reason: sched.SkuNotAvailable, Field: "placement.regions",
+			Detail: fmt.Sprintf("%s, a region placement.regions does not allow", where)}
+	case res.MilliPerInstance() > 0 && !res.AcceptsModel(sku.GPUModel):
+		return Verdict{Reason: sched.SkuNotAvailable, Field: "resources.gpu_models",
+			Detail: fmt.Sprintf("%s; the job accepts only %s", where, strings.Join(res.GPUModels, ", "))}
+	case res.GPUsPerInstance > sku.GPUs:
+		return Verdict{Reason: sched.SkuNotAvailable, Field: "resources.gpus_per_instance",
+			Detail: fmt.Sprintf("%s; one instance of the job needs %d GPUs", where, res.GPUsPerInstance)}
+	}
+	f := *ideal
+	f.Nodes = nil
+	of := 0 // nodes of the SKU in the region
+	for _, n := range ideal.Nodes {
+		if n.SKU != r.SKU || n.Region != r.Region {
+			continue
+		}
+		of++
+		if spec.Placement.AllowsNode(n.Name) && len(f.Nodes) < r.Count {
+			f.Nodes = append(f.Nodes, n)
+		}
+	}
+	if len(f.Nodes) == 0 && of > 0 {
+		return Verdict{Reason: sched.NodesExcluded, Field: nodesField(&spec),
+			Detail: fmt.Sprintf("%s, and %s rules out all %d of them", where, nodesField(&spec), of)}
+	}
+	spec.Placement.Reservation = ""
+	v := alone(core, &f, t, spec, now)
+	switch v.Reason {
+	case sched.SkuNotAvailable, sched.InsufficientCapacity, sched.NodesExcluded:
+		detail := fmt.Sprintf("%s, which can never hold the job: %s", where, v.Detail)
+		if len(f.Nodes) < r.Count && len(spec.Placement.Nodes)+len(spec.Placement.ExcludeNodes) > 0 {
+			detail += fmt.Sprintf(" (%s leaves %d of its SKU's nodes in %s)", nodesField(&spec), len(f.Nodes), r.Region)
+		}
+		return Verdict{Reason: sched.SkuNotAvailable, Field: "placement.reservation", Detail: detail}
+	}
+	return Verdict{}
 }
 
 // nodesField is the placement field that rules nodes out for s: nodes

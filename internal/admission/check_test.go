@@ -46,6 +46,7 @@ func TestCheck(t *testing.T) {
 		name, doc string
 		never     bool
 		reason    sched.Reason
+		field     string   // when not empty, the verdict's
 		want      []string // in the detail
 	}{
 		{name: "larger than any region", doc: "name: big\ntenant: research\nresources: {instance_count: 100, gpus_per_instance: 8, gpu_models: [H100]}\n",
@@ -72,6 +73,23 @@ func TestCheck(t *testing.T) {
 			never: true, reason: sched.NodesExcluded, want: []string{"placement.nodes rules out all 6 capable nodes"}},
 		{name: "some capable nodes excluded", doc: "name: x\ntenant: research\nresources: {gpus_per_instance: 8, gpu_models: [A100]}\nplacement: {regions: [westus], exclude_nodes: [westus-a100-01]}\n"},
 		{name: "fits an idle fleet", doc: "name: small\ntenant: research\nresources: {gpu_milli: 250, gpu_models: [T4]}\n"},
+		// globex-h100: 2 × ND96-H100x8-IB in westeurope (of its 4).
+		{name: "a gang larger than its reservation", doc: "name: g\ntenant: globex\nresources: {instance_count: 3, gpus_per_instance: 8}\nplacement: {reservation: globex-h100}\n",
+			never: true, reason: sched.SkuNotAvailable, field: "placement.reservation",
+			want: []string{`reservation "globex-h100" holds 2 nodes of ND96-H100x8-IB (8×H100) in westeurope, which can never hold the job: room for 2 of 3 instances`}},
+		{name: "fractions beyond its reservation", doc: "name: g\ntenant: globex\nresources: {instance_count: 33, gpu_milli: 500}\nplacement: {reservation: globex-h100}\n",
+			never: true, reason: sched.SkuNotAvailable, field: "placement.reservation", want: []string{"room for 32 of 33 instances"}},
+		{name: "fills its reservation", doc: "name: g\ntenant: globex\nresources: {instance_count: 4, gpus_per_instance: 4}\nplacement: {reservation: globex-h100}\n"},
+		{name: "another GPU model than its reservation's", doc: "name: g\ntenant: globex\nresources: {gpus_per_instance: 8, gpu_models: [A100]}\nplacement: {reservation: globex-h100}\n",
+			never: true, reason: sched.SkuNotAvailable, field: "resources.gpu_models", want: []string{"the job accepts only A100"}},
+		{name: "another region than its reservation's", doc: "name: g\ntenant: globex\nresources: {gpus_per_instance: 8}\nplacement: {reservation: globex-h100, regions: [eastus]}\n",
+			never: true, reason: sched.SkuNotAvailable, field: "placement.regions", want: []string{"a region placement.regions does not allow"}},
+		{name: "every node of its reservation's SKU excluded", doc: "name: g\ntenant: globex\nresources: {gpus_per_instance: 8}\nplacement: {reservation: globex-h100, exclude_nodes: [westeurope-h100-01, westeurope-h100-02, westeurope-h100-03, westeurope-h100-04]}\n",
+			never: true, reason: sched.NodesExcluded, field: "placement.exclude_nodes", want: []string{"rules out all 4 of them"}},
+		{name: "a gang its reservation's SKU holds once nodes are excluded", doc: "name: g\ntenant: globex\nresources: {instance_count: 2, gpus_per_instance: 8}\nplacement: {reservation: globex-h100, exclude_nodes: [westeurope-h100-01, westeurope-h100-02, westeurope-h100-03]}\n",
+			never: true, reason: sched.SkuNotAvailable, field: "placement.reservation", want: []string{"room for 1 of 2 instances", "placement.exclude_nodes leaves 1 of its SKU's nodes"}},
+		{name: "one node of its reservation's SKU left", doc: "name: g\ntenant: globex\nresources: {gpus_per_instance: 8}\nplacement: {reservation: globex-h100, exclude_nodes: [westeurope-h100-01, westeurope-h100-02, westeurope-h100-03]}\n"},
+		{name: "CPU work in a reservation", doc: "name: g\ntenant: globex\nresources: {gpus_per_instance: 0, cpu: 2}\nplacement: {reservation: globex-h100}\n"},
 		{name: "asks for CPU", doc: "name: c\ntenant: research\nresources: {gpus_per_instance: 8, gpu_models: [B200], cpu: 4, memory: 1Gi}\n",
 			never: true, reason: sched.SkuNotAvailable, want: []string{"8×B200, 4000 mCPU, 1024 MiB per instance"}},
 	}
@@ -80,6 +98,9 @@ func TestCheck(t *testing.T) {
 			v := admission.Check(core, admission.Ideal(f), ten, job(t, tc.doc), now)
 			if v.Never() != tc.never || (tc.never && v.Reason != tc.reason) {
 				t.Fatalf("verdict %s (never %v): %s; want never %v with %s", v.Reason, v.Never(), v.Detail, tc.never, tc.reason)
+			}
+			if tc.field != "" && v.Field != tc.field {
+				t.Errorf("field %q, want %q", v.Field, tc.field)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(v.Detail, w) {

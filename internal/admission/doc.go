@@ -20,6 +20,13 @@
 //   - QuotaExceeded: the job alone exceeds its tenant's hard quota
 //     everywhere it could run.
 //
+// A job that names a reservation of its tenant's is then asked about on
+// the reservation's nodes alone (Count nodes of its SKU in its region, as
+// sbatch --reservation refuses a job larger than the reservation): one
+// instance the SKU cannot hold, more instances than Count nodes hold, a
+// region placement.regions leaves out, or node lists that rule out every
+// node of the SKU there are refused, naming the field at fault.
+//
 // Every other answer (a job that merely must wait) is admitted. The server
 // asks at submit and allot plan asks offline, through Check, so the two
 // give the same reason and detail for the same job.
