@@ -70,6 +70,18 @@ type Config struct {
 	// instance here ended (sweep.go); 0 means DefaultKeepJobFiles, negative
 	// for ever.
 	KeepJobFiles time.Duration
+	// HealthCheck, when set, is a command (run with sh -c, as root when the
+	// agent is) that tells whether the host is fit for work, as Slurm's
+	// HealthCheckProgram: exit 0 for yes. The agent runs it at start and
+	// every HealthCheckEvery and reports each result; a failure drains the
+	// node (its output is the reason), the next pass resumes it (health.go).
+	HealthCheck string
+	// HealthCheckEvery is the interval of health checks; 0 means
+	// DefaultHealthCheckEvery.
+	HealthCheckEvery time.Duration
+	// HealthCheckTimeout bounds one health check, which fails past it; 0
+	// means DefaultHealthCheckTimeout.
+	HealthCheckTimeout time.Duration
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
@@ -132,6 +144,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.ShipEvery <= 0 {
 		cfg.ShipEvery = DefaultShipEvery
 	}
+	if cfg.HealthCheckEvery <= 0 {
+		cfg.HealthCheckEvery = DefaultHealthCheckEvery
+	}
+	if cfg.HealthCheckTimeout <= 0 {
+		cfg.HealthCheckTimeout = DefaultHealthCheckTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -149,6 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	go a.heartbeats(ctx)
+	go a.healthChecks(ctx)
 	go a.sweepEveryHour(ctx)
 	a.follow(ctx)
 	a.stopAll()

@@ -42,6 +42,11 @@
 //     the server says the job has not ended and may come back here (it ran
 //     here or its checkpoint is here); when the server cannot say, a sweep
 //     removes nothing.
+//   - With Config.HealthCheck, the operator's command runs at start and
+//     every Config.HealthCheckEvery (health.go), as the agent's user and in
+//     the agent's environment, never a job's; each result is reported
+//     (POST /v1/nodes/NODE/health): a failure drains the node, the next
+//     pass resumes it.
 //
 // Contract with jobs, which are hostile code (built in sandbox.go):
 //

@@ -160,7 +160,7 @@ var Rules = []Rule{
 			return out
 		},
 		summary: func(i Instance) string {
-			return fmt.Sprintf("allot drained node %s (%s/%s): jobs of several tenants failed there", i.Labels["node"], i.Labels["region"], i.Labels["cluster"])
+			return fmt.Sprintf("allot drained node %s (%s/%s) itself", i.Labels["node"], i.Labels["region"], i.Labels["cluster"])
 		},
 	},
 	{

@@ -27,6 +27,8 @@ type (
 	CheckpointRequest = wire.CheckpointRequest
 	JobFilesRequest   = wire.JobFilesRequest
 	JobFiles          = wire.JobFiles
+	HealthReport      = wire.HealthReport
+	HealthAnswer      = wire.HealthAnswer
 )
 
 // decodeBody reads a JSON body into v, refusing unknown fields.
@@ -71,6 +73,27 @@ func (h *handler) heartbeat(w http.ResponseWriter, r *http.Request, _ server.Pri
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handler) health(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	var req HealthReport
+	if !h.decodeBody(w, r, &req) {
+		return
+	}
+	switch {
+	case req.Healthy == nil:
+		writeError(w, codeInvalidSpec, "healthy", "is required: true when the node's health check passed, false when it failed")
+		return
+	case len(req.Detail) > wire.MaxHealthDetail:
+		writeError(w, codeInvalidSpec, "detail", fmt.Sprintf("is %d bytes, over the limit of %d", len(req.Detail), wire.MaxHealthDetail))
+		return
+	}
+	changed, err := h.srv.ReportHealth(r.Context(), p, r.PathValue("name"), *req.Healthy, req.Detail)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, HealthAnswer{Changed: changed})
 }
 
 func (h *handler) jobFiles(w http.ResponseWriter, r *http.Request, _ server.Principal) {

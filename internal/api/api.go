@@ -212,6 +212,7 @@ func (h *handler) routes() []route {
 		{"POST /v1/endpoints/{name}/metrics", meters, h.endpointMetrics},
 		{"POST /v1/nodes/{name}/register", agents, h.register},
 		{"POST /v1/nodes/{name}/heartbeat", agents, h.heartbeat},
+		{"POST /v1/nodes/{name}/health", agents, h.health},
 		{"GET /v1/nodes/{name}/assignments", agents, h.assignments},
 		{"POST /v1/nodes/{name}/job-files", agents, h.jobFiles},
 		{"POST /v1/jobs/{id}/attempts/{n}/events", agents, h.event},

@@ -316,13 +316,15 @@ func FuzzJSONBodies(f *testing.F) {
 		"/v1/jobs/%s/checkpoint",
 		"/v1/nodes/%s/register",
 		"/v1/nodes/%s/heartbeat",
+		"/v1/nodes/%s/health",
 		"/v1/jobs/%s/attempts/1/events",
 		"/v1/jobs/%s/attempts/1/log",
 	}
 	for i := range endpoints {
 		for _, s := range []string{"", "{", "null", "[]", `{"name":"r","sku":"NC4-T4x1","region":"eastus","count":1}`,
 			`{"tenant":"acme"}`, `{"path":"/ckpt/1"}`, `{"gpus":[{"index":0,"uuid":"GPU-a","model":"T4","memory_mib":15360}]}`,
-			`{"type":"exited","exit_code":1,"outcome":"Exited"}`, `{"count":-1,"start":"yesterday"}`} {
+			`{"type":"exited","exit_code":1,"outcome":"Exited"}`, `{"count":-1,"start":"yesterday"}`,
+			`{"healthy":false,"detail":"exit status 1"}`, `{"healthy":"no"}`} {
 			f.Add(uint8(i), "eastus-t4x1-01", []byte(s), i%2 == 0)
 		}
 	}

@@ -305,6 +305,7 @@ func FuzzScope(f *testing.F) {
 		"POST /v1/jobs":                          `{"name":"fz","resources":{"gpu_milli":250,"gpu_models":["T4"]},"command":["x"]}`,
 		"POST /v1/jobs/{id}/checkpoint":          `{"path":"/ckpt/9"}`,
 		"POST /v1/nodes/{name}/job-files":        `{"jobs":["copilot-job-0"]}`,
+		"POST /v1/nodes/{name}/health":           `{"healthy":false,"detail":"exit status 1: XID 79"}`,
 		"POST /v1/reservations":                  `{"name":"fz-rsv","owner":"acme","sku":"NC64-T4x4","region":"eastus","count":1,"start":"2031-01-01T00:00:00Z","end":"2031-01-02T00:00:00Z"}`,
 		"POST /v1/tokens":                        `{"tenant":"acme","name":"fz","ttl":"1h"}`,
 		"PATCH /v1/jobs/{id}":                    `{"priority":"spot:3"}`,

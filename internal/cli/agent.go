@@ -37,6 +37,10 @@ type agentFlags struct {
 	uidRange    string
 	runAs       string
 	logLevel    string
+	// --health-check and its interval and timeout
+	healthCheck        string
+	healthCheckEvery   time.Duration
+	healthCheckTimeout time.Duration
 }
 
 // errTokenInArgv is the answer to 'allot agent --token'.
@@ -136,11 +140,21 @@ the server, and keeps the files of jobs that have not ended and ran here:
 a preempted job queued for longer still finds its checkpoint when it comes
 back (the scheduler sends it back to the node of its checkpoint when it
 can). A checkpoint on another node's disk is not handed to an attempt
-here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.`,
+here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.
+
+--health-check CMD runs CMD (with sh -c, ALLOT_NODE set) when the agent
+starts and every --health-check-every, as Slurm's HealthCheckProgram: exit 0
+means the host is fit for work. A failure, or no answer within
+--health-check-timeout, drains the node with the command's output as the
+reason ('allot node list' shows it, by health-check); the work on it runs
+on, nothing new lands there, and the next passing check resumes it. A drain
+of anyone else is left alone. Check what jobs cannot see: a GPU's ECC
+errors or XIDs, a full disk, a missing mount.`,
 		Example: `  allot token create --node eastus-h100-01 > /etc/allot/node-token   # on the control plane; copy it over, mode 0600
   sudo allot agent --server http://10.0.0.1:8080 --token-file /etc/allot/node-token --node eastus-h100-01 \
       --gpus auto --data /var/lib/allot-agent --work /var/lib/allot-work
-  ALLOT_TOKEN=$(cat admin-token) allot agent --node n1 --node n2 --gpus virtual:8xH100-80GB --data /tmp/agents`,
+  ALLOT_TOKEN=$(cat admin-token) allot agent --node n1 --node n2 --gpus virtual:8xH100-80GB --data /tmp/agents
+  sudo allot agent ... --health-check 'dcgmi diag -r 1 >/dev/null && test "$(df --output=pcent /scratch | tail -1 | tr -dc 0-9)" -lt 95'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			server, token, err := agentToken(conn, f)
@@ -161,6 +175,9 @@ here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.`,
 			}
 			if f.keepFiles < 0 {
 				return Usage(fmt.Errorf("--keep-job-files %s: want 0 (for ever) or more", f.keepFiles))
+			}
+			if f.healthCheckEvery <= 0 || f.healthCheckTimeout <= 0 {
+				return Usage(fmt.Errorf("--health-check-every %s, --health-check-timeout %s: want durations above 0", f.healthCheckEvery, f.healthCheckTimeout))
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -186,6 +203,9 @@ here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.`,
 	fl.DurationVar(&f.wait, "wait", agent.DefaultWait, "how long one assignments long-poll waits")
 	fl.DurationVar(&f.keepFiles, "keep-job-files", agent.DefaultKeepJobFiles, "how long a job's files, checkpoints and logs stay on the host after it last ran here, once the job ended (checked hourly; 0: for ever)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&f.healthCheck, "health-check", "", "command (sh -c) that exits 0 when the host is fit for work; a failure drains the node, the next pass resumes it (as Slurm's HealthCheckProgram)")
+	fl.DurationVar(&f.healthCheckEvery, "health-check-every", agent.DefaultHealthCheckEvery, "interval of --health-check")
+	fl.DurationVar(&f.healthCheckTimeout, "health-check-timeout", agent.DefaultHealthCheckTimeout, "a --health-check that has not ended this long fails")
 	_ = cmd.MarkFlagRequired("node")
 	return cmd
 }
@@ -233,7 +253,8 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 			defer wg.Done()
 			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
-				NodeTimeout: f.nodeTimeout, KeepJobFiles: keepJobFiles(f.keepFiles), Logger: log})
+				NodeTimeout: f.nodeTimeout, KeepJobFiles: off(f.keepFiles), HealthCheck: f.healthCheck,
+				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, Logger: log})
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()
@@ -243,13 +264,4 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 	wg.Wait()
 	close(errs)
 	return <-errs
-}
-
-// keepJobFiles is agent.Config.KeepJobFiles for --keep-job-files d, where
-// 0 means for ever.
-func keepJobFiles(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
 }

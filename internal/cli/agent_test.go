@@ -83,10 +83,10 @@ func TestJobUsers(t *testing.T) {
 // --keep-job-files 0 keeps job files for ever; a negative one is a usage
 // error naming the flag.
 func TestAgentKeepJobFiles(t *testing.T) {
-	if got := keepJobFiles(0); got >= 0 {
+	if got := off(time.Duration(0)); got >= 0 {
 		t.Errorf("--keep-job-files 0 is %v, want negative (for ever)", got)
 	}
-	if got := keepJobFiles(48 * time.Hour); got != 48*time.Hour {
+	if got := off(48 * time.Hour); got != 48*time.Hour {
 		t.Errorf("--keep-job-files 48h is %v", got)
 	}
 	isolate(t)
@@ -94,5 +94,17 @@ func TestAgentKeepJobFiles(t *testing.T) {
 	_, errOut, code := runCLI(t, "agent", "--node", "n1", "--gpus", "virtual:1xT4", "--data", t.TempDir(), "--keep-job-files", "-1h")
 	if code != ExitUsage || !strings.Contains(errOut, "--keep-job-files -1h0m0s: want 0 (for ever) or more") {
 		t.Errorf("exit %d, %q", code, errOut)
+	}
+}
+
+// --health-check-every and --health-check-timeout must be above 0.
+func TestAgentHealthCheckFlags(t *testing.T) {
+	isolate(t)
+	for _, flag := range []string{"--health-check-every", "--health-check-timeout"} {
+		t.Setenv("ALLOT_TOKEN", "tok") // the agent takes it out of its environment
+		_, errOut, code := runCLI(t, "agent", "--node", "n1", "--gpus", "virtual:1xT4", "--data", t.TempDir(), "--health-check", "true", flag, "0s")
+		if code != ExitUsage || !strings.Contains(errOut, "want durations above 0") {
+			t.Errorf("%s 0s: exit %d, %q", flag, code, errOut)
+		}
 	}
 }

@@ -480,10 +480,10 @@ func notHere(err error, flag string) error {
 	return fmt.Errorf("%w (paths are relative to the current directory, and the defaults are the repository's examples/: run from its root, or pass %s FILE)", err, flag)
 }
 
-// off maps a flag's 0, which turns a server setting off (--retry-backoff
-// 0: retry at once; --max-jobs-per-tenant 0: no bound;
-// --drain-after-failures 0: never), to the server's negative, for which 0
-// is the default.
+// off maps a flag's 0, which turns a setting off (--retry-backoff 0: retry
+// at once; --max-jobs-per-tenant 0: no bound; --drain-after-failures 0:
+// never; the agent's --keep-job-files 0: for ever), to the negative of the
+// server's or agent's Config, for which 0 is the default.
 func off[T int | time.Duration](v T) T {
 	if v == 0 {
 		return -1

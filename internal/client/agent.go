@@ -41,6 +41,16 @@ func (c *Client) Heartbeat(ctx context.Context, node string) error {
 	return c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/heartbeat"})
 }
 
+// ReportHealth reports the result of node's health check: healthy, or not
+// with detail. It returns whether the report drained the node or ended its
+// health-check drain.
+func (c *Client) ReportHealth(ctx context.Context, node string, healthy bool, detail string) (bool, error) {
+	var a wire.HealthAnswer
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/health",
+		body: jsonBody(wire.HealthReport{Healthy: &healthy, Detail: detail}), contentType: "application/json", out: &a})
+	return a.Changed, err
+}
+
 // Assignments long-polls what node should run: it returns at once when
 // something changed after rev, else after wait.
 func (c *Client) Assignments(ctx context.Context, node string, after int64, wait time.Duration) (Assignments, error) {

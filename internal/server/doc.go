@@ -69,7 +69,10 @@
 // until its processes exited. NodeAssignments long-polls what a node should
 // run. Agents' log chunks are kept in memory (logs.go). A job requeued
 // because its node was lost waits out a back-off and, when the node stopped
-// answering, its grace (fencing: lifecycle.go, docs/security.md).
+// answering, its grace (fencing: lifecycle.go, docs/security.md). A node is
+// drained by allot itself when jobs of several tenants fail there and on no
+// other node (faildrain.go) and while its agent's health check fails
+// (healthcheck.go, ReportHealth).
 //
 // Metrics (metrics.go, metrics_fleet.go; docs/metrics.md lists every
 // series): counters and histograms are updated where their event happens

@@ -171,10 +171,11 @@ func (s *Server) drainIfFailing(ctx context.Context, node string) {
 	}
 }
 
-// clipReason keeps r within a drain reason's limit.
+// clipReason keeps r within a drain reason's limit, cutting at a
+// character's boundary.
 func clipReason(r string) string {
 	if len(r) <= MaxQuotaReason {
 		return r
 	}
-	return r[:MaxQuotaReason-len("…")] + "…"
+	return strings.ToValidUTF8(r[:MaxQuotaReason-len("…")], "") + "…"
 }

@@ -45,7 +45,7 @@ var (
 		"1 for the node's current health (Ready, NotReady or Draining), 0 for the others.",
 		[]string{"node", "region", "cluster", "health"}, nil)
 	descAutoDrained = prometheus.NewDesc("allot_node_auto_drained",
-		"1 while allot itself holds the node drained because jobs of several tenants failed there (allot node resume ends it), 0 otherwise.",
+		"1 while allot itself holds the node drained: the server, because jobs of several tenants failed there (allot node resume ends it), or the node's health check, which failed (its next pass ends it); 0 otherwise.",
 		[]string{"node", "region", "cluster"}, nil)
 	descHeartbeat = prometheus.NewDesc("allot_agent_last_heartbeat_timestamp_seconds",
 		"When the node's agent last registered or heartbeated (Unix seconds); only nodes heard from since the server started.",
@@ -124,7 +124,7 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descNodeHealth, b2f(n.Health == h), n.Name, n.Region, n.Cluster, string(h))
 		}
 		rec, _, _ := s.cache.node(n.Name)
-		gauge(descAutoDrained, b2f(rec.Drain != nil && rec.Drain.By == autoDrainer), n.Name, n.Region, n.Cluster)
+		gauge(descAutoDrained, b2f(drainedByAllot(rec.Drain)), n.Name, n.Region, n.Cluster)
 	}
 	for k, v := range gpus {
 		gauge(descGPUs, float64(v), k.region, k.cluster, k.model, string(k.health))

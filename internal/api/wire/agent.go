@@ -14,6 +14,23 @@ type RegisterGPU struct {
 	MemoryMiB int64  `json:"memory_mib"`
 }
 
+// HealthReport is the body of POST /v1/nodes/{name}/health: the result of
+// the node's health check. Healthy is required (a report without it is
+// refused rather than read as a failure).
+type HealthReport struct {
+	Healthy *bool  `json:"healthy"`
+	Detail  string `json:"detail,omitempty"` // the check's exit status and output
+}
+
+// HealthAnswer is the answer of POST /v1/nodes/{name}/health: whether the
+// report drained the node or ended its health-check drain.
+type HealthAnswer struct {
+	Changed bool `json:"changed"`
+}
+
+// MaxHealthDetail bounds HealthReport.Detail.
+const MaxHealthDetail = 4096
+
 // Assignments is the answer of GET /v1/nodes/{name}/assignments.
 type Assignments struct {
 	Rev  int64        `json:"rev"`

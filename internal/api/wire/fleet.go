@@ -15,7 +15,8 @@ type Node struct {
 	GPUModel     string   `json:"gpu_model"`
 	FreeGPUMilli int64    `json:"free_gpu_milli"`
 	Jobs         []string `json:"jobs"`
-	// Drain is the administrator's drain, while it stands.
+	// Drain is the node's drain, while it stands: by an administrator,
+	// "fleet file", "server" (jobs failed there) or "health-check".
 	Drain *NodeDrain `json:"drain,omitempty"`
 }
 
@@ -57,8 +58,8 @@ type NodeGPU struct {
 	Jobs      []string `json:"jobs"`
 }
 
-// NodeDrain is an administrator's drain of a node: the work on it runs on,
-// nothing new is placed there.
+// NodeDrain is a drain of a node (an administrator's or allot's own): the
+// work on it runs on, nothing new is placed there.
 type NodeDrain struct {
 	Reason string    `json:"reason"`
 	By     string    `json:"by"`

@@ -1,0 +1,103 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Defaults of the health check (Config.HealthCheck).
+const (
+	DefaultHealthCheckEvery   = 5 * time.Minute
+	DefaultHealthCheckTimeout = time.Minute
+)
+
+// maxHealthOutput bounds the output of a health check the agent keeps: the
+// first bytes, where the tools that matter (dcgmi, nvidia-smi, a script's
+// echo) say what is wrong.
+const maxHealthOutput = 2048
+
+// healthChecks runs the operator's health check at start and then every
+// Config.HealthCheckEvery, reporting each result to the server: a failed
+// check drains the node (by "health-check"), the next passing one resumes
+// it. A report the server does not take is logged; the next run reports
+// again.
+func (a *Agent) healthChecks(ctx context.Context) {
+	if a.cfg.HealthCheck == "" {
+		return
+	}
+	last := true
+	for {
+		healthy, detail := runHealthCheck(ctx, a.cfg.HealthCheck, a.cfg.Node, a.cfg.HealthCheckTimeout)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case !healthy:
+			a.log.Warn("health check failed", "detail", detail)
+		case !last:
+			a.log.Info("health check passed again")
+		}
+		last = healthy
+		if changed, err := a.cfg.Client.ReportHealth(ctx, a.cfg.Node, healthy, detail); err != nil {
+			a.log.Warn("health report failed", "err", err)
+		} else if changed {
+			a.log.Info("the server changed the node's drain after the health check", "healthy", healthy)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.cfg.HealthCheckEvery):
+		}
+	}
+}
+
+// runHealthCheck runs command with sh -c, ALLOT_NODE=node added to the
+// agent's environment, in a process group of its own that is killed past
+// timeout. It is healthy when the command exits 0; otherwise detail says
+// how it ended, with the first of its output on one line.
+func runHealthCheck(ctx context.Context, command, node string, timeout time.Duration) (healthy bool, detail string) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", command)
+	cmd.Env = append(os.Environ(), "ALLOT_NODE="+node)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	var out headWriter
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true, ""
+	case ctx.Err() == context.DeadlineExceeded:
+		detail = fmt.Sprintf("no answer within %s", timeout)
+	case errors.As(err, &exit):
+		detail = fmt.Sprintf("exit status %d", exit.ExitCode())
+	default:
+		detail = fmt.Sprintf("could not run: %v", err)
+	}
+	if text := bytes.TrimSpace(out.Bytes()); len(text) > 0 {
+		detail += ": " + string(text)
+	}
+	return false, detail
+}
+
+// headWriter keeps the first maxHealthOutput bytes written to it. (Not an
+// embedded bytes.Buffer: io.Copy would call its ReadFrom, past the bound.)
+type headWriter struct{ buf bytes.Buffer }
+
+func (w *headWriter) Write(p []byte) (int, error) {
+	if room := maxHealthOutput - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (w *headWriter) Bytes() []byte { return w.buf.Bytes() }
