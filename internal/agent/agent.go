@@ -247,6 +247,17 @@ func (a *Agent) heartbeats(ctx context.Context) {
 	}
 }
 
+// bounded bounds ctx for one report to the server (an event, a log chunk,
+// a checkpoint, a health check's result) as a heartbeat is bounded, at
+// least 5 s: a server that accepts and never answers (stopped, or a
+// follower passing the report to a leader that is) then delays the report
+// by that much before the client asks the next server, not by the
+// client's timeout, which a long poll needs long. An exit report held up
+// so holds the instance's GPUs in the server's view.
+func (a *Agent) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, max(a.heartbeatTimeout(), 5*time.Second))
+}
+
 // heartbeatTimeout bounds one heartbeat: twice the interval, at least a
 // second, and at most a third of the node timeout, so that a server that
 // accepts and never answers (stopped, cut off from its store) costs a
@@ -474,6 +485,8 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 // how it ended where it reads the job's output.
 func (a *Agent) tell(ctx context.Context, k key, msg string) {
 	line := fmt.Sprintf("allot: rank %d on %s: %s\n", k.rank, a.cfg.Node, msg)
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
 	if err := a.cfg.Client.AppendLog(ctx, k.job, k.attempt, []byte(line)); err != nil {
 		a.log.Warn("ship log failed", "job", k.job, "attempt", k.attempt, "err", err)
 	}
@@ -548,7 +561,9 @@ func (a *Agent) ship(ctx context.Context, k key, path string, off int64, final b
 		// asks the server how far it has the log (probed), so that a new
 		// leader gets the log of work that fell silent.
 		probed = probed || len(buf) == 0
-		next, err := a.cfg.Client.AppendLogAt(ctx, k.job, k.attempt, k.rank, off, skip, buf)
+		cctx, cancel := a.bounded(ctx)
+		next, err := a.cfg.Client.AppendLogAt(cctx, k.job, k.attempt, k.rank, off, skip, buf)
+		cancel()
 		if err != nil {
 			a.log.Warn("ship log failed", "job", k.job, "attempt", k.attempt, "err", err)
 			return off
@@ -579,7 +594,9 @@ func (a *Agent) ship(ctx context.Context, k key, path string, off int64, final b
 func (a *Agent) report(ctx context.Context, k key, e client.AttemptEvent) {
 	e.Rank, e.Node = k.rank, a.cfg.Node
 	for try := 0; ; try++ {
-		err := a.cfg.Client.Event(ctx, k.job, k.attempt, e)
+		cctx, cancel := a.bounded(ctx)
+		err := a.cfg.Client.Event(cctx, k.job, k.attempt, e)
+		cancel()
 		var ae *client.APIError
 		if err == nil || errors.As(err, &ae) || ctx.Err() != nil || try == 20 {
 			if err != nil && ctx.Err() == nil {

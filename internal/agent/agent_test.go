@@ -24,6 +24,7 @@ type lab struct {
 	srv   *server.Server
 	cl    *client.Client
 	admin string
+	url   string
 }
 
 func newLab(t *testing.T) *lab {
@@ -49,7 +50,7 @@ func newLab(t *testing.T) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lab{srv: srv, cl: cl, admin: tok}
+	return &lab{srv: srv, cl: cl, admin: tok, url: hs.URL}
 }
 
 // workDir is a work directory jobs under dynamic uids can enter: unlike

@@ -151,6 +151,8 @@ func (a *Agent) resumeFrom(x client.Assignment, dir string) (string, string) {
 // and refuses it (400, unknown field node): it is told the path alone, as
 // before, so that agents may be upgraded before the servers.
 func (a *Agent) reportCheckpoint(ctx context.Context, job, path string) error {
+	ctx, cancel := a.bounded(ctx)
+	defer cancel()
 	_, err := a.cfg.Client.Checkpoint(ctx, job, path, a.cfg.Node)
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && ae.Field == "node" && strings.Contains(ae.Message, "unknown field") {

@@ -44,7 +44,10 @@ func (a *Agent) healthChecks(ctx context.Context) {
 			a.log.Info("health check passed again")
 		}
 		last = healthy
-		if changed, err := a.cfg.Client.ReportHealth(ctx, a.cfg.Node, healthy, detail); err != nil {
+		rctx, cancel := a.bounded(ctx)
+		changed, err := a.cfg.Client.ReportHealth(rctx, a.cfg.Node, healthy, detail)
+		cancel()
+		if err != nil {
 			a.log.Warn("health report failed", "err", err)
 		} else if changed {
 			a.log.Info("the server changed the node's drain after the health check", "healthy", healthy)

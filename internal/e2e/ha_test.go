@@ -83,6 +83,13 @@ func newHALab(t *testing.T, servers int) *haLab {
 		t.Fatal(err)
 	}
 	l.token = strings.TrimSpace(string(tok))
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, s := range l.servers {
+				t.Logf("server %d's log (last 6 KiB):\n%s", i, tail(s.log.String(), 6<<10))
+			}
+		}
+	})
 	var urls []string
 	for _, s := range l.servers {
 		urls = append(urls, s.url)

@@ -519,6 +519,7 @@ func (s *Server) noteFailure(node string, f NodeFailure) {
 		fs = slices.Delete(fs, 0, len(fs)-nodeFailuresKept)
 	}
 	s.failures[node] = fs
+	s.noteFailedJob(node, f)
 }
 
 // failedBy is the node whose instance's failure ended j's current attempt

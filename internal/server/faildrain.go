@@ -63,27 +63,19 @@ type failureEvidence struct {
 	tenants  int
 }
 
-// hostFailures is the evidence failures (the server's memory, by node) hold
-// against node at now: the latest failure there of each job that failed
-// within failureDrainWindow and after since (the node's last resume: the
-// host was seen to), named no nodes and failed on no other node.
-func hostFailures(node string, failures map[string][]NodeFailure, since, now time.Time) failureEvidence {
-	elsewhere := map[string]bool{}
-	for n, fs := range failures {
-		if n == node {
-			continue
-		}
-		for _, f := range fs {
-			elsewhere[f.Job] = true
-		}
-	}
+// hostFailures is the evidence fs, node's failures oldest first, hold
+// against it at now: the latest failure of each job that failed within
+// failureDrainWindow and after since (the node's last resume: the host was
+// seen to), named no nodes and failed on no other node, neither before
+// (NodeFailure.elsewhere) nor since (elsewhere, asked of the jobs that
+// count so far).
+func hostFailures(fs []NodeFailure, since, now time.Time, elsewhere func(job string) bool) failureEvidence {
 	var ev failureEvidence
 	tenants := map[string]bool{}
-	fs := failures[node]
 	for i := len(fs) - 1; i >= 0; i-- {
 		f := fs[i]
-		if now.Sub(f.At) > failureDrainWindow || !f.At.After(since) || f.steered || f.elsewhere || elsewhere[f.Job] ||
-			slices.ContainsFunc(ev.failures, func(g NodeFailure) bool { return g.Job == f.Job }) {
+		if now.Sub(f.At) > failureDrainWindow || !f.At.After(since) || f.steered || f.elsewhere ||
+			slices.ContainsFunc(ev.failures, func(g NodeFailure) bool { return g.Job == f.Job }) || elsewhere(f.Job) {
 			continue
 		}
 		ev.failures = append(ev.failures, f)
@@ -92,6 +84,36 @@ func hostFailures(node string, failures map[string][]NodeFailure, since, now tim
 	slices.Reverse(ev.failures)
 	ev.tenants = len(tenants)
 	return ev
+}
+
+// failedAt is where and when an attempt of a job failed (Server.failedJobs).
+type failedAt struct {
+	node string
+	at   time.Time
+}
+
+// noteFailedJob remembers that an attempt of f's job failed on node, for
+// failedElsewhere, forgetting jobs whose failures all left the window once
+// the memory doubled since it last did. beatsMu is held.
+func (s *Server) noteFailedJob(node string, f NodeFailure) {
+	s.failedJobs[f.Job] = append(s.failedJobs[f.Job], failedAt{node, f.At})
+	if len(s.failedJobs) < max(1024, 2*s.failedJobsPruned) {
+		return
+	}
+	for job, fs := range s.failedJobs {
+		if f.At.Sub(fs[len(fs)-1].at) > failureDrainWindow {
+			delete(s.failedJobs, job)
+		}
+	}
+	s.failedJobsPruned = len(s.failedJobs)
+}
+
+// failedElsewhere returns whether an attempt of job failed on another node
+// than node within the window, as far as this server saw. beatsMu is held.
+func (s *Server) failedElsewhere(node string) func(job string) bool {
+	return func(job string) bool {
+		return slices.ContainsFunc(s.failedJobs[job], func(x failedAt) bool { return x.node != node })
+	}
 }
 
 // enough reports whether ev makes the case for a drain needing jobs jobs.
@@ -126,7 +148,7 @@ func (s *Server) drainIfFailing(ctx context.Context, node string) {
 	defer s.autoDrainMu.Unlock()
 	now := s.clock.Now().UTC()
 	s.beatsMu.Lock()
-	ev := hostFailures(node, s.failures, s.resumed[node], now)
+	ev := hostFailures(s.failures[node], s.resumed[node], now, s.failedElsewhere(node))
 	s.beatsMu.Unlock()
 	if !ev.enough(need) {
 		return

@@ -34,7 +34,7 @@ func TestHostFailures(t *testing.T) {
 	tests := []struct {
 		name    string
 		here    []NodeFailure
-		other   []NodeFailure // on n2
+		other   []string // jobs that failed elsewhere since
 		since   time.Time
 		jobs    []string
 		tenants int
@@ -51,13 +51,13 @@ func TestHostFailures(t *testing.T) {
 		{name: "a job naming its nodes", here: with(three, func(f *NodeFailure) { f.steered = true }), jobs: []string{"a", "c"}, tenants: 1},
 		{name: "a job that failed elsewhere before", here: with(three, func(f *NodeFailure) { f.elsewhere = true }),
 			jobs: []string{"a", "c"}, tenants: 1},
-		{name: "a job failing elsewhere since", here: three, other: []NodeFailure{f("b", "rival", now)}, jobs: []string{"a", "c"}, tenants: 1},
-		{name: "another job failing elsewhere", here: three, other: []NodeFailure{f("d", "rival", now)},
+		{name: "a job failing elsewhere since", here: three, other: []string{"b"}, jobs: []string{"a", "c"}, tenants: 1},
+		{name: "another job failing elsewhere", here: three, other: []string{"d"},
 			jobs: []string{"a", "b", "c"}, tenants: 2, enough: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev := hostFailures("n1", map[string][]NodeFailure{"n1": tt.here, "n2": tt.other}, tt.since, now)
+			ev := hostFailures(tt.here, tt.since, now, func(job string) bool { return slices.Contains(tt.other, job) })
 			var jobs []string
 			for _, f := range ev.failures {
 				jobs = append(jobs, f.Job)
@@ -70,7 +70,7 @@ func TestHostFailures(t *testing.T) {
 			}
 		})
 	}
-	ev := hostFailures("n1", map[string][]NodeFailure{"n1": three}, time.Time{}, now)
+	ev := hostFailures(three, time.Time{}, now, func(string) bool { return false })
 	if ev.enough(4) || ev.enough(0) || !ev.enough(2) {
 		t.Error("three jobs of two tenants: enough for 2 only among 0, 2 and 4")
 	}
@@ -316,5 +316,34 @@ func TestFailureNotesSteeredAndElsewhere(t *testing.T) {
 	fs := srv.failures[nodes[2]]
 	if last := fs[len(fs)-1]; last.Job != pinned.ID || !last.steered || last.elsewhere {
 		t.Errorf("pinned's failure %+v, want steered", last)
+	}
+	// flaky has ended (its record in the cache is compact): its failure on
+	// the first node is still known to have a twin elsewhere.
+	srv.beatsMu.Lock()
+	defer srv.beatsMu.Unlock()
+	if !srv.failedElsewhere(nodes[0])(flaky.ID) {
+		t.Errorf("failedElsewhere(%s)(flaky) is false after its second attempt failed on %s", nodes[0], nodes[1])
+	}
+}
+
+// The memory of which jobs failed where forgets jobs whose failures all
+// left the window, once it doubled.
+func TestFailedJobsPruned(t *testing.T) {
+	srv, clock := agentHarness(t)
+	srv.beatsMu.Lock()
+	defer srv.beatsMu.Unlock()
+	for i := range 1023 {
+		srv.noteFailedJob("h100-01", NodeFailure{Job: fmt.Sprintf("old-%d", i), At: clock.Now()})
+	}
+	if len(srv.failedJobs) != 1023 {
+		t.Fatalf("%d jobs remembered, want 1023", len(srv.failedJobs))
+	}
+	clock.Advance(failureDrainWindow + time.Second)
+	srv.noteFailedJob("h100-02", NodeFailure{Job: "new", At: clock.Now()})
+	if len(srv.failedJobs) != 1 || srv.failedJobs["new"] == nil || srv.failedJobsPruned != 1 {
+		t.Errorf("after the window: %d jobs remembered (pruned to %d), want only new", len(srv.failedJobs), srv.failedJobsPruned)
+	}
+	if !srv.failedElsewhere("h100-01")("new") || srv.failedElsewhere("h100-02")("new") {
+		t.Error("failedElsewhere of new: want true from h100-01, false from h100-02")
 	}
 }

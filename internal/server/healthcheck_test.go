@@ -62,7 +62,7 @@ func TestReportHealth(t *testing.T) {
 		t.Fatalf("a passing check left the drain %+v", drainOf("h100-01"))
 	}
 	srv.beatsMu.Lock()
-	ev := hostFailures("h100-01", srv.failures, srv.resumed["h100-01"], clock.Now())
+	ev := hostFailures(srv.failures["h100-01"], srv.resumed["h100-01"], clock.Now(), func(string) bool { return false })
 	srv.beatsMu.Unlock()
 	if len(ev.failures) != 0 {
 		t.Errorf("failures from before the health check's resume still count: %+v", ev.failures)

@@ -156,20 +156,25 @@ type Server struct {
 	worldMu sync.Mutex // guards building world; readers use w
 	w       atomic.Pointer[world]
 
-	agentMode     bool          // nodes are Agents: job states follow reported facts
-	nodeTimeout   time.Duration // of Agents
-	beatsMu       sync.Mutex    // guards beats, failures and resumed
-	beats         map[string]time.Time
-	failures      map[string][]NodeFailure // by node, the latest last (nodeFailuresKept at most)
-	resumed       map[string]time.Time     // by node, when an administrator last resumed it
-	autoDrainMu   sync.Mutex               // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
-	lastAutoDrain time.Time                // when this server last drained a failing node
-	logs          *logBook
-	ep            *endpointBook // inference endpoints (endpoints.go)
-	pol           policyBook    // operator policies (policies.go)
-	regions       regionBook    // when queued jobs were last weighed for a move (region.go)
-	alerts        *alertBook    // built-in alerts (alerts.go)
-	budget        *budgetBook   // tenants' month's cost against their budgets (budget.go)
+	agentMode   bool          // nodes are Agents: job states follow reported facts
+	nodeTimeout time.Duration // of Agents
+	beatsMu     sync.Mutex    // guards beats, failures, resumed and failedJobs
+	beats       map[string]time.Time
+	failures    map[string][]NodeFailure // by node, the latest last (nodeFailuresKept at most)
+	resumed     map[string]time.Time     // by node, when it was last resumed
+	// failedJobs is, by job, where and when its attempts failed within
+	// about the last 10 minutes (faildrain.go), guarded by beatsMu;
+	// failedJobsPruned is its size after it was last pruned.
+	failedJobs       map[string][]failedAt
+	failedJobsPruned int
+	autoDrainMu      sync.Mutex // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
+	lastAutoDrain    time.Time  // when this server last drained a failing node
+	logs             *logBook
+	ep               *endpointBook // inference endpoints (endpoints.go)
+	pol              policyBook    // operator policies (policies.go)
+	regions          regionBook    // when queued jobs were last weighed for a move (region.go)
+	alerts           *alertBook    // built-in alerts (alerts.go)
+	budget           *budgetBook   // tenants' month's cost against their budgets (budget.go)
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -244,6 +249,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.beats = map[string]time.Time{}
 	s.failures = map[string][]NodeFailure{}
 	s.resumed = map[string]time.Time{}
+	s.failedJobs = map[string][]failedAt{}
 	s.logs = newLogBook(cmp.Or(cfg.LogMemory, DefaultLogMemory))
 	s.ep = newEndpointBook()
 	s.alerts = newAlertBook(cfg, s)
