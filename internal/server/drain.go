@@ -80,9 +80,7 @@ func (s *Server) setDrain(ctx context.Context, p Principal, name string, d *Node
 			s.log.Info("node drained", "node", name, "by", p.Name(), "reason", d.Reason)
 		} else {
 			s.log.Info("node resumed", "node", name, "by", p.Name())
-			s.beatsMu.Lock()
-			s.resumed[name] = s.clock.Now() // the host was seen to: its earlier failures no longer count (faildrain.go)
-			s.beatsMu.Unlock()
+			s.forgetFailures(name, s.clock.Now())
 		}
 		s.Kick()
 	}

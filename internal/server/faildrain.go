@@ -18,9 +18,10 @@ import (
 // fails, once the failures point at the host rather than at the jobs:
 //
 //   - attempts of Config.DrainAfterFailures different jobs failed on the
-//     node within failureDrainWindow and since an administrator last
-//     resumed it (an instance there exited non-zero or was killed; lost
-//     nodes and time limits do not count);
+//     node within failureDrainWindow and since it was last resumed (by an
+//     administrator or its passing health check: forgetFailures); an
+//     instance there exited non-zero or was killed, lost nodes and time
+//     limits do not count;
 //   - the jobs belong to two tenants or more, so that no tenant can drain
 //     nodes by submitting jobs that fail;
 //   - none of them failed on another node as well (a job that fails
@@ -84,6 +85,15 @@ func hostFailures(fs []NodeFailure, since, now time.Time, elsewhere func(job str
 	slices.Reverse(ev.failures)
 	ev.tenants = len(tenants)
 	return ev
+}
+
+// forgetFailures records that node was resumed at now (by an administrator,
+// or by its passing health check): the host was seen to, so the failures
+// before now no longer count against it.
+func (s *Server) forgetFailures(node string, now time.Time) {
+	s.beatsMu.Lock()
+	defer s.beatsMu.Unlock()
+	s.resumed[node] = now
 }
 
 // failedAt is where and when an attempt of a job failed (Server.failedJobs).

@@ -58,9 +58,7 @@ func (s *Server) ReportHealth(ctx context.Context, p Principal, name string, hea
 		s.log.Warn("node drained: its health check failed", "node", name, "reason", d.Reason)
 	} else {
 		s.log.Info("node resumed: its health check passed", "node", name)
-		s.beatsMu.Lock()
-		s.resumed[name] = now // the host passes its check: its earlier failures no longer count (faildrain.go)
-		s.beatsMu.Unlock()
+		s.forgetFailures(name, now)
 	}
 	s.Kick()
 	return true, nil
