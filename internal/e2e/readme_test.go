@@ -161,30 +161,61 @@ func readmeScript(cmds []string, port int) string {
 
 func runReadmeBlock(t *testing.T, work, tmp, block string) {
 	cmds := readmeCommands(block)
+	for try := 1; ; try++ {
+		out, stderr, err := runReadmeScript(t, work, tmp, cmds)
+		// The port was free when chosen; another test may have taken it
+		// before 'allot up' bound it.
+		if err != nil && try < 3 && strings.Contains(stderr, "address already in use") {
+			t.Logf("try %d: the chosen port was taken meanwhile; again on another", try)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("README block %v\ncommands:\n  %s\nstdout (tail):\n%s\nstderr (tail; each command is echoed as it begins):\n%s", err,
+				strings.Join(cmds, "\n  "), tail(out, 4096), tail(stderr, 6144))
+		}
+		break
+	}
+	t.Logf("ran %d commands", len(cmds))
+	if strings.Contains(readmeScript(cmds, 0), "\nUP=$!") {
+		checkNoJobProcesses(t, tmp)
+	}
+}
+
+// readmeBlockTimeout bounds one block: the offline blocks replay months of
+// traces on two cores in a minute or so; a command that hangs then fails
+// the block, naming itself, well before the package's own timeout.
+const readmeBlockTimeout = 4 * time.Minute
+
+// runReadmeScript runs the commands of one block as readmeScript makes
+// them, on a port free a moment ago, and returns its stdout and stderr.
+// On the timeout it kills the script's whole process group (the commands
+// it started in the background too), so that the pipes close.
+func runReadmeScript(t *testing.T, work, tmp string, cmds []string) (stdout, stderr string, err error) {
 	port := freePort(t)
 	ids := filepath.Join(t.TempDir(), "ids")
-	script := readmeScript(cmds, port)
-	// Generous: the offline blocks replay months of traces on two cores.
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), readmeBlockTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "bash", "-c", script)
+	cmd := exec.CommandContext(ctx, "bash", "-c", readmeScript(cmds, port))
 	cmd.Dir = work
 	cmd.Env = append(cleanEnv(), "HOME="+home, "ALLOT="+bin, "IDS="+ids, "TMPDIR="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
-	cmd.Stderr = writerFunc(func(p []byte) (int, error) { stderr.WriteString(string(p)); return len(p), nil })
+	var errBuf syncBuffer
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) { errBuf.WriteString(string(p)); return len(p), nil })
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	sc := bufio.NewScanner(stdout)
+	sc := bufio.NewScanner(pipe)
 	for sc.Scan() {
 		line := sc.Text()
 		if line != "CHECK-JOBS" {
@@ -197,14 +228,10 @@ func runReadmeBlock(t *testing.T, work, tmp, block string) {
 		}
 	}
 	err = cmd.Wait()
-	if err != nil {
-		t.Fatalf("README block %v\ncommands:\n  %s\nstdout (tail):\n%s\nstderr (tail):\n%s", err,
-			strings.Join(cmds, "\n  "), tail(out.String(), 4096), tail(stderr.String(), 6144))
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %v (%v): the last command echoed on stderr did not end", readmeBlockTimeout, err)
 	}
-	t.Logf("ran %d commands", len(cmds))
-	if strings.Contains(script, "\nUP=$!") {
-		checkNoJobProcesses(t, tmp)
-	}
+	return out.String(), errBuf.String(), err
 }
 
 // checkReadmeJobs waits until every job the block submitted reaches the
