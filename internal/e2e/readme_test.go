@@ -355,3 +355,32 @@ func TestReadmeCommandsParse(t *testing.T) {
 		t.Errorf("script does not substitute the binary and <ID>:\n%s", s)
 	}
 }
+
+// TestReadmeWaitEndsWhenUpFails runs the README's wait for the admin token
+// after an 'allot up' that exited without writing it (its port taken, say):
+// the wait must end, so that the next command shows the failure, instead
+// of spinning for ever.
+func TestReadmeWaitEndsWhenUpFails(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := ""
+	for _, b := range tryItBlocks(string(text)) {
+		for _, c := range readmeCommands(b) {
+			if strings.HasPrefix(c, "until ") && strings.Contains(c, "admin-token") {
+				wait = c
+			}
+		}
+	}
+	if wait == "" {
+		t.Fatal(`README.md's "Try it" has no "until ... admin-token" wait`)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-c", "false &\n"+wait)
+	cmd.Dir = t.TempDir()
+	if out, err := cmd.CombinedOutput(); ctx.Err() != nil {
+		t.Fatalf("%s\nstill waits 10 s after up exited (%v): %s", wait, err, out)
+	}
+}
