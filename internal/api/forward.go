@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -70,7 +71,15 @@ func (f *forwarder) proxy(leader string) (*httputil.ReverseProxy, error) {
 		},
 		Transport:     f.transport,
 		FlushInterval: -1, // followed logs and long polls flush at once
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if errors.Is(context.Cause(r.Context()), errLeaderMoved) {
+				// Sent, and perhaps carried out before the leader
+				// stalled: a keyed request is safe to send again.
+				w.Header().Set("Retry-After", "1")
+				writeError(w, codeLeaderFailed, "", "leadership moved away from "+leader+
+					" while it was answering (it may have carried the request out); retry")
+				return
+			}
 			var op *net.OpError
 			if errors.As(err, &op) && op.Op == "dial" {
 				// Never sent: safe to retry, wherever the leader is now.
@@ -102,7 +111,7 @@ func (h *handler) forward(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		leader, self, err := h.srv.LeaderURL(r.Context())
+		leader, self, moved, err := h.srv.LeaderURL(r.Context())
 		switch {
 		case self:
 			next.ServeHTTP(w, r)
@@ -121,6 +130,25 @@ func (h *handler) forward(next http.Handler) http.Handler {
 			writeError(w, codeNoLeader, "", "the leader's URL "+leader+" is not valid: "+err.Error())
 			return
 		}
+		if moved != nil {
+			// A leader that stalls accepts and never answers; once
+			// another is elected, end the request rather than hold it
+			// to the client's timeout.
+			ctx, cancel := context.WithCancelCause(r.Context())
+			defer cancel(nil)
+			go func() {
+				select {
+				case <-moved:
+					cancel(errLeaderMoved)
+				case <-ctx.Done():
+				}
+			}()
+			r = r.WithContext(ctx)
+		}
 		p.ServeHTTP(w, r)
 	})
 }
+
+// errLeaderMoved ends a forwarded request when another server (or none)
+// leads in place of the one it went to.
+var errLeaderMoved = errors.New("leadership moved")

@@ -27,6 +27,8 @@ func (x etcdElection) Campaign(ctx context.Context, url string) (server.Term, er
 
 func (x etcdElection) Leader(ctx context.Context) (string, error) { return x.e.Leader(ctx) }
 
+func (x etcdElection) Observe(ctx context.Context) <-chan string { return x.e.Observe(ctx) }
+
 // etcdTerm is an etcd.Term whose fenced store is a store.Store.
 type etcdTerm struct{ *etcd.Term }
 

@@ -400,8 +400,9 @@ func (l *haLab) check() history.Report {
 // leader is killed (SIGKILL) twice and each time another server leads and
 // commits a Plan within 5 s while the killed one comes back as a
 // follower; a follower passes a submit to the leader; a leader stalled
-// (SIGSTOP) past its lease is replaced and steps down when it resumes.
-// The history checker then finds nothing lost, no GPU bound twice, no gang
+// (SIGSTOP) past its lease is replaced and steps down when it resumes,
+// and a submit a follower passed to it is acknowledged by the next leader
+// within 10 s. The history checker then finds nothing lost, no GPU bound twice, no gang
 // partly bound and no Plan committed outside the leader's term.
 func TestHALeaderKilled(t *testing.T) {
 	l := newHALab(t, 3)
@@ -438,7 +439,39 @@ func TestHALeaderKilled(t *testing.T) {
 	// and step down rather than commit a stale Plan.
 	stalled := l.waitLeader(10 * time.Second)
 	_ = l.servers[stalled].cmd.Process.Signal(syscall.SIGSTOP)
+	// A submit a follower passes to the stalled leader ends when another
+	// server is elected (502 LeaderFailed) and the client's keyed retry
+	// lands on the new leader, long before the client's 30 s timeout.
+	type submitted struct {
+		job  client.Job
+		err  error
+		took time.Duration
+	}
+	during := make(chan submitted, 1)
+	go func(via string, stoppedAt time.Time) {
+		fc, err := client.New(via, l.token)
+		if err != nil {
+			during <- submitted{err: err}
+			return
+		}
+		j, err := fc.Submit(context.Background(), []byte("name: during-stall\ntenant: team\ncommand: [sleep, '5']\n"+
+			"duration: 5s\nresources: {gpus_per_instance: 1}\n"), "application/yaml")
+		during <- submitted{j, err, time.Since(stoppedAt)}
+	}(l.servers[(stalled+1)%len(l.servers)].url, time.Now())
 	next := l.waitLeader(15*time.Second, stalled)
+	select {
+	case d := <-during:
+		if d.err != nil || d.took > 10*time.Second {
+			t.Errorf("a submit through a follower while the leader stalled: %v after %v; want a job within 10 s", d.err, d.took)
+		} else {
+			t.Logf("a submit through a follower while the leader stalled was acknowledged %v after the stall", d.took.Round(time.Millisecond))
+			l.mu.Lock()
+			l.acked = append(l.acked, d.job.ID)
+			l.mu.Unlock()
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("a submit through a follower still waits 20 s after the leader stalled")
+	}
 	_ = l.servers[stalled].cmd.Process.Signal(syscall.SIGCONT)
 	time.Sleep(3 * time.Second)
 	if got := l.waitLeader(10 * time.Second); got != next {

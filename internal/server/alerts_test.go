@@ -259,6 +259,7 @@ func (endedTerm) Resign(context.Context) error                   { return nil }
 func (endedTerm) String() string                                 { return "ended term" }
 func (endedTerm) Campaign(context.Context, string) (Term, error) { return nil, errors.New("not used") }
 func (endedTerm) Leader(context.Context) (string, error)         { return "", nil }
+func (endedTerm) Observe(context.Context) <-chan string          { return nil }
 
 // TestAlertsStoredInTerm: a server whose term ended while it evaluated
 // does not overwrite the alerts the next leader stored.

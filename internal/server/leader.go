@@ -19,6 +19,16 @@ type Election interface {
 	Campaign(ctx context.Context, url string) (Term, error)
 	// Leader returns the API URL of the current leader, "" when none.
 	Leader(ctx context.Context) (string, error)
+	// Observe sends the current leader's API URL ("" when none), then
+	// each next one as it is elected, until ctx ends, when it closes the
+	// channel. A reader that falls behind gets the latest.
+	Observe(ctx context.Context) <-chan string
+}
+
+// leaderView is the leader as this server last observed it.
+type leaderView struct {
+	url   string        // "" while none leads
+	moved chan struct{} // closed when another leader, or none, follows
 }
 
 // Term is one leadership, from a won Campaign until its lease is lost or
@@ -45,15 +55,36 @@ func (s *Server) Leads() bool {
 	return s.cfg.Election == nil || s.term.Load() != nil
 }
 
-// LeaderURL returns the API URL of the leading server and whether that
-// is this one. With no leader elected (a campaign in progress) it returns
-// "" and false.
-func (s *Server) LeaderURL(ctx context.Context) (url string, self bool, err error) {
+// LeaderURL returns the API URL of the leading server, whether that is
+// this one, and a channel closed when leadership moves away from it (nil
+// when this server leads, or cannot tell yet). With no leader elected (a
+// campaign in progress) the URL is "".
+func (s *Server) LeaderURL(ctx context.Context) (url string, self bool, moved <-chan struct{}, err error) {
 	if s.Leads() {
-		return s.cfg.URL, true, nil
+		return s.cfg.URL, true, nil, nil
+	}
+	if v := s.leader.Load(); v != nil {
+		return v.url, v.url != "" && v.url == s.cfg.URL, v.moved, nil
 	}
 	url, err = s.cfg.Election.Leader(ctx)
-	return url, url != "" && url == s.cfg.URL, err
+	return url, url != "" && url == s.cfg.URL, nil, err
+}
+
+// followLeader keeps s.leader in step with the election until ctx ends,
+// closing each view's moved channel when the next replaces it: requests a
+// follower passed to a leader that stalled (accepts and never answers)
+// end when another is elected, not at the client's timeout.
+func (s *Server) followLeader(ctx context.Context) {
+	for url := range s.cfg.Election.Observe(ctx) {
+		old := s.leader.Load()
+		if old != nil && old.url == url {
+			continue
+		}
+		s.leader.Store(&leaderView{url: url, moved: make(chan struct{})})
+		if old != nil {
+			close(old.moved)
+		}
+	}
 }
 
 // planStore is the store a Plan commits to: the current term's fenced

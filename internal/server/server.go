@@ -145,7 +145,8 @@ type Server struct {
 	// watching is set while the store's watch feeds the cache.
 	watching atomic.Bool
 
-	term atomic.Pointer[Term] // the leadership held now; nil when not leading (Config.Election set)
+	term   atomic.Pointer[Term]       // the leadership held now; nil when not leading (Config.Election set)
+	leader atomic.Pointer[leaderView] // who leads, as observed (Config.Election set); nil until the first
 
 	cycleMu sync.Mutex         // serialises cycles: at most one in flight; guards inc
 	inc     *sched.Incremental // the core's state carried between cycles (session.go)
@@ -396,6 +397,7 @@ func (s *Server) Run(ctx context.Context) error {
 	watchErr := make(chan error, 1)
 	go func() { watchErr <- s.watch(ctx) }()
 	if s.cfg.Election != nil {
+		go s.followLeader(ctx)
 		return s.campaign(ctx, watchErr)
 	}
 	return s.lead(ctx, watchErr)

@@ -76,6 +76,63 @@ func (e *Election) Leader(ctx context.Context) (string, error) {
 	return string(resp.Kvs[0].Value), nil
 }
 
+// Observe sends the value of the current leader ("" when none leads), and
+// then the value of each next leader as etcd elects it, until ctx ends,
+// when it closes the channel. A reader that falls behind gets the latest
+// value, never a stale one after it. While etcd cannot be reached it
+// tries again every second and sends nothing: the last value stands.
+func (e *Election) Observe(ctx context.Context) <-chan string {
+	ch := make(chan string, 1)
+	go func() {
+		defer close(ch)
+		last, sent := "", false
+		publish := func(v string) {
+			if sent && v == last {
+				return
+			}
+			last, sent = v, true
+			select { // drop a value not read yet: this one replaces it
+			case <-ch:
+			default:
+			}
+			ch <- v
+		}
+		for ctx.Err() == nil {
+			resp, err := e.s.cli.Get(ctx, e.pfx+"/", clientv3.WithFirstCreate()...)
+			if err != nil {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+			v := ""
+			if len(resp.Kvs) > 0 {
+				v = string(resp.Kvs[0].Value)
+			}
+			publish(v)
+			// Any change of the candidates' keys (a leader's key deleted by
+			// resignation or lease expiry, a candidate's created) reads the
+			// leader again; elections are rare, so a read each is cheap.
+			wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+			changed := false
+			for wr := range e.s.cli.Watch(wctx, e.pfx+"/", clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1)) {
+				if changed = len(wr.Events) > 0; changed || wr.Err() != nil {
+					break
+				}
+			}
+			cancel()
+			if !changed { // the watch failed (etcd lost its quorum, a compaction)
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+		}
+	}()
+	return ch
+}
+
 // Rev is the revision at which the term began: the create revision of
 // its election key, which every fenced Txn compares.
 func (t *Term) Rev() int64 { return t.el.Rev() }

@@ -120,3 +120,54 @@ func TestElectionFencesEndedTerms(t *testing.T) {
 		t.Errorf("election prefix %q inside the store's %q", ea.pfx, a.root)
 	}
 }
+
+// Observe says who leads as elections happen: none, then each next
+// leader; a reader that fell behind reads the latest leader, not a stale
+// one; the channel closes when ctx ends.
+func TestElectionObserve(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	a, b := open(t, c, "/observe"), open(t, c, "/observe")
+	ea, eb := a.Election(time.Second), b.Election(time.Second)
+	ctx, cancel := context.WithCancel(t.Context())
+	seen := eb.Observe(ctx)
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-seen:
+			if got != want {
+				t.Fatalf("observed %q, want %q", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change observed within 10s; want %q", want)
+		}
+	}
+	next("")
+	ta := leads(t, campaign(t, ea, "http://a"), 10*time.Second)
+	next("http://a")
+
+	// b's candidacy changes nothing; a's crash (its lease left to expire)
+	// makes b the leader. Read only after both: the latest is b.
+	chB := campaign(t, eb, "http://b")
+	ta.sess.Orphan()
+	tb := leads(t, chB, 10*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	next("http://b")
+	select {
+	case got := <-seen:
+		t.Fatalf("observed %q after the latest leader", got)
+	default:
+	}
+	if err := tb.Resign(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	next("")
+	cancel()
+	select {
+	case _, open := <-seen:
+		if open {
+			t.Fatal("a value after ctx ended")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the channel stayed open after ctx ended")
+	}
+}
