@@ -38,7 +38,7 @@ func (c *Client) Register(ctx context.Context, node string, gpus []GPU, address 
 
 // Heartbeat tells the server node's agent is alive.
 func (c *Client) Heartbeat(ctx context.Context, node string) error {
-	return c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/heartbeat"})
+	return c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/heartbeat", repeatable: true})
 }
 
 // ReportHealth reports the result of node's health check: healthy, or not
@@ -47,7 +47,7 @@ func (c *Client) Heartbeat(ctx context.Context, node string) error {
 func (c *Client) ReportHealth(ctx context.Context, node string, healthy bool, detail string) (bool, error) {
 	var a wire.HealthAnswer
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/health",
-		body: jsonBody(wire.HealthReport{Healthy: &healthy, Detail: detail}), contentType: "application/json", out: &a})
+		body: jsonBody(wire.HealthReport{Healthy: &healthy, Detail: detail}), contentType: "application/json", out: &a, repeatable: true})
 	return a.Changed, err
 }
 
@@ -63,7 +63,7 @@ func (c *Client) Assignments(ctx context.Context, node string, after int64, wait
 // Event reports what happened to one instance of attempt n of job id.
 func (c *Client) Event(ctx context.Context, id string, n int, e AttemptEvent) error {
 	return c.do(ctx, request{method: http.MethodPost, path: fmt.Sprintf("/v1/jobs/%s/attempts/%d/events", seg(id), n),
-		body: jsonBody(e), contentType: "application/json"})
+		body: jsonBody(e), contentType: "application/json", repeatable: true})
 }
 
 // Checkpoint reports that job id saved a checkpoint at path, on the disk of
@@ -71,7 +71,7 @@ func (c *Client) Event(ctx context.Context, id string, n int, e AttemptEvent) er
 func (c *Client) Checkpoint(ctx context.Context, id, path, node string) (Job, error) {
 	var j Job
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/" + seg(id) + "/checkpoint",
-		body: jsonBody(wire.CheckpointRequest{Path: path, Node: node}), contentType: "application/json", out: &j})
+		body: jsonBody(wire.CheckpointRequest{Path: path, Node: node}), contentType: "application/json", out: &j, repeatable: true})
 	return j, err
 }
 
@@ -81,7 +81,7 @@ func (c *Client) Checkpoint(ctx context.Context, id, path, node string) (Job, er
 func (c *Client) JobFilesToKeep(ctx context.Context, node string, jobs []string) ([]string, error) {
 	var out wire.JobFiles
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/job-files",
-		body: jsonBody(wire.JobFilesRequest{Jobs: jobs}), contentType: "application/json", out: &out})
+		body: jsonBody(wire.JobFilesRequest{Jobs: jobs}), contentType: "application/json", out: &out, repeatable: true})
 	return out.Keep, err
 }
 
@@ -107,7 +107,7 @@ func (c *Client) AppendLogAt(ctx context.Context, id string, n, rank int, off in
 		Next *int64 `json:"next"`
 	}
 	err := c.do(ctx, request{method: http.MethodPost, path: fmt.Sprintf("/v1/jobs/%s/attempts/%d/log", seg(id), n),
-		query: q, body: chunk, contentType: "application/octet-stream", out: &out})
+		query: q, body: chunk, contentType: "application/octet-stream", out: &out, repeatable: true})
 	if err != nil {
 		return 0, err
 	}

@@ -70,7 +70,8 @@ func unreachable(err error) bool {
 // send sends a request built by build for a base URL to the current
 // server, and to each other one in turn while none can be connected to;
 // it retries, within NoLeaderWait, while servers answer 503 NoLeader.
-// A safe request (one that carries an idempotency key) is also sent again
+// A safe request (one that carries an idempotency key, or one the server
+// answers alike when repeated: request.repeatable) is also sent again
 // when it got no answer or an answer saying it may or may not have been
 // carried out (502 LeaderFailed, 503 StoreUnavailable): the server
 // carries it out at most once. build must return a new request each time
@@ -145,6 +146,11 @@ type request struct {
 	// sent with an Idempotency-Key header, and sent again when it may or
 	// may not have been carried out (see send).
 	key string
+	// repeatable marks a request whose repeat the server answers as it
+	// did the first (agents' reports: a heartbeat, an event, a log chunk
+	// at an offset): sent again, as a keyed one is, when it may or may
+	// not have been carried out. GETs always are.
+	repeatable bool
 }
 
 func (c *Client) do(ctx context.Context, r request) error {
@@ -153,7 +159,8 @@ func (c *Client) do(ctx context.Context, r request) error {
 		pathQuery += "?" + r.query.Encode()
 	}
 	target := c.base().String() + pathQuery
-	resp, err := c.send(ctx, c.HTTP, r.key != "", func(base string) (*http.Request, error) {
+	safe := r.key != "" || r.repeatable
+	resp, err := c.send(ctx, c.HTTP, safe, func(base string) (*http.Request, error) {
 		target = base + pathQuery
 		var body io.Reader
 		if r.body != nil {

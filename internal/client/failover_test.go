@@ -207,3 +207,32 @@ func TestSubmitResentWithItsKey(t *testing.T) {
 		t.Fatalf("cancel: %v, sent %d times with keys %q; want one send without a key", err, len(keys), keys)
 	}
 }
+
+// An agent's report is answered alike when repeated, so one answered 502
+// LeaderFailed (a follower's leader stalled, and another was elected) is
+// sent again, where an agent would otherwise drop the exit of an instance
+// and its GPUs stay held; a registration, which is not, is sent once.
+func TestAgentReportsResent(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		if hits.Add(1)%2 == 1 {
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = w.Write([]byte(`{"code":"LeaderFailed","message":"leadership moved while it was answering"}`))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	c, _ := New(srv.URL, "")
+	if err := c.Event(t.Context(), "j", 1, AttemptEvent{Type: "exited"}); err != nil || hits.Load() != 2 {
+		t.Fatalf("event: %v after %d sends; want it sent again after LeaderFailed", err, hits.Load())
+	}
+	if err := c.Heartbeat(t.Context(), "n"); err != nil || hits.Load() != 4 {
+		t.Fatalf("heartbeat: %v after %d sends in all; want it sent again", err, hits.Load())
+	}
+	var api *APIError
+	if err := c.Register(t.Context(), "n", nil, "10.0.0.1"); !errors.As(err, &api) || hits.Load() != 5 {
+		t.Fatalf("register: %v after %d sends in all; want LeaderFailed after one", err, hits.Load())
+	}
+}
