@@ -105,13 +105,16 @@ func alone(core *sched.Scheduler, fleet *model.Fleet, t *model.Tenancy, spec mod
 
 // checkReservation says whether reservation r, which spec names, could
 // ever hold the job, as sbatch --reservation refuses a job larger than the
-// reservation: whether the core places it alone on r.Count nodes of r's
-// SKU in r's region, the first in fleet order that spec's node lists
-// allow, every one Ready and idle. A job one such node cannot hold (another
-// GPU model, more GPUs), a gang larger than the reservation, or node lists
-// that leave none of its SKU's nodes is refused (SkuNotAvailable, or
-// NodesExcluded); other answers are ReasonNone: which nodes the reservation
-// takes, and so a gang's topology, is the core's choice cycle by cycle.
+// reservation: whether the core places it alone on the r.Count nodes of
+// r's SKU in r's region that r would take of an idle fleet (the core takes
+// them from one cluster when one can give them all, else the most from one:
+// reservationNodes), of those spec's node lists allow, every one Ready and
+// idle. A job one such node cannot hold (another GPU model, more GPUs), a
+// gang larger than the reservation or than the most of it one cluster
+// holds (a gang spans one cluster), or node lists that leave none of its
+// SKU's nodes is refused (SkuNotAvailable, or NodesExcluded); other answers
+// are ReasonNone: which nodes the reservation takes is the core's choice
+// cycle by cycle.
 func checkReservation(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenancy, spec model.JobSpec, r model.Reservation, now time.Time) Verdict {
 	sku := ideal.Catalog[r.SKU]
 	res := spec.Resources
@@ -128,17 +131,8 @@ func checkReservation(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenanc
 			Detail: fmt.Sprintf("%s; one instance of the job needs %d GPUs", where, res.GPUsPerInstance)}
 	}
 	f := *ideal
-	f.Nodes = nil
-	of := 0 // nodes of the SKU in the region
-	for _, n := range ideal.Nodes {
-		if n.SKU != r.SKU || n.Region != r.Region {
-			continue
-		}
-		of++
-		if spec.Placement.AllowsNode(n.Name) && len(f.Nodes) < r.Count {
-			f.Nodes = append(f.Nodes, n)
-		}
-	}
+	var of int // nodes of the SKU in the region
+	f.Nodes, of = reservationNodes(ideal, r, &spec)
 	if len(f.Nodes) == 0 && of > 0 {
 		return Verdict{Reason: sched.NodesExcluded, Field: nodesField(&spec),
 			Detail: fmt.Sprintf("%s, and %s rules out all %d of them", where, nodesField(&spec), of)}
@@ -146,7 +140,7 @@ func checkReservation(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenanc
 	spec.Placement.Reservation = ""
 	v := alone(core, &f, t, spec, now)
 	switch v.Reason {
-	case sched.SkuNotAvailable, sched.InsufficientCapacity, sched.NodesExcluded:
+	case sched.SkuNotAvailable, sched.InsufficientCapacity, sched.NodesExcluded, sched.TopologyUnsatisfiable:
 		detail := fmt.Sprintf("%s, which can never hold the job: %s", where, v.Detail)
 		if len(f.Nodes) < r.Count && len(spec.Placement.Nodes)+len(spec.Placement.ExcludeNodes) > 0 {
 			detail += fmt.Sprintf(" (%s leaves %d of its SKU's nodes in %s)", nodesField(&spec), len(f.Nodes), r.Region)
@@ -154,6 +148,37 @@ func checkReservation(core *sched.Scheduler, ideal *model.Fleet, t *model.Tenanc
 		return Verdict{Reason: sched.SkuNotAvailable, Field: "placement.reservation", Detail: detail}
 	}
 	return Verdict{}
+}
+
+// reservationNodes are the nodes reservation r would take of an idle
+// fleet, of those s's node lists allow, as the core chooses (sched's
+// reserve): from as few clusters as it can, the cluster that gives the
+// most of the nodes still needed first, each cluster's nodes in fleet
+// order. of counts the nodes of r's SKU in r's region.
+func reservationNodes(f *model.Fleet, r model.Reservation, s *model.JobSpec) (nodes []model.Node, of int) {
+	var clusters [][]model.Node // allowed nodes by cluster, clusters in fleet order
+	at := map[string]int{}
+	for _, n := range f.Nodes {
+		if n.SKU != r.SKU || n.Region != r.Region {
+			continue
+		}
+		of++
+		if !s.Placement.AllowsNode(n.Name) {
+			continue
+		}
+		i, ok := at[n.Cluster]
+		if !ok {
+			i = len(clusters)
+			at[n.Cluster] = i
+			clusters = append(clusters, nil)
+		}
+		clusters[i] = append(clusters[i], n)
+	}
+	sort.SliceStable(clusters, func(a, b int) bool { return len(clusters[a]) > len(clusters[b]) })
+	for _, c := range clusters {
+		nodes = append(nodes, c[:min(len(c), r.Count-len(nodes))]...)
+	}
+	return nodes, of
 }
 
 // nodesField is the placement field that rules nodes out for s: nodes

@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,65 @@ func TestIdealLeavesFleet(t *testing.T) {
 	ideal := admission.Ideal(f)
 	if ideal.Nodes[0].Health != model.NodeReady || f.Nodes[0].Health != model.NodeNotReady {
 		t.Errorf("ideal node %s, fleet node %s; want Ready and NotReady", ideal.Nodes[0].Health, f.Nodes[0].Health)
+	}
+}
+
+// TestCheckReservationAcrossClusters: a gang spans one cluster, and a
+// reservation takes its nodes from as few clusters as it can (the core's
+// rule). A reservation of 4 nodes in a region whose clusters hold 3 and 2
+// holds a gang of 3 (all in the larger cluster), never a gang of 4; one of
+// 3 nodes lies in one cluster and holds a gang of 3, though the first
+// three nodes by name span both.
+func TestCheckReservationAcrossClusters(t *testing.T) {
+	fleet, err := spec.ParseFleet("fleet.yaml", []byte(`regions:
+  - name: eastus
+    residency: us
+    clusters:
+      - name: ib-a
+        fabric: infiniband
+        racks:
+          - name: ra
+            nodes:
+              - {prefix: h-a-, count: 2, sku: ND96-H100x8-IB, leaf: la}
+      - name: ib-b
+        fabric: infiniband
+        racks:
+          - name: rb
+            nodes:
+              - {prefix: h-b-, count: 3, sku: ND96-H100x8-IB, leaf: lb}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenancy := func(count int) *model.Tenancy {
+		ten, err := spec.ParseTenancy("tenants.yaml", []byte(fmt.Sprintf(`partitions:
+  - {name: p, tier: customer}
+tenants:
+  - {name: acme, kind: customer, partition: p}
+reservations:
+  - {name: r, owner: acme, sku: ND96-H100x8-IB, region: eastus, count: %d}
+`, count)), fleet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ten
+	}
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	core := sched.New(sched.Config{})
+	gang := func(n int) model.JobSpec {
+		return job(t, fmt.Sprintf("name: g\ntenant: acme\nresources: {instance_count: %d, gpus_per_instance: 8}\nplacement: {reservation: r}\n", n))
+	}
+	for _, tc := range []struct {
+		count, gang int
+		never       bool
+	}{{count: 4, gang: 3}, {count: 4, gang: 4, never: true}, {count: 3, gang: 3}, {count: 5, gang: 3}} {
+		v := admission.Check(core, admission.Ideal(fleet), tenancy(tc.count), gang(tc.gang), now)
+		if v.Never() != tc.never {
+			t.Errorf("a gang of %d in a reservation of %d: %s %s; want never %v", tc.gang, tc.count, v.Reason, v.Detail, tc.never)
+		}
+		if tc.never && (v.Field != "placement.reservation" || !strings.Contains(v.Detail, "at most 3 in one cluster")) {
+			t.Errorf("a gang of %d in a reservation of %d: field %q, detail %q; want placement.reservation and the cluster named",
+				tc.gang, tc.count, v.Field, v.Detail)
+		}
 	}
 }

@@ -25,12 +25,13 @@
 //     it is queued), then those whose other work loses the fewest
 //     GPU-seconds since its last checkpoint (for a reservation with a
 //     start, nodes whose other work is all spot before the rest); ties by
-//     node name. A job naming a reservation that got fewer nodes is told
+//     node name; all from one cluster when one can give them all, else from
+//     as few as can, so that a gang as large as it fits. A job naming a reservation that got fewer nodes is told
 //     why (NotReady nodes, nodes other reservations hold). A reservation
 //     whose window lies ahead earmarks, in the tenancy's order, Count Ready
 //     nodes no other reservation holds: those whose work all may precede
 //     it first, then those where the least would stay past its start, then
-//     by name. Until its start an earmarked node takes only the owner's
+//     by name, from as few clusters as can. Until its start an earmarked node takes only the owner's
 //     work, spot work (evicted when the owner's work needs the node) and
 //     work whose retry.timeout plus checkpoint grace ends it by the start;
 //     a Duration is an estimate and bounds nothing. Earmarks are worked

@@ -18,17 +18,15 @@ import (
 // then (mayPrecede); reserve chooses afresh when the window opens.
 //
 // It prefers nodes whose work all may precede the reservation, then those
-// whose other work holds the fewest milli-GPU, then the lower name. Work
+// whose other work holds the fewest milli-GPU, then the lower name, taken
+// from as few clusters as it can (inFewClusters), as reserve does. Work
 // that may not precede is kept off earmarked nodes, so they stay first
 // from cycle to cycle and the choice is stable; it moves only to a node
 // that frees up and sorts before, which holds nothing the rule forbids.
 func (st *state) earmark() {
-	type cand struct {
-		node  int
-		stays int64 // milli-GPU of work that may not precede the reservation
-	}
 	st.earmarked = false
-	var cands []cand
+	// cost: the milli-GPU of work that may not precede the reservation.
+	var cands, picks []reserveCand
 	for idx := range st.res {
 		rs := &st.res[idx]
 		if rs.active || rs.Start.IsZero() || !rs.Start.After(st.now) {
@@ -41,18 +39,19 @@ func (st *state) earmark() {
 			}
 			for _, n := range g.nodes {
 				if n.Ready && st.resOf[n.Index] < 0 && st.earOf[n.Index] < 0 {
-					cands = append(cands, cand{node: n.Index, stays: st.staysPast(rs, n.Index)})
+					cands = append(cands, reserveCand{node: n.Index, cost: float64(st.staysPast(rs, n.Index))})
 				}
 			}
 		}
 		sort.Slice(cands, func(x, y int) bool {
 			a, b := cands[x], cands[y]
-			if a.stays != b.stays {
-				return a.stays < b.stays
+			if a.cost != b.cost {
+				return a.cost < b.cost
 			}
 			return st.nodes[a.node].Name < st.nodes[b.node].Name
 		})
-		for _, c := range cands[:min(rs.Count, len(cands))] {
+		picks = st.inFewClusters(cands, rs.Count, picks)
+		for _, c := range picks {
 			st.earOf[c.node] = idx
 			rs.earmarks = append(rs.earmarks, c.node)
 			st.earmarked = true

@@ -230,3 +230,102 @@ func TestReservationBehindKeptGuarantees(t *testing.T) {
 		t.Fatalf("detail %q, want it to end %q", pd.Detail, want)
 	}
 }
+
+// TestReservationInOneCluster: a reservation takes its nodes from one
+// cluster when one can give them all, and from as few as it can
+// otherwise, so that a gang as large as it can run in it (a gang spans one
+// cluster); nodes running work inside it keep their cluster chosen; a
+// reservation ahead earmarks nodes the same way.
+func TestReservationInOneCluster(t *testing.T) {
+	// eastus: cluster eastus-c with a-1..a-<na>, cluster eastus-c2 with
+	// b-1..b-<nb>, all 8×H100; names sort the a nodes first.
+	twoClusters := func(na, nb int) *World {
+		return NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("a", na, h100, "la").
+			Cluster("eastus-c2", model.FabricInfiniBand).Nodes("b", nb, h100, "lb").
+			Tenant("alice", "").Tenant("bob", "")
+	}
+	whole := func(node string) model.Allocation { return On(node, 0, 1, 2, 3, 4, 5, 6, 7) }
+	tests := []struct {
+		name  string
+		world func() *World
+		job   string
+		want  []string // the nodes job is bound to, by prefix
+	}{{
+		name: "one cluster that can give them all, not the first nodes by name",
+		world: func() *World {
+			w := twoClusters(3, 4).Reserve("r", "bob", h100, "eastus", 4, time.Time{}, time.Time{})
+			w.Job("gang", "bob").GPUs(4, 8).Reservation("r")
+			return w
+		},
+		job:  "gang",
+		want: []string{"b-", "b-", "b-", "b-"},
+	}, {
+		name: "the cluster holding work inside the reservation",
+		world: func() *World {
+			w := twoClusters(4, 4).Reserve("r", "bob", h100, "eastus", 4, time.Time{}, time.Time{})
+			// b's names sort after a's, and alice's work fills a-4: only
+			// bob's job inside the reservation keeps it on b.
+			w.Job("busy", "alice").GPUs(1, 8).Running(now.Add(-time.Hour), whole("a-4"))
+			w.Job("inside", "bob").GPUs(1, 8).Reservation("r").Running(now.Add(-time.Hour), whole("b-2"))
+			w.Job("gang", "bob").GPUs(3, 8).Reservation("r")
+			return w
+		},
+		job:  "gang",
+		want: []string{"b-", "b-", "b-"},
+	}, {
+		// b-1 runs bob's work inside the reservation, and alice's work
+		// fills b-2..b-4: the reservation stays on b rather than move to
+		// idle a and leave bob's work outside it, so a is free for alice.
+		name: "work inside the reservation outweighs idle nodes elsewhere",
+		world: func() *World {
+			w := twoClusters(4, 4).Reserve("r", "bob", h100, "eastus", 4, time.Time{}, time.Time{})
+			w.Job("inside", "bob").GPUs(1, 8).Reservation("r").Running(now.Add(-time.Hour), whole("b-1"))
+			for _, n := range []string{"b-2", "b-3", "b-4"} {
+				w.Job("on-"+n, "alice").GPUs(1, 8).Running(now.Add(-time.Hour), whole(n))
+			}
+			w.Job("other", "alice").GPUs(1, 8)
+			return w
+		},
+		job:  "other",
+		want: []string{"a-"},
+	}, {
+		name: "no cluster can give them all: the most from one",
+		world: func() *World {
+			w := twoClusters(2, 3).Reserve("r", "bob", h100, "eastus", 4, time.Time{}, time.Time{})
+			w.Job("gang", "bob").GPUs(3, 8).Reservation("r")
+			return w
+		},
+		job:  "gang",
+		want: []string{"b-", "b-", "b-"},
+	}, {
+		// The reservation opens in an hour and earmarks b-1..b-4; alice's
+		// work, which may run past its start, keeps off them.
+		name: "a reservation ahead earmarks one cluster",
+		world: func() *World {
+			w := twoClusters(3, 4).Reserve("r", "bob", h100, "eastus", 4, now.Add(time.Hour), time.Time{})
+			w.Job("other", "alice").GPUs(1, 8)
+			return w
+		},
+		job:  "other",
+		want: []string{"a-"},
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := schedule(t, tc.world())
+			expect(t, p, tc.job, sched.ReasonNone)
+			b, _ := bindOf(p, tc.job)
+			var got []string
+			for _, n := range b.Nodes {
+				got = append(got, n.Node)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("%s on %v, want %d nodes", tc.job, got, len(tc.want))
+			}
+			for i, prefix := range tc.want {
+				if !strings.HasPrefix(got[i], prefix) {
+					t.Fatalf("%s on %v, want nodes %v…", tc.job, got, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -27,15 +27,12 @@ import (
 //     GPU-seconds since its last checkpoint if evicted;
 //
 // and among equals the node of lower name, so the choice is deterministic
-// and stable from cycle to cycle. A NotReady node is never reserved: the
-// owner could not use it.
+// and stable from cycle to cycle. It takes them from one cluster when one
+// can give them all, else from as few as it can (inFewClusters), so that a
+// gang as large as the reservation can run in it. A NotReady node is never
+// reserved: the owner could not use it.
 func (st *state) reserve() {
-	type cand struct {
-		node int
-		tier int
-		cost float64
-	}
-	var cands []cand
+	var cands, picks []reserveCand
 	for idx := range st.res {
 		rs := &st.res[idx]
 		if !rs.active {
@@ -54,7 +51,7 @@ func (st *state) reserve() {
 					rs.notReady++
 				default:
 					tier, cost := st.reserveCost(rs, n.Index)
-					cands = append(cands, cand{node: n.Index, tier: tier, cost: cost})
+					cands = append(cands, reserveCand{node: n.Index, tier: tier, cost: cost})
 				}
 			}
 		}
@@ -68,7 +65,8 @@ func (st *state) reserve() {
 			}
 			return st.nodes[a.node].Name < st.nodes[b.node].Name
 		})
-		for _, c := range cands[:min(rs.Count, len(cands))] {
+		picks = st.inFewClusters(cands, rs.Count, picks)
+		for _, c := range picks {
 			st.resOf[c.node] = idx
 			rs.nodes = append(rs.nodes, c.node)
 		}

@@ -52,7 +52,7 @@ func BeforeCycle(w *World, now time.Time) *Cycle {
 // first, idle ones before all), then (for a reservation with a start)
 // those whose other tenants' work is all spot, then those whose other
 // tenants' work loses the fewest GPU-seconds since its last checkpoint,
-// then by name.
+// then by name; taken from as few clusters as it can (fewClusters).
 func (c *Cycle) reserve() map[string]model.Reservation {
 	type cand struct {
 		name string
@@ -125,8 +125,12 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 			}
 			return x.name < y.name
 		})
-		for _, x := range cands[:min(r.Count, len(cands))] {
-			out[x.name] = r
+		rs := make([]ranked, len(cands))
+		for i, x := range cands {
+			rs[i] = ranked{name: x.name, tier: x.tier, cost: x.cost}
+		}
+		for _, name := range fewClusters(&c.w.Fleet, rs, r.Count) {
+			out[name] = r
 		}
 	}
 	return out

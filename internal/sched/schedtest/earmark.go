@@ -25,8 +25,9 @@ func endsBy(j *model.Job, start, by time.Time) bool {
 // earmark gives each reservation whose start is after now, in order, Count
 // Ready nodes of its SKU and region that no active reservation holds and
 // no earlier one earmarks: first those whose work all may precede it, then
-// those whose other work holds the fewest GPUs, then by name (the rule
-// package sched documents).
+// those whose other work holds the fewest GPUs, then by name, taken from
+// as few clusters as it can (fewClusters; the rule package sched
+// documents).
 func (c *Cycle) earmark() map[string]model.Reservation {
 	out := map[string]model.Reservation{}
 	onNode := map[string]map[*model.Job]int64{} // node -> job -> milli-GPU there
@@ -68,8 +69,12 @@ func (c *Cycle) earmark() map[string]model.Reservation {
 			}
 			return x.name < y.name
 		})
-		for _, x := range cands[:min(r.Count, len(cands))] {
-			out[x.name] = r
+		rs := make([]ranked, len(cands))
+		for i, x := range cands {
+			rs[i] = ranked{name: x.name, cost: float64(x.stays)}
+		}
+		for _, name := range fewClusters(&c.w.Fleet, rs, r.Count) {
+			out[name] = r
 		}
 	}
 	return out
