@@ -235,7 +235,10 @@ func newNodeShowCmd(conn *connection) *cobra.Command {
 region, cluster, leaf, rack), its health and since when, its drain, the
 address its agent registered and its last heartbeat (as the leader saw it),
 then one line per GPU: its UUID and memory as the agent found them, how
-much of it is held, and by which jobs ('allot job show JOB' says more).`,
+much of it is held, and by which jobs ('allot job show JOB' says more);
+last, the latest attempts that failed there (at most 5): those the leader
+saw, and, from before it led, those of jobs that have not ended or ended in
+the last 10 minutes (read back from the stored jobs).`,
 		Example: `  allot node show eastus-h100-03
   allot node show eastus-t4x4-01 -o json | jq '.gpu_list[] | select(.used_milli > 0)'`,
 		Args: cobra.ExactArgs(1),
@@ -271,7 +274,7 @@ func nodeSections(d client.NodeDetail, now time.Time) printer {
 	f.add("Free", gpus(float64(d.FreeGPUMilli)/1000)+" GPUs")
 	f.add("Jobs", orDash(strings.Join(d.Jobs, ", ")))
 	if len(d.FailedAttempts) == 0 {
-		f.add("Failures", "none seen since the server started")
+		f.add("Failures", "none known")
 	}
 	var failures []string
 	for _, x := range d.FailedAttempts {

@@ -114,7 +114,7 @@ func TestNodeShow(t *testing.T) {
 				"GPU  MODEL  UUID    MEMORY     USED  JOBS", "0    T4     GPU-aa  15360 MiB  1     j-1", "1    T4     GPU-bb  15360 MiB  0.25  j-2"}},
 		{name: "show a node without failures", args: []string{"node", "show", "eastus-t4x4-01"},
 			ex:      exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: none},
-			wantOut: []string{"Failures:        none seen since the server started\n"}},
+			wantOut: []string{"Failures:        none known\n"}},
 		{name: "unknown", args: []string{"node", "show", "eastus-t4x4-9"},
 			ex: exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-9", status: 404,
 				body: `{"code":"NotFound","message":"no node \"eastus-t4x4-9\" in the fleet (did you mean eastus-t4x4-01?)"}`},

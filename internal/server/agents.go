@@ -478,18 +478,15 @@ func (s *Server) updateJob(ctx context.Context, p Principal, id string, f func(*
 	}
 	if node := failedBy(old, j); node != "" {
 		s.m.nodeFailed.WithLabelValues(node).Inc()
-		a := j.Status.Attempts[len(j.Status.Attempts)-1]
-		s.noteFailure(node, NodeFailure{Job: j.ID, Tenant: j.Spec.Tenant, Attempt: a.Number, ExitCode: a.ExitCode, At: a.Ended, Detail: a.Detail,
-			steered:   len(j.Spec.Placement.Nodes)+len(j.Spec.Placement.ExcludeNodes) > 0,
-			elsewhere: slices.ContainsFunc(j.Status.Attempts, func(b model.Attempt) bool { return b.Reason == "Failed" && b.FailedNode != node })})
+		s.noteFailure(node, failureOf(j, len(j.Status.Attempts)-1))
 		s.drainIfFailing(ctx, node)
 	}
 	return j, nil
 }
 
 // NodeFailure is one attempt that failed on a node: what 'allot node show'
-// lists under "Failures" (server memory; a restarted server, or a new
-// leader, starts with none).
+// lists under "Failures" (the leader's memory, rebuilt from the stored jobs
+// when it begins to lead: rebuildFailures).
 type NodeFailure struct {
 	Job, Tenant string
 	Attempt     int
@@ -510,10 +507,26 @@ const (
 	nodeFailuresShown = 5
 )
 
+// failureOf is attempt i of j, which failed on its FailedNode, as the
+// failure noted there.
+func failureOf(j *model.Job, i int) NodeFailure {
+	a := j.Status.Attempts[i]
+	return NodeFailure{Job: j.ID, Tenant: j.Spec.Tenant, Attempt: a.Number, ExitCode: a.ExitCode, At: a.Ended, Detail: a.Detail,
+		steered: len(j.Spec.Placement.Nodes)+len(j.Spec.Placement.ExcludeNodes) > 0,
+		elsewhere: slices.ContainsFunc(j.Status.Attempts[:i+1], func(b model.Attempt) bool {
+			return b.Reason == "Failed" && b.FailedNode != a.FailedNode
+		})}
+}
+
 // noteFailure keeps f among node's latest failures.
 func (s *Server) noteFailure(node string, f NodeFailure) {
 	s.beatsMu.Lock()
 	defer s.beatsMu.Unlock()
+	s.keepFailure(node, f)
+}
+
+// keepFailure is noteFailure with beatsMu held.
+func (s *Server) keepFailure(node string, f NodeFailure) {
 	fs := append(s.failures[node], f)
 	if len(fs) > nodeFailuresKept {
 		fs = slices.Delete(fs, 0, len(fs)-nodeFailuresKept)

@@ -554,6 +554,19 @@ func (c *cache) liveOf(tenant string) int {
 	return c.liveBy[unique.Make(tenant)]
 }
 
+// endedSince returns the IDs of the ended jobs that ended at t or later.
+func (c *cache) endedSince(t time.Time) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []string
+	for id, e := range c.jobs {
+		if e.state.Terminal() && e.ended >= t.Unix() {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // endedBefore returns up to n ended jobs that ended before t, as keys at
 // the ModRevs the cache holds.
 func (c *cache) endedBefore(t time.Time, n int) []store.KV {

@@ -68,6 +68,9 @@ func (s *Server) setDrain(ctx context.Context, p Principal, name string, d *Node
 		if d == nil && r.Drain == nil {
 			return false
 		}
+		if d == nil {
+			r.ResumedAt = s.clock.Now().UTC()
+		}
 		r.Drain = d
 		s.auditTxn(txn, p, action, "node/"+name, detail)
 		return true

@@ -39,8 +39,10 @@ import (
 //
 // The drain is an ordinary one (drain.go): the work on the node runs on,
 // nothing new lands there, 'allot node resume' ends it, and its reason lists
-// the failed attempts. The evidence is this server's memory of failures
-// (Server.failures); a restarted server or a new leader starts with none.
+// the failed attempts. The evidence is the leader's memory of failures
+// (Server.failures), noted as each attempt fails; a server that begins to
+// lead (started, or elected) first rebuilds it from what is stored
+// (rebuildFailures), so that a restart or a failover forgets nothing.
 
 // DefaultDrainAfterFailures is Config.DrainAfterFailures' default.
 const DefaultDrainAfterFailures = 3
@@ -210,4 +212,56 @@ func clipReason(r string) string {
 		return r
 	}
 	return strings.ToValidUTF8(r[:MaxQuotaReason-len("…")], "") + "…"
+}
+
+// rebuildFailures sets this server's memory of failures from the store's
+// records, as it would stand had this server noted every failure itself:
+// the failed attempts of the jobs that have not ended, and of those that
+// ended within failureDrainWindow before now (older ones no longer count
+// against a node; 'allot node show' lists them until then), the time of
+// each node's last resume, and the time of the server's latest drain that
+// stands. A job that cannot be read is left out and logged.
+func (s *Server) rebuildFailures(ctx context.Context, now time.Time) {
+	jobs := s.cache.wholeJobs(func(j *model.Job) bool { return !j.Status.State.Terminal() })
+	for _, id := range s.cache.endedSince(now.Add(-failureDrainWindow)) {
+		_, j, err := s.readJob(ctx, id)
+		if err != nil {
+			s.log.Warn("rebuilding the failures of nodes: a job cannot be read", "job", id, "err", err)
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	type noted struct {
+		node string
+		f    NodeFailure
+	}
+	var all []noted
+	for _, j := range jobs {
+		for i, a := range j.Status.Attempts {
+			if a.Reason == "Failed" && a.FailedNode != "" {
+				all = append(all, noted{a.FailedNode, failureOf(j, i)})
+			}
+		}
+	}
+	slices.SortStableFunc(all, func(x, y noted) int { return x.f.At.Compare(y.f.At) })
+	resumed := map[string]time.Time{}
+	var lastDrain time.Time
+	for _, n := range s.world().fleet.Nodes {
+		rec, _, _ := s.cache.node(n.Name)
+		if !rec.ResumedAt.IsZero() {
+			resumed[n.Name] = rec.ResumedAt
+		}
+		if d := rec.Drain; d != nil && d.By == autoDrainer && d.At.After(lastDrain) {
+			lastDrain = d.At
+		}
+	}
+	s.autoDrainMu.Lock()
+	defer s.autoDrainMu.Unlock()
+	s.beatsMu.Lock()
+	defer s.beatsMu.Unlock()
+	s.failures, s.failedJobs, s.failedJobsPruned, s.resumed = map[string][]NodeFailure{}, map[string][]failedAt{}, 0, resumed
+	for _, x := range all {
+		s.keepFailure(x.node, x.f)
+	}
+	s.lastAutoDrain = lastDrain
 }

@@ -347,3 +347,92 @@ func TestFailedJobsPruned(t *testing.T) {
 		t.Error("failedElsewhere of new: want true from h100-01, false from h100-02")
 	}
 }
+
+// TestFailuresSurviveRestart: a server that begins to lead rebuilds the
+// failures of nodes from the stored jobs, and their resumes from the node
+// records. Two failures noted by one server and a third seen by the next
+// drain the node, as three seen by one would; 'node show' lists them; a
+// node resumed before the next server starts is not drained again on the
+// failures from before its resume.
+func TestFailuresSurviveRestart(t *testing.T) {
+	ctx := context.Background()
+	first, clock, must := labWithNodes(t)
+	// A long job fills h100-01 and h100-02, so that every failing job
+	// lands on h100-03.
+	run := func(srv *Server, tenant, name string) *model.Job {
+		t.Helper()
+		specs, err := spec.ParseJobs("test", fmt.Appendf(nil, `{name: %s, tenant: %s, command: [x], resources: {gpus_per_instance: 8}}`, name, tenant), nil)
+		must(err)
+		j, err := srv.Submit(ctx, Principal{Tenant: tenant}, specs[0])
+		must(err)
+		must(srv.Cycle(ctx))
+		return wholeJob(t, srv, j.ID)
+	}
+	run(first, "team", "long-1")
+	run(first, "team", "long-2")
+	const bad = "h100-03"
+	fail := func(srv *Server, tenant, name string) {
+		t.Helper()
+		j := run(srv, tenant, name)
+		if len(j.Status.Allocations) == 0 || j.Status.Allocations[0].Node != bad {
+			t.Fatalf("%s is %s on %v, want it on %s", name, j.Status.State, j.Status.Allocations, bad)
+		}
+		_, err := srv.ReportEvent(ctx, admin, j.ID, 1, Event{Type: EventStarted, Rank: 0, Node: bad})
+		must(err)
+		_, err = srv.ReportEvent(ctx, admin, j.ID, 1, Event{Type: EventExited, Rank: 0, Node: bad, ExitCode: 9, Outcome: OutcomeExited})
+		must(err)
+		clock.Advance(time.Minute)
+	}
+	next := func() *Server { // the next leader, on the same store
+		t.Helper()
+		cfg := first.cfg
+		cfg.Registry = nil
+		srv, err := New(ctx, cfg)
+		must(err)
+		// Lead until the first cycle is done, then stop the loop: the test
+		// drives the server itself.
+		rctx, stop := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(rctx) }()
+		for deadline := time.Now().Add(10 * time.Second); !srv.Ready(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the next server did not lead")
+			}
+		}
+		stop()
+		must(<-done)
+		return srv
+	}
+	drained := func(srv *Server) *NodeDrain {
+		rec, _, _ := srv.cache.node(bad)
+		return rec.Drain
+	}
+
+	fail(first, "team", "one")
+	fail(first, "rival", "two")
+	second := next()
+	d, err := second.Node(bad)
+	must(err)
+	if len(d.Failures) != 2 || d.Failures[0].Tenant != "team" || d.Failures[1].Tenant != "rival" {
+		t.Fatalf("the next server shows the failures %+v, want the two the first noted", d.Failures)
+	}
+	fail(second, "team", "three")
+	if d := drained(second); d == nil || d.By != autoDrainer || !strings.Contains(d.Reason, "attempts of 3 jobs of 2 tenants") {
+		t.Fatalf("after two failures before a restart and one after: drain %+v, want one by the server", d)
+	}
+	if second.lastAutoDrain.IsZero() {
+		t.Fatal("the drain is not remembered")
+	}
+	if third := next(); !third.lastAutoDrain.Equal(second.lastAutoDrain) {
+		t.Errorf("the next server's last drain %v, want %v (from the node record)", third.lastAutoDrain, second.lastAutoDrain)
+	}
+
+	_, err = second.ResumeNode(ctx, admin, bad)
+	must(err)
+	third := next()
+	third.lastAutoDrain = time.Time{} // only the resume stands in the way
+	third.drainIfFailing(ctx, bad)
+	if d := drained(third); d != nil {
+		t.Fatalf("drained again after a restart on the failures from before its resume: %+v", d)
+	}
+}

@@ -44,7 +44,7 @@ func (s *Server) ReportHealth(ctx context.Context, p Principal, name string, hea
 			r.Drain = d
 			s.auditTxn(txn, p, ActionNodeDrain, "node/"+name, "reason: "+d.Reason)
 		case d == nil && r.Drain != nil && r.Drain.By == healthChecker:
-			r.Drain = nil
+			r.Drain, r.ResumedAt = nil, now.UTC()
 			s.auditTxn(txn, p, ActionNodeResume, "node/"+name, "health check passed")
 		default:
 			return false

@@ -260,6 +260,10 @@ type nodeRecord struct {
 	// Drain, when set, is the node's drain (drain.go, faildrain.go): a Ready
 	// node is Draining while it stands.
 	Drain *NodeDrain `json:"drain,omitempty"`
+	// ResumedAt is when the node's last drain ended (an administrator's
+	// resume, or its passing health check): the host was seen to, and
+	// failures before it no longer count against it (faildrain.go).
+	ResumedAt time.Time `json:"resumed_at,omitzero"`
 }
 
 type gpuRecord struct {

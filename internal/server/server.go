@@ -415,6 +415,7 @@ func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
 	if s.agentMode {
 		go s.checkHeartbeatsEvery(ctx, max(s.nodeTimeout/4, 10*time.Millisecond))
 	}
+	s.rebuildFailures(ctx, s.clock.Now())
 	go s.reconcileEndpointsEvery(ctx)
 	go s.moveWaitingEvery(ctx)
 	go s.evaluateAlertsEvery(ctx)

@@ -32,8 +32,9 @@ type NodeDetail struct {
 	LastHeartbeat *time.Time `json:"last_heartbeat"`
 	GPUList       []NodeGPU  `json:"gpu_list"`
 	// FailedAttempts are the latest attempts that failed on the node (an
-	// instance there exited non-zero or was killed) that the leader saw
-	// since it started, oldest first, at most 5.
+	// instance there exited non-zero or was killed), oldest first, at most
+	// 5: those the leader saw, and from before it led those of jobs that
+	// have not ended or ended within the last 10 minutes.
 	FailedAttempts []NodeFailure `json:"failed_attempts"`
 }
 
