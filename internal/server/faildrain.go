@@ -214,18 +214,24 @@ func clipReason(r string) string {
 	return strings.ToValidUTF8(r[:MaxQuotaReason-len("…")], "") + "…"
 }
 
-// rebuildFailures sets this server's memory of failures from the store's
-// records, as it would stand had this server noted every failure itself:
-// the failed attempts of the jobs that have not ended, and of those that
-// ended within failureDrainWindow before now (older ones no longer count
-// against a node; 'allot node show' lists them until then), the time of
-// each node's last resume, and the time of the server's latest drain that
-// stands. A job that cannot be read is left out and logged.
+// rebuildFailures reads this server's memory of failures back from the
+// store's records, as it would stand had this server noted every failure
+// itself: the failed attempts of the jobs that have not ended, and of those
+// that ended within failureDrainWindow before now (older ones no longer
+// count against a node; 'allot node show' lists them until then), the time
+// of each node's last resume, and the time of the server's latest drain
+// that stands. lead runs it beside its loops, so that reading the ended jobs
+// does not hold the first cycle back: what this server noted meanwhile is
+// kept. A job that cannot be read is left out and logged.
 func (s *Server) rebuildFailures(ctx context.Context, now time.Time) {
+	defer s.failuresRebuilt.Store(true)
 	jobs := s.cache.wholeJobs(func(j *model.Job) bool { return !j.Status.State.Terminal() })
 	for _, id := range s.cache.endedSince(now.Add(-failureDrainWindow)) {
 		_, j, err := s.readJob(ctx, id)
 		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
 			s.log.Warn("rebuilding the failures of nodes: a job cannot be read", "job", id, "err", err)
 			continue
 		}
@@ -243,7 +249,6 @@ func (s *Server) rebuildFailures(ctx context.Context, now time.Time) {
 			}
 		}
 	}
-	slices.SortStableFunc(all, func(x, y noted) int { return x.f.At.Compare(y.f.At) })
 	resumed := map[string]time.Time{}
 	var lastDrain time.Time
 	for _, n := range s.world().fleet.Nodes {
@@ -259,9 +264,32 @@ func (s *Server) rebuildFailures(ctx context.Context, now time.Time) {
 	defer s.autoDrainMu.Unlock()
 	s.beatsMu.Lock()
 	defer s.beatsMu.Unlock()
+	type attemptKey struct {
+		job     string
+		attempt int
+	}
+	seen := map[attemptKey]bool{}
+	for _, x := range all {
+		seen[attemptKey{x.f.Job, x.f.Attempt}] = true
+	}
+	for node, fs := range s.failures { // noted by this server: meanwhile, or in an earlier term
+		for _, f := range fs {
+			if !seen[attemptKey{f.Job, f.Attempt}] {
+				all = append(all, noted{node, f})
+			}
+		}
+	}
+	slices.SortStableFunc(all, func(x, y noted) int { return x.f.At.Compare(y.f.At) })
+	for node, t := range s.resumed {
+		if t.After(resumed[node]) {
+			resumed[node] = t
+		}
+	}
 	s.failures, s.failedJobs, s.failedJobsPruned, s.resumed = map[string][]NodeFailure{}, map[string][]failedAt{}, 0, resumed
 	for _, x := range all {
 		s.keepFailure(x.node, x.f)
 	}
-	s.lastAutoDrain = lastDrain
+	if lastDrain.After(s.lastAutoDrain) {
+		s.lastAutoDrain = lastDrain
+	}
 }

@@ -394,7 +394,7 @@ func TestFailuresSurviveRestart(t *testing.T) {
 		rctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- srv.Run(rctx) }()
-		for deadline := time.Now().Add(10 * time.Second); !srv.Ready(); time.Sleep(5 * time.Millisecond) {
+		for deadline := time.Now().Add(10 * time.Second); !srv.Ready() || !srv.failuresRebuilt.Load(); time.Sleep(5 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("the next server did not lead")
 			}
@@ -422,6 +422,13 @@ func TestFailuresSurviveRestart(t *testing.T) {
 	}
 	if second.lastAutoDrain.IsZero() {
 		t.Fatal("the drain is not remembered")
+	}
+	// Read back again, the stored failures merge with what the server
+	// noted itself (here one that no stored job has): none twice, none lost.
+	second.noteFailure(bad, NodeFailure{Job: "noted-only", Tenant: "team", Attempt: 1, ExitCode: 2, At: clock.Now()})
+	second.rebuildFailures(ctx, clock.Now())
+	if d, err := second.Node(bad); err != nil || len(d.Failures) != 4 || d.Failures[3].Job != "noted-only" {
+		t.Fatalf("after reading back again: %+v, %v; want the three stored and the one noted, once each", d.Failures, err)
 	}
 	if third := next(); !third.lastAutoDrain.Equal(second.lastAutoDrain) {
 		t.Errorf("the next server's last drain %v, want %v (from the node record)", third.lastAutoDrain, second.lastAutoDrain)

@@ -168,8 +168,9 @@ type Server struct {
 	// failedJobsPruned is its size after it was last pruned.
 	failedJobs       map[string][]failedAt
 	failedJobsPruned int
-	autoDrainMu      sync.Mutex // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
-	lastAutoDrain    time.Time  // when this server last drained a failing node
+	autoDrainMu      sync.Mutex  // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
+	lastAutoDrain    time.Time   // when this server last drained a failing node
+	failuresRebuilt  atomic.Bool // rebuildFailures has run (tests wait for it)
 	logs             *logBook
 	ep               *endpointBook // inference endpoints (endpoints.go)
 	pol              policyBook    // operator policies (policies.go)
@@ -415,7 +416,7 @@ func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
 	if s.agentMode {
 		go s.checkHeartbeatsEvery(ctx, max(s.nodeTimeout/4, 10*time.Millisecond))
 	}
-	s.rebuildFailures(ctx, s.clock.Now())
+	go s.rebuildFailures(ctx, s.clock.Now())
 	go s.reconcileEndpointsEvery(ctx)
 	go s.moveWaitingEvery(ctx)
 	go s.evaluateAlertsEvery(ctx)
