@@ -25,8 +25,10 @@
 //     it is queued), then those whose other work loses the fewest
 //     GPU-seconds since its last checkpoint (for a reservation with a
 //     start, nodes whose other work is all spot before the rest); ties by
-//     node name; all from one cluster when one can give them all, else from
-//     as few as can, so that a gang as large as it fits. A job naming a reservation that got fewer nodes is told
+//     node name; nodes no queued job naming it may use (while each names
+//     its nodes) after all those; all from one cluster when one can give
+//     them all, else from as few as can, so that a gang as large as it
+//     fits. A job naming a reservation that got fewer nodes is told
 //     why (NotReady nodes, nodes other reservations hold). A reservation
 //     whose window lies ahead earmarks, in the tenancy's order, Count Ready
 //     nodes no other reservation holds: those whose work all may precede

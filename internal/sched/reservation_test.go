@@ -329,3 +329,36 @@ func TestReservationInOneCluster(t *testing.T) {
 		})
 	}
 }
+
+// TestReservationKeepsToNodesItsWorkMayUse: while every queued job naming
+// a reservation names its nodes, the reservation takes nodes they may use
+// before those they keep off, so a gang as large as the reservation that
+// excludes a bad host fits; a queued job naming it with no node lists
+// leaves the choice as it was.
+func TestReservationKeepsToNodesItsWorkMayUse(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		other bool // a second queued job naming r, with no node lists
+		want  sched.Reason
+	}{
+		{name: "the excluded node is left out", want: sched.ReasonNone},
+		{name: "work that may use any node keeps the first nodes", other: true, want: sched.InsufficientCapacity},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := oneRegion(3).Reserve("r", "bob", h100, "eastus", 2, time.Time{}, time.Time{})
+			w.Job("gang", "bob").GPUs(2, 8).Reservation("r").Exclude("h-1")
+			if tc.other {
+				w.Job("other", "bob").GPUs(1, 8).Reservation("r").Value(-1)
+			}
+			p := schedule(t, w)
+			expect(t, p, "gang", tc.want)
+			if b, ok := bindOf(p, "gang"); ok {
+				for _, n := range b.Nodes {
+					if n.Node == "h-1" {
+						t.Fatalf("gang on %v, which it excludes", b.Nodes)
+					}
+				}
+			}
+		})
+	}
+}

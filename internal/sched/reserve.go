@@ -26,6 +26,11 @@ import (
 //  4. nodes whose other work (spot work included) loses the fewest
 //     GPU-seconds since its last checkpoint if evicted;
 //
+// and after all of those, in the same order, the nodes that no queued work
+// naming the reservation may use, while each such job names its nodes
+// (placement.nodes or exclude_nodes: a host it keeps off), so that the
+// reservation holds nodes its work can run on;
+//
 // and among equals the node of lower name, so the choice is deterministic
 // and stable from cycle to cycle. It takes them from one cluster when one
 // can give them all, else from as few as it can (inFewClusters), so that a
@@ -75,10 +80,35 @@ func (st *state) reserve() {
 
 // reserveCost ranks node i for reservation rs (see reserve): tier 0 when it
 // runs work naming rs, 1 when it holds no other tenant's work, 2 when rs
-// has a start and other tenants' work on it is all spot, else 3; with the
-// GPU-seconds that work would lose (in tier 1, the owner's work that does
-// not name rs, while work naming rs is queued; else nothing).
+// has a start and other tenants' work on it is all spot, else 3, and 4
+// more than that when the queued work naming rs may not use it (unwanted);
+// with the GPU-seconds that work would lose (in tier 1, the owner's work
+// that does not name rs, while work naming rs is queued; else nothing).
 func (st *state) reserveCost(rs *reservationState, i int) (tier int, cost float64) {
+	tier, cost = st.reserveTier(rs, i)
+	if tier > 0 && st.unwanted(rs, i) {
+		tier += 4
+	}
+	return tier, cost
+}
+
+// unwanted reports whether every queued job naming rs rules node i out by
+// its node lists (none when one of them names no nodes).
+func (st *state) unwanted(rs *reservationState, i int) bool {
+	if rs.unsteered || len(rs.steered) == 0 {
+		return false
+	}
+	name := st.nodes[i].Name
+	for _, j := range rs.steered {
+		if j.Spec.Placement.AllowsNode(name) {
+			return false
+		}
+	}
+	return true
+}
+
+// reserveTier is reserveCost without the unwanted rank.
+func (st *state) reserveTier(rs *reservationState, i int) (tier int, cost float64) {
 	named, foreign, onlySpot := false, false, true
 	var own float64 // the owner's work that does not name rs
 	work := st.byNode[i]

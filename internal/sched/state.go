@@ -73,6 +73,11 @@ type reservationState struct {
 	// Of the nodes of its SKU and region it did not get: NotReady ones,
 	// and Ready ones an earlier reservation took.
 	notReady, heldByOthers int
+	// steered are its owner's queued jobs that name it, while every one
+	// of them names its nodes (placement.nodes or exclude_nodes); unsteered
+	// is set, and steered left empty, once one names none.
+	steered   []*model.Job
+	unsteered bool
 }
 
 type partitionState struct {
@@ -277,7 +282,7 @@ func (st *state) begin(now time.Time, jobs []*model.Job) {
 			st.earOf[n] = -1
 		}
 		rs.nodes, rs.earmarks, rs.notReady, rs.heldByOthers = rs.nodes[:0], rs.earmarks[:0], 0, 0
-		rs.active, rs.named = rs.ActiveAt(now), false
+		rs.active, rs.named, rs.steered, rs.unsteered = rs.ActiveAt(now), false, rs.steered[:0], false
 	}
 	for _, j := range jobs {
 		name := j.Spec.Placement.Reservation
@@ -285,7 +290,14 @@ func (st *state) begin(now time.Time, jobs []*model.Job) {
 			continue
 		}
 		if r, ok := st.resByName[name]; ok && st.res[r].Owner == j.Spec.Tenant {
-			st.res[r].named = true
+			rs := &st.res[r]
+			rs.named = true
+			switch p := &j.Spec.Placement; {
+			case len(p.Nodes)+len(p.ExcludeNodes) == 0:
+				rs.steered, rs.unsteered = rs.steered[:0], true
+			case !rs.unsteered:
+				rs.steered = append(rs.steered, j)
+			}
 		}
 	}
 	kept := st.running[:0]

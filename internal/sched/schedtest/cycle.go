@@ -52,7 +52,9 @@ func BeforeCycle(w *World, now time.Time) *Cycle {
 // first, idle ones before all), then (for a reservation with a start)
 // those whose other tenants' work is all spot, then those whose other
 // tenants' work loses the fewest GPU-seconds since its last checkpoint,
-// then by name; taken from as few clusters as it can (fewClusters).
+// then by name; while all the owner's queued work naming it names its
+// nodes, the nodes none of it may use after all others; taken from as few
+// clusters as it can (fewClusters).
 func (c *Cycle) reserve() map[string]model.Reservation {
 	type cand struct {
 		name string
@@ -79,9 +81,29 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 		if !r.ActiveAt(c.now) {
 			continue
 		}
-		waiting := false // the owner's work that names r is queued
+		waiting := false         // the owner's work that names r is queued
+		var steered []*model.Job // that work, while all of it names its nodes
+		free := false            // some of it names none
 		for _, j := range c.w.Jobs {
-			waiting = waiting || (j.Status.State == model.StateQueued && j.Spec.Tenant == r.Owner && j.Spec.Placement.Reservation == r.Name)
+			if j.Status.State == model.StateQueued && j.Spec.Tenant == r.Owner && j.Spec.Placement.Reservation == r.Name {
+				waiting = true
+				if len(j.Spec.Placement.Nodes)+len(j.Spec.Placement.ExcludeNodes) == 0 {
+					free = true
+				}
+				steered = append(steered, j)
+			}
+		}
+		// wanted: some of the queued work naming r may use node n.
+		wanted := func(n string) bool {
+			if free || len(steered) == 0 {
+				return true
+			}
+			for _, j := range steered {
+				if j.Spec.Placement.AllowsNode(n) {
+					return true
+				}
+			}
+			return false
 		}
 		var cands []cand
 		for _, n := range c.w.Fleet.Nodes {
@@ -112,6 +134,9 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 				x.tier = 3
 			default:
 				x.cost = own
+			}
+			if x.tier > 0 && !wanted(n.Name) {
+				x.tier += 4 // after every node the work naming r may use
 			}
 			cands = append(cands, x)
 		}
