@@ -27,8 +27,8 @@ const forwardedHeader = "X-Allot-Forwarded"
 // servedByFollower reports whether a server that does not lead answers r
 // itself, from its watch-fed cache: reads, except those of what only the
 // leader holds in memory (logs shipped by agents, agents' long polls,
-// alert state, a node's last heartbeat). Everything else goes to the
-// leader.
+// alert state, a node's last heartbeat, a reservation's nodes).
+// Everything else goes to the leader.
 func servedByFollower(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false
@@ -38,6 +38,7 @@ func servedByFollower(r *http.Request) bool {
 	case strings.HasPrefix(p, "/v1/jobs/") && strings.HasSuffix(p, "/logs"),
 		strings.HasPrefix(p, "/v1/nodes/") && strings.HasSuffix(p, "/assignments"),
 		strings.HasPrefix(p, "/v1/nodes/") && !strings.Contains(p[len("/v1/nodes/"):], "/"),
+		strings.HasPrefix(p, "/v1/reservations/"), // the nodes the leader's last cycle gave it
 		p == "/v1/alerts":
 		return false
 	}

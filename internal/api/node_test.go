@@ -29,7 +29,8 @@ func TestNodeRoute(t *testing.T) {
 		!strings.Contains(rec.Body.String(), "did you mean") {
 		t.Errorf("an unknown node: %d %s, want 404 with the nearest", rec.Code, rec.Body)
 	}
-	for path, follower := range map[string]bool{"/v1/nodes": true, "/v1/nodes/n1": false, "/v1/nodes/n1/assignments": false} {
+	for path, follower := range map[string]bool{"/v1/nodes": true, "/v1/nodes/n1": false, "/v1/nodes/n1/assignments": false,
+		"/v1/reservations": true, "/v1/reservations/r": false} {
 		if got := servedByFollower(httptest.NewRequest("GET", path, nil)); got != follower {
 			t.Errorf("GET %s served by a follower: %v, want %v", path, got, follower)
 		}

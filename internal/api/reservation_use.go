@@ -37,6 +37,10 @@ func newReservationReport(r model.Reservation, u server.ReservationUse) Reservat
 		out.UsedPercent = val(u.UsedPercent)
 	}
 	out.Pricing = string(u.Pricing)
+	out.Nodes = u.Nodes
+	if out.Nodes == nil {
+		out.Nodes = []string{}
+	}
 	if u.Rate > 0 {
 		out.USDPerGPUHour, out.UsedUSD = val(u.Rate), val(u.Used*u.Rate)
 		if !u.OpenStart {

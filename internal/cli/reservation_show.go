@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -28,7 +29,10 @@ only the owner's work, spot work and work whose retry.timeout ends it before
 the start. In the window, nodes the owner leaves idle are lent to spot work,
 evicted when the owner's work needs them. A reservation without a start
 (from the tenants file) has nothing to count bought from: those fields are
-"-" (null in JSON). With -o json or -o yaml it prints the API's
+"-" (null in JSON). Holds (in the window) or Keeps (before the start) names
+the nodes the scheduler gives it now: Ready nodes of its SKU and region,
+from one cluster when one can give them all, chosen afresh each cycle, so
+they may change. With -o json or -o yaml it prints the API's
 ReservationReport.`,
 		Example: `  allot reservation show acme-h100
   allot reservation show acme-h100 -o json | jq .use.used_percent`,
@@ -68,6 +72,12 @@ func reservationFields(r client.ReservationReport) fields {
 	f.add("Name", r.Name)
 	f.add("Owner", r.Owner)
 	f.add("Nodes", fmt.Sprintf("%d × %s in %s (%d GPUs)", r.Count, r.SKU, r.Region, u.GPUs))
+	switch {
+	case len(u.Nodes) > 0 && u.Active:
+		f.add("Holds", strings.Join(u.Nodes, ", "))
+	case len(u.Nodes) > 0:
+		f.add("Keeps", strings.Join(u.Nodes, ", ")+" (for its start)")
+	}
 	window := timestamp(r.Start) + " to " + timestamp(r.End)
 	if u.WindowHours != nil {
 		window += " (" + num(u.WindowHours, " h") + ")"

@@ -93,6 +93,14 @@ func (inc *Incremental) Held() int { return len(inc.held) }
 // and after Drop.
 func (inc *Incremental) Session() *Session { return inc.ss }
 
+// Reserved is Session.Reserved of the last Plan's Session; nil before one.
+func (inc *Incremental) Reserved() map[string][]string {
+	if inc.ss == nil {
+		return nil
+	}
+	return inc.ss.Reserved()
+}
+
 // Resets counts the Session's Resets (a tenancy that differed).
 func (inc *Incremental) Resets() int { return inc.resets }
 

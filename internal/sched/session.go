@@ -275,6 +275,34 @@ func (st *state) undo(held int) {
 	}
 }
 
+// Reserved returns the nodes of each reservation in the last cycle, by
+// reservation name, each list in name order: those an active reservation
+// held, and those a reservation ahead of its start earmarked. Nil before
+// the first cycle.
+func (ss *Session) Reserved() map[string][]string {
+	var out map[string][]string
+	for i := range ss.st.res {
+		rs := &ss.st.res[i]
+		nodes := rs.nodes
+		if !rs.active {
+			nodes = rs.earmarks
+		}
+		if len(nodes) == 0 {
+			continue
+		}
+		names := make([]string, len(nodes))
+		for k, n := range nodes {
+			names[k] = ss.st.nodes[n].Name
+		}
+		slices.Sort(names)
+		if out == nil {
+			out = map[string][]string{}
+		}
+		out[rs.Name] = names
+	}
+	return out
+}
+
 // Running lists the jobs the Session counts on nodes of the fleet, in no
 // particular order.
 func (ss *Session) Running() []*model.Job {

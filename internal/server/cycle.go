@@ -213,6 +213,8 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	reserved := s.inc.Reserved()
+	s.reserved.Store(&reserved)
 
 	// 5. Commit.
 	for _, p := range plan.Preemptions {

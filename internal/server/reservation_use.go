@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -38,6 +39,11 @@ type ReservationUse struct {
 	// commit the owner to, used or idle.
 	Pricing price.Kind
 	Rate    float64
+	// Nodes are the nodes the reservation holds (in its window) or keeps
+	// for its start (ahead of it), in name order, as this server's last
+	// scheduling cycle chose them: none on a server that has not led, or
+	// once the window is over.
+	Nodes []string
 }
 
 // ReservationUse reports the reservation called name as p may see it, with
@@ -72,6 +78,9 @@ func (s *Server) ReservationUse(ctx context.Context, p Principal, name string) (
 	w := s.world()
 	u := reservationUse(r, w.fleet.Catalog[r.SKU].GPUs, jobs, deleted, now)
 	u.Pricing, u.Rate = reservationRate(w, price.NewTable(w.fleet), r)
+	if m := s.reserved.Load(); m != nil {
+		u.Nodes = slices.Clone((*m)[r.Name])
+	}
 	return r, u, nil
 }
 

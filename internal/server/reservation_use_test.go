@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/price"
+	"github.com/allot-dev/allot/internal/server/servertest"
 )
 
 func TestReservationUse(t *testing.T) {
@@ -146,5 +148,47 @@ func TestReservationCosts(t *testing.T) {
 	}
 	if costs, _ := h.srv.ReservationCosts(ctx, admin, "", since, until); len(costs) != 1 {
 		t.Errorf("admin: %+v, want globex-h100 (acme-a100-2027 starts in 2027)", costs)
+	}
+}
+
+// TestReservationNodes: a reservation's report names the nodes the last
+// cycle gave it (none before the first cycle), and the next cycle's
+// choice replaces them.
+func TestReservationNodes(t *testing.T) {
+	ctx := context.Background()
+	fleet, ten := servertest.Example(t)
+	srv, err := New(ctx, Config{Store: servertest.Store(t, t.TempDir()), Fleet: fleet, Tenancy: ten, Clock: NewManualClock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes := func() []string {
+		t.Helper()
+		_, u, err := srv.ReservationUse(ctx, Principal{Admin: true}, "globex-h100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u.Nodes
+	}
+	if got := nodes(); len(got) != 0 {
+		t.Fatalf("before any cycle: %v, want none", got)
+	}
+	if err := srv.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The example's globex-h100 holds 2 of westeurope's 4 H100 nodes, idle
+	// ones by name.
+	if got := nodes(); !slices.Equal(got, []string{"westeurope-h100-01", "westeurope-h100-02"}) {
+		t.Fatalf("after a cycle: %v, want westeurope-h100-01 and -02", got)
+	}
+	// A job naming it that keeps off -01 moves the reservation there.
+	spec := batchSpecs(t, `{name: g, tenant: globex, resources: {gpus_per_instance: 8}, placement: {reservation: globex-h100, exclude_nodes: [westeurope-h100-01]}}`)[0]
+	if _, err := srv.Submit(ctx, Principal{Tenant: "globex"}, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := nodes(); !slices.Equal(got, []string{"westeurope-h100-02", "westeurope-h100-03"}) {
+		t.Fatalf("with a queued job keeping off -01: %v, want -02 and -03", got)
 	}
 }

@@ -150,6 +150,9 @@ type Server struct {
 
 	cycleMu sync.Mutex         // serialises cycles: at most one in flight; guards inc
 	inc     *sched.Incremental // the core's state carried between cycles (session.go)
+	// reserved is, by reservation name, the nodes the last cycle's core
+	// gave each reservation (held, or earmarked ahead of its start).
+	reserved atomic.Pointer[map[string][]string]
 
 	reserveMu sync.Mutex // serialises creating reservations (limits are checked against the others)
 	quotaMu   sync.Mutex // serialises quota requests, decisions and edits (quota.go)

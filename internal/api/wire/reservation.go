@@ -26,4 +26,8 @@ type ReservationUse struct {
 	CommittedUSD  *float64 `json:"committed_usd"`
 	UsedUSD       *float64 `json:"used_usd"`
 	IdleUSD       *float64 `json:"idle_usd"`
+	// Nodes are the nodes the reservation holds in its window, or keeps
+	// for its start ahead of it, in name order, as the leader's last
+	// scheduling cycle chose them.
+	Nodes []string `json:"nodes"`
 }
