@@ -233,7 +233,8 @@ func newNodeShowCmd(conn *connection) *cobra.Command {
 		Short: "Describe one node: its health, drain, agent and what runs on each GPU",
 		Long: `show describes a node, as kubectl describe node does: where it sits (SKU,
 region, cluster, leaf, rack), its health and since when, its drain, the
-address its agent registered and its last heartbeat (as the leader saw it),
+reservation that holds it (or keeps it for its start), the address its
+agent registered and its last heartbeat (as the leader saw it),
 then one line per GPU: its UUID and memory as the agent found them, how
 much of it is held, and by which jobs ('allot job show JOB' says more);
 last, the latest attempts that failed there (at most 5): those the leader
@@ -264,6 +265,12 @@ func nodeSections(d client.NodeDetail, now time.Time) printer {
 	f.add("Health", health)
 	if dr := d.Drain; dr != nil {
 		f.add("Drained", fmt.Sprintf("%s (%s, %s)", dr.Reason, dr.By, dr.At.UTC().Format(time.RFC3339)))
+	}
+	switch {
+	case d.Reservation != "" && d.ReservationAhead:
+		f.add("Reserved", d.Reservation+" (kept for its start)")
+	case d.Reservation != "":
+		f.add("Reserved", d.Reservation)
 	}
 	f.add("Agent", orDash(d.Address))
 	beat := "-"

@@ -104,6 +104,8 @@ func TestNodeShow(t *testing.T) {
 {"index":1,"uuid":"GPU-bb","model":"T4","memory_mib":15360,"used_milli":250,"jobs":["j-2"]}],
 "failed_attempts":[{"job":"j-9","tenant":"acme","attempt":2,"exit_code":9,"at":"2026-06-01T11:30:00Z","detail":"attempt 2, rank 0 on eastus-t4x4-01 exited with code 9; retry 2 of 3"}]}`
 	none := strings.Replace(body, `"failed_attempts":[{`, `"failed_attempts":[],"x":[{`, 1)
+	reserved := strings.Replace(body, `"address":`, `"reservation":"acme-t4","address":`, 1)
+	ahead := strings.Replace(body, `"address":`, `"reservation":"acme-t4","reservation_ahead":true,"address":`, 1)
 	runCases(t, []commandCase{
 		{name: "show", args: []string{"node", "show", "eastus-t4x4-01"},
 			ex: exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: body},
@@ -115,6 +117,12 @@ func TestNodeShow(t *testing.T) {
 		{name: "show a node without failures", args: []string{"node", "show", "eastus-t4x4-01"},
 			ex:      exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: none},
 			wantOut: []string{"Failures:        none known\n"}},
+		{name: "show a reserved node", args: []string{"node", "show", "eastus-t4x4-01"},
+			ex:      exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: reserved},
+			wantOut: []string{"Reserved:        acme-t4\n"}},
+		{name: "show a node kept for a reservation ahead", args: []string{"node", "show", "eastus-t4x4-01"},
+			ex:      exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: ahead},
+			wantOut: []string{"Reserved:        acme-t4 (kept for its start)\n"}},
 		{name: "unknown", args: []string{"node", "show", "eastus-t4x4-9"},
 			ex: exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-9", status: 404,
 				body: `{"code":"NotFound","message":"no node \"eastus-t4x4-9\" in the fleet (did you mean eastus-t4x4-01?)"}`},

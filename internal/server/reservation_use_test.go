@@ -191,4 +191,10 @@ func TestReservationNodes(t *testing.T) {
 	if got := nodes(); !slices.Equal(got, []string{"westeurope-h100-02", "westeurope-h100-03"}) {
 		t.Fatalf("with a queued job keeping off -01: %v, want -02 and -03", got)
 	}
+	// node show says which reservation holds a node.
+	for node, want := range map[string]string{"westeurope-h100-03": "globex-h100", "westeurope-h100-01": ""} {
+		if d, err := srv.Node(node); err != nil || d.Reservation != want || d.Ahead {
+			t.Errorf("node %s: reservation %q (ahead %v), %v; want %q", node, d.Reservation, d.Ahead, err, want)
+		}
+	}
 }

@@ -70,6 +70,11 @@ type NodeDetail struct {
 	// Failures are the latest attempts that failed on the node that this
 	// server saw, oldest first (at most nodeFailuresShown).
 	Failures []NodeFailure
+	// Reservation is the reservation that holds the node in its window,
+	// or keeps it for its start, in this server's last cycle; "" for none.
+	// Ahead is set when its window lies ahead.
+	Reservation string
+	Ahead       bool
 }
 
 // GPUUse is one GPU of a node: what the agent registered (UUID and memory
@@ -97,6 +102,13 @@ func (s *Server) Node(name string) (NodeDetail, error) {
 	sku := w.fleet.Catalog[n.SKU]
 	rec, _, _ := s.cache.node(name)
 	d := NodeDetail{Address: rec.Address, HealthSince: rec.UpdatedAt}
+	if m := s.reserved.Load(); m != nil {
+		for _, r := range w.tenancy.Reservations {
+			if slices.Contains((*m)[r.Name], name) {
+				d.Reservation, d.Ahead = r.Name, !r.ActiveAt(s.clock.Now())
+			}
+		}
+	}
 	s.beatsMu.Lock()
 	d.LastHeartbeat = s.beats[name]
 	fs := s.failures[name]

@@ -36,6 +36,11 @@ type NodeDetail struct {
 	// 5: those the leader saw, and from before it led those of jobs that
 	// have not ended or ended within the last 10 minutes.
 	FailedAttempts []NodeFailure `json:"failed_attempts"`
+	// Reservation is the reservation that holds the node in its window,
+	// or keeps it for its start (ReservationAhead), as the leader's last
+	// cycle chose; empty for none.
+	Reservation      string `json:"reservation,omitempty"`
+	ReservationAhead bool   `json:"reservation_ahead,omitempty"`
 }
 
 // NodeFailure is one attempt that failed on a node.
