@@ -129,6 +129,20 @@ func TestUIDashboard(t *testing.T) {
 	if n := count(t, ops, `#fleet .node .gpu.c-standard`); n < 4 {
 		t.Errorf("fleet map colours %d GPUs as standard work; want at least the filler's 4", n)
 	}
+	// Reservations with the nodes each holds now (or keeps for its
+	// start), marked in the fleet map too.
+	waitFor(t, ops, "a reservation's row", `#reservations tr[data-reservation="globex-h100"]`)
+	if row := text(t, ops, `#reservations tr[data-reservation="globex-h100"]`); !strings.Contains(row, "active") ||
+		!strings.Contains(row, "westeurope-h100-0") {
+		t.Errorf("reservation row of globex-h100 reads %q; want it active with the westeurope nodes it holds", row)
+	}
+	if row := text(t, ops, `#reservations tr[data-reservation="acme-a100-2027"]`); !strings.Contains(row, "starts in") ||
+		!strings.Contains(row, "westus-a100-0") {
+		t.Errorf("reservation row of acme-a100-2027 reads %q; want its start ahead and the westus nodes it keeps", row)
+	}
+	if n := count(t, ops, `#fleet .node.reserved[data-reservation="globex-h100"]`); n != 2 {
+		t.Errorf("fleet map marks %d nodes held by globex-h100; want its 2", n)
+	}
 	screenshot(t, ops, shots, "1-admin-before-preemption.png")
 
 	// The preemption must appear in the page already open: a mark left on
@@ -162,6 +176,7 @@ func TestUIDashboard(t *testing.T) {
 	defer cancelTenant()
 	openDashboard(t, tenant, url, globex)
 	waitFor(t, tenant, "globex's own job", fmt.Sprintf(`#queue tr[data-job=%q]`, big))
+	waitFor(t, tenant, "globex's own reservation", `#reservations tr[data-reservation="globex-h100"]`)
 	waitPolls(t, tenant, 2)
 	body, err := chromedp.Run(tenant, chromedp.Evaluate[string](`document.body.innerText + " " + document.body.innerHTML`))
 	if err != nil {
@@ -171,6 +186,9 @@ func TestUIDashboard(t *testing.T) {
 		if strings.Contains(body, id) {
 			t.Errorf("globex's dashboard shows research's job %s", id)
 		}
+	}
+	if strings.Contains(body, "acme-a100-2027") {
+		t.Error("globex's dashboard shows acme's reservation acme-a100-2027")
 	}
 	for _, sel := range []string{"#fleet", "#alerts", "#partitions"} {
 		hidden, err := chromedp.Run(tenant, chromedp.Evaluate[bool](fmt.Sprintf(`document.querySelector(%q).hidden`, sel)))

@@ -6,6 +6,7 @@
 const POLL_MS = 1500;
 const WHY_MAX = 25; // queued jobs asked for an estimated start per poll
 const PREEMPT_MAX = 20;
+const RESERVATIONS_MAX = 20; // reservations whose report (nodes, use) is asked per poll
 let timer = null;
 
 function $(sel) { return document.querySelector(sel); }
@@ -53,9 +54,12 @@ async function api(path) {
 
 async function poll() {
   try {
-    const [jobs, nodes, alerts, usage, parts, tenants, endpoints] = await Promise.all([
+    const [jobs, nodes, alerts, usage, parts, tenants, endpoints, resList] = await Promise.all([
       api("/v1/jobs"), api("/v1/nodes"), api("/v1/alerts"), api("/v1/usage"),
-      api("/v1/partitions"), api("/v1/tenants"), api("/v1/endpoints")]);
+      api("/v1/partitions"), api("/v1/tenants"), api("/v1/endpoints"), api("/v1/reservations")]);
+    // Each reservation's report: what it holds now, and its use.
+    const resNames = ((resList && resList.reservations) || []).map(r => r.name).slice(0, RESERVATIONS_MAX);
+    const reports = await Promise.all(resNames.map(n => api("/v1/reservations/" + encodeURIComponent(n)).catch(() => null)));
     const list = (jobs && jobs.jobs) || [];
     // Pending work: queued jobs, and pipeline steps Blocked on a predecessor
     // (they hold nothing and the scheduler does not consider them yet).
@@ -65,11 +69,12 @@ async function poll() {
     const why = {};
     asked.forEach((j, i) => { why[j.id] = whys[i]; });
     drawAlerts(alerts);
-    drawFleet(nodes, list, tenants);
+    drawFleet(nodes, list, tenants, reports);
     drawQueue(queued, why);
     drawRunning(list);
     drawPreemptions(list);
     drawPartitions(parts, tenants, nodes, list);
+    drawReservations(resList, reports);
     drawUsage(usage);
     drawEndpoints(endpoints);
     $("#who").textContent = nodes ? "admin" : "tenant view";
@@ -116,7 +121,7 @@ function gpuHolders(jobs, partOf) {
 // Partitions get an outline colour each, in the tenancy's order.
 const PART_COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"];
 
-function drawFleet(nodes, jobs, tenants) {
+function drawFleet(nodes, jobs, tenants, reports) {
   const s = $("#fleet");
   s.hidden = nodes === null;
   if (!nodes) return;
@@ -128,6 +133,8 @@ function drawFleet(nodes, jobs, tenants) {
     }
   }
   const holders = gpuHolders(jobs, partOf);
+  const reservedBy = {}; // node → the reservation that holds or keeps it
+  for (const r of reports || []) if (r) for (const n of (r.use && r.use.nodes) || []) reservedBy[n] = r;
   const tree = {};
   for (const n of nodes.nodes || []) {
     const r = tree[n.region] || (tree[n.region] = {});
@@ -145,7 +152,7 @@ function drawFleet(nodes, jobs, tenants) {
         const ld = el("div", { class: "leaf", "data-leaf": leaf }, el("span", { class: "label", text: "leaf " + leaf }));
         for (const rack of Object.keys(tree[region][cluster][leaf]).sort()) {
           const rk = el("div", { class: "rack", "data-rack": rack }, el("span", { class: "label", text: "rack " + rack }));
-          for (const n of tree[region][cluster][leaf][rack]) rk.append(drawNode(n, holders[n.name] || {}, partColour));
+          for (const n of tree[region][cluster][leaf][rack]) rk.append(drawNode(n, holders[n.name] || {}, partColour, reservedBy[n.name]));
           ld.append(rk);
         }
         cd.append(ld);
@@ -164,12 +171,15 @@ function drawFleet(nodes, jobs, tenants) {
   s.querySelector(".body").replaceChildren(...out);
 }
 
-function drawNode(n, held, partColour) {
+function drawNode(n, held, partColour, res) {
   const state = n.health === "Ready" ? "" : n.health === "Draining" ? " draining" : " notready";
-  const attrs = { class: "node" + state, "data-node": n.name };
+  const attrs = { class: "node" + state + (res ? " reserved" : ""), "data-node": n.name };
   if (n.drain) attrs.title = `drained by ${n.drain.by}: ${n.drain.reason}`;
+  if (res) attrs["data-reservation"] = res.name;
   const d = el("div", attrs,
     el("div", { class: "name", text: `${n.name} · ${n.gpu_model} · ${n.health}` }));
+  if (res) d.append(el("div", { class: "reservation",
+    text: (res.use.active ? "reserved: " : "kept for the start of ") + `${res.name} (${res.owner})` }));
   const gpus = el("div", { class: "gpus" });
   for (let i = 0; i < n.gpus; i++) {
     const h = held[i] || [];
@@ -267,6 +277,25 @@ function drawPartitions(parts, tenants, nodes, jobs) {
     }
   }
   fill("#partitions", rows, "no partitions");
+}
+
+// drawReservations lists the reservations the token sees, with the nodes
+// each holds now (or keeps for its start) and how much of what it bought
+// its owner used.
+function drawReservations(list, reports) {
+  $("#reservations").hidden = list === null;
+  if (!list) return;
+  const report = {};
+  for (const r of reports || []) if (r) report[r.name] = r;
+  fill("#reservations", (list.reservations || []).map(r => {
+    const u = (report[r.name] || {}).use;
+    const window = `${r.start ? new Date(r.start).toLocaleString() : "—"} to ${r.end ? new Date(r.end).toLocaleString() : "—"}`;
+    let state = "";
+    if (u) state = u.active ? "active" : u.starts_in_hours != null ? `starts in ${round(u.starts_in_hours)} h` : "over";
+    const used = !u ? "" : u.used_percent == null ? `${round(u.used_gpu_hours)} GPU-h` : `${round(u.used_percent)} %`;
+    return row([r.name, r.owner, `${r.count} × ${r.sku} in ${r.region}`, window, state, used, u ? (u.nodes || []).join(", ") : ""],
+      { "data-reservation": r.name });
+  }), "no reservations");
 }
 
 function drawUsage(u) {
