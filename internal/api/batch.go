@@ -17,6 +17,12 @@ type Batch struct {
 	Jobs []Job `json:"jobs"`
 }
 
+// WhyBatch answers a batch's dry run: the Why of each would-be job, in the
+// order of the body.
+type WhyBatch struct {
+	Jobs []Why `json:"jobs"`
+}
+
 // parseBatch reads the jobs of a batch body: YAML documents, lists of
 // jobs or JSON, as a job file (arrays expand to their members). A tenant
 // token's tenant is filled in when a job has none. Every problem of the
@@ -64,6 +70,28 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 	specs, perr := parseBatch(body, p)
 	if perr != nil {
 		writeJSON(w, statusOf[perr.Code], perr)
+		return
+	}
+	dry, ok := dryRun(w, r)
+	if !ok {
+		return
+	}
+	if dry {
+		whys, err := h.srv.TrySubmitBatch(r.Context(), p, specs)
+		var be *server.BatchError
+		if errors.As(err, &be) {
+			writeBatchError(w, be)
+			return
+		}
+		if err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		out := WhyBatch{Jobs: make([]Why, len(whys))}
+		for i, why := range whys {
+			out.Jobs[i] = newWhy(h.srv.WhyForViewer(p, why))
+		}
+		writeJSON(w, http.StatusOK, out)
 		return
 	}
 	key, ok := idempotencyKey(w, r)

@@ -41,6 +41,37 @@ func TestDryRunRoute(t *testing.T) {
 	}
 }
 
+// POST /v1/jobs/batch?dry_run=true answers the Why of each would-be job
+// in the order sent and stores nothing; a batch a submit would refuse gets
+// that refusal with every problem; a dry_run that is not a boolean is
+// refused naming it.
+func TestBatchDryRunRoute(t *testing.T) {
+	e := newEnv(t, 0, 0)
+	cop := e.tokens["copilot"]
+	two := []byte(`[{"name":"first","resources":{"gpu_milli":250,"gpu_models":["T4"]}},{"name":"second","resources":{"gpu_milli":250,"gpu_models":["T4"]}}]`)
+	rec := e.do("POST", "/v1/jobs/batch?dry_run=true", cop, two)
+	var b struct {
+		Jobs []struct{ ID, Name, State, Detail string }
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &b); err != nil || rec.Code != http.StatusOK || len(b.Jobs) != 2 ||
+		!strings.HasPrefix(b.Jobs[0].ID, "first-") || !strings.HasPrefix(b.Jobs[1].ID, "second-") ||
+		!strings.HasPrefix(b.Jobs[1].Detail, "would start now on ") {
+		t.Fatalf("batch dry run: %d %s", rec.Code, rec.Body)
+	}
+	if rec := e.do("GET", "/v1/jobs", cop, nil); strings.Contains(rec.Body.String(), `"first"`) {
+		t.Errorf("a batch dry run stored a job: %s", rec.Body)
+	}
+	bad := []byte(`[{"name":"ok","resources":{"gpu_milli":250}},{"name":"big","resources":{"instance_count":100,"gpus_per_instance":8,"gpu_models":["H100"]}}]`)
+	rec = e.do("POST", "/v1/jobs/batch?dry_run=true", cop, bad)
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "SkuNotAvailable") || !strings.Contains(rec.Body.String(), `"index":1`) {
+		t.Errorf("batch dry run with a job no SKU can hold: %d %s", rec.Code, rec.Body)
+	}
+	if rec := e.do("POST", "/v1/jobs/batch?dry_run=maybe", cop, two); rec.Code != http.StatusBadRequest ||
+		!strings.Contains(rec.Body.String(), `"field":"dry_run"`) {
+		t.Errorf("dry_run=maybe: %d %s, want 400 naming dry_run", rec.Code, rec.Body)
+	}
+}
+
 // PATCH /v1/jobs/{id} sets and removes a queued job's begin time, with the
 // priority or alone, as a time or a date like a job file's; a begin that is
 // neither is refused naming it.

@@ -62,11 +62,14 @@ and nothing of the file is submitted.
 
 --wait then follows the jobs until they all ended, as sbatch --wait does
 ('allot job wait'): their progress on stderr, exit status 0 only when every
-one succeeded. --dry-run submits nothing and says, for each job on its own,
-what would become of it now, as sbatch --test-only does: refused (the error
-a submit would get), started at once (on which nodes, preempting whom), or
-queued with the scheduler's reason and an estimated start (as 'job why').
-Operator policies are not applied, so the live cycle may decide otherwise.
+one succeeded. --dry-run submits nothing and says, for each job, what would
+become of it now, as sbatch --test-only does: refused (the errors a submit
+of the file would get), started at once (on which nodes, preempting whom),
+or queued with the scheduler's reason and an estimated start (as 'job
+why'). The jobs of a file are weighed together, as they would run once
+submitted together: two that each fit alone but not both are told so (an
+estimated start weighs a job alone). Operator policies are not applied, so
+the live cycle may decide otherwise.
 
 --set key=value overrides a field of every job in the file before it is
 read; the key is a dotted path as written in the file (priority,

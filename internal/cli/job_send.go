@@ -25,34 +25,38 @@ type submitted struct {
 // printed to stderr and nothing is submitted. key is the submit's
 // idempotency key; "" makes a new one, so that the client's own retries
 // (after a lost answer) never submit twice.
-// tryJobs asks the server what would become of each job if it were
-// submitted now (dry_run), each on its own, and prints the answers as job
-// why does; a refused job is reported on stderr, and the command fails
-// with status 2 when one was.
+// tryJobs asks the server what would become of the jobs if they were
+// submitted now (dry_run), storing nothing, and prints the answers as job
+// why does. Several jobs are asked about together (POST /v1/jobs/batch?
+// dry_run=true): they see each other, as they would once submitted
+// together. A batch the server would refuse is reported as a refused
+// submit is (every problem on stderr, exit status 2).
 func tryJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec) error {
 	var whys []client.Why
-	refused := 0
-	for _, s := range specs {
-		doc, err := client.JobDocument(s)
+	if len(specs) == 1 {
+		doc, err := client.JobDocument(specs[0])
 		if err != nil {
 			return err
 		}
 		w, err := cl.TrySubmit(cmd.Context(), doc, "application/json")
 		if err != nil {
-			if len(specs) == 1 {
-				return fromAPI(err)
-			}
-			refused++
-			fmt.Fprintf(cmd.ErrOrStderr(), "allot: job %s: %s\n", s.Name, err)
-			continue
+			return fromAPI(err)
 		}
-		whys = append(whys, w)
+		whys = []client.Why{w}
+	} else {
+		body, err := batchBody(specs)
+		if err != nil {
+			return err
+		}
+		if whys, err = cl.TrySubmitBatch(cmd.Context(), body, "application/json"); err != nil {
+			return batchErr(cmd, err, specs, "would be")
+		}
 	}
 	var v any = map[string][]client.Why{"jobs": whys}
 	if len(specs) == 1 {
 		v = whys[0]
 	}
-	err := show(cmd.OutOrStdout(), f, v, func() printer {
+	return show(cmd.OutOrStdout(), f, v, func() printer {
 		var out sections
 		now := time.Now()
 		for _, w := range whys {
@@ -61,10 +65,16 @@ func tryJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobS
 		}
 		return out
 	})
-	if err == nil && refused > 0 {
-		err = Usage(fmt.Errorf("%d of %d jobs would be refused; nothing was submitted", refused, len(specs)))
+}
+
+// batchBody is the body of POST /v1/jobs/batch for specs: a JSON list of
+// their documents.
+func batchBody(specs []model.JobSpec) ([]byte, error) {
+	docs := make([]spec.Document, len(specs))
+	for i, s := range specs {
+		docs[i] = spec.DocumentOf(s)
 	}
-	return err
+	return json.Marshal(docs)
 }
 
 func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.JobSpec, key string, wait waitOption) error {
@@ -92,17 +102,13 @@ func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.J
 		}
 		ids = []submitted{{j.ID}}
 	} else {
-		docs := make([]spec.Document, len(specs))
-		for i, s := range specs {
-			docs[i] = spec.DocumentOf(s)
-		}
-		body, err := json.Marshal(docs)
+		body, err := batchBody(specs)
 		if err != nil {
 			return err
 		}
 		b, err := cl.SubmitBatchKeyed(cmd.Context(), key, body, "application/json")
 		if err != nil {
-			return batchErr(cmd, err, specs)
+			return batchErr(cmd, err, specs, "was")
 		}
 		for _, j := range b.Jobs {
 			ids = append(ids, submitted{j.ID})
@@ -138,8 +144,9 @@ func showIDs(cmd *cobra.Command, f format, ids []submitted, one bool) error {
 }
 
 // batchErr reports a refused batch: each refusal on its own line of
-// stderr, and a summary as the error.
-func batchErr(cmd *cobra.Command, err error, specs []model.JobSpec) error {
+// stderr, and a summary as the error, saying none of it was (or, for a
+// dry run, would be) submitted.
+func batchErr(cmd *cobra.Command, err error, specs []model.JobSpec, was string) error {
 	var e *client.APIError
 	if !errors.As(err, &e) || len(e.Errors) == 0 {
 		return fromAPI(err)
@@ -158,7 +165,7 @@ func batchErr(cmd *cobra.Command, err error, specs []model.JobSpec) error {
 	}
 	refused := len(e.Errors)
 	return fromAPI(&client.APIError{Status: e.Status, Code: e.Code,
-		Message: fmt.Sprintf("%d problems in %d jobs; none was submitted", refused, len(specs))})
+		Message: fmt.Sprintf("%d problems in %d jobs; none %s submitted", refused, len(specs), was)})
 }
 
 // idempotencyHelp is the help of --idempotency-key, for submit and run.

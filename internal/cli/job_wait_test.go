@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -93,36 +94,51 @@ func TestJobWait(t *testing.T) {
 	}
 }
 
-// submit --dry-run asks about each job on its own and submits nothing; one
-// the server would refuse makes the command fail with status 2, the others
-// still explained. --dry-run and --wait exclude each other.
+// submit --dry-run asks about a file's jobs together, in one batch dry
+// run, and submits nothing; a batch the server would refuse makes the
+// command fail with status 2, every refusal on stderr. One job is asked
+// about alone. --dry-run and --wait exclude each other.
 func TestJobSubmitDryRun(t *testing.T) {
-	file := writeJob(t, "name: good\ntenant: acme\nresources: {gpus_per_instance: 1}\n---\nname: bad\ntenant: acme\nresources: {gpus_per_instance: 1}\n")
+	two := writeJob(t, "name: good\ntenant: acme\nresources: {gpus_per_instance: 1}\n---\nname: next\ntenant: acme\nresources: {gpus_per_instance: 1}\n")
+	withBad := writeJob(t, "name: good\ntenant: acme\nresources: {gpus_per_instance: 1}\n---\nname: bad\ntenant: acme\nresources: {gpus_per_instance: 1}\n")
+	one := writeJob(t, "name: good\ntenant: acme\nresources: {gpus_per_instance: 1}\n")
 	var asked []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var d struct{ Name string }
-		_ = json.NewDecoder(r.Body).Decode(&d)
-		asked = append(asked, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery+" "+d.Name)
+		body, _ := io.ReadAll(r.Body)
+		asked = append(asked, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
 		w.Header().Set("Content-Type", "application/json")
-		if d.Name == "bad" {
+		switch {
+		case r.URL.Path == "/v1/jobs":
+			_, _ = w.Write([]byte(`{"id":"good-1","state":"Queued","detail":"would start now on n1[0]","estimated_start":"2026-12-03T00:00:00Z"}`))
+		case strings.Contains(string(body), `"bad"`):
 			w.WriteHeader(http.StatusBadRequest)
-			_, _ = w.Write([]byte(`{"code":"QuotaExceeded","message":"tenant acme: quota","field":"tenant"}`))
-			return
+			_, _ = w.Write([]byte(`{"code":"QuotaExceeded","message":"1 of 2 jobs refused","errors":[{"index":1,"name":"bad","code":"QuotaExceeded","message":"tenant acme: quota","field":"tenant"}]}`))
+		default:
+			_, _ = w.Write([]byte(`{"jobs":[{"id":"good-1","state":"Queued","detail":"would start now on n1[0]","estimated_start":"2026-12-03T00:00:00Z"},` +
+				`{"id":"next-1","state":"Queued","reason":"InsufficientCapacity","detail":"room for 0 of 1 instances"}]}`))
 		}
-		_, _ = w.Write([]byte(`{"id":"good-1","state":"Queued","detail":"would start now on n1[0]","estimated_start":"2026-12-03T00:00:00Z"}`))
 	}))
 	defer srv.Close()
 	isolate(t)
-	out, errOut, code := runCLI(t, "job", "submit", "-f", file, "--dry-run", "--server", srv.URL)
-	if code != ExitUsage || !strings.Contains(out, "would start now on n1[0]") ||
-		!strings.Contains(errOut, "allot: job bad: QuotaExceeded: tenant acme: quota") ||
-		!strings.Contains(errOut, "1 of 2 jobs would be refused; nothing was submitted") {
-		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	out, errOut, code := runCLI(t, "job", "submit", "-f", two, "--dry-run", "--server", srv.URL)
+	if code != ExitOK || !strings.Contains(out, "would start now on n1[0]") || !strings.Contains(out, "next-1 (dry run: not submitted)") ||
+		!strings.Contains(out, "InsufficientCapacity") {
+		t.Errorf("two jobs: exit %d\nstdout %s\nstderr %s", code, out, errOut)
 	}
-	if want := "POST /v1/jobs?dry_run=true good POST /v1/jobs?dry_run=true bad"; strings.Join(asked, " ") != want {
+	out, errOut, code = runCLI(t, "job", "submit", "-f", withBad, "--dry-run", "--server", srv.URL)
+	if code != ExitUsage || strings.Contains(out, "would start") ||
+		!strings.Contains(errOut, "allot: job 1 bad: QuotaExceeded: tenant acme: quota (field tenant)") ||
+		!strings.Contains(errOut, "1 problems in 2 jobs; none would be submitted") {
+		t.Errorf("a refused job: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if out, errOut, code := runCLI(t, "job", "submit", "-f", one, "--dry-run", "--server", srv.URL); code != ExitOK ||
+		!strings.Contains(out, "good-1 (dry run: not submitted)") {
+		t.Errorf("one job: exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+	if want := "POST /v1/jobs/batch?dry_run=true POST /v1/jobs/batch?dry_run=true POST /v1/jobs?dry_run=true"; strings.Join(asked, " ") != want {
 		t.Errorf("asked %v, want %s", asked, want)
 	}
-	if _, errOut, code := runCLI(t, "job", "submit", "-f", file, "--dry-run", "--wait", "--server", srv.URL); code != ExitUsage ||
+	if _, errOut, code := runCLI(t, "job", "submit", "-f", two, "--dry-run", "--wait", "--server", srv.URL); code != ExitUsage ||
 		!strings.Contains(errOut, "dry-run") {
 		t.Errorf("--dry-run --wait: exit %d %s", code, errOut)
 	}

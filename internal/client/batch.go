@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"net/http"
+	"net/url"
 
 	"github.com/allot-dev/allot/internal/api/wire"
 )
@@ -21,6 +22,20 @@ type JobError = wire.JobError
 // It sends a new idempotency key, as Submit does.
 func (c *Client) SubmitBatch(ctx context.Context, body []byte, contentType string) (Batch, error) {
 	return c.SubmitBatchKeyed(ctx, NewIdempotencyKey(), body, contentType)
+}
+
+// TrySubmitBatch asks what would become of the jobs of body if they were
+// submitted together now, storing nothing: the explanation of each
+// would-be job in the order sent, the jobs seeing each other (the server
+// runs its scheduler once with all of them). A batch the server would
+// refuse is an *APIError listing every problem, as SubmitBatch's.
+func (c *Client) TrySubmitBatch(ctx context.Context, body []byte, contentType string) ([]Why, error) {
+	var out struct {
+		Jobs []Why `json:"jobs"`
+	}
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/batch", query: url.Values{"dry_run": {"true"}},
+		body: body, contentType: contentType, out: &out})
+	return out.Jobs, err
 }
 
 // SubmitBatchKeyed is SubmitBatch with the caller's idempotency key, as

@@ -95,24 +95,25 @@ func (s *Server) SubmitBatch(ctx context.Context, p Principal, specs []model.Job
 	return jobs, err
 }
 
-// SubmitBatchKeyed is SubmitBatch with a client's idempotency key, as
-// SubmitKeyed: a repeat of the batch with the key returns the jobs the
-// first one made.
-func (s *Server) SubmitBatchKeyed(ctx context.Context, p Principal, key string, specs []model.JobSpec) ([]*model.Job, bool, error) {
+// batchSize refuses a batch of no job or of more than MaxBatch.
+func batchSize(specs []model.JobSpec) error {
 	if len(specs) == 0 {
-		return nil, false, refuse(CodeInvalidSpec, "jobs", "the batch holds no job")
+		return refuse(CodeInvalidSpec, "jobs", "the batch holds no job")
 	}
 	if len(specs) > MaxBatch {
-		return nil, false, refuse(CodeInvalidSpec, "jobs", "the batch holds %d jobs, over the limit of %d per batch; submit it in parts",
+		return refuse(CodeInvalidSpec, "jobs", "the batch holds %d jobs, over the limit of %d per batch; submit it in parts",
 			len(specs), MaxBatch)
 	}
-	now := s.clock.Now()
-	claim, prior, err := s.claimKey(ctx, p, key, specs, now)
-	if err != nil || prior != nil {
-		return prior, prior != nil, err
-	}
+	return nil
+}
+
+// batchJobs checks the jobs of a batch p submits at now, each as Submit
+// checks it and the batch against p's job limit, and returns them queued
+// with their stored forms and the links of its pipeline steps; a
+// *BatchError lists every job refused when any is.
+func (s *Server) batchJobs(p Principal, specs []model.JobSpec, now time.Time) ([]*model.Job, [][]byte, [][]link, error) {
 	if err := s.checkJobLimit(p, len(specs)); err != nil {
-		return nil, false, err
+		return nil, nil, nil, err
 	}
 	w := s.world()
 	jobs := make([]*model.Job, len(specs))
@@ -124,7 +125,7 @@ func (s *Server) SubmitBatchKeyed(ctx context.Context, p Principal, key string, 
 		if err != nil {
 			var se *Error
 			if !errors.As(err, &se) {
-				return nil, false, err
+				return nil, nil, nil, err
 			}
 			be.Refusals = append(be.Refusals, Refusal{Index: i, Name: spec.Name, Err: se})
 			continue
@@ -135,7 +136,26 @@ func (s *Server) SubmitBatchKeyed(ctx context.Context, p Principal, key string, 
 	be.Refusals = append(be.Refusals, refused...)
 	if len(be.Refusals) > 0 {
 		slices.SortStableFunc(be.Refusals, func(a, b Refusal) int { return a.Index - b.Index })
-		return nil, false, be
+		return nil, nil, nil, be
+	}
+	return jobs, recs, links, nil
+}
+
+// SubmitBatchKeyed is SubmitBatch with a client's idempotency key, as
+// SubmitKeyed: a repeat of the batch with the key returns the jobs the
+// first one made.
+func (s *Server) SubmitBatchKeyed(ctx context.Context, p Principal, key string, specs []model.JobSpec) ([]*model.Job, bool, error) {
+	if err := batchSize(specs); err != nil {
+		return nil, false, err
+	}
+	now := s.clock.Now()
+	claim, prior, err := s.claimKey(ctx, p, key, specs, now)
+	if err != nil || prior != nil {
+		return prior, prior != nil, err
+	}
+	jobs, recs, links, err := s.batchJobs(p, specs, now)
+	if err != nil {
+		return nil, false, err
 	}
 	for try := 0; ; try++ {
 		txn := store.Txn{If: make([]store.Cond, len(jobs)), Then: make([]store.Op, len(jobs))}
