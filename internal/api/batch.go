@@ -78,13 +78,7 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 	}
 	if dry {
 		whys, err := h.srv.TrySubmitBatch(r.Context(), p, specs)
-		var be *server.BatchError
-		if errors.As(err, &be) {
-			writeBatchError(w, be)
-			return
-		}
-		if err != nil {
-			h.fail(w, r, err)
+		if h.batchFailed(w, r, err) {
 			return
 		}
 		out := WhyBatch{Jobs: make([]Why, len(whys))}
@@ -99,13 +93,7 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 		return
 	}
 	jobs, replayed, err := h.srv.SubmitBatchKeyed(r.Context(), p, key, specs)
-	var be *server.BatchError
-	if errors.As(err, &be) {
-		writeBatchError(w, be)
-		return
-	}
-	if err != nil {
-		h.fail(w, r, err)
+	if h.batchFailed(w, r, err) {
 		return
 	}
 	out := Batch{Jobs: make([]Job, len(jobs))}
@@ -113,6 +101,21 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 		out.Jobs[i] = h.job(p, j)
 	}
 	writeJSON(w, created(w, replayed), out)
+}
+
+// batchFailed answers err of a batch's submit or dry run, when there is
+// one, and says so: a refused batch with every refusal, else as fail does.
+func (h *handler) batchFailed(w http.ResponseWriter, r *http.Request, err error) bool {
+	var be *server.BatchError
+	switch {
+	case errors.As(err, &be):
+		writeBatchError(w, be)
+	case err != nil:
+		h.fail(w, r, err)
+	default:
+		return false
+	}
+	return true
 }
 
 // writeBatchError answers a refused batch with the code and status of its
