@@ -13,14 +13,16 @@ import (
 )
 
 // randomWorld is a small fleet with guarantees, borrowing and lending
-// limits, a quota, reservations and power caps that bind, so that every
-// rule of the core is exercised. The reservations' windows are redrawn as
+// limits, a quota, reservations and power caps that bind, and two
+// InfiniBand clusters of H100 in r1 (reservations choose between them), so
+// that every rule of the core is exercised. The reservations' windows are redrawn as
 // the run goes (see churnReservations).
 func randomWorld() *World {
 	return NewWorld().
 		Region("r1", "us", model.FabricInfiniBand).Rack("r1-a", 0).
 		Nodes("h-a", 3, h100, "la").Nodes("h-b", 3, h100, "lb").
 		Cluster("r1-eth", model.FabricEthernet).Rack("r1-e", 1.2).Nodes("t4", 2, t4x4, "").
+		Cluster("r1-ib2", model.FabricInfiniBand).Rack("r1-b", 0).Nodes("h-c", 2, h100, "lc").
 		Region("r2", "eu", model.FabricInfiniBand).PowerHeadroom(12).Rack("r2-a", 14).Nodes("a", 3, a100, "l1").
 		Partition("p1", "r1", "H100", 16).LendLimit(8).Tenant("t1", "p1").Tenant("t2", "p1").
 		Partition("p2", "r1", "H100", 8).BorrowLimit(8).Tenant("t3", "p2").
