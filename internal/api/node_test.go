@@ -1,10 +1,12 @@
 package api
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
@@ -48,5 +50,21 @@ func TestWhyAvoidNodes(t *testing.T) {
 	j.Status.State = model.StateRunning
 	if got := newWhy(server.Why{Job: j}).AvoidNodes; got != nil {
 		t.Errorf("running: avoid_nodes %v, want none", got)
+	}
+}
+
+// The drains an administrator's Why names reach the answer, as JSON with
+// each node's reason, drainer and time; a Why without them leaves the
+// field out.
+func TestWhyDrains(t *testing.T) {
+	j := &model.Job{ID: "j", Status: model.JobStatus{State: model.StateQueued}}
+	at := time.Date(2026, 12, 4, 15, 0, 0, 0, time.UTC)
+	b, err := json.Marshal(newWhy(server.Why{Job: j, Drains: []server.NamedDrain{
+		{Node: "n1", NodeDrain: server.NodeDrain{Reason: "PSU swap", By: "admin", At: at}}}}))
+	if err != nil || !strings.Contains(string(b), `"drains":[{"node":"n1","reason":"PSU swap","by":"admin","at":"2026-12-04T15:00:00Z"}]`) {
+		t.Errorf("why with a drain: %s %v", b, err)
+	}
+	if b, _ := json.Marshal(newWhy(server.Why{Job: j})); strings.Contains(string(b), "drains") {
+		t.Errorf("why without drains: %s", b)
 	}
 }

@@ -133,6 +133,17 @@ type Why struct {
 	// AvoidNodes are, for a queued job, the nodes where its attempts
 	// failed, which its next attempt keeps off while another node fits.
 	AvoidNodes []string `json:"avoid_nodes,omitempty"`
+	// Drains are, for an administrator, the drains of the nodes Detail
+	// names; a tenant gets none (nodes are the administrator's).
+	Drains []NodeDrainOf `json:"drains,omitempty"`
+}
+
+// NodeDrainOf is one node's drain in Why.Drains.
+type NodeDrainOf struct {
+	Node   string    `json:"node"`
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
 }
 
 // RegionEstimate is one allowed region of a queued job in Why.Regions.
@@ -163,6 +174,9 @@ func newWhy(why server.Why) Why {
 	}
 	if out.Policies == nil {
 		out.Policies = []string{}
+	}
+	for _, d := range why.Drains {
+		out.Drains = append(out.Drains, NodeDrainOf{Node: d.Node, Reason: d.Reason, By: d.By, At: d.At.UTC()})
 	}
 	for _, o := range why.Regions {
 		r := RegionEstimate{Region: o.Region, NoEstimate: o.Estimate.Why, PricePerGPUHour: o.PricePerGPUHour,

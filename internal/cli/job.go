@@ -258,7 +258,10 @@ scheduling core run forward over the ends of running work, reservation
 windows and the queue ahead). A job allowed in several regions also gets a
 table of them: estimated start, price per GPU-hour, distance from its data
 and the score that ranks them; "chosen" marks the region the server placed
-it in.
+it in. With an administrator's token, a job waiting on drained nodes
+(NoReadyNodes names the first of them) also gets each drain's reason, who
+drained the node and when ("Drained:"); a tenant's token does not (nodes
+are the administrator's).
 
 A step of a pipeline (a job with after:) is Blocked, reason
 WaitsForPredecessor, while a job it waits for has not succeeded; the detail

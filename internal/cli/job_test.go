@@ -58,6 +58,11 @@ func TestJobCommands(t *testing.T) {
 			ex: exchange{method: "GET", path: "/v1/jobs/j-1/why", status: 200,
 				body: `{"id":"j-1","state":"Queued","reason":"Retrying","detail":"attempt 1, rank 0 on n1 exited with code 3; retry 1 of 2","estimated_start":null,"avoid_nodes":["n1"]}`},
 			wantOut: []string{"Avoids:           n1 (attempts failed there: used only when no other node fits)\n"}},
+		{name: "why with drained nodes", args: []string{"job", "why", "j-1"},
+			ex: exchange{method: "GET", path: "/v1/jobs/j-1/why", status: 200,
+				body: `{"id":"j-1","state":"Queued","reason":"NoReadyNodes","detail":"all 2 capable nodes are Draining (…): n1, n2","estimated_start":null,` +
+					`"drains":[{"node":"n1","reason":"PSU swap OPS-1","by":"admin","at":"2026-12-04T15:00:00Z"},{"node":"n2","reason":"fan","by":"server","at":"2026-12-04T15:05:00Z"}]}`},
+			wantOut: []string{"Drained:          n1: PSU swap OPS-1 (admin, 2026-12-04T15:00:00Z)\n                  n2: fan (server, 2026-12-04T15:05:00Z)\n"}},
 		{name: "why without estimate", args: []string{"job", "why", "j-1", "-o", "json"},
 			ex: exchange{method: "GET", path: "/v1/jobs/j-1/why", status: 200,
 				body: `{"id":"j-1","state":"Queued","reason":"QuotaExceeded","detail":"d","estimated_start":null}`},

@@ -46,6 +46,11 @@ func whyPrinter(w client.Why, now time.Time) printer {
 	if len(w.AvoidNodes) > 0 {
 		fs.add("Avoids", strings.Join(w.AvoidNodes, ", ")+" (attempts failed there: used only when no other node fits)")
 	}
+	var drains []string
+	for _, d := range w.Drains {
+		drains = append(drains, fmt.Sprintf("%s: %s (%s, %s)", d.Node, d.Reason, d.By, timestamp(d.At)))
+	}
+	fs.addLines("Drained", drains)
 	if w.State == "Queued" {
 		// A job that runs or has ended has no start to estimate.
 		fs.add("Estimated start", startText(w.EstimatedStart, w.EstimateNone, now))

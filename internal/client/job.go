@@ -80,6 +80,17 @@ type Why struct {
 	// AvoidNodes are the nodes where a queued job's attempts failed, which
 	// its next attempt keeps off while another node fits.
 	AvoidNodes []string `json:"avoid_nodes"`
+	// Drains are, for an administrator, the drains of the nodes Detail
+	// names.
+	Drains []WhyDrain `json:"drains"`
+}
+
+// WhyDrain is the drain of one node a job's explanation names.
+type WhyDrain struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+	By     string `json:"by"`
+	At     Time   `json:"at"`
 }
 
 // RegionEstimate is one allowed region of a queued job: its estimated

@@ -197,3 +197,29 @@ func TestDrainOutlivesTheAgent(t *testing.T) {
 		t.Fatalf("h100-02: %s", health("h100-02"))
 	}
 }
+
+// An administrator's job why names the drains of the drained nodes the
+// job waits for, with their reasons; a tenant's names none (nodes are the
+// administrator's).
+func TestWhyNamesDrains(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	for _, n := range []string{"eastus-a100x1-01", "eastus-a100x1-02"} {
+		if _, err := h.srv.DrainNode(ctx, admin, n, "PSU swap OPS-1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copilot := Principal{Tenant: "copilot"}
+	j := h.submit(copilot, `{name: a100, tenant: copilot, command: [x], resources: {gpus_per_instance: 1, gpu_models: [A100]}, placement: {regions: [eastus]}}`)
+	if err := h.srv.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := h.srv.Explain(ctx, admin, j.ID)
+	if err != nil || w.Job.Status.Reason != "NoReadyNodes" || len(w.Drains) != 2 || w.Drains[0].Node != "eastus-a100x1-01" ||
+		w.Drains[0].Reason != "PSU swap OPS-1" || w.Drains[0].By != "admin" || w.Drains[1].Node != "eastus-a100x1-02" {
+		t.Fatalf("admin's why: %s %q, drains %+v (%v); want both drains named", w.Job.Status.Reason, w.Job.Status.Detail, w.Drains, err)
+	}
+	if w, err := h.srv.Explain(ctx, copilot, j.ID); err != nil || len(w.Drains) != 0 {
+		t.Errorf("the tenant's why: drains %+v (%v), want none", w.Drains, err)
+	}
+}

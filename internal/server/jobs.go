@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -261,6 +262,43 @@ type Why struct {
 	// Policies say what operator policies did to the job's priority in
 	// the last cycle (policies.go); the job's spec keeps its own.
 	Policies []string
+	// Drains are, for an administrator, the drains of the nodes the
+	// job's detail names (a NoReadyNodes detail names the first drained
+	// capable nodes): why they are out of service, by whom, since when.
+	// Nodes are the administrator's: a tenant gets none.
+	Drains []NamedDrain
+}
+
+// NamedDrain is the drain of one node.
+type NamedDrain struct {
+	Node string
+	NodeDrain
+}
+
+// drainsIn returns the drains of the nodes text names, in the order it
+// names them, each once.
+func (s *Server) drainsIn(text string) []NamedDrain {
+	w := s.world()
+	var out []NamedDrain
+	for i := 0; i < len(text); {
+		if !wordByte(text[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(text) && wordByte(text[j]) {
+			j++
+		}
+		name := strings.TrimRight(text[i:j], ".")
+		i = j
+		if _, ok := w.nodes[name]; !ok || slices.ContainsFunc(out, func(d NamedDrain) bool { return d.Node == name }) {
+			continue
+		}
+		if rec, _, _ := s.cache.node(name); rec.Drain != nil {
+			out = append(out, NamedDrain{Node: name, NodeDrain: *rec.Drain})
+		}
+	}
+	return out
 }
 
 // Explain returns the job's reason and detail from the last cycle and, for
@@ -275,6 +313,9 @@ func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, erro
 		w = s.explainQueued(s.world(), j, s.clock.Now())
 	}
 	w.Policies = s.jobPolicies(j.ID)
+	if p.Admin && w.Job.Status.State == model.StateQueued {
+		w.Drains = s.drainsIn(w.Job.Status.Detail)
+	}
 	return w, nil
 }
 
