@@ -47,7 +47,10 @@ ends (administrators only: a tenant's reservation lasts at most its
 reservation.max_duration). --name names the reservation (jobs refer to it
 by name; default SKU-REGION-XXXXXX, printed); --owner is the tenant it is
 held for, required with an admin token. A name already taken is a Conflict
-(exit status 2).`,
+(exit status 2). The nodes are taken from one cluster when one of the SKU
+in the region holds --count; when none does, create warns: a gang runs
+within one cluster, so it fits the reservation only up to the largest
+cluster's share.`,
 		Example: `  allot reservation create --sku ND96-H100x8-IB --region eastus --count 2 \
       --start now --end +720h --name acme-h100
   allot reservation create --sku ND96-A100x8-IB --region westus --count 2 \

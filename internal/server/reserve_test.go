@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +175,55 @@ func TestReservationPromises(t *testing.T) {
 			t.Fatalf("not logged:\n%s", log)
 		}
 	})
+}
+
+// A reservation larger than any cluster of its SKU in its region holds
+// nodes of several clusters, and a gang runs within one: creating it warns
+// how large a gang it can hold; one that one cluster holds does not.
+func TestReservationAcrossClustersWarns(t *testing.T) {
+	ctx := context.Background()
+	fleet, ten := servertest.Example(t)
+	// eastus's second H100 rack becomes a cluster of its own: 4 and 4 nodes.
+	for ri := range fleet.Regions {
+		reg := &fleet.Regions[ri]
+		if reg.Name != "eastus" {
+			continue
+		}
+		for ci := range reg.Clusters {
+			c := &reg.Clusters[ci]
+			for k, rk := range c.Racks {
+				if rk.Name == "eastus-ib1-r2" {
+					c.Racks = append(c.Racks[:k:k], c.Racks[k+1:]...)
+					reg.Clusters = append(reg.Clusters, model.Cluster{Name: "eastus-ib2", Fabric: c.Fabric, Racks: []model.Rack{rk}})
+					break
+				}
+			}
+		}
+	}
+	for i := range fleet.Nodes {
+		if fleet.Nodes[i].Rack == "eastus-ib1-r2" {
+			fleet.Nodes[i].Cluster = "eastus-ib2"
+		}
+	}
+	var log bytes.Buffer
+	srv, err := New(ctx, Config{Store: servertest.Store(t, ""), Fleet: fleet, Tenancy: ten, Clock: NewManualClock(t0),
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h100 := func(name string, count int) model.Reservation {
+		return model.Reservation{Name: name, Owner: "copilot", SKU: "ND96-H100x8-IB", Region: "eastus", Count: count, Start: t0, End: t0.Add(time.Hour)}
+	}
+	if _, warnings, err := srv.CreateReservation(ctx, admin, h100("fits", 4)); err != nil || len(warnings) != 0 {
+		t.Fatalf("4 nodes, one cluster holds them: %q %v, want no warning", warnings, err)
+	}
+	_, warnings, err := srv.CreateReservation(ctx, admin, h100("three", 3))
+	if err != nil || len(warnings) != 0 {
+		t.Fatalf("3 more: %q %v, want no warning", warnings, err)
+	}
+	want := "no cluster of ND96-H100x8-IB in eastus has 5 nodes (the largest of its 2 has 4): the reservation spans clusters, and a gang, which runs within one cluster, fits it only up to 4 nodes"
+	_, warnings, err = srv.CreateReservation(ctx, admin, h100("five", 5))
+	if err != nil || !slices.Contains(warnings, want) || !strings.Contains(log.String(), "reservation created across clusters") {
+		t.Fatalf("5 nodes: %q %v, want the warning %q, logged", warnings, err, want)
+	}
 }

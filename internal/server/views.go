@@ -365,10 +365,14 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 			return r, nil, err
 		}
 	}
-	var warnings []string
+	var beyond, spans string
 	if pr, over := promiseWith(w, r, laterOf(r.Start, s.clock.Now())); over {
-		warnings = append(warnings, "the pool's GPUs are promised more than once: "+pr.String()+
-			"; guarantees that are not lent come first, so this reservation's work may wait")
+		beyond = "the pool's GPUs are promised more than once: " + pr.String() +
+			"; guarantees that are not lent come first, so this reservation's work may wait"
+	}
+	if most, clusters := largestCluster(w.fleet, r.SKU, r.Region); clusters > 1 && most < r.Count {
+		spans = fmt.Sprintf("no cluster of %s in %s has %d nodes (the largest of its %d has %d): the reservation "+
+			"spans clusters, and a gang, which runs within one cluster, fits it only up to %d nodes", r.SKU, r.Region, r.Count, clusters, most, most)
 	}
 	key := prefixReservations + r.Name
 	v := encodeReservation(r)
@@ -382,12 +386,33 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 	s.cache.putKV(key, v, rev)
 	s.log.Info("reservation created", "reservation", r.Name, "owner", r.Owner, "sku", r.SKU, "region", r.Region,
 		"count", r.Count, "by", p.Name())
-	for _, warning := range warnings {
-		s.log.Warn("reservation created beyond its pool", "reservation", r.Name, "warning", warning)
+	var warnings []string
+	if beyond != "" {
+		s.log.Warn("reservation created beyond its pool", "reservation", r.Name, "warning", beyond)
+		warnings = append(warnings, beyond)
+	}
+	if spans != "" {
+		s.log.Warn("reservation created across clusters", "reservation", r.Name, "warning", spans)
+		warnings = append(warnings, spans)
 	}
 	s.audit(ctx, p, ActionReservationNew, "reservation/"+r.Name, reservationAuditText(r))
 	s.Kick()
 	return r, warnings, nil
+}
+
+// largestCluster returns the most nodes of sku one cluster of region
+// holds, and how many clusters hold some.
+func largestCluster(f *model.Fleet, sku, region string) (most, clusters int) {
+	by := map[string]int{}
+	for _, n := range f.Nodes {
+		if n.SKU == sku && n.Region == region {
+			by[n.Cluster]++
+		}
+	}
+	for _, c := range by {
+		most = max(most, c)
+	}
+	return most, len(by)
 }
 
 // DeleteReservation removes a reservation created through the API.
