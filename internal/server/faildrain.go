@@ -41,8 +41,9 @@ import (
 // nothing new lands there, 'allot node resume' ends it, and its reason lists
 // the failed attempts. The evidence is the leader's memory of failures
 // (Server.failures), noted as each attempt fails; a server that begins to
-// lead (started, or elected) first rebuilds it from what is stored
-// (rebuildFailures), so that a restart or a failover forgets nothing.
+// lead (started, or elected) reads it back from what is stored beside its
+// first cycles (rebuildFailures), so that a restart or a failover forgets
+// nothing.
 
 // DefaultDrainAfterFailures is Config.DrainAfterFailures' default.
 const DefaultDrainAfterFailures = 3
