@@ -56,7 +56,8 @@ func TestSubmitBatch(t *testing.T) {
 }
 
 // FuzzSubmitBatch holds POST /v1/jobs/batch to its contract on any body:
-// 201 with the jobs, or an error body with a code; never a 5xx.
+// 201 with the jobs, or an error body with a code; never a 5xx. Its dry
+// run answers 200 with one Why per job, or the same kind of error.
 func FuzzSubmitBatch(f *testing.F) {
 	e := newEnv(f, -1, 0)
 	for _, s := range []string{"[" + chatJSON + "]", "[" + chatJSON + "," + chatJSON + "]", "", "[]", "{", "name: x\narray: 0-3\nresources: {gpu_milli: 100}",
@@ -65,6 +66,21 @@ func FuzzSubmitBatch(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		dry := e.do("POST", "/v1/jobs/batch?dry_run=true", e.tokens["copilot"], body)
+		switch {
+		case dry.Code >= 500:
+			t.Fatalf("dry run: %d for %q: %s", dry.Code, body, dry.Body)
+		case dry.Code == http.StatusOK:
+			var b WhyBatch
+			if err := json.Unmarshal(dry.Body.Bytes(), &b); err != nil || len(b.Jobs) == 0 || b.Jobs[0].ID == "" {
+				t.Fatalf("dry run: 200 body %q", dry.Body)
+			}
+		default:
+			var er Error
+			if err := json.Unmarshal(dry.Body.Bytes(), &er); err != nil || er.Code == "" {
+				t.Fatalf("dry run: error body %q", dry.Body)
+			}
+		}
 		rec := e.do("POST", "/v1/jobs/batch", e.tokens["copilot"], body)
 		if rec.Code >= 500 {
 			t.Fatalf("%d for %q: %s", rec.Code, body, rec.Body)
