@@ -280,17 +280,8 @@ type NamedDrain struct {
 func (s *Server) drainsIn(text string) []NamedDrain {
 	w := s.world()
 	var out []NamedDrain
-	for i := 0; i < len(text); {
-		if !wordByte(text[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(text) && wordByte(text[j]) {
-			j++
-		}
+	for i, j := range words(text) {
 		name := strings.TrimRight(text[i:j], ".")
-		i = j
 		if _, ok := w.nodes[name]; !ok || slices.ContainsFunc(out, func(d NamedDrain) bool { return d.Node == name }) {
 			continue
 		}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"iter"
 	"slices"
 	"strings"
 
@@ -59,17 +60,10 @@ func (s *Server) redact(viewer, text string) string {
 	}
 	w := s.world()
 	var b strings.Builder
-	changed := false
-	for i := 0; i < len(text); {
-		if !wordByte(text[i]) {
-			b.WriteByte(text[i])
-			i++
-			continue
-		}
-		j := i
-		for j < len(text) && wordByte(text[j]) {
-			j++
-		}
+	changed, last := false, 0
+	for i, j := range words(text) {
+		b.WriteString(text[last:i])
+		last = j
 		// A word may end a sentence: "preempted for acme." names acme.
 		word := text[i:j]
 		if other := s.foreignWord(w, viewer, word); other != "" {
@@ -80,12 +74,33 @@ func (s *Server) redact(viewer, text string) string {
 			}
 		}
 		b.WriteString(word)
-		i = j
 	}
+	b.WriteString(text[last:])
 	if !changed {
 		return text
 	}
 	return b.String()
+}
+
+// words yields the start and end of each word of text: each longest run
+// of wordByte.
+func words(text string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		for i := 0; i < len(text); {
+			if !wordByte(text[i]) {
+				i++
+				continue
+			}
+			j := i
+			for j < len(text) && wordByte(text[j]) {
+				j++
+			}
+			if !yield(i, j) {
+				return
+			}
+			i = j
+		}
+	}
 }
 
 func wordByte(c byte) bool {
