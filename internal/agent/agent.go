@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -82,6 +83,12 @@ type Config struct {
 	// HealthCheckTimeout bounds one health check, which fails past it; 0
 	// means DefaultHealthCheckTimeout.
 	HealthCheckTimeout time.Duration
+	// JobEnv are variables every job starts with, under its own env (which
+	// wins): what jobs need of the host that allot's fresh environment
+	// leaves out, such as the driver's library path on hosts that keep it
+	// in LD_LIBRARY_PATH rather than the loader's cache. allot's own
+	// variables still win over both.
+	JobEnv map[string]string
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
@@ -640,7 +647,12 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, strin
 	if sb.cgroup != "" {
 		track = &launch.Cgroup{Path: sb.cgroup}
 	}
-	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: x.Env, ArrayIndex: x.ArrayIndex, GPUs: gpus,
+	env := x.Env
+	if len(a.cfg.JobEnv) > 0 {
+		env = maps.Clone(a.cfg.JobEnv)
+		maps.Copy(env, x.Env)
+	}
+	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: env, ArrayIndex: x.ArrayIndex, GPUs: gpus,
 		GPUMilli: x.GPUMilli, CheckpointDir: sb.ckptDir, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
 		Dir: sb.dir, LogPath: sb.logPath, Timeout: timeout, Grace: grace, Credential: sb.cred, Tracker: track,

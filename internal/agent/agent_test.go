@@ -139,6 +139,34 @@ resources: {gpus_per_instance: 2}
 	}
 }
 
+// The operator's JobEnv reaches every job under the job's own env, and
+// allot's variables win over both.
+func TestAgentJobEnv(t *testing.T) {
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := l.config(t, "h100-01")
+	cfg.JobEnv = map[string]string{"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64", "MODE": "host", "ALLOT_ATTEMPT": "9"}
+	go func() { _ = Run(ctx, cfg) }()
+	id := l.submit(t, `name: env
+tenant: team
+command: ["sh", "-c", 'echo "lib=$LD_LIBRARY_PATH mode=$MODE attempt=$ALLOT_ATTEMPT"']
+env: {MODE: job}
+resources: {gpus_per_instance: 1}
+`)
+	l.waitState(t, id, "Succeeded")
+	var log bytes.Buffer
+	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
+		t.Fatal(err)
+	}
+	if want := "lib=/usr/local/nvidia/lib64 mode=job attempt=1"; !strings.Contains(log.String(), want) {
+		t.Errorf("log %q lacks %q", log.String(), want)
+	}
+	if cfg.JobEnv["MODE"] != "host" {
+		t.Error("the job's env was written into the agent's JobEnv")
+	}
+}
+
 func TestAgentRegistrationRefused(t *testing.T) {
 	l := newLab(t)
 	v, _ := gpu.ParseVirtual("virtual:4xA100-80GB", "h100-02")

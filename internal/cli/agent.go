@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,8 @@ type agentFlags struct {
 	healthCheck        string
 	healthCheckEvery   time.Duration
 	healthCheckTimeout time.Duration
+	jobEnv             []string // --job-env NAME[=VALUE]
+	jobEnvMap          map[string]string
 }
 
 // errTokenInArgv is the answer to 'allot agent --token'.
@@ -117,7 +120,8 @@ The token comes from --token-file or $ALLOT_TOKEN, never the command line
 admin token can do anything.
 
 Jobs are hostile code to the agent. They get a fresh environment (PATH,
-LANG, HOME and their own env, never the agent's), run in WORK/jobs/JOB
+LANG, HOME, the --job-env variables and their own env, never the rest of
+the agent's), run in WORK/jobs/JOB
 (their checkpoints/ and a fresh attempt-N directory), and cannot reach
 DATA (0700: the agent's state records and logs). Run as root, the agent
 runs each job under a uid of its own from --uid-range (no passwd entry
@@ -179,6 +183,9 @@ errors or XIDs, a full disk, a missing mount.`,
 			if f.healthCheckEvery <= 0 || f.healthCheckTimeout <= 0 {
 				return Usage(fmt.Errorf("--health-check-every %s, --health-check-timeout %s: want durations above 0", f.healthCheckEvery, f.healthCheckTimeout))
 			}
+			if f.jobEnvMap, err = parseJobEnv(f.jobEnv, os.LookupEnv); err != nil {
+				return Usage(err)
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -203,12 +210,40 @@ errors or XIDs, a full disk, a missing mount.`,
 	fl.DurationVar(&f.wait, "wait", agent.DefaultWait, "how long one assignments long-poll waits")
 	fl.DurationVar(&f.keepFiles, "keep-job-files", agent.DefaultKeepJobFiles, "how long a job's files, checkpoints and logs stay on the host after it last ran here, once the job ended (checked hourly; 0: for ever)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringArrayVar(&f.jobEnv, "job-env", nil, "NAME=VALUE, or NAME for the agent's own value: a variable every job starts with, under its own env (repeatable; e.g. LD_LIBRARY_PATH where the driver's libraries are not in the loader's cache)")
 	fl.StringVar(&f.healthCheck, "health-check", "", "command (sh -c) that exits 0 when the host is fit for work; a failure drains the node, the next pass resumes it (as Slurm's HealthCheckProgram)")
 	fl.DurationVar(&f.healthCheckEvery, "health-check-every", agent.DefaultHealthCheckEvery, "interval of --health-check")
 	fl.DurationVar(&f.healthCheckTimeout, "health-check-timeout", agent.DefaultHealthCheckTimeout, "a --health-check that has not ended this long fails")
 	_ = cmd.MarkFlagRequired("node")
+	cmd.AddCommand(newAgentDiscoverCmd())
 	return cmd
 }
+
+// parseJobEnv reads --job-env values: NAME=VALUE, or NAME for the value
+// lookup (the agent's environment) gives it. allot's own variables are
+// refused: it sets them per attempt, and ALLOT_TOKEN must never reach a job.
+func parseJobEnv(list []string, lookup func(string) (string, bool)) (map[string]string, error) {
+	env := map[string]string{}
+	for _, kv := range list {
+		name, value, set := strings.Cut(kv, "=")
+		if !envName.MatchString(name) {
+			return nil, fmt.Errorf("--job-env %q: want NAME=VALUE or NAME, NAME of letters, digits and _", kv)
+		}
+		if strings.HasPrefix(name, "ALLOT_") || name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" {
+			return nil, fmt.Errorf("--job-env %s: allot sets it for each attempt", name)
+		}
+		if !set {
+			if value, set = lookup(name); !set {
+				return nil, fmt.Errorf("--job-env %s: not set in the agent's environment; give NAME=VALUE", name)
+			}
+		}
+		env[name] = value
+	}
+	return env, nil
+}
+
+// envName is a variable's name as a shell writes it.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // runAgents runs one agent per node until ctx ends.
 func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.UIDRange, runAs *syscall.Credential, log *slog.Logger) error {
@@ -254,7 +289,7 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
 				NodeTimeout: f.nodeTimeout, KeepJobFiles: off(f.keepFiles), HealthCheck: f.healthCheck,
-				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, Logger: log})
+				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, JobEnv: f.jobEnvMap, Logger: log})
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()

@@ -108,3 +108,49 @@ func TestAgentHealthCheckFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestParseJobEnv(t *testing.T) {
+	lookup := func(name string) (string, bool) {
+		if name == "LD_LIBRARY_PATH" {
+			return "/usr/local/nvidia/lib64", true
+		}
+		return "", false
+	}
+	got, err := parseJobEnv([]string{"LD_LIBRARY_PATH", "PATH=/opt/conda/bin:/usr/bin", "EMPTY="}, lookup)
+	if err != nil || len(got) != 3 || got["LD_LIBRARY_PATH"] != "/usr/local/nvidia/lib64" || got["PATH"] != "/opt/conda/bin:/usr/bin" || got["EMPTY"] != "" {
+		t.Fatalf("parseJobEnv: %v, %v", got, err)
+	}
+	for arg, want := range map[string]string{
+		"ALLOT_TOKEN=x":          "allot sets it",
+		"ALLOT_TOKEN":            "allot sets it",
+		"CUDA_VISIBLE_DEVICES=0": "allot sets it",
+		"NCCL_DEBUG":             "not set in the agent's environment",
+		"1X=2":                   "want NAME=VALUE or NAME",
+		"=x":                     "want NAME=VALUE or NAME",
+	} {
+		if _, err := parseJobEnv([]string{arg}, lookup); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--job-env %s: %v, want an error saying %q", arg, err, want)
+		}
+	}
+}
+
+func FuzzParseJobEnv(f *testing.F) {
+	for _, s := range []string{"LD_LIBRARY_PATH", "PATH=/usr/bin", "ALLOT_TOKEN=x", "=", "A=B=C", "é=1"} {
+		f.Add(s)
+	}
+	lookup := func(string) (string, bool) { return "v", true }
+	f.Fuzz(func(t *testing.T, arg string) {
+		env, err := parseJobEnv([]string{arg}, lookup)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--job-env ") {
+				t.Fatalf("error %q does not name the flag", err)
+			}
+			return
+		}
+		for name := range env {
+			if strings.HasPrefix(name, "ALLOT_") || !envName.MatchString(name) {
+				t.Fatalf("%q accepted as %q", arg, name)
+			}
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
@@ -116,18 +117,36 @@ func TestAutoFallsBack(t *testing.T) {
 	}
 }
 
-// On a host without the NVIDIA driver, NVML reports an error instead of
-// crashing; on a GPU host it lists devices.
-func TestNVMLOnThisHost(t *testing.T) {
-	devs, err := NVML{}.Discover(context.Background())
-	if err != nil {
-		t.Logf("no NVML here: %v", err)
+// On a host without the NVIDIA driver (no nvidia-smi on $PATH), NVML
+// reports an error instead of crashing. On a GPU host both ways find the
+// same GPUs: index, UUID, name and memory, device by device (checked on an
+// H200 host: scripts/gpu-check.sh).
+func TestNVMLAgreesWithSMI(t *testing.T) {
+	ctx := context.Background()
+	nv, nerr := NVML{}.Discover(ctx)
+	if _, err := exec.LookPath("nvidia-smi"); err != nil {
+		if nerr == nil && len(nv) > 0 {
+			t.Logf("NVML found %d GPUs, and there is no nvidia-smi to compare with", len(nv))
+			return
+		}
+		t.Logf("no driver here: NVML says %v", nerr)
 		return
 	}
-	for _, d := range devs {
-		if d.UUID == "" || d.MemoryMiB <= 0 {
-			t.Errorf("device %+v", d)
+	smi, serr := SMI{}.Discover(ctx)
+	if nerr != nil || serr != nil {
+		t.Fatalf("a GPU host: NVML %v, nvidia-smi %v", nerr, serr)
+	}
+	if len(nv) != len(smi) || len(nv) == 0 {
+		t.Fatalf("NVML found %d GPUs, nvidia-smi %d", len(nv), len(smi))
+	}
+	for i := range nv {
+		if nv[i] != smi[i] {
+			t.Errorf("GPU %d: NVML %+v, nvidia-smi %+v", i, nv[i], smi[i])
 		}
+		if !strings.HasPrefix(nv[i].UUID, "GPU-") || nv[i].MemoryMiB <= 0 || nv[i].Model == "" {
+			t.Errorf("GPU %d: %+v", i, nv[i])
+		}
+		t.Logf("GPU %d: %+v", i, nv[i])
 	}
 }
 

@@ -55,13 +55,20 @@ func DefaultAuto() Auto { return Auto{NVML: NVML{}, SMI: SMI{}} }
 
 // Discover returns what the first way that works finds.
 func (a Auto) Discover(ctx context.Context) ([]Device, error) {
+	devs, _, err := a.DiscoverWay(ctx)
+	return devs, err
+}
+
+// DiscoverWay is Discover that also says which way found the GPUs: "NVML"
+// or "nvidia-smi".
+func (a Auto) DiscoverWay(ctx context.Context) ([]Device, string, error) {
 	devs, nerr := a.NVML.Discover(ctx)
 	if nerr == nil && len(devs) > 0 {
-		return devs, nil
+		return devs, "NVML", nil
 	}
 	devs, serr := a.SMI.Discover(ctx)
 	if serr != nil {
-		return nil, fmt.Errorf("no GPUs found: %v; %v", nerr, serr)
+		return nil, "", fmt.Errorf("no GPUs found: %v; %v", nerr, serr)
 	}
-	return devs, nil
+	return devs, "nvidia-smi", nil
 }

@@ -32,7 +32,10 @@ func (s SMI) Discover(ctx context.Context) ([]Device, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w: %s", path, err, strings.TrimSpace(stderr.String()))
+		if msg := strings.TrimSpace(stderr.String()); msg != "" {
+			return nil, fmt.Errorf("run %s: %w: %s", path, err, msg)
+		}
+		return nil, fmt.Errorf("run %s: %w", path, err)
 	}
 	return ParseSMI(bytes.NewReader(out))
 }
