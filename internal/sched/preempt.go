@@ -122,13 +122,17 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 	releaseTo(k)
 	chosen := vs.out[:k]
 	// ...then spare every victim, costliest first, that the job can do without.
-	for i := len(chosen) - 1; i >= 0; i-- {
-		st.moveVictim(chosen[i].rj, false)
-		if st.roomFor(a) && st.placeable(a) {
-			chosen[i].rj = nil
-			continue
+	if st.trialsMonotone(a) && !spareOneByOne {
+		st.spareInBlocks(a, chosen)
+	} else {
+		for i := len(chosen) - 1; i >= 0; i-- {
+			st.moveVictim(chosen[i].rj, false)
+			if st.roomFor(a) && st.placeable(a) {
+				chosen[i].rj = nil
+				continue
+			}
+			st.moveVictim(chosen[i].rj, true)
 		}
-		st.moveVictim(chosen[i].rj, true)
 	}
 	for _, c := range chosen {
 		if c.rj != nil {
@@ -136,6 +140,65 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 		}
 	}
 	return victims, time.Time{}
+}
+
+// spareOneByOne turns spareInBlocks off, for the test that compares the two.
+var spareOneByOne = false
+
+// spareInBlocks spares, costliest first, every released victim of chosen
+// that a can do without, as restoring them one at a time and keeping each
+// restored when a still fits does, and sets the spared ones' rj to nil.
+// When trials are monotone, restoring a run of victims at once still fits
+// exactly when each of them, restored in turn, would have: restoring more
+// never turns a misfit into a fit, and the run restored whole is the state
+// the last of those trials sees. So a run that fits is spared whole, with
+// one trial, and the next run is twice as long. In one that does not, the
+// longest part from its costliest end that fits is found by halving (the
+// state before the run fits: every step leaves one that does), spared, and
+// the victim after it kept; the next run is one victim. On the busy bench's
+// first cycle (12,455 preemptions) this makes 105,021 trials and 3.68 M
+// victim moves where one trial per victim made 2.88 M and 2.89 M.
+func (st *state) spareInBlocks(a *attempt, chosen []victim) {
+	fits := func() bool { return st.roomFor(a) && st.placeable(a) }
+	restored := 0 // of the run, from its costliest end
+	// restoreTo moves the run starting at i to its first n restored.
+	restoreTo := func(i, n int) {
+		for ; restored < n; restored++ {
+			st.moveVictim(chosen[i-restored].rj, false)
+		}
+		for ; restored > n; restored-- {
+			st.moveVictim(chosen[i-restored+1].rj, true)
+		}
+	}
+	run := 1
+	for i := len(chosen) - 1; i >= 0; {
+		run, restored = min(run, i+1), 0
+		restoreTo(i, run)
+		lo := run
+		if !fits() {
+			hi := run // lo restored fit, hi do not
+			for lo = 0; hi-lo > 1; {
+				m := lo + (hi-lo)/2
+				restoreTo(i, m)
+				if fits() {
+					lo = m
+				} else {
+					hi = m
+				}
+			}
+			restoreTo(i, lo)
+		}
+		for j := i; j > i-lo; j-- {
+			chosen[j].rj = nil
+		}
+		if lo == run {
+			i -= run
+			run *= 2
+			continue
+		}
+		i -= lo + 1 // the victim after the part that fits is kept
+		run = 1
+	}
 }
 
 // restore undoes release while trying victim sets out.
