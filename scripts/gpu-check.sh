@@ -5,10 +5,13 @@
 # With no argument it builds allot (go build); ALLOT names a built binary.
 # It runs, on loopback and in a temporary directory:
 #   1. 'allot agent discover': NVML's GPUs (and nvidia-smi's, compared by
-#      the gpu package's TestNVMLAgreesWithSMI when GPU_CHECK_TEST names its
-#      test binary), then '-o fleet' for a one-node fleet of this host;
+#      the gpu package's TestNVMLAgreesWithSMI, and its NVML health read by
+#      TestNVMLHealthOnThisHost, when GPU_CHECK_TEST names its test binary:
+#      go test -c ./internal/agent/gpu), then '-o fleet' for a one-node
+#      fleet of this host;
 #   2. 'allot server --agents external' on that fleet and 'allot agent
-#      --gpus auto' with a node token, a --health-check of nvidia-smi, and
+#      --gpus auto' with a node token, a --health-check of nvidia-smi and
+#      NVML's GPU health every 2 s (the node must stay in service), and
 #      --job-env LD_LIBRARY_PATH where the host sets it (the driver's
 #      libraries may be there rather than in the loader's cache);
 #   3. jobs under the agent's per-job uids: one with every GPU, one with one
@@ -53,6 +56,7 @@ if [[ $gpus == auto ]]; then
 	nvidia-smi --query-gpu=index,uuid,name,memory.total,driver_version --format=csv || fail "nvidia-smi"
 	if [[ -n ${GPU_CHECK_TEST:-} ]]; then
 		"$GPU_CHECK_TEST" -test.run '^TestNVMLAgreesWithSMI$' -test.v && pass "NVML and nvidia-smi agree" || fail "NVML and nvidia-smi disagree"
+		"$GPU_CHECK_TEST" -test.run '^TestNVMLHealthOnThisHost$' -test.v && pass "NVML health reads this host" || fail "NVML health"
 	fi
 fi
 "$bin" agent discover --gpus "$gpus" || fail "allot agent discover"
@@ -95,7 +99,8 @@ job_env=()
 [[ -n ${LD_LIBRARY_PATH:-} ]] && job_env=(--job-env LD_LIBRARY_PATH)
 [[ $gpus == auto ]] || health=true
 ALLOT_TOKEN= "$bin" agent --token-file "$tmp/node-token" --node gpu-check-01 --gpus "$gpus" "${job_env[@]}" \
-	--data "$tmp/agent" --work "$tmp/work" --heartbeat 1s --health-check "$health" >"$tmp/agent.log" 2>&1 &
+	--data "$tmp/agent" --work "$tmp/work" --heartbeat 1s --health-check "$health" --health-check-every 2s \
+	>"$tmp/agent.log" 2>&1 &
 pids+=($!)
 ready=
 for _ in $(seq 100); do
@@ -202,6 +207,16 @@ grep -qE '^Preemptions: +[1-9]' "$tmp/spot.txt" && pass "the spot job was preemp
 grep -E '^(State|Reason|Attempts|Preempt)' "$tmp/spot.txt" | sed 's/^/      spot: /'
 unset MEM_GIB
 "$bin" job cancel "$spot" >/dev/null 2>&1
+
+echo "== health"
+# The agent read its health check and (with --gpus auto) the GPUs' NVML
+# health every 2 s all along: a healthy host stays undrained.
+if "$bin" node show gpu-check-01 | grep -qiE '^Drain'; then
+	fail "the node was drained: $("$bin" node show gpu-check-01 | grep -iE '^Drain')"
+else
+	pass "health checks (--health-check and GPU health) keep the node in service"
+fi
+grep -E 'not watched|GPU health not read|health check failed' "$tmp/agent.log" | sed 's/^/      /'
 
 echo "== agent log (last lines)"
 tail -5 "$tmp/agent.log" | sed 's/^/      /'

@@ -83,6 +83,11 @@ type Config struct {
 	// HealthCheckTimeout bounds one health check, which fails past it; 0
 	// means DefaultHealthCheckTimeout.
 	HealthCheckTimeout time.Duration
+	// GPUHealth, when set, reads the health of the node's GPUs beside the
+	// HealthCheck command, at the same times and with the same effect: a
+	// node whose GPUs have problems is drained until they are gone
+	// (health.go).
+	GPUHealth gpu.Health
 	// JobEnv are variables every job starts with, under its own env (which
 	// wins): what jobs need of the host that allot's fresh environment
 	// leaves out, such as the driver's library path on hosts that keep it
@@ -174,6 +179,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	go a.heartbeats(ctx)
+	if cfg.GPUHealth != nil {
+		go func() {
+			if err := cfg.GPUHealth.Watch(ctx, devs); err != nil {
+				a.log.Warn("GPU events (XIDs) not watched; the health checks read the GPUs' counters alone", "err", err)
+			}
+		}()
+	}
 	go a.healthChecks(ctx)
 	go a.sweepEveryHour(ctx)
 	a.follow(ctx)

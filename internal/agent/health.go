@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,18 +23,19 @@ const (
 // echo) say what is wrong.
 const maxHealthOutput = 2048
 
-// healthChecks runs the operator's health check at start and then every
+// healthChecks runs the operator's health check and reads the GPUs'
+// health (Config.GPUHealth) at start and then every
 // Config.HealthCheckEvery, reporting each result to the server: a failed
 // check drains the node (by "health-check"), the next passing one resumes
 // it. A report the server does not take is logged; the next run reports
 // again.
 func (a *Agent) healthChecks(ctx context.Context) {
-	if a.cfg.HealthCheck == "" {
+	if a.cfg.HealthCheck == "" && a.cfg.GPUHealth == nil {
 		return
 	}
 	last := true
 	for {
-		healthy, detail := runHealthCheck(ctx, a.cfg.HealthCheck, a.cfg.Node, a.cfg.HealthCheckTimeout)
+		healthy, detail := a.checkHealth(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -58,6 +60,36 @@ func (a *Agent) healthChecks(ctx context.Context) {
 		case <-time.After(a.cfg.HealthCheckEvery):
 		}
 	}
+}
+
+// checkHealth runs one round: the command, if any, then the GPUs' health.
+// A GPU health that cannot be read is logged and counts as healthy: the
+// agent cannot tell, and draining every node of a fleet whose driver
+// misbehaves would stop more work than it saves.
+func (a *Agent) checkHealth(ctx context.Context) (healthy bool, detail string) {
+	healthy = true
+	if a.cfg.HealthCheck != "" {
+		healthy, detail = runHealthCheck(ctx, a.cfg.HealthCheck, a.cfg.Node, a.cfg.HealthCheckTimeout)
+	}
+	if a.cfg.GPUHealth == nil {
+		return healthy, detail
+	}
+	problems, err := a.cfg.GPUHealth.Problems(a.devs)
+	if err != nil {
+		a.log.Warn("GPU health not read", "err", err)
+		return healthy, detail
+	}
+	if len(problems) == 0 {
+		return healthy, detail
+	}
+	gpus := strings.Join(problems, "; ")
+	if detail != "" {
+		gpus = detail + "; " + gpus
+	}
+	if len(gpus) > maxHealthOutput {
+		gpus = gpus[:maxHealthOutput]
+	}
+	return false, gpus
 }
 
 // runHealthCheck runs command with sh -c, ALLOT_NODE=node added to the

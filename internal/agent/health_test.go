@@ -2,11 +2,15 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/allot-dev/allot/internal/agent/gpu"
 )
 
 // runHealthCheck: exit 0 is healthy; a failure says its exit status and
@@ -95,4 +99,85 @@ func TestHealthCheckDrainsAndResumes(t *testing.T) {
 	if by, reason := drain(); by != "admin" || reason != "BIOS update" {
 		t.Errorf("the administrator's drain became %s %q", by, reason)
 	}
+}
+
+// fakeHealth is a gpu.Health whose problems a test sets.
+type fakeHealth struct {
+	mu       sync.Mutex
+	problems []string
+	err      error
+	watched  chan []gpu.Device
+}
+
+func (f *fakeHealth) Watch(ctx context.Context, devs []gpu.Device) error {
+	f.watched <- devs
+	<-ctx.Done()
+	return nil
+}
+
+func (f *fakeHealth) Problems(devs []gpu.Device) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.problems, f.err
+}
+
+func (f *fakeHealth) set(problems []string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.problems, f.err = problems, err
+}
+
+// An agent with GPU health (and no health-check command) drains its node
+// while its GPUs have problems, naming them, and resumes it when they are
+// gone; health it cannot read drains nothing.
+func TestGPUHealthDrainsAndResumes(t *testing.T) {
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	health := &fakeHealth{watched: make(chan []gpu.Device, 1)}
+	cfg := l.config(t, "h100-01")
+	cfg.GPUHealth = health
+	cfg.HealthCheckEvery = 100 * time.Millisecond
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case devs := <-health.watched:
+		if len(devs) != 8 || devs[0].UUID != "GPU-virtual-h100-01-0" {
+			t.Fatalf("watched %+v, want the node's 8 GPUs", devs)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("GPU health not watched")
+	}
+	reason := func() string {
+		ns, err := l.cl.Nodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range ns {
+			if n.Name == "h100-01" && n.Drain != nil {
+				return n.Drain.By + ": " + n.Drain.Reason
+			}
+		}
+		return ""
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for end := time.Now().Add(10 * time.Second); !cond(); {
+			if time.Now().After(end) {
+				t.Fatalf("waited 10s for %s (drain %q)", what, reason())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	health.set(nil, errors.New("nvml init: ERROR_UNKNOWN"))
+	time.Sleep(500 * time.Millisecond)
+	if r := reason(); r != "" {
+		t.Fatalf("drained (%s) while GPU health cannot be read", r)
+	}
+	health.set([]string{"GPU 3 (GPU-virtual-h100-01-3): XID 79 at 2026-12-04T17:00:00Z"}, nil)
+	want := "health-check: health check failed: GPU 3 (GPU-virtual-h100-01-3): XID 79 at 2026-12-04T17:00:00Z"
+	waitFor("GPU problems to drain the node", func() bool { return reason() == want })
+	health.set(nil, nil)
+	waitFor("the node to be resumed", func() bool { return reason() == "" })
 }

@@ -42,6 +42,7 @@ type agentFlags struct {
 	healthCheck        string
 	healthCheckEvery   time.Duration
 	healthCheckTimeout time.Duration
+	gpuHealth          bool
 	jobEnv             []string // --job-env NAME[=VALUE]
 	jobEnvMap          map[string]string
 }
@@ -152,8 +153,15 @@ means the host is fit for work. A failure, or no answer within
 --health-check-timeout, drains the node with the command's output as the
 reason ('allot node list' shows it, by health-check); the work on it runs
 on, nothing new lands there, and the next passing check resumes it. A drain
-of anyone else is left alone. Check what jobs cannot see: a GPU's ECC
-errors or XIDs, a full disk, a missing mount.`,
+of anyone else is left alone. Check what jobs cannot see: a full disk, a
+missing mount, a failing DCGM diagnostic.
+
+--gpu-health (on with --gpus auto) reads the GPUs through NVML at the same
+times, with or without --health-check: a GPU gone, uncorrectable ECC errors,
+pages or rows waiting for a reset, a failed row remap, or a critical XID
+since the agent started (the XIDs an application causes, 13, 31, 43, 45, 68
+and 109, aside) drain the node as a failing check does, naming the GPU.
+Restart the agent after resetting a GPU that reported an XID.`,
 		Example: `  allot token create --node eastus-h100-01 > /etc/allot/node-token   # on the control plane; copy it over, mode 0600
   sudo allot agent --server http://10.0.0.1:8080 --token-file /etc/allot/node-token --node eastus-h100-01 \
       --gpus auto --data /var/lib/allot-agent --work /var/lib/allot-work
@@ -211,6 +219,7 @@ errors or XIDs, a full disk, a missing mount.`,
 	fl.DurationVar(&f.keepFiles, "keep-job-files", agent.DefaultKeepJobFiles, "how long a job's files, checkpoints and logs stay on the host after it last ran here, once the job ended (checked hourly; 0: for ever)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringArrayVar(&f.jobEnv, "job-env", nil, "NAME=VALUE, or NAME for the agent's own value: a variable every job starts with, under its own env (repeatable; e.g. LD_LIBRARY_PATH where the driver's libraries are not in the loader's cache)")
+	fl.BoolVar(&f.gpuHealth, "gpu-health", true, "with --gpus auto, also drain the node while NVML reports a GPU gone, uncorrectable ECC errors, pages or rows waiting for a GPU reset, a failed row remap, or a critical XID since the agent started (checked every --health-check-every)")
 	fl.StringVar(&f.healthCheck, "health-check", "", "command (sh -c) that exits 0 when the host is fit for work; a failure drains the node, the next pass resumes it (as Slurm's HealthCheckProgram)")
 	fl.DurationVar(&f.healthCheckEvery, "health-check-every", agent.DefaultHealthCheckEvery, "interval of --health-check")
 	fl.DurationVar(&f.healthCheckTimeout, "health-check-timeout", agent.DefaultHealthCheckTimeout, "a --health-check that has not ended this long fails")
@@ -254,10 +263,11 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 		cl.HTTP.Timeout = f.wait + 15*time.Second
 	}
 	type node struct {
-		name string
-		gpus gpu.Discoverer
-		data string
-		work string
+		name   string
+		gpus   gpu.Discoverer
+		health gpu.Health
+		data   string
+		work   string
 	}
 	if f.work == "" {
 		f.work = agent.DefaultWork(f.data)
@@ -265,6 +275,10 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 	var nodes []node
 	for _, n := range f.nodes {
 		var d gpu.Discoverer = gpu.DefaultAuto()
+		var health gpu.Health
+		if f.gpuHealth && f.gpus == "auto" {
+			health = &gpu.NVMLHealth{}
+		}
 		if f.gpus != "auto" {
 			v, err := gpu.ParseVirtual(f.gpus, n)
 			if err != nil {
@@ -276,7 +290,7 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 		if len(f.nodes) > 1 {
 			data, work = filepath.Join(f.data, n), filepath.Join(f.work, n)
 		}
-		nodes = append(nodes, node{n, d, data, work})
+		nodes = append(nodes, node{n, d, health, data, work})
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -289,7 +303,7 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
 				NodeTimeout: f.nodeTimeout, KeepJobFiles: off(f.keepFiles), HealthCheck: f.healthCheck,
-				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, JobEnv: f.jobEnvMap, Logger: log})
+				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, JobEnv: f.jobEnvMap, Logger: log})
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()

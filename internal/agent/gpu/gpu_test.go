@@ -3,10 +3,13 @@ package gpu
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseSMIRecorded(t *testing.T) {
@@ -178,4 +181,56 @@ func FuzzParseVirtual(f *testing.F) {
 			t.Fatal("no error and no devices")
 		}
 	})
+}
+
+// Without the driver, NVML health says it cannot tell rather than
+// reporting problems. On a GPU host (checked on an H200 with
+// scripts/gpu-check.sh) a healthy GPU has none, an XID recorded for it is
+// one, and Watch either watches until its context ends or says why not.
+func TestNVMLHealthOnThisHost(t *testing.T) {
+	h := &NVMLHealth{}
+	devs, err := NVML{}.Discover(context.Background())
+	if err != nil {
+		if _, err := h.Problems([]Device{{UUID: "GPU-x"}}); err == nil {
+			t.Fatal("no NVML here, yet Problems could tell")
+		}
+		t.Logf("no driver here: %v", err)
+		return
+	}
+	problems, err := h.Problems(devs)
+	if err != nil {
+		t.Fatalf("Problems on a GPU host: %v", err)
+	}
+	t.Logf("problems of %d GPUs: %q", len(devs), problems)
+	h.Record(devs[0].UUID, 79, time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC))
+	again, err := h.Problems(devs)
+	want := fmt.Sprintf("GPU 0 (%s): XID 79 at 2026-12-04T17:00:00Z", devs[0].UUID)
+	if err != nil || len(again) != len(problems)+1 || !slices.Contains(again, want) {
+		t.Fatalf("after an XID: %q, %v; want %q among them", again, err, want)
+	}
+	gone, _ := h.Problems([]Device{{Index: 7, UUID: "GPU-00000000-0000-0000-0000-000000000000"}})
+	if len(gone) != 1 || !strings.Contains(gone[0], "not found") {
+		t.Fatalf("a GPU that is not there: %q", gone)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := h.Watch(ctx, devs); err != nil {
+		t.Logf("XIDs not watched here: %v", err)
+	} else if time.Since(start) < time.Second {
+		t.Fatalf("Watch returned nil after %s, before its context ended", time.Since(start))
+	} else {
+		t.Logf("watched XIDs for %s", time.Since(start).Round(time.Millisecond))
+	}
+}
+
+func TestRecordKeepsTheFirstXIDs(t *testing.T) {
+	h := &NVMLHealth{}
+	at := time.Date(2026, 12, 4, 17, 0, 0, 0, time.FixedZone("CET", 3600))
+	for x := range uint64(10) {
+		h.Record("GPU-a", 60+x, at)
+	}
+	if got := h.xids["GPU-a"]; len(got) != 4 || got[0] != "XID 60 at 2026-12-04T16:00:00Z" || got[3] != "XID 63 at 2026-12-04T16:00:00Z" {
+		t.Fatalf("kept %q", got)
+	}
 }
