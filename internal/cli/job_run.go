@@ -52,7 +52,8 @@ sbatch --exclude), --priority (spot, standard or reserved, with an optional :N),
 duration from now, as sbatch --begin), --after ID (a step of a pipeline: it
 waits Blocked until that job succeeded, as --dependency=afterok; with
 --after-condition any until it ended however, as afterany, a clean-up step;
-with notok until it ended without succeeding, as afternotok), --env
+with notok until it ended without succeeding, as afternotok; or per job,
+--after any:ID, as --dependency=afterany:ID), --env
 NAME=VALUE, and --set for any other field (checkpoint.grace=2m). --name
 defaults to the program's name; --tenant to the token's tenant (an admin
 token must give it).
@@ -115,7 +116,7 @@ and variables, run sh -c '...'.`,
 	fl.StringVar(&r.duration, "duration", "", "estimated run time, e.g. 2h")
 	fl.StringVar(&r.timeout, "timeout", "", "time limit of each attempt, as sbatch --time: past it the job is stopped and ends TimedOut, e.g. 4h (retry.timeout)")
 	fl.IntVar(&r.maxRetries, "max-retries", 0, "attempts that may fail before the job does, each after a back-off (retry.max_retries)")
-	fl.StringSliceVar(&r.after, "after", nil, "start only once these jobs (IDs) succeeded, as sbatch --dependency=afterok (repeatable, or a list)")
+	fl.StringSliceVar(&r.after, "after", nil, "start only once these jobs (IDs) succeeded, as sbatch --dependency=afterok (repeatable, or a list; any:ID or notok:ID sets one's own condition)")
 	fl.StringVar(&r.afterCondition, "after-condition", "", "what --after waits for: ok (succeeded, the default), any (ended, as afterany) or notok (ended without succeeding, as afternotok)")
 	fl.StringVar(&r.begin, "begin", "", "start no earlier than this: a time (2026-12-24T02:00:00Z), a date, or a duration from now (6h)")
 	fl.StringVar(&r.array, "array", "", "submit once per index: A-B[:STEP] or a list (1,5,9), at most 1000")

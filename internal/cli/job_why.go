@@ -56,7 +56,7 @@ func whyPrinter(w client.Why, now time.Time) printer {
 		fs.add("Estimated start", startText(w.EstimatedStart, w.EstimateNone, now))
 	}
 	if w.State == "Blocked" {
-		fs.add("Estimated start", "unknown: not before every job it waits for (after:) succeeded")
+		fs.add("Estimated start", "unknown: not before every job it waits for (after:) did what the detail says")
 	}
 	if w.EstimateHow != "" {
 		fs.add("Estimated by", w.EstimateHow)

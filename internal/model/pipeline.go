@@ -11,7 +11,8 @@ import (
 // PredecessorFailed. Its AfterCondition may ask instead for every one of
 // them to end however it ends (a clean-up step, as Slurm's afterany) or to
 // end without succeeding (a failure handler, as afternotok; one that
-// succeeds cancels it, reason PredecessorSucceeded). A Blocked job holds
+// succeeds cancels it, reason PredecessorSucceeded), and each entry of
+// After may set its own ("any:cleanup": Predecessors). A Blocked job holds
 // no GPUs and the core never sees it.
 
 // AfterCondition is what a job's After waits for of each job it names.
@@ -44,6 +45,48 @@ func (c AfterCondition) String() string {
 	return string(c)
 }
 
+// Predecessor is one entry of a job's After: the job it names and what it
+// waits for of it.
+type Predecessor struct {
+	Ref       string // a step's name or a job ID (an ID once stored)
+	Condition AfterCondition
+}
+
+// Predecessors reads s.After. An entry may set its own condition as
+// Slurm's --dependency does, "any:cleanup" or "notok:train" ("ok:" for
+// succeeded); one without takes s.AfterCondition. A job whose name begins
+// with one of those prefixes is named with its own: "ok:any:x".
+func (s *JobSpec) Predecessors() []Predecessor {
+	out := make([]Predecessor, len(s.After))
+	for i, a := range s.After {
+		out[i] = SplitAfter(a, s.AfterCondition)
+	}
+	return out
+}
+
+// SplitAfter reads one After entry, def being the job's AfterCondition.
+func SplitAfter(entry string, def AfterCondition) Predecessor {
+	if c, ref, ok := strings.Cut(entry, ":"); ok {
+		switch c {
+		case "ok":
+			return Predecessor{Ref: ref, Condition: AfterOK}
+		case "any", "notok":
+			return Predecessor{Ref: ref, Condition: AfterCondition(c)}
+		}
+	}
+	return Predecessor{Ref: entry, Condition: def}
+}
+
+// Entry writes p as an After entry of a job whose AfterCondition is def:
+// with its condition's prefix when it differs, or when the reference
+// would read as one without it.
+func (p Predecessor) Entry(def AfterCondition) string {
+	if p.Condition == def && SplitAfter(p.Ref, def).Ref == p.Ref {
+		return p.Ref
+	}
+	return p.Condition.String() + ":" + p.Ref
+}
+
 // MaxAfter is the most jobs one job may wait for.
 const MaxAfter = 64
 
@@ -61,9 +104,9 @@ const (
 	ReasonPredecessorSucceeded = "PredecessorSucceeded"
 )
 
-// validateAfter checks After on its own: entries named, printable, each
-// once, and none the job's own name; and AfterCondition, known and only
-// with After.
+// validateAfter checks After on its own: entries named (after their
+// condition, if any), printable, each job once, and none the job's own
+// name; and AfterCondition, known and only with After.
 func (s *JobSpec) validateAfter() []error {
 	var errs []error
 	if c := s.AfterCondition; c != AfterOK && c != AfterAny && c != AfterNotOK {
@@ -75,11 +118,14 @@ func (s *JobSpec) validateAfter() []error {
 		return []error{fieldErr("after", "lists %d jobs, over the limit of %d", len(s.After), MaxAfter)}
 	}
 	seen := make(map[string]bool, len(s.After))
-	for i, a := range s.After {
+	for i, entry := range s.After {
 		f := fmt.Sprintf("after[%d]", i)
+		a := SplitAfter(entry, s.AfterCondition).Ref
 		switch {
-		case strings.TrimSpace(a) == "":
+		case strings.TrimSpace(entry) == "":
 			errs = append(errs, fieldErr(f, "must not be empty: name a job of the same file or give a job ID"))
+		case strings.TrimSpace(a) == "":
+			errs = append(errs, fieldErr(f, "%q names no job after its condition: write CONDITION:JOB, e.g. any:prepare", entry))
 		case len(a) > 253:
 			errs = append(errs, fieldErr(f, "must be at most 253 characters"))
 		case Printable(f, a) != nil:
@@ -118,8 +164,8 @@ func AfterCycle(specs []JobSpec) []int {
 	visit = func(i int) []int {
 		mark[i] = onPath
 		path = append(path, i)
-		for _, a := range specs[i].After {
-			for _, k := range byName[a] {
+		for _, a := range specs[i].Predecessors() {
+			for _, k := range byName[a.Ref] {
 				switch mark[k] {
 				case onPath:
 					for p, x := range path {

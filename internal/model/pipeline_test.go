@@ -27,6 +27,7 @@ func TestAfterCycle(t *testing.T) {
 		{"two", steps([]string{"b"}, []string{"a"}), "a → b → a"},
 		{"three behind a chain", steps(nil, []string{"a", "d"}, []string{"b"}, []string{"c"}), "b → d → c → b"},
 		{"self", steps([]string{"a"}), "a → a"},
+		{"through conditions", steps([]string{"any:b"}, []string{"notok:a"}), "a → b → a"},
 		{"an array by its name", []JobSpec{{Name: "s[3]", ArrayIndex: &idx, After: []string{"t"}}, {Name: "t", After: []string{"s"}}},
 			"s[3] → t → s[3]"},
 	} {
@@ -56,6 +57,10 @@ func TestValidateAfter(t *testing.T) {
 		{[]string{"a", "j"}, "after[1]", "cannot wait for itself"},
 		{[]string{"a", "a"}, "after[1]", "listed twice"},
 		{[]string{"a\x00"}, "after[0]", "non-printable"},
+		{[]string{"any:prep", "notok:train", "ok:eval", "x:y"}, "", ""},
+		{[]string{"any:"}, "after[0]", "names no job after its condition"},
+		{[]string{"prep", "any:prep"}, "after[1]", "listed twice"},
+		{[]string{"notok:j"}, "after[0]", "cannot wait for itself"},
 		{slices.Repeat([]string{"a"}, MaxAfter+1), "after", "over the limit"},
 	} {
 		s := base(tc.after...)
@@ -67,6 +72,29 @@ func TestValidateAfter(t *testing.T) {
 		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field || !strings.Contains(fe.Msg, tc.msg)):
 			t.Errorf("after %q: %v, want %s: …%s…", tc.after, err, tc.field, tc.msg)
 		}
+	}
+}
+
+// An entry's own condition wins over the job's; Entry writes it back as it
+// reads, a prefix only where the condition differs or the name would read
+// as one.
+func TestPredecessors(t *testing.T) {
+	s := JobSpec{After: []string{"prep", "any:train", "notok:eval", "ok:any:odd", "x:y"}, AfterCondition: AfterNotOK}
+	want := []Predecessor{{"prep", AfterNotOK}, {"train", AfterAny}, {"eval", AfterNotOK}, {"any:odd", AfterOK}, {"x:y", AfterNotOK}}
+	got := s.Predecessors()
+	if !slices.Equal(got, want) {
+		t.Fatalf("Predecessors = %v, want %v", got, want)
+	}
+	for i, p := range got {
+		if e := p.Entry(s.AfterCondition); SplitAfter(e, s.AfterCondition) != p {
+			t.Errorf("%v as an entry is %q, which reads back as %v", p, e, SplitAfter(e, s.AfterCondition))
+		}
+		if i == 0 && p.Entry(s.AfterCondition) != "prep" || i == 1 && p.Entry(s.AfterCondition) != "any:train" {
+			t.Errorf("entry of %v: %q", p, p.Entry(s.AfterCondition))
+		}
+	}
+	if e := (Predecessor{"any:odd", AfterOK}).Entry(AfterOK); e != "ok:any:odd" {
+		t.Errorf("a name that reads as a condition: %q", e)
 	}
 }
 

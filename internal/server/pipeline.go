@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,10 +21,12 @@ import (
 // write of the cycle.
 
 // link is one resolved entry of a job's After: a job of the same batch
-// (its index) or, when batch is -1, an existing job's ID.
+// (its index) or, when batch is -1, an existing job's ID; and what the job
+// waits for of it.
 type link struct {
 	batch int
 	id    string
+	cond  model.AfterCondition
 }
 
 // resolveAfter resolves the After of every job of a submission. jobs[i]
@@ -41,12 +44,12 @@ func (s *Server) resolveAfter(p Principal, specs []model.JobSpec) ([][]link, []R
 	links := make([][]link, len(specs))
 	var refused []Refusal
 	for i := range specs {
-		for k, a := range specs[i].After {
-			field := fmt.Sprintf("after[%d]", k)
+		for k, pred := range specs[i].Predecessors() {
+			field, a := fmt.Sprintf("after[%d]", k), pred.Ref
 			if same := byName[a]; len(same) > 0 {
 				for _, x := range same {
 					if x != i {
-						links[i] = append(links[i], link{batch: x})
+						links[i] = append(links[i], link{batch: x, cond: pred.Condition})
 					}
 				}
 				continue
@@ -61,7 +64,7 @@ func (s *Server) resolveAfter(p Principal, specs []model.JobSpec) ([][]link, []R
 					"unknown job %q: no job of this submission is named so and no job of yours has that ID", a)})
 				continue
 			}
-			links[i] = append(links[i], link{batch: -1, id: ref.id})
+			links[i] = append(links[i], link{batch: -1, id: ref.id, cond: pred.Condition})
 		}
 	}
 	if c := model.AfterCycle(specs); c != nil {
@@ -93,11 +96,11 @@ func (s *Server) block(jobs []*model.Job, links [][]link) bool {
 		}
 		ids := make([]string, 0, len(links[i]))
 		for _, l := range links[i] {
+			id := l.id
 			if l.batch >= 0 {
-				ids = append(ids, jobs[l.batch].ID)
-			} else {
-				ids = append(ids, l.id)
+				id = jobs[l.batch].ID
 			}
+			ids = append(ids, model.Predecessor{Ref: id, Condition: l.cond}.Entry(j.Spec.AfterCondition))
 		}
 		j.Spec.After = ids
 		j.Status.State = model.StateBlocked
@@ -113,21 +116,28 @@ func (s *Server) block(jobs []*model.Job, links [][]link) bool {
 
 // pipelineStep decides what Blocked job j does given the states of its
 // predecessors (state reports false for a job that no longer exists) and
-// its AfterCondition: go Queued when every one did what the condition asks
-// (succeeded; ended; ended otherwise), be Canceled when one never will
-// (for ok: it ended otherwise or is gone; for notok: it succeeded or is
-// gone), else stay Blocked; with the reason and detail to show.
+// what it waits for of each (its AfterCondition, or an entry's own): go
+// Queued when every one did what it was waited for (succeeded; ended;
+// ended otherwise), be Canceled when one never will (for ok: it ended
+// otherwise or is gone; for notok: it succeeded or is gone), else stay
+// Blocked; with the reason and detail to show.
 func pipelineStep(j *model.Job, state func(id string) (model.State, bool)) (next model.State, reason, detail string) {
-	cond := j.Spec.AfterCondition
+	preds := j.Spec.Predecessors()
+	mixed := slices.ContainsFunc(preds, func(p model.Predecessor) bool { return p.Condition != j.Spec.AfterCondition })
 	var waits []string
-	for _, id := range j.Spec.After {
+	for _, p := range preds {
+		id, cond := p.Ref, p.Condition
 		st, ok := state(id)
 		switch {
 		case !ok && cond == model.AfterAny: // gone: it ended
 		case !ok:
 			return model.StateCanceled, model.ReasonPredecessorFailed, fmt.Sprintf("predecessor %s no longer exists", id)
 		case !st.Terminal():
-			waits = append(waits, fmt.Sprintf("%s (%s)", id, st))
+			if mixed {
+				waits = append(waits, fmt.Sprintf("%s (%s) %s", id, st, toDo(cond)))
+			} else {
+				waits = append(waits, fmt.Sprintf("%s (%s)", id, st))
+			}
 		case cond == model.AfterAny:
 		case cond == model.AfterNotOK && st == model.StateSucceeded:
 			return model.StateCanceled, model.ReasonPredecessorSucceeded,
@@ -142,13 +152,21 @@ func pipelineStep(j *model.Job, state func(id string) (model.State, bool)) (next
 		return model.StateQueued, "", ""
 	}
 	detail = "waits for " + strings.Join(waits, ", ")
-	switch cond {
-	case model.AfterAny:
-		detail += " to end, however it ends"
-	case model.AfterNotOK:
-		detail += " to end without succeeding"
+	if !mixed && j.Spec.AfterCondition != model.AfterOK {
+		detail += " " + toDo(j.Spec.AfterCondition)
 	}
 	return model.StateBlocked, model.ReasonWaitsForPredecessor, detail
+}
+
+// toDo says what a step waits for a predecessor to do.
+func toDo(c model.AfterCondition) string {
+	switch c {
+	case model.AfterAny:
+		return "to end, however it ends"
+	case model.AfterNotOK:
+		return "to end without succeeding"
+	}
+	return "to succeed"
 }
 
 // advancePipelines is the cycle's step 2b: it moves each Blocked job of
@@ -223,6 +241,11 @@ func advancePipelines(snap snapshot, ended []*model.Job, now time.Time) ([]*mode
 
 // predecessorsDid says what j's predecessors did when it is unblocked.
 func predecessorsDid(j *model.Job) string {
+	for _, p := range j.Spec.Predecessors() {
+		if p.Condition != j.Spec.AfterCondition {
+			return "did what it waited for of each"
+		}
+	}
 	switch j.Spec.AfterCondition {
 	case model.AfterAny:
 		return "ended"
@@ -259,9 +282,9 @@ func (c *cache) addBlockedLocked(s *snapshot, e jobEntry) {
 	}
 	s.blocked = append(s.blocked, e.job)
 	s.modRev[e.job.ID] = e.modRev
-	for _, id := range e.job.Spec.After {
-		if p, ok := c.jobs[id]; ok {
-			s.preds[id] = p.state
+	for _, pred := range e.job.Spec.Predecessors() {
+		if p, ok := c.jobs[pred.Ref]; ok {
+			s.preds[pred.Ref] = p.state
 		}
 	}
 }

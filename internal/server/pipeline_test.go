@@ -36,6 +36,15 @@ func TestPipelineStep(t *testing.T) {
 		{model.AfterNotOK, []string{"b", "a"}, model.StateCanceled, model.ReasonPredecessorSucceeded,
 			"predecessor a succeeded; this step runs only after failures (after_condition: notok) and will not run"},
 		{model.AfterNotOK, []string{"gone"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor gone no longer exists"},
+		// Entries with conditions of their own, as Slurm's afterok:a,afterany:b.
+		{"", []string{"a", "any:c", "notok:e", "any:gone"}, model.StateQueued, "", ""},
+		{"", []string{"a", "any:b", "notok:d"}, model.StateBlocked, model.ReasonWaitsForPredecessor,
+			"waits for b (Running) to end, however it ends, d (Queued) to end without succeeding"},
+		{model.AfterAny, []string{"ok:b", "c"}, model.StateBlocked, model.ReasonWaitsForPredecessor,
+			"waits for b (Running) to succeed"},
+		{"", []string{"any:c", "notok:a"}, model.StateCanceled, model.ReasonPredecessorSucceeded,
+			"predecessor a succeeded; this step runs only after failures (after_condition: notok) and will not run"},
+		{model.AfterAny, []string{"ok:c"}, model.StateCanceled, model.ReasonPredecessorFailed, "predecessor c ended Failed; this step will not run"},
 	} {
 		j := &model.Job{ID: "x", Spec: model.JobSpec{After: tc.after, AfterCondition: tc.cond}}
 		next, reason, detail := pipelineStep(j, state)
@@ -192,6 +201,57 @@ resources: {gpu_milli: 250, gpu_models: [T4]}
 			if got != want[j.Spec.Name] {
 				t.Errorf("train %s: %s is %s (%q), want %s", end, j.Spec.Name, got, j.Status.Detail, want[j.Spec.Name])
 			}
+		}
+	}
+}
+
+// Entries of after with conditions of their own: a report that runs once
+// training ended however it ended, but only after evaluation succeeded.
+// Each entry is stored as its condition and the predecessor's ID.
+func TestPipelineEntryConditions(t *testing.T) {
+	const doc = `
+name: train
+tenant: copilot
+resources: {gpu_milli: 250, gpu_models: [T4]}
+---
+name: evaluate
+tenant: copilot
+resources: {gpu_milli: 250, gpu_models: [T4]}
+---
+name: report
+tenant: copilot
+after: [any:train, evaluate]
+resources: {gpu_milli: 250, gpu_models: [T4]}
+`
+	for _, trainEnds := range []model.State{model.StateFailed, model.StateSucceeded} {
+		h := newHarness(t)
+		jobs, err := h.srv.SubmitBatch(context.Background(), copilot, batchSpecs(t, doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		train, eval, report := jobs[0].ID, jobs[1].ID, jobs[2].ID
+		if got := h.job(report).Spec.After; !slices.Equal(got, []string{"any:" + train, eval}) {
+			t.Fatalf("report's after = %q, want [any:%s %s]", got, train, eval)
+		}
+		end := func(id string, st model.State) {
+			t.Helper()
+			if _, _, _, err := h.srv.rewriteJob(context.Background(), id, "test", func(old *model.Job) (*model.Job, error) {
+				return endJob(old, st, "test", "ended by the test", 0, h.clock.Now()), nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.cycle()
+		end(train, trainEnds)
+		h.restart() // the conditions are stored
+		h.cycle()
+		if j := h.job(report); j.Status.State != model.StateBlocked || j.Status.Detail != "waits for "+eval+" (Running) to succeed" {
+			t.Fatalf("train %s, evaluate running: report %s %q", trainEnds, j.Status.State, j.Status.Detail)
+		}
+		end(eval, model.StateSucceeded)
+		h.cycle()
+		if j := h.job(report); j.Status.State == model.StateBlocked || j.Status.State == model.StateCanceled {
+			t.Fatalf("train %s, evaluate succeeded: report %s %s %q", trainEnds, j.Status.State, j.Status.Reason, j.Status.Detail)
 		}
 	}
 }
