@@ -88,6 +88,15 @@ type Config struct {
 	// node whose GPUs have problems is drained until they are gone
 	// (health.go).
 	GPUHealth gpu.Health
+	// CheckpointRoot, when set, is a directory every host of the fleet
+	// mounts at the same path (NFS, Lustre, a cluster file system): each
+	// job's checkpoint directory is CheckpointRoot/JOB instead of one on
+	// this host's disk under Work, so that a job resumes from its last
+	// checkpoint wherever it runs next. Its checkpoints are reported without
+	// a node (placement need not send the job back), and the sweep removes
+	// CheckpointRoot/JOB with the job's other files. It must belong to the
+	// agent's user and be writable by no one else.
+	CheckpointRoot string
 	// JobEnv are variables every job starts with, under its own env (which
 	// wins): what jobs need of the host that allot's fresh environment
 	// leaves out, such as the driver's library path on hosts that keep it

@@ -147,13 +147,17 @@ func (a *Agent) resumeFrom(x client.Assignment, dir string) (string, string) {
 }
 
 // reportCheckpoint tells the server that job saved a checkpoint at path on
-// this node. A server older than this agent does not know the node field
+// this node, or with no node when path lies in the shared checkpoint root. A server older than this agent does not know the node field
 // and refuses it (400, unknown field node): it is told the path alone, as
 // before, so that agents may be upgraded before the servers.
 func (a *Agent) reportCheckpoint(ctx context.Context, job, path string) error {
 	ctx, cancel := a.bounded(ctx)
 	defer cancel()
-	_, err := a.cfg.Client.Checkpoint(ctx, job, path, a.cfg.Node)
+	node := a.cfg.Node
+	if a.cfg.CheckpointRoot != "" && within(a.cfg.CheckpointRoot, path) {
+		node = "" // every host reaches it
+	}
+	_, err := a.cfg.Client.Checkpoint(ctx, job, path, node)
 	var ae *client.APIError
 	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && ae.Field == "node" && strings.Contains(ae.Message, "unknown field") {
 		_, err = a.cfg.Client.Checkpoint(ctx, job, path, "")

@@ -215,3 +215,85 @@ func TestCheckpointReportToAnOlderServer(t *testing.T) {
 		})
 	}
 }
+
+// With a shared checkpoint root, a job's checkpoints lie in ROOT/JOB,
+// reported without a node: a retry on another node (its first node
+// drained) resumes from there, as it could on any host mounting the root.
+// The sweep removes ROOT/JOB with the job's other files once it ended.
+func TestResumeAnywhereFromSharedRoot(t *testing.T) {
+	const job = `name: ckpt
+tenant: team
+command: ["sh", "-c", 'if [ -n "$ALLOT_RESUME_FROM" ]; then echo "resumed from $ALLOT_RESUME_FROM"; cat "$ALLOT_RESUME_FROM"; exit 0; fi;
+  if [ "$ALLOT_ATTEMPT" -gt 1 ]; then echo "fresh start"; exit 0; fi;
+  echo state-1 > "$ALLOT_CHECKPOINT_DIR/ckpt-1"; echo ckpt-1 > "$ALLOT_CHECKPOINT_DIR/CHECKPOINT"; sleep 1; exit 1']
+resources: {gpus_per_instance: 8}
+retry: {max_retries: 1}
+`
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	root := workDir(t) // 0711, the agent's: as a shared mount would be set up
+	for _, n := range []string{"h100-01", "h100-02"} {
+		cfg := l.config(t, n)
+		cfg.CheckpointRoot = root
+		go func() { _ = Run(ctx, cfg) }()
+	}
+	id := l.submit(t, job)
+	var first client.Job
+	for deadline := time.Now().Add(15 * time.Second); first.CheckpointPath == ""; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint reported: %+v", first)
+		}
+		var err error
+		if first, err = l.cl.GetJob(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := filepath.Join(root, id, "ckpt-1"); first.CheckpointPath != want || first.CheckpointNode != "" {
+		t.Fatalf("checkpoint %q on node %q, want %s on none", first.CheckpointPath, first.CheckpointNode, want)
+	}
+	node := first.Allocations[0].Node
+	if _, err := l.cl.DrainNode(ctx, node, "test"); err != nil {
+		t.Fatal(err)
+	}
+	j := l.waitState(t, id, "Succeeded")
+	var log bytes.Buffer
+	if err := l.cl.Logs(ctx, id, 2, false, &log); err != nil {
+		t.Fatal(err)
+	}
+	if second := j.AttemptHistory[1].Nodes[0]; second == node || !strings.Contains(log.String(), "resumed from "+first.CheckpointPath+"\nstate-1") {
+		t.Errorf("retry on %s (first on drained %s) logged:\n%s\nwant it resumed from %s", second, node, log.String(), first.CheckpointPath)
+	}
+}
+
+// The agent refuses a checkpoint root that others may write in (a job
+// could plant another's checkpoint), that does not exist (it is a shared
+// mount, not the agent's to make), or that overlaps its data.
+func TestCheckpointRootRefused(t *testing.T) {
+	l := newLab(t)
+	open := workDir(t)
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		root func(cfg Config) string
+		want string
+	}{
+		{func(Config) string { return open }, "writable by others"},
+		{func(Config) string { return filepath.Join(open, "missing") }, "no such file"},
+		{func(cfg Config) string { return cfg.Data }, "overlap"},
+		{func(cfg Config) string { return cfg.Work }, "overlap"},
+	} {
+		cfg := l.config(t, "h100-01")
+		cfg.CheckpointRoot = tc.root(cfg)
+		if err := os.MkdirAll(cfg.Data, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := Run(ctx, cfg)
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("root %s: %v, want an error saying %q", cfg.CheckpointRoot, err, tc.want)
+		}
+	}
+}

@@ -206,23 +206,73 @@ func (a *Agent) prepareDirs() error {
 			return err
 		}
 	}
+	if err := a.checkCheckpointRoot(); err != nil {
+		return err
+	}
 	if a.ident == asSelf {
 		return nil
 	}
-	// Jobs run as other users: they must be able to walk down to Work.
-	for d := a.cfg.Work; ; d = filepath.Dir(d) {
+	// Jobs run as other users: they must be able to walk down to Work and
+	// to the checkpoint root.
+	for _, top := range []string{a.cfg.Work, a.cfg.CheckpointRoot} {
+		if err := enterable(top); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// enterable checks that users other than the agent's can walk down to
+// dir ("" passes): every directory on its path is o+x.
+func enterable(dir string) error {
+	for d := dir; d != ""; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
 		if err != nil {
 			return err
 		}
 		if st.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("work directory %s: jobs run as other users and cannot enter %s (mode %v); make it o+x or pick another --work",
-				a.cfg.Work, d, st.Mode().Perm())
+			return fmt.Errorf("%s: jobs run as other users and cannot enter %s (mode %v); make it o+x or pick another directory",
+				dir, d, st.Mode().Perm())
 		}
 		if d == filepath.Dir(d) {
 			return nil
 		}
 	}
+	return nil
+}
+
+// checkCheckpointRoot makes Config.CheckpointRoot absolute and checks that
+// it is a directory of the agent's user that no one else may write in: a
+// job that could create CheckpointRoot/OTHER would plant what another job
+// resumes from. The agent does not create it: it is a shared mount.
+func (a *Agent) checkCheckpointRoot() error {
+	if a.cfg.CheckpointRoot == "" {
+		return nil
+	}
+	root, err := filepath.Abs(a.cfg.CheckpointRoot)
+	if err != nil {
+		return err
+	}
+	a.cfg.CheckpointRoot = root
+	st, err := os.Stat(root)
+	if err != nil {
+		return fmt.Errorf("checkpoint root: %w (create it on the shared file system, owned by the agent's user, mode 0711)", err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	switch {
+	case !st.IsDir():
+		return fmt.Errorf("checkpoint root %s is not a directory", root)
+	case st.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("checkpoint root %s is writable by others (mode %v): jobs could plant each other's checkpoints; chmod 0711 it", root, st.Mode().Perm())
+	case ok && sys.Uid != uint32(os.Geteuid()):
+		return fmt.Errorf("checkpoint root %s belongs to uid %d, not the agent's (%d): chown it to the agent's user (with NFS, export it no_root_squash for an agent run as root)",
+			root, sys.Uid, os.Geteuid())
+	case within(root, a.cfg.Data) || root == a.cfg.Data || within(a.cfg.Data, root):
+		return fmt.Errorf("checkpoint root %s and the data directory %s overlap: jobs may not reach the agent's state", root, a.cfg.Data)
+	case within(root, a.cfg.Work) || root == a.cfg.Work || within(a.cfg.Work, root):
+		return fmt.Errorf("checkpoint root %s and the work directory %s overlap: give the shared root a directory of its own", root, a.cfg.Work)
+	}
+	return nil
 }
 
 // sandbox builds instance k's isolation: its uid, WORK/jobs/JOB (0700, the
@@ -240,6 +290,9 @@ func (a *Agent) sandbox(k key, x client.Assignment) (sandbox, error) {
 		recordKey: fmt.Sprintf("%s.%d.%d", k.job, k.attempt, k.rank),
 	}
 	sb.ckptDir, sb.dir = filepath.Join(sb.jobDir, "checkpoints"), filepath.Join(sb.jobDir, name)
+	if a.cfg.CheckpointRoot != "" {
+		sb.ckptDir = filepath.Join(a.cfg.CheckpointRoot, k.job)
+	}
 	switch a.ident {
 	case asDynamic:
 		sb.uid = acquireUID(a.cfg.UIDs, k.job)
@@ -278,19 +331,9 @@ func (a *Agent) release(sb sandbox) {
 // attempt directory, all the job's user's and 0700. It never follows a
 // link the job may have put in its own directory.
 func (a *Agent) makeJobDirs(sb sandbox) error {
-	if st, err := os.Lstat(sb.jobDir); err == nil && st.IsDir() {
-		if s, ok := st.Sys().(*syscall.Stat_t); ok && (s.Uid != sb.uid || s.Gid != sb.gid) {
-			// The job ran under another uid before (the probe moved it):
-			// hand its files to the uid it has now, unless another live
-			// job holds the old one (its processes could swap links in
-			// while the tree is walked).
-			if holder := uidHolder(s.Uid); holder != "" {
-				return fmt.Errorf("job directory %s belongs to uid %d, which job %s holds now", sb.jobDir, s.Uid, holder)
-			}
-			a.log.Info("job directory changes owner", "dir", sb.jobDir, "from", s.Uid, "to", sb.uid)
-			if err := lchownTree(sb.jobDir, sb.uid, sb.gid); err != nil {
-				return err
-			}
+	for _, dir := range []string{sb.jobDir, sb.ckptDir} {
+		if err := a.adopt(dir, sb); err != nil {
+			return err
 		}
 	}
 	if err := ownedDir(sb.jobDir, sb.uid, sb.gid); err != nil {
@@ -303,6 +346,27 @@ func (a *Agent) makeJobDirs(sb sandbox) error {
 		return err
 	}
 	return ownedDir(sb.dir, sb.uid, sb.gid)
+}
+
+// adopt hands the job's directory dir to the uid the job has now when it
+// ran under another before (the probe moved it, or another host's agent
+// gave it another uid in a shared checkpoint root), unless another live
+// job holds the old one (its processes could swap links in while the tree
+// is walked).
+func (a *Agent) adopt(dir string, sb sandbox) error {
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() {
+		return nil // made (or a planted link removed) by ownedDir
+	}
+	s, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || (s.Uid == sb.uid && s.Gid == sb.gid) {
+		return nil
+	}
+	if holder := uidHolder(s.Uid); holder != "" {
+		return fmt.Errorf("job directory %s belongs to uid %d, which job %s holds now", dir, s.Uid, holder)
+	}
+	a.log.Info("job directory changes owner", "dir", dir, "from", s.Uid, "to", sb.uid)
+	return lchownTree(dir, sb.uid, sb.gid)
 }
 
 // ownedDir makes path a directory of uid:gid with mode 0700; what is there

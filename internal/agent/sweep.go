@@ -27,8 +27,8 @@ const sweepEvery = time.Hour
 const trashPrefix = ".swept-"
 
 // sweep removes the files of jobs that last ran here more than keep
-// before now: WORK/jobs/JOB (the job's files and checkpoints) and
-// DATA/logs/JOB. When a job last ran is the newest modification time among
+// before now: WORK/jobs/JOB (the job's files and checkpoints),
+// DATA/logs/JOB, and CHECKPOINT_ROOT/JOB with a shared checkpoint root. When a job last ran is the newest modification time among
 // its logs, which only the agent writes (DATA is the agent's alone, and
 // the log files are the agent's: a job holding one open can set its times
 // to now at most); watch sets it as an instance ends. A job with files but
@@ -61,7 +61,13 @@ func (a *Agent) sweep(ctx context.Context, now time.Time, keep time.Duration) []
 			if last, ok := lastRan(filepath.Join(logsDir, job)); ok && now.Sub(last) < keep {
 				continue // it ran here while the server was asked
 			}
-			for _, d := range []string{filepath.Join(jobsDir, job), filepath.Join(logsDir, job)} {
+			dirs := []string{filepath.Join(jobsDir, job), filepath.Join(logsDir, job)}
+			if a.cfg.CheckpointRoot != "" {
+				// The job ran here and has ended (else the server keeps it):
+				// its checkpoints on the shared root go too.
+				dirs = append(dirs, filepath.Join(a.cfg.CheckpointRoot, job))
+			}
+			for _, d := range dirs {
 				if aside, err := moveAside(d); err == nil {
 					trash = append(trash, aside)
 				} else if !errors.Is(err, fs.ErrNotExist) {
@@ -102,6 +108,14 @@ func (a *Agent) sweep(ctx context.Context, now time.Time, keep time.Duration) []
 func (a *Agent) idleJobs(now time.Time, keep time.Duration, jobsDir, logsDir string) (idle, trash []string) {
 	active := a.activeJobs()
 	seen := map[string]bool{}
+	if root := a.cfg.CheckpointRoot; root != "" {
+		entries, _ := os.ReadDir(root) // what a sweep of any host moved aside there
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), trashPrefix) {
+				trash = append(trash, filepath.Join(root, e.Name()))
+			}
+		}
+	}
 	for _, dir := range []string{logsDir, jobsDir} {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {

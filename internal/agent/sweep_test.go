@@ -20,10 +20,10 @@ import (
 // server cannot say, it removes nothing; a link in a job's directory goes,
 // not what it points to; what an earlier sweep left half removed goes too.
 func TestSweepJobFiles(t *testing.T) {
-	data, work := t.TempDir(), t.TempDir()
+	data, work, root := t.TempDir(), t.TempDir(), t.TempDir()
 	var asked []string
 	var down error
-	a := &Agent{cfg: Config{Data: data, Work: work}, procs: map[key]*proc{}, finished: map[key]bool{},
+	a := &Agent{cfg: Config{Data: data, Work: work, CheckpointRoot: root}, procs: map[key]*proc{}, finished: map[key]bool{},
 		log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		askKeep: func(_ context.Context, jobs []string) ([]string, error) {
 			asked = append(asked, jobs...)
@@ -62,6 +62,12 @@ func TestSweepJobFiles(t *testing.T) {
 	}
 	write(filepath.Join(work, "jobs", "orphan", "out"), now.Add(-30*24*time.Hour))
 	write(filepath.Join(work, "jobs", trashPrefix+"cut-short", "big"), now)
+	// A shared checkpoint root: the ended job's checkpoints go with its
+	// files, another host's job (never run here) stays, and so does the
+	// requeued one's; what a sweep of any host left aside goes.
+	for _, job := range []string{"old", "requeued", "elsewhere", trashPrefix + "other-host"} {
+		write(filepath.Join(root, job, "step-1"), now.Add(-30*24*time.Hour))
+	}
 	a.procs[key{job: "running", attempt: 2}] = &proc{}
 	a.finished[key{job: "old", attempt: 1}] = true
 	a.finished[key{job: "recent", attempt: 1}] = true
@@ -89,6 +95,16 @@ func TestSweepJobFiles(t *testing.T) {
 	}
 	if exists(filepath.Join(data, "logs", "old")) {
 		t.Error("DATA/logs/old is still there")
+	}
+	for _, p := range []string{"old", trashPrefix + "other-host"} {
+		if exists(filepath.Join(root, p)) {
+			t.Errorf("ROOT/%s is still there", p)
+		}
+	}
+	for _, p := range []string{"requeued", "elsewhere"} {
+		if !exists(filepath.Join(root, p, "step-1")) {
+			t.Errorf("ROOT/%s was removed", p)
+		}
 	}
 	for _, p := range []string{filepath.Join(work, "jobs", "recent"), filepath.Join(data, "logs", "recent"),
 		filepath.Join(work, "jobs", "requeued", "checkpoints", "step-1"),

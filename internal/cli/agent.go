@@ -43,6 +43,7 @@ type agentFlags struct {
 	healthCheckEvery   time.Duration
 	healthCheckTimeout time.Duration
 	gpuHealth          bool
+	checkpointRoot     string
 	jobEnv             []string // --job-env NAME[=VALUE]
 	jobEnvMap          map[string]string
 }
@@ -146,6 +147,10 @@ a preempted job queued for longer still finds its checkpoint when it comes
 back (the scheduler sends it back to the node of its checkpoint when it
 can). A checkpoint on another node's disk is not handed to an attempt
 here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.
+--checkpoint-root DIR, a directory every host mounts at the same path (NFS,
+Lustre; owned by the agent's user, mode 0711), puts each job's checkpoint
+directory at DIR/JOB instead: its checkpoints are reported without a node,
+and a job resumes from its last one on whichever host runs it next.
 
 --health-check CMD runs CMD (with sh -c, ALLOT_NODE set) when the agent
 starts and every --health-check-every, as Slurm's HealthCheckProgram: exit 0
@@ -219,6 +224,7 @@ Restart the agent after resetting a GPU that reported an XID.`,
 	fl.DurationVar(&f.keepFiles, "keep-job-files", agent.DefaultKeepJobFiles, "how long a job's files, checkpoints and logs stay on the host after it last ran here, once the job ended (checked hourly; 0: for ever)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringArrayVar(&f.jobEnv, "job-env", nil, "NAME=VALUE, or NAME for the agent's own value: a variable every job starts with, under its own env (repeatable; e.g. LD_LIBRARY_PATH where the driver's libraries are not in the loader's cache)")
+	fl.StringVar(&f.checkpointRoot, "checkpoint-root", "", "a directory every host mounts at the same path (NFS, Lustre): jobs' checkpoint directories go there (ROOT/JOB), so a job resumes from its last checkpoint on any host (must be the agent's user's, mode 0711)")
 	fl.BoolVar(&f.gpuHealth, "gpu-health", true, "with --gpus auto, also drain the node while NVML reports a GPU gone, uncorrectable ECC errors, pages or rows waiting for a GPU reset, a failed row remap, or a critical XID since the agent started (checked every --health-check-every)")
 	fl.StringVar(&f.healthCheck, "health-check", "", "command (sh -c) that exits 0 when the host is fit for work; a failure drains the node, the next pass resumes it (as Slurm's HealthCheckProgram)")
 	fl.DurationVar(&f.healthCheckEvery, "health-check-every", agent.DefaultHealthCheckEvery, "interval of --health-check")
@@ -303,7 +309,7 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
 				NodeTimeout: f.nodeTimeout, KeepJobFiles: off(f.keepFiles), HealthCheck: f.healthCheck,
-				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, JobEnv: f.jobEnvMap, Logger: log})
+				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, CheckpointRoot: f.checkpointRoot, JobEnv: f.jobEnvMap, Logger: log})
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()

@@ -80,7 +80,7 @@ machine.`,
 			if gpus == "auto" {
 				var err error
 				if devs, d.Way, err = gpu.DefaultAuto().DiscoverWay(cmd.Context()); err != nil {
-					return err
+					return fmt.Errorf("%w\n(a host without the NVIDIA driver can declare GPUs: --gpus virtual:8xH100-80GB)", err)
 				}
 			} else {
 				v, err := gpu.ParseVirtual(gpus, node)
