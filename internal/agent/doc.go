@@ -33,7 +33,10 @@
 //     when it lies inside the job's checkpoint directory and exists on this
 //     host (checkpoint.go); else none, and a line in the attempt's log names
 //     the node that has it. The scheduler sends a requeued job back to the
-//     node of its checkpoint when it can.
+//     node of its checkpoint when it can. With Config.CheckpointRoot (a
+//     file system every host mounts) the directory is ROOT/JOB instead,
+//     its checkpoints are reported without a node, and an attempt on any
+//     host resumes from them.
 //   - Logs are DATA/logs/JOB/attempt-N.log (attempt-N.rank-R.log in a
 //     gang), shipped in whole lines every Config.ShipEvery (250 ms by default,
 //     so that a line reaches 'allot job logs -f' within a second).
@@ -46,13 +49,15 @@
 //     every Config.HealthCheckEvery (health.go), as the agent's user and in
 //     the agent's environment, never a job's; each result is reported
 //     (POST /v1/nodes/NODE/health): a failure drains the node, the next
-//     pass resumes it.
+//     pass resumes it. Config.GPUHealth (NVML with --gpus auto) is read at
+//     the same times, and its problems count as a failure.
 //
 // Contract with jobs, which are hostile code (built in sandbox.go):
 //
 //   - Environment: launch.BaseEnv (PATH of the system's bin directories,
-//     LANG=C.UTF-8), HOME set to the attempt's directory, then the job's own
-//     env, then allot's ALLOT_* and CUDA_* variables. Nothing of the
+//     LANG=C.UTF-8), HOME set to the attempt's directory, the operator's
+//     Config.JobEnv, then the job's own env, then allot's ALLOT_* and CUDA_*
+//     variables. Nothing of the
 //     agent's environment: no token, no host secret.
 //   - Credentials: the agent takes its token from a file or $ALLOT_TOKEN
 //     (then unsets it), never argv. Give a host its node's token (allot

@@ -2,5 +2,7 @@
 // NVML (github.com/NVIDIA/go-nvml), by running nvidia-smi, or from a
 // declaration of virtual GPUs ("virtual:8xH100-80GB") for hosts without
 // them. Every way returns the same Device list; parsers return errors that
-// name the line and column at fault.
+// name the line and column at fault. Health reads what is wrong with the
+// GPUs (NVMLHealth: a GPU gone, ECC errors, pending retirements and
+// remaps, critical XIDs) for the agent's health checks.
 package gpu
