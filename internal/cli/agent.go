@@ -133,10 +133,11 @@ it. An agent that starts kills what a previous run of it left before it
 registers, and one that cannot reach the server for --node-timeout stops
 its jobs: the server runs them elsewhere.
 
---gpus auto asks NVML for the GPUs, falling back to nvidia-smi;
-virtual:COUNTxMODEL[-MEMGB] declares GPUs for hosts without them (tests,
-demos). --node may be repeated to run several virtual nodes in one process;
-each then keeps its files in DATA/NODE and WORK/NODE.
+--gpus auto asks NVML for the GPUs, falling back to nvidia-smi ('allot
+agent discover' shows what it finds, and the SKUs it fits, before the host
+joins); virtual:COUNTxMODEL[-MEMGB] declares GPUs for hosts without them
+(tests, demos). --node may be repeated to run several virtual nodes in one
+process; each then keeps its files in DATA/NODE and WORK/NODE.
 
 A job's files (WORK/jobs/JOB, its checkpoints there) and its logs
 (DATA/logs/JOB) are removed --keep-job-files (7 days) after its last
@@ -147,6 +148,7 @@ a preempted job queued for longer still finds its checkpoint when it comes
 back (the scheduler sends it back to the node of its checkpoint when it
 can). A checkpoint on another node's disk is not handed to an attempt
 here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.
+
 --checkpoint-root DIR, a directory every host mounts at the same path (NFS,
 Lustre; owned by the agent's user, mode 0711), puts each job's checkpoint
 directory at DIR/JOB instead: its checkpoints are reported without a node,
