@@ -26,6 +26,9 @@
 #
 # GPU_CHECK_GPUS=virtual:2xH100-80GB runs the same steps on declared GPUs
 # (no driver needed; the CUDA checks are skipped): a dry run of the script.
+# GPU_CHECK_AGENT_ARGS adds arguments to the agent's command line, e.g.
+# "--run-as nobody --job-env CUDA_MPS_PIPE_DIRECTORY" to run the jobs as
+# clients of an MPS daemon the operator started.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d /tmp/allot-gpu-check.XXXXXX)
@@ -98,7 +101,9 @@ health="$smi >/dev/null"
 job_env=()
 [[ -n ${LD_LIBRARY_PATH:-} ]] && job_env=(--job-env LD_LIBRARY_PATH)
 [[ $gpus == auto ]] || health=true
-ALLOT_TOKEN= "$bin" agent --token-file "$tmp/node-token" --node gpu-check-01 --gpus "$gpus" "${job_env[@]}" \
+# shellcheck disable=SC2206 # GPU_CHECK_AGENT_ARGS is split into arguments
+extra=(${GPU_CHECK_AGENT_ARGS:-})
+ALLOT_TOKEN= "$bin" agent --token-file "$tmp/node-token" --node gpu-check-01 --gpus "$gpus" "${job_env[@]}" "${extra[@]}" \
 	--data "$tmp/agent" --work "$tmp/work" --heartbeat 1s --health-check "$health" --health-check-every 2s \
 	>"$tmp/agent.log" 2>&1 &
 pids+=($!)
@@ -132,7 +137,9 @@ for i, u in enumerate(vis):
     x = torch.randn(4096, 4096, device=f"cuda:{i}")
     torch.cuda.synchronize(i)
     t = time.perf_counter(); y = x @ x; torch.cuda.synchronize(i)
-    print(f"cuda:{i} {p.name} {u}: 4096x4096 matmul {time.perf_counter() - t:.4f} s, sum {y.sum().item():.3g}")
+    free, total = torch.cuda.mem_get_info(i)
+    print(f"cuda:{i} {p.name} {u}: 4096x4096 matmul {time.perf_counter() - t:.4f} s, sum {y.sum().item():.3g}, "
+          f"{free / 2**30:.1f} of {total / 2**30:.1f} GiB free (ALLOT_GPU_MEMORY_MIB={os.environ.get('ALLOT_GPU_MEMORY_MIB', '')})")
 hold = []
 if float(os.environ.get("MEM_GIB", "0")) > 0:
     for i in range(count):

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -674,10 +675,26 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, strin
 		maps.Copy(env, x.Env)
 	}
 	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: env, ArrayIndex: x.ArrayIndex, GPUs: gpus,
-		GPUMilli: x.GPUMilli, CheckpointDir: sb.ckptDir, ResumeFrom: resume,
+		GPUMilli: x.GPUMilli, GPUMemoryMiB: a.memoryOf(x.GPUs), CheckpointDir: sb.ckptDir, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
 		Dir: sb.dir, LogPath: sb.logPath, Timeout: timeout, Grace: grace, Credential: sb.cred, Tracker: track,
 		Allot: a.allot}, why
+}
+
+// memoryOf is the memory of the smallest of gpus as discovery found them,
+// 0 when one is unknown.
+func (a *Agent) memoryOf(gpus []wire.AssignedGPU) int64 {
+	var least int64
+	for _, g := range gpus {
+		i := slices.IndexFunc(a.devs, func(d gpu.Device) bool { return d.Index == g.Index })
+		if i < 0 || a.devs[i].MemoryMiB <= 0 {
+			return 0
+		}
+		if least == 0 || a.devs[i].MemoryMiB < least {
+			least = a.devs[i].MemoryMiB
+		}
+	}
+	return least
 }
 
 // stopAll stops every instance when the agent shuts down, and waits up to

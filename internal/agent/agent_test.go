@@ -167,6 +167,28 @@ resources: {gpus_per_instance: 1}
 	}
 }
 
+// A fraction of a GPU learns its share of the GPU's memory, as discovery
+// found it (80 GB virtual H100s: a quarter is 20,480 MiB).
+func TestAgentFractionMemory(t *testing.T) {
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l.runAgent(t, ctx, "h100-01")
+	id := l.submit(t, `name: quarter
+tenant: team
+command: ["sh", "-c", 'echo "milli=$ALLOT_GPU_MILLI mib=$ALLOT_GPU_MEMORY_MIB mps=$CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"']
+resources: {gpu_milli: 250}
+`)
+	l.waitState(t, id, "Succeeded")
+	var log bytes.Buffer
+	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
+		t.Fatal(err)
+	}
+	if want := "milli=250 mib=20480 mps=0=20480M"; !strings.Contains(log.String(), want) {
+		t.Errorf("log %q lacks %q", log.String(), want)
+	}
+}
+
 func TestAgentRegistrationRefused(t *testing.T) {
 	l := newLab(t)
 	v, _ := gpu.ParseVirtual("virtual:4xA100-80GB", "h100-02")

@@ -246,7 +246,8 @@ func parseJobEnv(list []string, lookup func(string) (string, bool)) (map[string]
 		if !envName.MatchString(name) {
 			return nil, fmt.Errorf("--job-env %q: want NAME=VALUE or NAME, NAME of letters, digits and _", kv)
 		}
-		if strings.HasPrefix(name, "ALLOT_") || name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" {
+		if strings.HasPrefix(name, "ALLOT_") || name == "CUDA_VISIBLE_DEVICES" || name == "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE" ||
+			name == "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" {
 			return nil, fmt.Errorf("--job-env %s: allot sets it for each attempt", name)
 		}
 		if !set {

@@ -18,10 +18,12 @@ var BaseEnv = []string{
 
 // Environ is the environment of the attempt: BaseEnv and HOME=s.Dir, then
 // the job's own variables, then allot's ALLOT_* and CUDA_* variables, which
-// win. A variable allot owns but does not set for this attempt (say
-// ALLOT_RESUME_FROM on a first attempt) is removed even when the job sets
-// it. allot never adds a token: a job that calls the API brings its own
-// tenant's token in its env.
+// win. A fraction of a GPU gets ALLOT_GPU_MILLI and, where the GPU's memory
+// is known, ALLOT_GPU_MEMORY_MIB (its share), with the MPS variables that
+// hold a client to both when an MPS daemon runs. A variable allot owns but
+// does not set for this attempt (say ALLOT_RESUME_FROM on a first attempt)
+// is removed even when the job sets it. allot never adds a token: a job
+// that calls the API brings its own tenant's token in its env.
 func Environ(s Spec) []string {
 	env := map[string]string{}
 	for _, kv := range BaseEnv {
@@ -35,7 +37,7 @@ func Environ(s Spec) []string {
 		env[k] = v
 	}
 	for _, k := range []string{"ALLOT_RESUME_FROM", "ALLOT_RANK", "ALLOT_WORLD_SIZE", "ALLOT_MASTER_ADDR",
-		"ALLOT_MASTER_PORT", "ALLOT_GPU_MILLI", "ALLOT_ARRAY_INDEX"} {
+		"ALLOT_MASTER_PORT", "ALLOT_GPU_MILLI", "ALLOT_ARRAY_INDEX", "ALLOT_GPU_MEMORY_MIB"} {
 		delete(env, k)
 	}
 	env["CUDA_VISIBLE_DEVICES"] = strings.Join(s.GPUs, ",")
@@ -58,6 +60,13 @@ func Environ(s Spec) []string {
 		env["ALLOT_GPU_MILLI"] = strconv.FormatInt(s.GPUMilli, 10)
 		// MPS caps the share of SMs a client may use, in percent.
 		env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = strconv.FormatInt(max(1, s.GPUMilli/10), 10)
+		if budget := s.GPUMemoryMiB * s.GPUMilli / 1000; budget > 0 {
+			// The fraction's share of the GPU's memory: advice the job may
+			// follow (torch.cuda.set_per_process_memory_fraction, a
+			// server's memory flag), and a limit under an MPS daemon.
+			env["ALLOT_GPU_MEMORY_MIB"] = strconv.FormatInt(budget, 10)
+			env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = "0=" + strconv.FormatInt(budget, 10) + "M"
+		}
 	}
 	out := make([]string, 0, len(env))
 	for k, v := range env {

@@ -23,7 +23,10 @@ type Spec struct {
 	// GPUs are the device IDs (indices or UUIDs) for CUDA_VISIBLE_DEVICES.
 	GPUs []string
 	// GPUMilli is the fraction of each GPU, 1000 for whole GPUs.
-	GPUMilli      int64
+	GPUMilli int64
+	// GPUMemoryMiB is the memory of the (smallest of the) GPUs, 0 when
+	// unknown: a fraction's share of it is its memory budget.
+	GPUMemoryMiB  int64
 	CheckpointDir string // stable across attempts of the job
 	ResumeFrom    string // the last checkpoint reported, if any
 	Rank          int

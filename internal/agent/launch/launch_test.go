@@ -46,6 +46,25 @@ func TestEnviron(t *testing.T) {
 			t.Errorf("environment lacks %s: %v", want, env)
 		}
 	}
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "ALLOT_GPU_MEMORY_MIB=") }) {
+		t.Errorf("a memory budget without the GPU's memory: %v", env)
+	}
+	// With the GPU's memory known, a fraction gets its share as advice and
+	// as MPS's limit; a job's own value does not count.
+	s.GPUMemoryMiB, s.Env["ALLOT_GPU_MEMORY_MIB"] = 16384, "99999"
+	env = Environ(s)
+	for _, want := range []string{"ALLOT_GPU_MEMORY_MIB=4096", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M"} {
+		if !slices.Contains(env, want) {
+			t.Errorf("environment lacks %s: %v", want, env)
+		}
+	}
+	whole := s
+	whole.GPUMilli = 1000
+	for _, kv := range Environ(whole) {
+		if strings.HasPrefix(kv, "ALLOT_GPU_MEMORY_MIB=") || strings.HasPrefix(kv, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=") {
+			t.Errorf("a whole GPU's job got %s", kv)
+		}
+	}
 	s.ResumeFrom, s.WorldSize = "", 1
 	s.Env["ALLOT_RANK"] = "7"
 	env = Environ(s)
