@@ -173,8 +173,8 @@ func writeHostFleet(w io.Writer, d discovered, node string) error {
 	if len(d.GPUs) == 0 {
 		return fmt.Errorf("no GPUs found: a fleet node needs its GPUs")
 	}
-	if models := shape(d.GPUs); strings.Contains(models, " and ") {
-		return fmt.Errorf("this host has %s; a SKU has one GPU model", models)
+	if slices.ContainsFunc(d.GPUs, func(g discoveredGPU) bool { return g.Model != d.GPUs[0].Model }) {
+		return fmt.Errorf("this host has %s; a SKU has one GPU model", shape(d.GPUs))
 	}
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# One GPU host, as 'allot agent discover' found it (%s, %s).\n", shape(d.GPUs), d.Way)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,5 +82,14 @@ func TestAgentDiscoverFleet(t *testing.T) {
 		if s := f.Catalog[tc.sku]; tc.sku == "LOCAL-H200x1" && (s.GPUMemoryGiB != 141 || s.VCPU < 1 || s.MemoryGiB < 1) {
 			t.Fatalf("declared SKU %+v", s)
 		}
+	}
+}
+
+// A host of two GPU models fits no one SKU: -o fleet says so.
+func TestHostFleetMixedModels(t *testing.T) {
+	d := discovered{Way: "NVML", GPUs: []discoveredGPU{{Index: 0, Model: "A100", MemoryMiB: 81920}, {Index: 1, Model: "T4", MemoryMiB: 15360}}}
+	err := writeHostFleet(io.Discard, d, "box")
+	if err == nil || !strings.Contains(err.Error(), "1 × A100 and 1 × T4; a SKU has one GPU model") {
+		t.Fatalf("mixed models: %v", err)
 	}
 }
