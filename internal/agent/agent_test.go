@@ -95,6 +95,18 @@ func (l *lab) submit(t *testing.T, doc string) string {
 	return j.ID
 }
 
+// logHas fails t unless the log of job id's first attempt holds want.
+func (l *lab) logHas(t *testing.T, id, want string) {
+	t.Helper()
+	var log bytes.Buffer
+	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("log %q lacks %q", log.String(), want)
+	}
+}
+
 func (l *lab) waitState(t *testing.T, id, state string) client.Job {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
@@ -127,13 +139,7 @@ resources: {gpus_per_instance: 2}
 	if want := filepath.Join(cfg.Work, "jobs", id, "checkpoints", "ckpt-1"); j.CheckpointPath != want {
 		t.Errorf("checkpoint %q, want %s (from the CHECKPOINT marker, relative to the checkpoint directory)", j.CheckpointPath, want)
 	}
-	var log bytes.Buffer
-	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
-		t.Fatal(err)
-	}
-	if want := "cvd=GPU-virtual-h100-01-0,GPU-virtual-h100-01-1 job=" + id; !strings.Contains(log.String(), want) {
-		t.Errorf("log %q lacks %q", log.String(), want)
-	}
+	l.logHas(t, id, "cvd=GPU-virtual-h100-01-0,GPU-virtual-h100-01-1 job="+id)
 	if _, err := os.Stat(filepath.Join(cfg.Data, "logs", id, "attempt-1.log")); err != nil {
 		t.Errorf("no local log file: %v", err)
 	}
@@ -155,13 +161,7 @@ env: {MODE: job}
 resources: {gpus_per_instance: 1}
 `)
 	l.waitState(t, id, "Succeeded")
-	var log bytes.Buffer
-	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
-		t.Fatal(err)
-	}
-	if want := "lib=/usr/local/nvidia/lib64 mode=job attempt=1"; !strings.Contains(log.String(), want) {
-		t.Errorf("log %q lacks %q", log.String(), want)
-	}
+	l.logHas(t, id, "lib=/usr/local/nvidia/lib64 mode=job attempt=1")
 	if cfg.JobEnv["MODE"] != "host" {
 		t.Error("the job's env was written into the agent's JobEnv")
 	}
@@ -180,13 +180,7 @@ command: ["sh", "-c", 'echo "milli=$ALLOT_GPU_MILLI mib=$ALLOT_GPU_MEMORY_MIB mp
 resources: {gpu_milli: 250}
 `)
 	l.waitState(t, id, "Succeeded")
-	var log bytes.Buffer
-	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
-		t.Fatal(err)
-	}
-	if want := "milli=250 mib=20480 mps=0=20480M"; !strings.Contains(log.String(), want) {
-		t.Errorf("log %q lacks %q", log.String(), want)
-	}
+	l.logHas(t, id, "milli=250 mib=20480 mps=0=20480M")
 }
 
 func TestAgentRegistrationRefused(t *testing.T) {
