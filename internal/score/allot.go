@@ -23,8 +23,11 @@ const repeatStep = 20
 // (reservation), and a GPU pod for leaving a node unable to host a shape
 // seen to fit that node's class only (hostReserve). On a node whose free
 // CPU could not feed its free GPU milli, a look-ahead (lookahead) takes the
-// place of the fragmentation measure. A fraction's GPU is chosen by the
-// exact ΔF. See the package documentation.
+// place of the fragmentation measure. A fraction goes first where it loses
+// least of the packing plan (plan: the cutting-stock LP over the target's
+// fractions): among nodes, the least loss wins before any score, and on
+// the node the GPU with the least loss, then the exact ΔF. See the package
+// documentation.
 type Allot struct {
 	m *fragModel
 	// last is, per node index, the shape id + 1 of the last pod chosen
@@ -103,15 +106,16 @@ func allotBetter(n *sched.NodeInfo, a, b float64, i, j int) bool {
 // to GPU models) plus the host charge (0 until a pod that fits one node
 // class only is placed), ties going to the lower node rank. The quantisation is
 // kept on purpose: ranking nodes by the exact ΔF did markedly worse (see
-// the package documentation).
+// the package documentation). For a fraction, 101 times the plan's loss on
+// the GPU it would take (whole milli) is subtracted, so that the loss
+// orders nodes before the score, which spans 0 to 100.
 func (s *Allot) Score(n *sched.NodeInfo, r *sched.Request) float64 {
-	var d float64
+	e := s.m.evaluate(n, r, allotBetter)
+	d := e.delta
 	if s.useLook(n) {
 		d = s.lookDelta(n, r)
-	} else {
-		d = s.m.evaluate(n, r, allotBetter).delta
 	}
-	return fgdScore(d - s.res.charge(n, r) - s.hosts.charge(n, r))
+	return fgdScore(d-s.res.charge(n, r)-s.hosts.charge(n, r, e.gpu)) - (maxScore+1)*e.loss
 }
 
 // lookDelta is ΔF on a node whose CPU is short: the rollout's change
@@ -169,11 +173,12 @@ func freeMilli(n *sched.NodeInfo) int64 {
 // the node it chooses, so Allot takes the call as r going to n and learns
 // from it (observe).
 func (s *Allot) ChooseGPUs(n *sched.NodeInfo, r *sched.Request, dst []int) []int {
-	defer s.observe(n, r)
+	gpu := s.m.evaluate(n, r, allotBetter).gpu
+	s.observe(n, r, gpu)
 	if !r.Fractional() {
 		return n.PickGPUs(r, dst)
 	}
-	return append(dst[:0], s.m.evaluate(n, r, allotBetter).gpu)
+	return append(dst[:0], gpu)
 }
 
 // observe records that a pod of r's shape goes to n (for the
@@ -182,9 +187,9 @@ func (s *Allot) ChooseGPUs(n *sched.NodeInfo, r *sched.Request, dst []int) []int
 // that joined a pod of their own shape (the node's last one), rounded to
 // 1/repeatStep. When the rounded weight moves, every cached measure is
 // dropped, since F must be measured with one weight across nodes.
-func (s *Allot) observe(n *sched.NodeInfo, r *sched.Request) {
+func (s *Allot) observe(n *sched.NodeInfo, r *sched.Request, gpu int) {
 	s.res.placed(n, r)
-	s.hosts.place(n, r)
+	s.hosts.place(n, r, gpu)
 	id := s.m.shape(r)
 	if n.Index >= len(s.last) {
 		s.last = append(s.last, make([]int, n.Index+1-len(s.last))...)

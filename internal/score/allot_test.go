@@ -209,41 +209,72 @@ func TestAllotReservesHosts(t *testing.T) {
 	wide := &sched.Request{GPUs: 8, Milli: 1000, CPU: 120000}
 	h := newHostReserve()
 	for _, n := range []*sched.NodeInfo{big0, small, big1, big2} {
-		if got := h.charge(n, one); got != 0 {
+		if got := h.charge(n, one, -1); got != 0 {
 			t.Fatalf("charge before any one-class pod = %v, want 0", got)
 		}
 	}
 	// Four one-GPU pods on the small node, then the wide pod on big0: the
 	// wide shape has 8000 of the 12000 GPU milli placed.
 	for g := range 4 {
-		h.place(small, one)
+		h.place(small, one, -1)
 		small.Bind(one, []int{g})
 	}
-	h.place(big0, wide)
+	h.place(big0, wide, -1)
 	big0.Bind(wide, []int{0, 1, 2, 3, 4, 5, 6, 7})
 	// Free: 4000 + 0 + 8000 + 8000; big1 and big2 can host the wide shape
 	// (16000): τ = min(1, 2/3 · 20000/16000).
-	h.charge(small, one)
-	h.charge(big2, one)
-	if got, want := h.charge(big1, one), 1000*(8000.0/12000)*20000/16000; math.Abs(got-want) > 1e-9 {
+	h.charge(small, one, -1)
+	h.charge(big2, one, -1)
+	if got, want := h.charge(big1, one, -1), 1000*(8000.0/12000)*20000/16000; math.Abs(got-want) > 1e-9 {
 		t.Errorf("charge for breaking a 128-core node = %v, want %v", got, want)
 	}
-	if got := h.charge(small, one); got != 0 {
+	if got := h.charge(small, one, -1); got != 0 {
 		t.Errorf("charge on the 96-core node = %v, want 0", got)
 	}
-	if got := h.charge(big1, wide); got != 0 {
+	if got := h.charge(big1, wide, -1); got != 0 {
 		t.Errorf("charge to the wide pod itself = %v, want 0", got)
 	}
-	if got := h.charge(big1, &sched.Request{CPU: 120000}); got != 0 {
+	if got := h.charge(big1, &sched.Request{CPU: 120000}, -1); got != 0 {
 		t.Errorf("charge to a CPU-only pod = %v, want 0", got)
 	}
 	// A 128-core node that already lost the wide shape is not charged, and
 	// the one left that can host it is worth more: τ capped at 1.
 	big2.Bind(one, []int{0})
-	if got := h.charge(big2, one); got != 0 {
+	if got := h.charge(big2, one, -1); got != 0 {
 		t.Errorf("charge on a broken 128-core node = %v, want 0", got)
 	}
-	if got := h.charge(big1, one); got != 1000 {
+	if got := h.charge(big1, one, -1); got != 1000 {
 		t.Errorf("charge for the last 128-core node = %v, want 1000", got)
+	}
+}
+
+// TestHostChargeFollowsTheGPU: a fraction breaks a node for a wide shape
+// only when the GPU chosen for it is idle, not whenever a partly used GPU
+// would have room for it.
+func TestHostChargeFollowsTheGPU(t *testing.T) {
+	eight := []int64{1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000}
+	big0, small := node(128000, eight...), node(96000, eight...)
+	big1 := node(128000, 530, 1000, 1000, 1000, 1000, 1000, 1000, 1000)
+	for i, n := range []*sched.NodeInfo{big0, small, big1} {
+		n.Index = i
+		if n.CPUFree == 128000 {
+			n.CPUCap = 128000
+		}
+	}
+	big1.FreeWhole = 7
+	// Seven whole GPUs and 120 cores: only the 128-core class holds it.
+	wide := &sched.Request{GPUs: 7, Milli: 1000, CPU: 120000}
+	frac := &sched.Request{GPUs: 1, Milli: 320, CPU: 4000}
+	h := newHostReserve()
+	for _, n := range []*sched.NodeInfo{big0, small, big1} {
+		h.charge(n, frac, 0)
+	}
+	h.place(big0, wide, -1)
+	big0.Bind(wide, []int{0, 1, 2, 3, 4, 5, 6})
+	if got := h.charge(big1, frac, 0); got != 0 {
+		t.Errorf("charge beside the 470 = %v, want 0: the node keeps 7 idle GPUs", got)
+	}
+	if got := h.charge(big1, frac, 1); got <= 0 {
+		t.Errorf("charge on an idle GPU = %v, want > 0: the node keeps 6", got)
 	}
 }

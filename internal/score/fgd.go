@@ -19,6 +19,11 @@ func newFrag(c config, name string) (sched.Scorer, error) {
 	}
 	m := newFragModel(c.workload)
 	if name == "allot" {
+		p, err := newPlan(c.workload)
+		if err != nil {
+			return nil, fmt.Errorf("allot: %w", err)
+		}
+		m.plan = p
 		return newAllot(m), nil
 	}
 	return &FGD{m: m}, nil

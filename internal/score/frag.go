@@ -36,6 +36,9 @@ type fragModel struct {
 	// CPU could feed at that rate (cpuStranded). cpuW is 0 for FGD; for
 	// allot, the GPU pods' share of the target workload.
 	cpuPerMilli, cpuW float64
+	// plan, when set (allot), ranks a fraction's GPUs by the planned
+	// capacity the placement loses first (plan.loss); nil for FGD.
+	plan *plan
 
 	// sizes are the target's distinct GPU milli per GPU, and sizeOf[i] is
 	// target i's index in sizes (-1 for a CPU-only target): fragOf tallies
@@ -112,6 +115,7 @@ type reqCache struct {
 	stamp uint64
 	delta float64 // F(n) − F(n′) for the best GPU choice
 	gpu   int     // for a fraction, the GPU chosen; -1 otherwise
+	loss  float64 // for a fraction, plan.loss on that GPU; 0 without a plan
 }
 
 func newFragModel(w Workload) *fragModel {
@@ -296,9 +300,10 @@ func (m *fragModel) cpuStranded(cpu, total int64) float64 {
 }
 
 // evaluate returns F(n) − F(n′) for placing r on n and, for a fraction, the
-// GPU that achieves the best value under better (nil for other requests).
-// better(a, b, i, j) reports whether GPU i with delta a beats GPU j with
-// delta b.
+// GPU chosen: with a plan, among the GPUs whose placement loses least of
+// it, the one with the best value under better; without, the best under
+// better. better(a, b, i, j) reports whether GPU i with delta a beats GPU
+// j with delta b.
 func (m *fragModel) evaluate(n *sched.NodeInfo, r *sched.Request, better func(n *sched.NodeInfo, a, b float64, i, j int) bool) reqCache {
 	c := m.node(n)
 	id := m.shape(r)
@@ -338,8 +343,12 @@ func (m *fragModel) evaluate(n *sched.NodeInfo, r *sched.Request, better func(n 
 			free[i] -= r.Milli
 			d := c.frag - m.fragOf(c.accept, cpu, free)
 			free[i] += r.Milli
-			if out.gpu < 0 || better(n, d, out.delta, i, out.gpu) {
-				out.delta, out.gpu = d, i
+			var loss float64
+			if m.plan != nil {
+				loss = m.plan.loss(r.Milli, f)
+			}
+			if out.gpu < 0 || loss < out.loss || (loss == out.loss && better(n, d, out.delta, i, out.gpu)) {
+				out.delta, out.gpu, out.loss = d, i, loss
 			}
 		}
 	default:

@@ -88,17 +88,15 @@ func (r *hostReserve) only(q *sched.Request) int {
 }
 
 // takes returns how many idle GPUs q takes on n: a fraction takes one
-// unless a partly used GPU has room for it.
-func takes(n *sched.NodeInfo, q *sched.Request) int {
+// when the GPU chosen for it (gpu) is idle.
+func takes(n *sched.NodeInfo, q *sched.Request, gpu int) int {
 	if !q.Fractional() {
 		return q.GPUs
 	}
-	for _, f := range n.FreeMilli {
-		if f < milliPerGPU && f >= q.Milli {
-			return 0
-		}
+	if gpu >= 0 && n.FreeMilli[gpu] == milliPerGPU {
+		return 1
 	}
-	return 1
+	return 0
 }
 
 // hosts reports whether a node with the given free capacity could host s
@@ -149,16 +147,17 @@ func (r *hostReserve) read(n *sched.NodeInfo) *hostNode {
 	return c
 }
 
-// charge returns the charge for placing q on n (see hostReserve).
-// Every node scored is read, so that its class is known before a pod is
-// judged to fit one class only: a pod is scored on every node it fits.
-func (r *hostReserve) charge(n *sched.NodeInfo, q *sched.Request) float64 {
+// charge returns the charge for placing q on n, a fraction on GPU gpu
+// (see hostReserve). Every node scored is read, so that its class is known
+// before a pod is judged to fit one class only: a pod is scored on every
+// node it fits.
+func (r *hostReserve) charge(n *sched.NodeInfo, q *sched.Request, gpu int) float64 {
 	c := r.read(n)
 	if len(r.lim) == 0 || q.GPUs == 0 || len(q.Models) > 0 {
 		return 0
 	}
 	var out float64
-	idle := n.FreeWhole - takes(n, q)
+	idle := n.FreeWhole - takes(n, q, gpu)
 	for i, h := range c.hosts {
 		s := &r.lim[i]
 		if !h || s.hosts <= 0 || hosts(idle, n.CPUFree-q.CPU, n.MemFree-q.Memory, nil, &s.q) || r.only(q) >= 0 {
@@ -170,10 +169,10 @@ func (r *hostReserve) charge(n *sched.NodeInfo, q *sched.Request) float64 {
 	return out
 }
 
-// place records q going to n: a GPU pod without a model limit counts in
-// need, and teaches q's shape when it fits one class only; n is counted as
-// it will be after q (and re-read when next scored).
-func (r *hostReserve) place(n *sched.NodeInfo, q *sched.Request) {
+// place records q going to n, a fraction to GPU gpu: a GPU pod without a
+// model limit counts in need, and teaches q's shape when it fits one class
+// only; n is counted as it will be after q (and re-read when next scored).
+func (r *hostReserve) place(n *sched.NodeInfo, q *sched.Request, gpu int) {
 	if q.GPUs > 0 && len(q.Models) == 0 {
 		r.placed += q.TotalMilli()
 		if k := r.only(q); k >= 0 {
@@ -191,7 +190,7 @@ func (r *hostReserve) place(n *sched.NodeInfo, q *sched.Request) {
 		return
 	}
 	c := r.read(n)
-	idle := n.FreeWhole - takes(n, q)
+	idle := n.FreeWhole - takes(n, q, gpu)
 	for i, h := range c.hosts {
 		if h && !hosts(idle, n.CPUFree-q.CPU, n.MemFree-q.Memory, nil, &r.lim[i].q) {
 			c.hosts[i] = false
