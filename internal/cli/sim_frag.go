@@ -20,7 +20,7 @@ import (
 
 type simFragFlags struct {
 	nodes, pods, policy, seeds, output string
-	inflate                            float64
+	inflate, freeAt                    float64
 	ceiling                            bool
 }
 
@@ -43,7 +43,15 @@ placed: no arrangement of the same pods allocates more, so the gap is what
 placement alone could still win. "all placed" packs every fraction that
 arrived: no policy that places every fraction it is offered allocates more
 (past the point where the cluster fills, policies drop fractions, and it
-stops bounding them).`,
+stops bounding them).
+
+--free-at P says, for each seed, where the free GPU capacity lies at the
+first pod that brings arrived to P %: the partly used GPUs grouped by the
+fractions they hold (810 alone, 470+470, …) with their free milli, the
+idle GPUs, and the arrived % from which no GPU was idle. Once no GPU is
+idle, that free milli is what the policy lost to packing:
+
+  allot sim frag --policy allot --seeds 42 --free-at 100`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimFrag(cmd, f) },
 	}
@@ -55,6 +63,7 @@ stops bounding them).`,
 	fl.Float64Var(&f.inflate, "inflate", 1.3, "pods arrive up to this multiple of GPU capacity")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
 	fl.BoolVar(&f.ceiling, "ceiling", false, "also report each run's packing ceiling (see above); slower")
+	fl.Float64Var(&f.freeAt, "free-at", 0, "also report, per seed, where the free capacity lies at this arrived % (see above)")
 	return cmd
 }
 
@@ -98,6 +107,25 @@ type simFragReport struct {
 	Seeds       []int64        `json:"seeds"`
 	WallSeconds float64        `json:"wall_seconds"`
 	Points      []simFragPoint `json:"points"`
+	Free        []simFragFree  `json:"free,omitempty"`
+}
+
+// simFragFree is one seed's frag.FreeReport.
+type simFragFree struct {
+	Seed          int64              `json:"seed"`
+	ArrivedPct    float64            `json:"arrived_pct"`
+	AllocPct      float64            `json:"alloc_pct"`
+	FreeMilli     int64              `json:"free_milli"`
+	IdleGPUs      int                `json:"idle_gpus"`
+	FullAtPct     float64            `json:"full_at_arrived_pct,omitempty"`
+	FullFreeMilli int64              `json:"full_free_milli,omitempty"`
+	Groups        []simFragFreeGroup `json:"groups"`
+}
+
+type simFragFreeGroup struct {
+	Holds     []int64 `json:"holds"`
+	GPUs      int     `json:"gpus"`
+	FreeMilli int64   `json:"free_milli"`
 }
 
 func runSimFrag(cmd *cobra.Command, f simFragFlags) error {
@@ -112,6 +140,9 @@ func runSimFrag(cmd *cobra.Command, f simFragFlags) error {
 	if f.inflate < 1 || f.inflate > 10 {
 		return Usage(fmt.Errorf("--inflate %g: want 1 to 10", f.inflate))
 	}
+	if f.freeAt < 0 || f.freeAt > 100*f.inflate {
+		return Usage(fmt.Errorf("--free-at %g: want 0 (off) to --inflate × 100 (%g)", f.freeAt, 100*f.inflate))
+	}
 	if _, err := score.New(f.policy, score.WithWorkload(score.Workload{{P: 1}})); err != nil {
 		return Usage(err)
 	}
@@ -125,7 +156,7 @@ func runSimFrag(cmd *cobra.Command, f simFragFlags) error {
 	}
 	res, err := frag.Run(cmd.Context(), frag.Config{
 		Nodes: nodes, Pods: pods, Policy: f.policy, Inflate: f.inflate, Seeds: seeds,
-		Workers: runtime.GOMAXPROCS(0), Ceiling: f.ceiling,
+		Workers: runtime.GOMAXPROCS(0), Ceiling: f.ceiling, FreeAt: f.freeAt,
 	})
 	if errors.Is(err, frag.ErrNoEvents) {
 		return Usage(err)
@@ -138,6 +169,18 @@ func runSimFrag(cmd *cobra.Command, f simFragFlags) error {
 	for _, p := range res.Points {
 		rep.Points = append(rep.Points, simFragPoint{ArrivedPct: p.ArrivedPct, Median: p.Median, Min: p.Min, Max: p.Max,
 			Ceiling: p.Ceiling, CeilingAll: p.CeilingAll})
+	}
+	for _, sr := range res.Seeds {
+		if sr.Free == nil {
+			continue
+		}
+		fr := simFragFree{Seed: sr.Seed, ArrivedPct: sr.Free.ArrivedPct, AllocPct: sr.Free.AllocPct,
+			FreeMilli: sr.Free.FreeMilli, IdleGPUs: sr.Free.IdleGPUs, FullAtPct: sr.Free.FullAtPct,
+			FullFreeMilli: sr.Free.FullFreeMilli, Groups: []simFragFreeGroup{}}
+		for _, g := range sr.Free.Groups {
+			fr.Groups = append(fr.Groups, simFragFreeGroup{Holds: g.Holds, GPUs: g.GPUs, FreeMilli: g.FreeMilli})
+		}
+		rep.Free = append(rep.Free, fr)
 	}
 	if f.output == "json" {
 		enc := json.NewEncoder(cmd.OutOrStdout())
@@ -169,5 +212,31 @@ func writeSimFragTable(w io.Writer, rep simFragReport, ceiling bool) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, fr := range rep.Free {
+		writeSimFragFree(w, fr)
+	}
+	return nil
+}
+
+// writeSimFragFree prints one seed's free-capacity report: a line, then
+// the groups of partly used GPUs.
+func writeSimFragFree(w io.Writer, fr simFragFree) {
+	fmt.Fprintf(w, "\nseed %d at arrived %.3f %%: allocated %.3f %%, %d milli free, %d idle GPUs", fr.Seed,
+		fr.ArrivedPct, fr.AllocPct, fr.FreeMilli, fr.IdleGPUs)
+	if fr.FullAtPct > 0 {
+		fmt.Fprintf(w, "; no GPU idle from arrived %.3f %% (%d milli free then)", fr.FullAtPct, fr.FullFreeMilli)
+	}
+	fmt.Fprintln(w)
+	t := table{header: []string{"GPU HOLDS", "GPUS", "FREE MILLI"}}
+	for _, g := range fr.Groups {
+		holds := make([]string, len(g.Holds))
+		for i, x := range g.Holds {
+			holds[i] = strconv.FormatInt(x, 10)
+		}
+		t.add(strings.Join(holds, "+"), strconv.Itoa(g.GPUs), strconv.FormatInt(g.FreeMilli, 10))
+	}
+	t.print(w)
 }

@@ -82,6 +82,42 @@ func TestSimFragCeiling(t *testing.T) {
 	}
 }
 
+// TestSimFragFreeAt: --free-at adds, per seed, where the free capacity
+// lies, to the table and to the JSON.
+func TestSimFragFreeAt(t *testing.T) {
+	args := []string{"sim", "frag", "--nodes", openbDir + "openb_node_list_gpu_node.csv",
+		"--pods", openbDir + "openb_pod_list_default.csv", "--policy", "bestfit", "--seeds", "42,43", "--free-at", "100"}
+	var stdout, stderr bytes.Buffer
+	if code := Run(context.Background(), append(args, "-o", "json"), &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
+	}
+	var rep simFragReport
+	if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, stdout.String())
+	}
+	if len(rep.Free) != 2 || rep.Free[0].Seed != 42 || rep.Free[1].Seed != 43 {
+		t.Fatalf("free reports %+v, want seeds 42 and 43", rep.Free)
+	}
+	for _, fr := range rep.Free {
+		var grouped int64
+		for _, g := range fr.Groups {
+			grouped += g.FreeMilli
+		}
+		if fr.ArrivedPct < 100 || len(fr.Groups) == 0 || grouped+1000*int64(fr.IdleGPUs) != fr.FreeMilli {
+			t.Errorf("seed %d: %+v", fr.Seed, fr)
+		}
+	}
+	stdout.Reset()
+	if code := Run(context.Background(), args, &stdout, &stderr); code != ExitOK {
+		t.Fatalf("exit %d, stderr: %s", code, stderr.String())
+	}
+	for _, want := range []string{"seed 42 at arrived 100.0", "seed 43 at arrived", "GPU HOLDS", "\n810 "} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("table does not say %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
 func TestSimFragUsageErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -93,6 +129,8 @@ func TestSimFragUsageErrors(t *testing.T) {
 		{"bad seed list", []string{"--seeds", "1,x"}, "--seeds"},
 		{"bad output", []string{"-o", "yaml"}, "-o"},
 		{"bad inflate", []string{"--inflate", "0.5"}, "--inflate"},
+		{"free-at below 0", []string{"--free-at", "-1"}, "--free-at"},
+		{"free-at past the arrivals", []string{"--free-at", "140"}, "--free-at"},
 		{"unknown flag", []string{"--bogus"}, "bogus"},
 		{"missing nodes file", []string{"--nodes", "/nonexistent/nodes.csv"}, "load nodes"},
 		{"missing pods file", []string{"--nodes", openbDir + "openb_node_list_gpu_node.csv", "--pods", "/nonexistent/pods.csv"}, "load pods"},

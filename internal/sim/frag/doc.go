@@ -11,6 +11,12 @@
 // (counted, like the paper, in per-GPU milli) stays within bounds, then a
 // Perm of the name-sorted nodes that ranks them for tie-breaks.
 //
+// Two reports explain a run beside the figures: the packing ceiling
+// (ceiling.go: the most any arrangement of the fractions placed could
+// allocate, from the cutting-stock LP of package cutstock) and where the
+// free capacity lies at one arrived % (free.go: partly used GPUs grouped
+// by the fractions they hold).
+//
 // Seeds run in parallel, each on its own node copies, scorer and random
 // source, so a seed's result does not depend on the number of workers.
 package frag

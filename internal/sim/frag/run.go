@@ -35,6 +35,9 @@ type Config struct {
 	Workers int   // seeds run at once; 1 when < 1
 	// Ceiling also reports each seed's packing ceiling (see Ceiling).
 	Ceiling bool
+	// FreeAt, when above 0, reports each seed's free capacity at the first
+	// attempt that brings arrived to FreeAt % (FreeReport).
+	FreeAt float64
 }
 
 // SeedResult is one seed's run.
@@ -48,6 +51,9 @@ type SeedResult struct {
 	Ceiling, CeilingAll []float64
 	Placed              int
 	Failed              int
+	// Free is where the free capacity lay at Config.FreeAt; nil unless
+	// asked for, or when arrived never reached it.
+	Free *FreeReport
 }
 
 // Point aggregates the seeds at one arrived percentage.
@@ -186,6 +192,10 @@ func runSeed(ctx context.Context, cfg Config, reqs []sched.Request, w score.Work
 		ce, ceAll = newCeiling(gpus), newCeiling(gpus)
 		ceSum, ceAllSum = make([]float64, last+1), make([]float64, last+1)
 	}
+	var held *holdings
+	if cfg.FreeAt > 0 {
+		held = newHoldings(nodes, cfg.FreeAt)
+	}
 	res := SeedResult{Seed: seed}
 	var arrived, alloc int64
 	for k, p := range arr.Pods {
@@ -196,6 +206,9 @@ func runSeed(ctx context.Context, cfg Config, reqs []sched.Request, w score.Work
 		arrived += r.TotalMilli()
 		c, placed := ch.Choose(nodes, r, underPodLimit)
 		if placed {
+			if held != nil {
+				held.bound(c.Node, r, c.GPUs)
+			}
 			c.Node.Bind(r, c.GPUs)
 			alloc += r.TotalMilli()
 			res.Placed++
@@ -207,6 +220,9 @@ func runSeed(ctx context.Context, cfg Config, reqs []sched.Request, w score.Work
 				ce.add(r) // the fractions placed, the whole-GPU demand arrived
 			}
 			ceAll.add(r)
+		}
+		if held != nil {
+			held.attempted(nodes, 100*float64(arrived)/float64(capMilli), 100*float64(alloc)/float64(capMilli), capMilli-alloc)
 		}
 		x := int(math.RoundToEven(100 * float64(arrived) / float64(capMilli)))
 		if x > last {
@@ -226,6 +242,9 @@ func runSeed(ctx context.Context, cfg Config, reqs []sched.Request, w score.Work
 			ceSum[x] += b.AllocPct
 			ceAllSum[x] += all.AllocPct
 		}
+	}
+	if held != nil && held.done {
+		res.Free = &held.rep
 	}
 	for _, pct := range cfg.Points {
 		if pct < 0 || cnt[pct] == 0 {
