@@ -21,11 +21,11 @@ func (v variant) String() string { return fmt.Sprintf("%s%g-s%d", v.kind, v.pct,
 // The sets of generated variants (BENCHMARKS.md, "Placement on unseen
 // variants"), in the order they were made:
 //
-//   - designVariants: rounds 2 to 4 of allot's scorer were designed, and
+//   - designVariants: rounds 2 to 5 of allot's scorer were designed, and
 //     every candidate measured, on them and the default workload (the last
 //     three were added for round 3).
 //   - seenVariants: round 2's first held-out set. Run on three round-2
-//     scorers in turn, then part of the design set of rounds 3 and 4.
+//     scorers in turn, then part of the design set of rounds 3 to 5.
 //   - seen2Variants: round 2's fresh held-out set, run once on the frozen
 //     round-2 scorer. Not designed on in round 3, but its two losses
 //     (cpu225, gpuspec40) chose round 3's direction, so it is not unseen.
@@ -37,8 +37,13 @@ func (v variant) String() string { return fmt.Sprintf("%s%g-s%d", v.kind, v.pct,
 //     cpu240 -0.038. Round 4 designed on designVariants, seenVariants and
 //     four variants of the later sets (cpu225-s202, cpu190-s309,
 //     cpu240-s411, multigpu70-s408), the CPU-heavy rows above all.
-//   - heldOutVariants: made after round 4's scorer was frozen and run once
-//     on it. The issue's goal is asserted on this set.
+//   - seen5Variants: round 4's held-out set, made after round 4's scorer
+//     was frozen and run once on it (ahead on all twelve, median +1.627).
+//   - heldOutVariants: made after round 5's scorer (the packing plan) was
+//     frozen and run once on it. Round 5 compared its candidates on
+//     designVariants, seenVariants and the default workload only; it ran
+//     the seen-2 to seen-5 sets once, on the frozen scorer. The issue's
+//     goal is asserted on this set.
 //
 // No two sets share a seed or a kind-and-percentage (TestDisjointVariants),
 // and none uses the percentages of the FGD paper's own variant files
@@ -81,7 +86,7 @@ var (
 		{openb.CPUOnly, 80, 409}, {openb.CPUOnly, 165, 410},
 		{openb.CPUOnly, 240, 411}, {openb.GPUShare, 92, 412},
 	}
-	heldOutVariants = []variant{
+	seen5Variants = []variant{
 		{openb.GPUShare, 38, 501}, {openb.GPUShare, 68, 502},
 		{openb.GPUSpec, 27, 503}, {openb.GPUSpec, 48, 504},
 		{openb.GPUSpec, 55, 505}, {openb.MultiGPU, 18, 506},
@@ -89,15 +94,24 @@ var (
 		{openb.CPUOnly, 70, 509}, {openb.CPUOnly, 135, 510},
 		{openb.CPUOnly, 230, 511}, {openb.CPUOnly, 265, 512},
 	}
+	heldOutVariants = []variant{
+		{openb.GPUShare, 28, 601}, {openb.GPUShare, 58, 602},
+		{openb.GPUShare, 88, 603}, {openb.GPUSpec, 17, 604},
+		{openb.GPUSpec, 35, 605}, {openb.GPUSpec, 52, 606},
+		{openb.MultiGPU, 22, 607}, {openb.MultiGPU, 42, 608},
+		{openb.MultiGPU, 58, 609}, {openb.CPUOnly, 85, 610},
+		{openb.CPUOnly, 145, 611}, {openb.CPUOnly, 195, 612},
+	}
 )
 
 // goalMedianLead is issue 12's goal on unseen variants: allot ahead of fgd
-// on every one, by a median of at least this many points. Round 4's scorer,
+// on every one, by a median of at least this many points. Round 5's scorer,
 // run once on heldOutVariants after it was frozen, led on all twelve, by a
-// median of +1.627 (smallest +0.335, multigpu65-s508), so the test asserts
-// the whole goal. Earlier held-out runs had each trailed on one CPU-heavy
-// variant (round 2: cpu225-s202 -0.066; round 3: cpu240-s411 -0.038) and
-// the test then asserted a floor of -0.1 only.
+// median of +2.013 (smallest +0.539, multigpu42-s608); round 4's led on its
+// own held-out set (now seen5Variants) by +1.627. Earlier held-out runs had
+// each trailed on one CPU-heavy variant (round 2: cpu225-s202 -0.066;
+// round 3: cpu240-s411 -0.038) and the test then asserted a floor of -0.1
+// only.
 const goalMedianLead = 0.3
 
 // TestAllotBeatsFGD runs fgd and allot with the paper's seeds at arrived
@@ -108,7 +122,7 @@ const goalMedianLead = 0.3
 // with -v.
 func TestAllotBeatsFGD(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs 10 seeds × 2 policies × 12 variants (about 2 minutes on 2 cores; 63 variants and 10 minutes with -v)")
+		t.Skip("runs 10 seeds × 2 policies × 12 variants (about 2 minutes on 2 cores; 75 variants and 12 minutes with -v)")
 	}
 	nodes, base := loadTrace(t, "default")
 	lead := func(t *testing.T, set string, v variant) float64 {
@@ -125,7 +139,7 @@ func TestAllotBeatsFGD(t *testing.T) {
 		for _, s := range []struct {
 			name string
 			vs   []variant
-		}{{"design", designVariants}, {"seen", seenVariants}, {"seen-2", seen2Variants}, {"seen-3", seen3Variants}, {"seen-4", seen4Variants}} {
+		}{{"design", designVariants}, {"seen", seenVariants}, {"seen-2", seen2Variants}, {"seen-3", seen3Variants}, {"seen-4", seen4Variants}, {"seen-5", seen5Variants}} {
 			t.Run(s.name, func(t *testing.T) {
 				for _, v := range s.vs {
 					lead(t, s.name, v)
@@ -158,7 +172,7 @@ func median(vals []float64) float64 {
 // TestDisjointVariants keeps the sets of variants apart: no shared seed,
 // no shared kind and percentage.
 func TestDisjointVariants(t *testing.T) {
-	sets := [][]variant{designVariants, seenVariants, seen2Variants, seen3Variants, seen4Variants, heldOutVariants}
+	sets := [][]variant{designVariants, seenVariants, seen2Variants, seen3Variants, seen4Variants, seen5Variants, heldOutVariants}
 	for i := range sets {
 		for j := range i {
 			for _, a := range sets[i] {
