@@ -173,11 +173,12 @@ func freeMilli(n *sched.NodeInfo) int64 {
 // the node it chooses, so Allot takes the call as r going to n and learns
 // from it (observe).
 func (s *Allot) ChooseGPUs(n *sched.NodeInfo, r *sched.Request, dst []int) []int {
-	gpu := s.m.evaluate(n, r, allotBetter).gpu
-	s.observe(n, r, gpu)
 	if !r.Fractional() {
+		s.observe(n, r, -1)
 		return n.PickGPUs(r, dst)
 	}
+	gpu := s.m.evaluate(n, r, allotBetter).gpu
+	s.observe(n, r, gpu)
 	return append(dst[:0], gpu)
 }
 
@@ -187,6 +188,7 @@ func (s *Allot) ChooseGPUs(n *sched.NodeInfo, r *sched.Request, dst []int) []int
 // that joined a pod of their own shape (the node's last one), rounded to
 // 1/repeatStep. When the rounded weight moves, every cached measure is
 // dropped, since F must be measured with one weight across nodes.
+// A fraction goes to GPU gpu; gpu is -1 for other requests.
 func (s *Allot) observe(n *sched.NodeInfo, r *sched.Request, gpu int) {
 	s.res.placed(n, r)
 	s.hosts.place(n, r, gpu)
