@@ -88,6 +88,25 @@ func WorkLabels(p *Partition, t *Tenant, s *JobSpec) map[string]string {
 	return out
 }
 
+// WorkMatches is Matches(WorkLabels(p, t, s), sel) without building the
+// merged labels: for each key of sel, the job's own value, else its
+// tenant's, else its partition's. Policies ask it of every job every cycle.
+func WorkMatches(p *Partition, t *Tenant, s *JobSpec, sel map[string]string) bool {
+	for k, v := range sel {
+		got, ok := s.Labels[k]
+		if !ok && t != nil {
+			got, ok = t.Labels[k]
+		}
+		if !ok && p != nil {
+			got, ok = p.Labels[k]
+		}
+		if !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
 // Matches reports whether labels carry every key of sel with its value.
 // An empty selector matches everything.
 func Matches(labels, sel map[string]string) bool {

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,11 +121,20 @@ type Action struct {
 	Kind ActionKind
 	// Targets names the work the action changes: target of scale_down and
 	// migrate, resources of reallocate.
-	Targets     []string
+	Targets []string
+	// Tenants, when not empty, limits the action to the work of these
+	// tenants, customers included. When empty, the action takes the
+	// matching work of every tenant, except that it never lowers the class
+	// of a customer's work (TenantCustomer): a customer's work is lowered
+	// only by an action that names its tenant here.
+	Tenants     []string
 	MinCapacity float64  // scale_down: a fraction in [0, 1]
 	Destination string   // migrate: a target with a Class
 	Priority    Priority // reallocate: the class (and value, when not zero) to raise to
 }
+
+// Names reports whether a names tenant in Tenants.
+func (a Action) Names(tenant string) bool { return slices.Contains(a.Tenants, tenant) }
 
 // Target is a name an action uses: work (jobs whose labels match Match) or
 // a destination (the priority Class work moves to). Exactly one is set.
@@ -271,6 +281,22 @@ func (c Condition) validate() error {
 }
 
 func (a Action) validate(targets map[string]Target) error {
+	named := map[string]bool{}
+	for i, name := range a.Tenants {
+		f := fmt.Sprintf("tenants[%d]", i)
+		switch {
+		case name == "":
+			return fieldErr(f, "must not be empty: name a tenant of the tenants file")
+		case len(name) > 253:
+			return fieldErr(f, "must be at most 253 characters")
+		case named[name]:
+			return fieldErr(f, "tenant %q is named twice", printableOrQuoted(name))
+		}
+		if err := Printable(f, name); err != nil {
+			return err
+		}
+		named[name] = true
+	}
 	work := func(field string) error {
 		if len(a.Targets) == 0 {
 			return fieldErr(field, "must name the work to act on")
@@ -318,6 +344,32 @@ func (a Action) validate(targets map[string]Target) error {
 		return work("resources")
 	}
 	return fieldErr("type", "unknown action %q (known: scale_down, migrate, reallocate)", printableOrQuoted(string(a.Kind)))
+}
+
+// ValidateTenants checks that every tenant an action names under tenants
+// is a tenant of t. Validate cannot: a policies file is read without the
+// tenancy it will meet. Field paths are those of the file:
+// "scheduling_policies[0].actions[1].tenants[0]".
+func (ps *PolicySet) ValidateTenants(t *Tenancy) error {
+	known := map[string]bool{}
+	var names []string
+	if t != nil {
+		for _, x := range t.Tenants {
+			known[x.Name] = true
+			names = append(names, x.Name)
+		}
+	}
+	for i, p := range ps.Policies {
+		for j, a := range p.Actions {
+			for k, name := range a.Tenants {
+				if !known[name] {
+					return fieldErr(fmt.Sprintf("scheduling_policies[%d].actions[%d].tenants[%d]", i, j, k),
+						"unknown tenant %q (not in the tenants file)%s", printableOrQuoted(name), DidYouMean(name, names))
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func targetNames(targets map[string]Target) []string {

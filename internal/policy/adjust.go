@@ -29,9 +29,12 @@ type Adjustment struct {
 	Snapshot *sched.Snapshot
 	// Overrides are the changes made, in the order of the firings.
 	Overrides []Override
-	// Ignored are the jobs a later policy (or a later action of the same
-	// one) targets that an earlier one had already decided (changed, or
-	// kept within a scale_down floor); Detail names the one that won.
+	// Ignored are the jobs an action targets but leaves as they are, To
+	// being From: those an earlier policy (or an earlier action of the
+	// same one) had already decided (changed, or kept within a scale_down
+	// floor), Detail naming the one that won; and a customer's work that
+	// the action would lower without naming its tenant under tenants
+	// (exempt), Detail saying so.
 	Ignored []Override
 }
 
@@ -39,8 +42,11 @@ type Adjustment struct {
 // core: the priority class of the queued and capacity-holding jobs they
 // target, in a copy of snap. The first decision about a job wins: firings
 // are applied in their order (the order of the policies file), the actions
-// of one firing in theirs. now is the time of the cycle, for the work a
-// running job would lose. snap is not changed.
+// of one firing in theirs. An action never lowers the class of a customer
+// tenant's work unless it names the tenant (model.Action.Tenants); such
+// work is reported in Ignored, not decided, so a later action may still
+// decide it. now is the time of the cycle, for the work a running job
+// would lose. snap is not changed.
 func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time.Time) Adjustment {
 	w := newWork(snap)
 	out := Adjustment{Snapshot: &sched.Snapshot{Fleet: snap.Fleet, Tenancy: snap.Tenancy, Jobs: make([]*model.Job, len(snap.Jobs))}}
@@ -54,12 +60,21 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 		for _, a := range f.Actions {
 			var jobs []*model.Job
 			for _, j := range snap.Jobs {
-				if (j.Status.State != model.StateQueued && !j.Status.State.Holds()) || !w.matches(j, ps, a.Targets) {
+				if !w.acts(j, ps, a.Action) {
 					continue
 				}
-				if by, ok := claimed[j.ID]; ok {
+				ignore := func(detail string) {
 					out.Ignored = append(out.Ignored, Override{Job: j.ID, Policy: f.Policy, Action: a.Kind,
-						From: j.Spec.Priority, To: j.Spec.Priority, Detail: "already decided by " + by})
+						From: j.Spec.Priority, To: j.Spec.Priority, Detail: detail})
+				}
+				if by, ok := claimed[j.ID]; ok {
+					ignore("already decided by " + by)
+					continue
+				}
+				if w.spares(j, ps, a.Action) {
+					if lowered(ps, a.Action, j) {
+						ignore(fmt.Sprintf("customer work is exempt unless the action names its tenant: %s is not under tenants", j.Spec.Tenant))
+					}
 					continue
 				}
 				jobs = append(jobs, j)
@@ -205,10 +220,21 @@ func gpus(milli int64) string {
 type work struct {
 	tenants    map[string]*model.Tenant
 	partitions map[string]*model.Partition
+	// byTenant memoises matches for jobs without labels of their own,
+	// whose answer depends on their tenant alone (most of a busy queue).
+	byTenant map[tenantTargets]bool
+}
+
+// tenantTargets keys work.byTenant: a tenant and a list of targets (by
+// the identity of the action's slice, which lives as long as the call).
+type tenantTargets struct {
+	tenant string
+	first  *string
+	n      int
 }
 
 func newWork(snap *sched.Snapshot) work {
-	w := work{tenants: map[string]*model.Tenant{}, partitions: map[string]*model.Partition{}}
+	w := work{tenants: map[string]*model.Tenant{}, partitions: map[string]*model.Partition{}, byTenant: map[tenantTargets]bool{}}
 	if snap.Tenancy == nil {
 		return w
 	}
@@ -221,16 +247,74 @@ func newWork(snap *sched.Snapshot) work {
 	return w
 }
 
+// acts reports whether a acts on j: j is Queued or holds capacity, is work
+// of one of a's targets, and, when a names tenants, of one of them.
+func (w work) acts(j *model.Job, ps *model.PolicySet, a model.Action) bool {
+	if j.Status.State != model.StateQueued && !j.Status.State.Holds() {
+		return false
+	}
+	if len(a.Tenants) > 0 && !a.Names(j.Spec.Tenant) {
+		return false
+	}
+	return w.matches(j, ps, a.Targets)
+}
+
+// spares reports whether a, which acts on j, leaves j alone because j is a
+// customer tenant's work and a names no tenants: scale_down never takes
+// such work (it counts in neither the baseline nor the floor), migrate
+// does not move it to a lower class. reallocate only raises and spares
+// nothing.
+func (w work) spares(j *model.Job, ps *model.PolicySet, a model.Action) bool {
+	if len(a.Tenants) > 0 { // a acts on j only when it names j's tenant
+		return false
+	}
+	if t := w.tenants[j.Spec.Tenant]; t == nil || t.Kind != model.TenantCustomer {
+		return false
+	}
+	switch a.Kind {
+	case model.ActionScaleDown:
+		return true
+	case model.ActionMigrate:
+		return lowered(ps, a, j)
+	}
+	return false
+}
+
+// lowered reports whether a would lower j's class: scale_down to spot,
+// migrate to its destination's class.
+func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
+	switch a.Kind {
+	case model.ActionScaleDown:
+		return model.ClassSpot < j.Spec.Priority.Class
+	case model.ActionMigrate:
+		d, ok := ps.Targets[a.Destination]
+		return ok && d.Class != nil && *d.Class < j.Spec.Priority.Class
+	}
+	return false
+}
+
 // matches reports whether j is work of one of the named targets.
 func (w work) matches(j *model.Job, ps *model.PolicySet, targets []string) bool {
+	if len(j.Spec.Labels) > 0 || len(targets) == 0 {
+		return w.match(j, ps, targets)
+	}
+	k := tenantTargets{j.Spec.Tenant, &targets[0], len(targets)}
+	v, ok := w.byTenant[k]
+	if !ok {
+		v = w.match(j, ps, targets)
+		w.byTenant[k] = v
+	}
+	return v
+}
+
+func (w work) match(j *model.Job, ps *model.PolicySet, targets []string) bool {
 	t := w.tenants[j.Spec.Tenant]
 	var p *model.Partition
 	if t != nil {
 		p = w.partitions[t.Partition]
 	}
-	labels := model.WorkLabels(p, t, &j.Spec)
 	for _, name := range targets {
-		if tg, ok := ps.Targets[name]; ok && tg.Work() && model.Matches(labels, tg.Match) {
+		if tg, ok := ps.Targets[name]; ok && tg.Work() && model.WorkMatches(p, t, &j.Spec, tg.Match) {
 			return true
 		}
 	}

@@ -20,6 +20,13 @@
 //     for, and the list of those overrides (and of the ones an earlier
 //     policy overruled); the core then schedules the copy.
 //
+// An action never lowers the class of a customer tenant's work
+// (model.TenantCustomer) unless it names that tenant under tenants
+// (model.Action.Tenants): a scale_down or migrate written for the
+// operator's own developer and batch work leaves a paying customer's work
+// as it is, and Adjust reports it as Ignored with the reason. An action
+// that names tenants acts on their work only, customers or not.
+//
 // Actions only ever change what the core is given — a job's priority class
 // in this copy of the Snapshot — so the core still makes every bind and
 // every preemption, with its own rules and reasons. docs/policies.md

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -131,7 +132,7 @@ func actions(ps *model.PolicySet, p model.Policy, last *Firing, world *sched.Sna
 		if world != nil {
 			w := newWork(world)
 			for _, j := range world.Jobs {
-				if j.Status.State.Holds() && w.matches(j, ps, a.Targets) {
+				if j.Status.State.Holds() && w.acts(j, ps, a) && !w.spares(j, ps, a) {
 					out[i].Baseline += heldMilli(j)
 				}
 			}
@@ -141,16 +142,11 @@ func actions(ps *model.PolicySet, p model.Policy, last *Firing, world *sched.Sna
 	return out
 }
 
+// sameAction reports whether a and b act on the same work with the same
+// floor, so that a scale_down's baseline carries over.
 func sameAction(a, b model.Action) bool {
-	if a.Kind != b.Kind || a.MinCapacity != b.MinCapacity || len(a.Targets) != len(b.Targets) {
-		return false
-	}
-	for i := range a.Targets {
-		if a.Targets[i] != b.Targets[i] {
-			return false
-		}
-	}
-	return true
+	return a.Kind == b.Kind && a.MinCapacity == b.MinCapacity &&
+		slices.Equal(a.Targets, b.Targets) && slices.Equal(a.Tenants, b.Tenants)
 }
 
 // condition evaluates c at now.

@@ -26,6 +26,8 @@ type Run struct {
 	Tenants     []Tenant
 	// Figures are name/value rows for the summary table, in order.
 	Figures [][2]string
+	// Endpoints get one latency plot each.
+	Endpoints []EndpointSeries
 }
 
 // Tenant is one tenant's average use against its guarantee, in GPUs.
@@ -36,7 +38,8 @@ type Tenant struct {
 }
 
 // Write renders runs into dir (created if need be): utilisation.png,
-// queueing_cdf.png, one tenants-N.png per run, and index.html.
+// queueing_cdf.png, one tenants-N.png per run, one latency-N-ENDPOINT.png
+// per endpoint of run N (the name made file-safe), and index.html.
 func Write(dir, title string, runs []Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -53,7 +56,16 @@ func Write(dir, title string, runs []Run) error {
 		if err := saveTenants(filepath.Join(dir, name), r); err != nil {
 			return fmt.Errorf("tenant plot of %s: %w", r.Name, err)
 		}
-		page.Runs = append(page.Runs, pageRun{Name: r.Name, TenantPlot: name, Figures: r.Figures})
+		pr := pageRun{Name: r.Name, TenantPlot: name, Figures: r.Figures}
+		used := map[string]bool{}
+		for _, e := range r.Endpoints {
+			name := latencyFile(i+1, e.Name, used)
+			if err := saveLatency(filepath.Join(dir, name), r.Name, e); err != nil {
+				return fmt.Errorf("latency plot of %s, %s: %w", r.Name, e.Name, err)
+			}
+			pr.Latency = append(pr.Latency, pageLatency{Endpoint: e.Name, Metric: e.Metric, Plot: name})
+		}
+		page.Runs = append(page.Runs, pr)
 	}
 	f, err := os.Create(filepath.Join(dir, "index.html"))
 	if err != nil {
@@ -68,7 +80,7 @@ func Write(dir, title string, runs []Run) error {
 
 func saveUtilisation(path string, runs []Run) error {
 	p := plot.New()
-	p.Title.Text = "GPU utilisation over time"
+	p.Title.Text = utilisationTitle(runs)
 	p.X.Label.Text = "days since the first submit"
 	p.Y.Label.Text = "share of GPUs in use"
 	p.Y.Min, p.Y.Max = 0, 1
@@ -99,6 +111,17 @@ func saveUtilisation(path string, runs []Run) error {
 	}
 	p.Add(plotter.NewGrid())
 	return p.Save(10*vg.Inch, 4.5*vg.Inch, path)
+}
+
+// utilisationTitle says what the utilisation plot's points are: daily means
+// of the samples, which are hourly as the simulator records them.
+func utilisationTitle(runs []Run) string {
+	for _, r := range runs {
+		if r.SampleHours != 1 {
+			return "GPU utilisation over time, daily means"
+		}
+	}
+	return "GPU utilisation over time, daily means of hourly samples"
 }
 
 func saveQueueCDF(path string, runs []Run) error {
@@ -135,7 +158,10 @@ func saveQueueCDF(path string, runs []Run) error {
 	}
 	p.Add(plotter.NewGrid())
 	// A log axis needs a range above 0 that is not a point (every job
-	// started at once: all delays 0 s).
+	// started at once: all delays 0 s; or no run has a job).
+	if math.IsInf(p.X.Min, 1) {
+		p.X.Min = 1
+	}
 	p.X.Min = max(p.X.Min, 1)
 	p.X.Max = max(p.X.Max, 10*p.X.Min)
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
@@ -184,6 +210,11 @@ type pageRun struct {
 	Name       string
 	TenantPlot string
 	Figures    [][2]string
+	Latency    []pageLatency
+}
+
+type pageLatency struct {
+	Endpoint, Metric, Plot string
 }
 
 var indexPage = template.Must(template.New("index").Parse(`<!doctype html>
@@ -211,7 +242,9 @@ img { max-width: 100%; border: 1px solid #eee; }
 {{range .Figures}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>
 {{end}}</table>
 <img src="{{.TenantPlot}}" alt="per-tenant GPUs, guaranteed against average used, {{.Name}}">
-{{end}}
+{{range .Latency}}<h3>{{.Endpoint}}</h3>
+<img src="{{.Plot}}" alt="p95 {{.Metric}} latency per minute against the SLO, {{.Endpoint}}">
+{{end}}{{end}}
 </body>
 </html>
 `))

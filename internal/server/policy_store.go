@@ -62,6 +62,12 @@ type policyRecord struct {
 // loadPolicies reads the stored policy set, then applies the start file
 // when it is new (see above). A stored set that no longer parses is an
 // error unless a start file replaces it.
+//
+// A file applied (at start or through the API) must name only tenants of
+// the server's tenancy in its actions' tenants (spec.ParsePoliciesFor). A
+// stored set, and what a delete leaves of it, is not checked again: a
+// tenant since removed from the tenants file has no work for the action to
+// take, and should not stop the server or a delete.
 func (s *Server) loadPolicies(ctx context.Context, start *PolicyFile) error {
 	b := &s.pol
 	kv, err := s.st.Get(ctx, keyPolicies)
@@ -93,7 +99,7 @@ func (s *Server) loadPolicies(ctx context.Context, start *PolicyFile) error {
 			"file", start.Name, "revision", rec.Revision, "applied_by", rec.AppliedBy, "applied_at", rec.AppliedAt)
 		return nil
 	}
-	next, err := spec.ParsePolicies(start.Name, start.Text)
+	next, err := spec.ParsePoliciesFor(start.Name, start.Text, s.cfg.Tenancy)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
@@ -114,7 +120,7 @@ func (s *Server) ApplyPolicies(ctx context.Context, p Principal, text []byte) (P
 	if len(text) > MaxPolicyText {
 		return PolicySetStatus{}, refuse(CodeTooLarge, "", "a policies file is at most %d KiB", MaxPolicyText>>10)
 	}
-	ps, err := spec.ParsePolicies("policies", text)
+	ps, err := spec.ParsePoliciesFor("policies", text, s.cfg.Tenancy)
 	if err != nil {
 		var se *spec.Error
 		if errors.As(err, &se) {

@@ -47,6 +47,7 @@ type actionEntry struct {
 	Destination string         `yaml:"destination"`
 	Resources   []string       `yaml:"resources"`
 	Priority    policyPriority `yaml:"priority"`
+	Tenants     tenantNames    `yaml:"tenants"`
 }
 
 type targetEntry struct {
@@ -136,6 +137,42 @@ func (p *policyPriority) decodeNode(_ *decoder, n *yaml.Node, _ string) error {
 	return nil
 }
 
+// tenantNames is the tenants of an action: a list of tenant names (a
+// single name stands for a list of one). Each is a string; a number such as
+// 3 is refused rather than read as the name "3", which may be quoted.
+type tenantNames []string
+
+func (t *tenantNames) decodeNode(d *decoder, n *yaml.Node, path string) error {
+	const want = "want a list of tenant names such as [acme, globex]"
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		*t = tenantNames{n.Value}
+		return nil
+	case n.Kind != yaml.SequenceNode:
+		return fmt.Errorf("%s, got %s", want, describe(n))
+	case len(n.Content) == 0:
+		return fmt.Errorf("names no tenant: leave tenants out to act on the work of every tenant but customers")
+	}
+	names := make(tenantNames, len(n.Content))
+	for i, c := range n.Content {
+		fp := fmt.Sprintf("%s[%d]", path, i)
+		if c.Kind == yaml.AliasNode {
+			if c = resolve(c); c == nil {
+				return d.errorAt(n, fp, "alias refers to nothing")
+			}
+		}
+		if err := d.visit(c, fp); err != nil {
+			return err
+		}
+		if c.Kind != yaml.ScalarNode || c.ShortTag() != "!!str" {
+			return d.errorAt(c, fp, "want a tenant name (a string; quote a name such as \"3\"), got %s", describe(c))
+		}
+		names[i] = c.Value
+	}
+	*t = names
+	return nil
+}
+
 // ReadPolicies reads the policies file at path. See ParsePolicies.
 func ReadPolicies(path string) (*model.PolicySet, error) {
 	data, err := os.ReadFile(path)
@@ -149,20 +186,40 @@ func ReadPolicies(path string) (*model.PolicySet, error) {
 // list of {name, conditions, actions, cooldown}, and targets, a mapping of
 // names to {match: labels} (work) or {class: spot} (a destination) that
 // add to and replace model.BuiltinTargets. The set it returns has passed
-// model.PolicySet.Validate; any error is an *Error.
+// model.PolicySet.Validate; any error is an *Error. The tenants its actions
+// name are not checked: ParsePoliciesFor checks them against a tenancy.
 func ParsePolicies(name string, data []byte) (*model.PolicySet, error) {
-	docs, err := parseDocuments(name, data)
+	ps, _, _, err := parsePolicies(name, data)
+	return ps, err
+}
+
+// ParsePoliciesFor reads a policies file as ParsePolicies does, then checks
+// that every tenant its actions name under tenants is a tenant of t
+// (model.PolicySet.ValidateTenants), reporting an unknown one at its line.
+func ParsePoliciesFor(name string, data []byte, t *model.Tenancy) (*model.PolicySet, error) {
+	ps, d, root, err := parsePolicies(name, data)
 	if err != nil {
 		return nil, err
 	}
+	if err := ps.ValidateTenants(t); err != nil {
+		return nil, d.fromModel(root, err, nil)
+	}
+	return ps, nil
+}
+
+func parsePolicies(name string, data []byte) (*model.PolicySet, *decoder, *yaml.Node, error) {
+	docs, err := parseDocuments(name, data)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	root, err := single(name, docs, "policies (scheduling_policies: …)")
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	d := newDecoder(name)
 	var pf policiesFile
 	if err := d.decode(root, "", reflect.ValueOf(&pf).Elem()); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	ps := &model.PolicySet{Targets: model.BuiltinTargets()}
 	for _, tn := range pf.Targets.names {
@@ -171,7 +228,7 @@ func ParsePolicies(name string, data []byte) (*model.PolicySet, error) {
 		if e.Class != "" {
 			c, err := model.ParsePriority(e.Class)
 			if err != nil || c.Value != 0 || strings.Contains(e.Class, ":") {
-				return nil, d.errorAtPath(root, "targets."+tn+".class", "want spot, standard or reserved, got %q", e.Class)
+				return nil, nil, nil, d.errorAtPath(root, "targets."+tn+".class", "want spot, standard or reserved, got %q", e.Class)
 			}
 			t.Class = &c.Class
 		}
@@ -186,23 +243,23 @@ func ParsePolicies(name string, data []byte) (*model.PolicySet, error) {
 		for j, ce := range pe.Conditions {
 			c, err := condition(ce)
 			if err != nil {
-				return nil, d.fromModel(root, model.Prefix(fmt.Sprintf("%s.conditions[%d]", fp, j), err), nil)
+				return nil, nil, nil, d.fromModel(root, model.Prefix(fmt.Sprintf("%s.conditions[%d]", fp, j), err), nil)
 			}
 			p.Conditions = append(p.Conditions, c)
 		}
 		for j, ae := range pe.Actions {
 			a, err := action(ae)
 			if err != nil {
-				return nil, d.fromModel(root, model.Prefix(fmt.Sprintf("%s.actions[%d]", fp, j), err), nil)
+				return nil, nil, nil, d.fromModel(root, model.Prefix(fmt.Sprintf("%s.actions[%d]", fp, j), err), nil)
 			}
 			p.Actions = append(p.Actions, a)
 		}
 		ps.Policies = append(ps.Policies, p)
 	}
 	if err := ps.Validate(); err != nil {
-		return nil, d.fromModel(root, err, nil)
+		return nil, nil, nil, d.fromModel(root, err, nil)
 	}
-	return ps, nil
+	return ps, d, root, nil
 }
 
 // condition reads one condition entry; which fields it sets decides its
@@ -242,7 +299,7 @@ func condition(ce conditionEntry) (model.Condition, error) {
 // action reads one action entry, rejecting the fields its type does not
 // use so that a misplaced field is not silently ignored.
 func action(ae actionEntry) (model.Action, error) {
-	a := model.Action{Kind: model.ActionKind(ae.Type), Destination: ae.Destination, Priority: ae.Priority.p}
+	a := model.Action{Kind: model.ActionKind(ae.Type), Destination: ae.Destination, Priority: ae.Priority.p, Tenants: ae.Tenants}
 	if ae.MinCapacity != nil {
 		a.MinCapacity = float64(*ae.MinCapacity)
 	}

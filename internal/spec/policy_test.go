@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,19 +61,38 @@ func TestParsePoliciesFullExample(t *testing.T) {
 		}
 		for _, a := range p.Actions {
 			kinds[string(a.Kind)] = true
+			if len(a.Tenants) > 0 {
+				kinds["tenants"] = true
+			}
 		}
 		if p.Cooldown != model.DefaultCooldown {
 			kinds["cooldown"] = true
 		}
 	}
 	for _, k := range []string{"utilization", "latency", "scale_down", "migrate", "reallocate", "cooldown",
-		"scope:fleet", "scope:region", "scope:cluster"} {
+		"scope:fleet", "scope:region", "scope:cluster", "tenants"} {
 		if !kinds[k] {
 			t.Errorf("policies-full.yaml shows no %s", k)
 		}
 	}
 	if tg := ps.Targets["developer_instances"]; tg.Builtin {
 		t.Error("policies-full.yaml does not show a target replacing a built-in one")
+	}
+	// The tenants it names are those of the example tenants file.
+	fleet, err := ReadFleet("../../examples/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := ReadTenancy("../../examples/tenants.yaml", fleet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile("../../examples/policies-full.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParsePoliciesFor("policies-full.yaml", data, ten); err != nil {
+		t.Errorf("against examples/tenants.yaml: %v", err)
 	}
 }
 
@@ -175,6 +195,28 @@ func TestParsePoliciesErrors(t *testing.T) {
 		{"bad priority",
 			"scheduling_policies:\n  - name: p\n" + cond + "    actions: [{type: reallocate, resources: [batch_jobs], priority: urgent}]\n",
 			"actions[0].priority: unknown priority class \"urgent\""},
+		{"empty tenant name",
+			"scheduling_policies:\n  - name: p\n" + cond + "    actions: [{type: migrate, target: batch_jobs, destination: low_priority_pool, tenants: [\"\"]}]\n",
+			"p.yaml:4:93: scheduling_policies[0].actions[0].tenants[0]: must not be empty"},
+		{"tenants a number",
+			"scheduling_policies:\n  - name: p\n" + cond + "    actions: [{type: migrate, target: batch_jobs, destination: low_priority_pool, tenants: 3}]\n",
+			"p.yaml:4:92: scheduling_policies[0].actions[0].tenants: want a list of tenant names such as [acme, globex], got 3"},
+		{"tenant name a number",
+			"scheduling_policies:\n  - name: p\n" + cond + "    actions: [{type: migrate, target: batch_jobs, destination: low_priority_pool, tenants: [acme, 3]}]\n",
+			"p.yaml:4:99: scheduling_policies[0].actions[0].tenants[1]: want a tenant name (a string; quote a name such as \"3\"), got 3"},
+		{"tenant name a mapping",
+			"scheduling_policies:\n  - name: p\n" + cond + "    actions: [{type: migrate, target: batch_jobs, destination: low_priority_pool, tenants: [{name: acme}]}]\n",
+			"p.yaml:4:93: scheduling_policies[0].actions[0].tenants[0]: want a tenant name (a string; quote a name such as \"3\"), got a mapping"},
+		{"no tenant named",
+			"scheduling_policies:\n  - name: p\n" + cond + "    actions: [{type: migrate, target: batch_jobs, destination: low_priority_pool, tenants: []}]\n",
+			"p.yaml:4:92: scheduling_policies[0].actions[0].tenants: names no tenant: leave tenants out"},
+		{"tenant named twice",
+			"scheduling_policies:\n  - name: p\n" + cond + "    actions:\n      - type: scale_down\n        target: developer_instances\n        min_capacity: 30%\n" +
+				"        tenants:\n          - acme\n          - acme\n",
+			"p.yaml:10:13: scheduling_policies[0].actions[0].tenants[1]: tenant \"acme\" is named twice"},
+		{"control character in a tenant name",
+			"scheduling_policies:\n  - name: p\n" + cond + "    actions: [{type: reallocate, resources: [inference_gpus], priority: high, tenants: [\"a\\tb\"]}]\n",
+			"scheduling_policies[0].actions[0].tenants[0]: must not hold control"},
 		{"target with both", "targets:\n  x: {match: {a: b}, class: spot}\n", "targets.x: give match or class, not both"},
 		{"target with neither", "targets:\n  x: {}\n", "targets.x: give match (labels of the work) or class"},
 		{"bad target class", "targets:\n  x: {class: premium}\n", "p.yaml:2:14: targets.x.class: want spot, standard or reserved"},
@@ -241,12 +283,73 @@ tenants:
 	}
 }
 
+// An action's tenants: a list of names (one name stands for a list of one);
+// absent, the action names none. The names are not checked against a
+// tenancy until the policies meet one: ParsePoliciesFor.
+func TestParsePoliciesActionTenants(t *testing.T) {
+	const head = "scheduling_policies:\n  - name: p\n    conditions: [{resource_type: gpu_cluster, utilization_threshold: 85%}]\n    actions:\n"
+	for _, tc := range []struct {
+		name, tenants string
+		want          []string
+	}{
+		{"absent", "", nil},
+		{"null", "        tenants: ~\n", nil},
+		{"a flow list", "        tenants: [acme, globex]\n", []string{"acme", "globex"}},
+		{"a block list with a quoted number", "        tenants:\n          - acme\n          - \"3\"\n", []string{"acme", "3"}},
+		{"one name", "        tenants: acme\n", []string{"acme"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := head + "      - type: migrate\n        target: batch_jobs\n        destination: low_priority_pool\n" + tc.tenants
+			ps, err := ParsePolicies("p.yaml", []byte(file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ps.Policies[0].Actions[0].Tenants; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("tenants = %#v, want %#v", got, tc.want)
+			}
+		})
+	}
+
+	tenancy := &model.Tenancy{Tenants: []model.Tenant{
+		{Name: "acme", Kind: model.TenantCustomer}, {Name: "globex", Kind: model.TenantCustomer}, {Name: "ops", Kind: model.TenantInternal}}}
+	file := head + "      - {type: scale_down, target: developer_instances, min_capacity: 30%, tenants: [ops]}\n" +
+		"      - type: migrate\n        target: batch_jobs\n        destination: low_priority_pool\n        tenants: [acmee, globex]\n"
+	if _, err := ParsePolicies("p.yaml", []byte(file)); err != nil {
+		t.Fatalf("without a tenancy, unknown tenants are not checked: %v", err)
+	}
+	_, err := ParsePoliciesFor("p.yaml", []byte(file), tenancy)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T), want *spec.Error", err, err)
+	}
+	const want = "p.yaml:9:19: scheduling_policies[0].actions[1].tenants[0]: unknown tenant \"acmee\" (not in the tenants file) (did you mean acme?)"
+	if err.Error() != want {
+		t.Errorf("error\n got %s\nwant %s", err, want)
+	}
+	ok := strings.Replace(file, "acmee", "acme", 1)
+	ps, err := ParsePoliciesFor("p.yaml", []byte(ok), tenancy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ps.Policies[0].Actions[1].Tenants; !reflect.DeepEqual(got, []string{"acme", "globex"}) {
+		t.Errorf("tenants = %v", got)
+	}
+}
+
 func FuzzParsePolicies(f *testing.F) {
 	for _, p := range []string{"../../examples/policies.yaml", "../../examples/policies-full.yaml"} {
 		addFile(f, p)
 	}
 	f.Add([]byte("targets: {x: {match: {a: b}}}\nscheduling_policies:\n  - {name: p, conditions: [{metric: p99_latency, threshold: 1s, endpoints: [e]}], actions: [{type: reallocate, resources: x, priority: reserved:3}]}\n"))
 	f.Add([]byte("scheduling_policies:\n  - &p {name: a, conditions: [{resource_type: gpu_cluster, utilization_threshold: 50%, scope: cluster/c}], actions: [{type: scale_down, target: batch_jobs, min_capacity: 0%}]}\n  - {<<: *p, name: b}\n"))
+	f.Add([]byte("scheduling_policies:\n  - name: p\n    conditions: [{resource_type: gpu_cluster, utilization_threshold: 85%}]\n" +
+		"    actions:\n      - {type: migrate, target: batch_jobs, destination: low_priority_pool, tenants: [acme, \"3\"]}\n" +
+		"      - {type: scale_down, target: developer_instances, min_capacity: 30%, tenants: ops}\n"))
+	f.Add([]byte("scheduling_policies:\n  - name: p\n    conditions: [{metric: p95_latency, threshold: 1s}]\n" +
+		"    actions: [{type: reallocate, resources: [inference_gpus], priority: high, tenants: &t [globex, *t, 3, \"\", [x], {a: b}, ~]}]\n"))
+	f.Add([]byte("{\"scheduling_policies\": [{\"name\": \"p\", \"conditions\": [{\"resource_type\": \"gpu_cluster\", \"utilization_threshold\": \"85%\"}], " +
+		"\"actions\": [{\"type\": \"migrate\", \"target\": \"batch_jobs\", \"destination\": \"low_priority_pool\", \"tenants\": [\"acme\", 3]}]}]}"))
+	tenancy := &model.Tenancy{Tenants: []model.Tenant{{Name: "acme", Kind: model.TenantCustomer}, {Name: "ops", Kind: model.TenantInternal}}}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ps, err := ParsePolicies("policies.yaml", data)
 		if err != nil {
@@ -255,6 +358,27 @@ func FuzzParsePolicies(f *testing.F) {
 		}
 		if err := ps.Validate(); err != nil {
 			t.Fatalf("ParsePolicies returned policies that fail Validate: %v", err)
+		}
+		// An action names tenants or does not: never an empty list, never
+		// an empty name.
+		for _, p := range ps.Policies {
+			for _, a := range p.Actions {
+				if a.Tenants != nil && len(a.Tenants) == 0 {
+					t.Fatalf("policy %s: an action with an empty, non-nil tenants list", p.Name)
+				}
+				if slices.Contains(a.Tenants, "") {
+					t.Fatalf("policy %s: an action names the empty tenant", p.Name)
+				}
+			}
+		}
+		// Against a tenancy, the same file loads exactly when every tenant
+		// it names is known.
+		_, err = ParsePoliciesFor("policies.yaml", data, tenancy)
+		if verr := ps.ValidateTenants(tenancy); (err == nil) != (verr == nil) {
+			t.Fatalf("ParsePoliciesFor: %v; ValidateTenants: %v", err, verr)
+		}
+		if err != nil {
+			checkFuzzError(t, err)
 		}
 	})
 }

@@ -143,7 +143,8 @@ func overflow(t *model.Tenancy, jobs []*model.Job) ([]*model.Job, bool) {
 
 // NonUrgent reports whether the work of spec is what the hybrid strategy's
 // overflow layer runs as spot: its workload label (its own, else its
-// tenant's, else its partition's) is one of Overflow.
+// tenant's, else its partition's) is one of Overflow, and its tenant is
+// not a customer.
 func NonUrgent(t *model.Tenancy, spec *model.JobSpec) bool {
 	var tenant *model.Tenant
 	var part *model.Partition
@@ -152,6 +153,9 @@ func NonUrgent(t *model.Tenancy, spec *model.JobSpec) bool {
 			tenant = &t.Tenants[i]
 			break
 		}
+	}
+	if tenant != nil && tenant.Kind == model.TenantCustomer {
+		return false // a paying customer's work keeps the class it bought
 	}
 	if tenant != nil {
 		for i := range t.Partitions {

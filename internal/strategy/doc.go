@@ -24,7 +24,8 @@
 //   - hybrid: the tenancy as written (guarantees, lent while idle and
 //     reclaimed by preemption), plus an overflow layer: non-urgent work —
 //     labelled workload: batch or workload: developer (on the job, its
-//     tenant or its partition) — runs in the spot class, so it takes idle
+//     tenant or its partition) of a tenant that is not a customer — runs
+//     in the spot class, so it takes idle
 //     capacity in any region it may use (reserved nodes included) and is
 //     the first evicted when anyone needs it.
 //

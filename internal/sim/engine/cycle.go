@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -109,11 +110,18 @@ func (e *Engine) started(x *entry) {
 	if e.cfg.Recorder != nil {
 		e.cfg.Recorder.Started(x.job, e.now)
 	}
+	x.speed = 1
+	if e.cfg.Speed != nil {
+		if s := e.cfg.Speed(x.job); s > 0 {
+			x.speed = s
+		}
+	}
 	switch {
 	case e.cfg.RunFor != nil:
 		e.push(event{at: e.now.Add(max(e.cfg.RunFor(x.job, e.now), 0)), job: x, gen: x.gen})
 	case x.remaining != Forever:
-		e.push(event{at: e.now.Add(max(x.remaining, 0)), job: x, gen: x.gen})
+		wall := time.Duration(math.Ceil(float64(max(x.remaining, 0)) / x.speed))
+		e.push(event{at: e.now.Add(wall), job: x, gen: x.gen})
 	}
 }
 
@@ -131,8 +139,8 @@ func anyQueued(jobs []*model.Job) bool {
 func (e *Engine) preempted(x *entry, p sched.Preemption) {
 	x.gen++
 	if x.remaining != Forever && e.cfg.RunFor == nil {
-		saved := lastCheckpoint(x.job, e.now).Sub(x.job.Status.StartedAt)
-		x.remaining -= saved
+		saved := time.Duration(float64(lastCheckpoint(x.job, e.now).Sub(x.job.Status.StartedAt)) * x.speed)
+		x.remaining = max(x.remaining-saved, 0)
 		if st := &x.job.Status; e.local() && saved > 0 {
 			// The checkpoint lies on the lost attempt's first node.
 			x.saved, x.savedOn = x.from+saved, st.Attempts[len(st.Attempts)-1].Nodes[0]

@@ -14,7 +14,8 @@
 //     work is done succeeds and frees its capacity), then callbacks in
 //     the order they were scheduled (they may Submit, Stop, Kick or
 //     SetHealth);
-//  3. cycle, when anything changed: the Snapshot of the queued and
+//  3. cycle, when anything changed (at once, or at the next boundary of
+//     Config.Period): the Snapshot of the queued and
 //     holding jobs (each running job's LastCheckpoint set from its
 //     checkpoint interval; or the driver's Config.Select) goes through
 //     Config.Input (strategy, operator policies) to the core, and the Plan
@@ -25,8 +26,9 @@
 //     Config.CheckIncremental checks every cycle. A cycle that preempted
 //     is followed at once by another (victims may take what is left), up
 //     to Config.Rounds;
-//  4. account: a bound job completes after its remaining work (or
-//     Config.RunFor, for a driver that slows work by its placement); a
+//  4. account: a bound job completes after its remaining work at its
+//     attempt's speed (Config.Speed, for GPU models of different speeds;
+//     or Config.RunFor, for a driver that accounts work itself); a
 //     preempted one keeps the work up to its last checkpoint and loses
 //     the rest (Preemption.LostGPUSeconds, as the core computed it), and
 //     with Config.Checkpoints local keeps it only if its next attempt runs

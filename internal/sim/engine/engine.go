@@ -38,6 +38,17 @@ type Config struct {
 	// itself. Nil means the job's remaining work, less what preemptions
 	// lost since each attempt's last checkpoint.
 	RunFor func(j *model.Job, now time.Time) time.Duration
+	// Speed, when not nil, is how much work a job bound as j is does per
+	// second of the clock (a driver whose GPU models differ in speed: the
+	// work is at the reference speed 1); it is asked at every start, after
+	// Recorder.Started. Nil, or a result that is not positive, is 1.
+	// Ignored with RunFor.
+	Speed func(j *model.Job) float64
+	// Period, when positive, is the core's cycle period: what changes
+	// between two boundaries of it (counted from Start) is scheduled
+	// together at the next boundary, as a server whose cycles run on a
+	// tick does. 0 runs a cycle at the moment of every change.
+	Period time.Duration
 	// Checkpoints is where a preempted job's checkpoint lies, which
 	// decides whether its next attempt keeps the work saved; the zero
 	// value is CheckpointsShared. Ignored with RunFor.
@@ -128,7 +139,8 @@ type Engine struct {
 // entry is one job with what the engine knows of its work.
 type entry struct {
 	job       *model.Job
-	remaining time.Duration // work left at full speed; Forever runs until stopped
+	remaining time.Duration // work left at the reference speed; Forever runs until stopped
+	speed     float64       // work per second of the attempt running (Config.Speed)
 	gen       int           // bumps at every start and stop, to drop stale completions
 	n         int           // submit order, to order completions of one moment
 	pos       int           // index in live
@@ -180,6 +192,22 @@ func (e *Engine) Jobs() []*model.Job {
 		}
 	}
 	return out
+}
+
+// Progress is the work live job id has done and kept so far (at the
+// reference speed; a running attempt's work since its start counts) and
+// its whole work. ok is false for a job not live or one that runs until
+// stopped.
+func (e *Engine) Progress(id string) (done, work time.Duration, ok bool) {
+	x, live := e.byID[id]
+	if !live || x.work == Forever {
+		return 0, 0, false
+	}
+	done = x.work - x.remaining
+	if x.job.Status.State.Holds() && e.cfg.RunFor == nil {
+		done += time.Duration(float64(e.now.Sub(x.job.Status.StartedAt)) * x.speed)
+	}
+	return min(done, x.work), x.work, true
 }
 
 // Holding returns the live jobs that hold capacity, in submit order.
@@ -267,7 +295,7 @@ func (e *Engine) run(until time.Time, bounded bool) error {
 		if !e.wake.IsZero() && !e.wake.After(t) {
 			e.wake, e.dirty = time.Time{}, true
 		}
-		if e.dirty && e.abort == nil {
+		if e.dirty && e.abort == nil && !e.now.Before(e.cycleDue()) {
 			if err := e.cycle(); err != nil {
 				return err
 			}
@@ -290,10 +318,21 @@ func (e *Engine) next() (time.Time, bool) {
 			t, ok = e.wake, true
 		}
 	}
-	if e.dirty && (!ok || e.now.Before(t)) {
-		t, ok = e.now, true
+	if due := e.cycleDue(); e.dirty && (!ok || due.Before(t)) {
+		t, ok = due, true
 	}
 	return t, ok
+}
+
+// cycleDue is when a pending cycle runs: now, or with Config.Period the
+// next boundary of the period.
+func (e *Engine) cycleDue() time.Time {
+	p := e.cfg.Period
+	if p <= 0 {
+		return e.now
+	}
+	k := (e.now.Sub(e.cfg.Start) + p - 1) / p
+	return e.cfg.Start.Add(k * p)
 }
 
 func (e *Engine) advance(t time.Time) {

@@ -12,18 +12,17 @@ import (
 // inside a reservation, spot for spot-like work, on-demand otherwise, times
 // the share of each node it holds.
 type costMeter struct {
-	w       *World
-	table   *price.Table
-	nodes   map[string]model.Node
-	gpus    map[string]float64  // region → GPUs
-	rate    map[string]float64  // job → USD per hour of its current attempt
-	usd     map[string]float64  // tenant → USD accrued
-	holding func() []*model.Job // the jobs holding capacity now
+	w     *World
+	table *price.Table
+	nodes map[string]model.Node
+	gpus  map[string]float64 // region → GPUs
+	rate  map[string]float64 // tenant → USD per hour of the attempts it holds
+	usd   map[string]float64 // tenant → USD accrued
 }
 
-func newCostMeter(w *World, holding func() []*model.Job) *costMeter {
+func newCostMeter(w *World) *costMeter {
 	m := &costMeter{w: w, table: price.NewTable(w.Fleet), nodes: map[string]model.Node{}, gpus: map[string]float64{},
-		rate: map[string]float64{}, usd: map[string]float64{}, holding: holding}
+		rate: map[string]float64{}, usd: map[string]float64{}}
 	for _, n := range w.Fleet.Nodes {
 		m.nodes[n.Name] = n
 		m.gpus[n.Region] += float64(w.Fleet.Catalog[n.SKU].GPUs)
@@ -31,18 +30,10 @@ func newCostMeter(w *World, holding func() []*model.Job) *costMeter {
 	return m
 }
 
-// started fixes the rate of j's attempt that starts now: spot at the
-// utilisation of each region by the other work holding capacity.
-func (m *costMeter) started(j *model.Job, spotLike bool) {
-	held := map[string]float64{}
-	for _, o := range m.holding() {
-		if o.ID == j.ID {
-			continue
-		}
-		for _, a := range o.Status.Allocations {
-			held[m.nodes[a.Node].Region] += float64(int64(len(a.GPUs))*a.GPUMilli) / model.MilliPerGPU
-		}
-	}
+// started is the USD per hour of j's attempt that starts now: spot at the
+// utilisation of each region by the other work holding capacity (held,
+// GPUs per region, j not among them). The caller adds it to rate.
+func (m *costMeter) started(j *model.Job, spotLike bool, held map[string]float64) float64 {
 	var term time.Duration
 	for _, r := range m.w.Tenancy.Reservations {
 		if r.Name == j.Spec.Placement.Reservation && !r.Start.IsZero() && !r.End.IsZero() {
@@ -63,17 +54,19 @@ func (m *costMeter) started(j *model.Job, spotLike bool) {
 		}
 		u := 0.0
 		if m.gpus[n.Region] > 0 {
-			u = held[n.Region] / m.gpus[n.Region]
+			u = max(held[n.Region], 0) / m.gpus[n.Region]
 		}
 		share := float64(int64(len(a.GPUs))*a.GPUMilli) / float64(int64(sku.GPUs)*model.MilliPerGPU)
 		rate += r.Of(kind, u) * share
 	}
-	m.rate[j.ID] = rate
+	return rate
 }
 
-// advance accrues dt of the holding jobs' rates to their tenants.
-func (m *costMeter) advance(holding []*model.Job, dt time.Duration) {
-	for _, j := range holding {
-		m.usd[j.Spec.Tenant] += price.Cost(m.rate[j.ID], dt)
+// advance accrues dt of the held attempts' rates to their tenants.
+func (m *costMeter) advance(dt time.Duration) {
+	for t, rate := range m.rate {
+		if rate > 0 {
+			m.usd[t] += price.Cost(rate, dt)
+		}
 	}
 }

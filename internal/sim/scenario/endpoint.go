@@ -2,44 +2,142 @@ package scenario
 
 import (
 	"fmt"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/allot-dev/allot/data/traces"
 	"github.com/allot-dev/allot/internal/autoscale"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sim/engine"
+	"github.com/allot-dev/allot/internal/sim/serving"
+	"github.com/allot-dev/allot/internal/trace/azurellm"
 )
 
 // maxP95 caps a latency that grows without bound (no replica serving, or
-// more requests than the replicas sustain), in seconds.
+// requests dropped), in seconds, where a number must be printed.
 const maxP95 = 60.0
 
+// slaShare is the share of a minute's requests that must be within the
+// SLO for the minute's p95 to be.
+const slaShare = 0.95
+
 // endpointSim drives one endpoint as the server's reconcile does
-// (internal/server/endpoint_reconcile.go): each minute the replicas'
-// latency becomes a sample, the autoscaler decides, and replicas are
-// submitted or stopped; the core places them like any other job.
+// (internal/server/endpoint_reconcile.go): each minute its requests are
+// served by the world's model (package sim/serving) on the replicas
+// serving then, the measured p95 becomes the autoscaler's sample, the
+// autoscaler decides, and replicas are submitted or stopped; the core
+// places them like any other job.
 type endpointSim struct {
-	gen      EndpointGen
-	spec     model.EndpointSpec
-	params   autoscale.Params
-	rng      *rand.Rand
+	gen     EndpointGen
+	spec    model.EndpointSpec
+	params  autoscale.Params
+	rng     *rand.Rand // the minute's noise
+	seed    uint64
+	index   int
+	load    float64
+	start   time.Time
+	slo     float64 // seconds
+	pattern *azurellm.Pattern
+	// capacity is a replica's requests/s at saturation per GPU model for
+	// the trace's mean request: the router's weights.
+	capacity map[string]float64
+	profiles map[string]serving.Profile
+	reps     map[string][]*representative
 	replicas []*model.Job // live, in creation order
-	made     int
+	made     int          // replicas made
+	drawn    int          // representatives made, for their streams' seeds
 	window   []autoscale.Sample
 	state    autoscale.State
 	warm     time.Time // replicas started then serve at once
+	hist     serving.Histogram
 
 	// measured
 	minutes, within int
-	requests        float64 // requests served over the run
+	requests        float64 // requests offered over the run
+	missed          float64 // of them, not within the SLO (dropped included)
 	peakReplicas    int
-	worstP95        float64 // seconds
+	worstP95        float64   // seconds
+	p95Ms           []float64 // per minute; NaN without requests
+	ratios          []float64 // the autoscaler's predicted p95 over the measured one, per minute both are finite
 }
 
-func newEndpointSim(e EndpointGen, seed int64, i int) *endpointSim {
+// representative is a replica of a GPU model whose requests the world
+// serves: the router spreads requests in proportion to capacity, so every
+// replica of a model sees the same process; the world serves those of up
+// to Representatives replicas of each model, each simulated request
+// standing for as many as there are replicas of the model over the
+// replicas simulated.
+type representative struct {
+	replica  *serving.Replica
+	arrivals *serving.Arrivals
+}
+
+// Representatives is how many replicas of each GPU model the world
+// serves requests on each minute (all of them when there are fewer): a
+// minute's p95 is taken over their requests together.
+const Representatives = 4
+
+func (f *File) newEndpointSim(e EndpointGen, seed int64, i int, load float64, start time.Time) (*endpointSim, error) {
 	s := endpointSpec(e)
-	return &endpointSim{gen: e, spec: s, params: autoscale.ForEndpoint(s), rng: rand.New(rand.NewPCG(uint64(seed), 1<<32+uint64(i)))}
+	p, err := f.requestPattern(e.Load.Trace)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: endpoints[%d].load.trace: %w", f.Name, i, err)
+	}
+	ep := &endpointSim{gen: e, spec: s, params: autoscale.ForEndpoint(s), rng: rand.New(rand.NewPCG(uint64(seed), 1<<32+uint64(i))),
+		seed: uint64(seed), index: i, load: load, start: start, slo: e.SLO.P95Ms / 1000, pattern: p,
+		capacity: map[string]float64{}, profiles: map[string]serving.Profile{}, reps: map[string][]*representative{}}
+	ctx, gen := p.MeanTokens()
+	for _, m := range s.Resources.GPUModels {
+		prof, err := serving.NewProfile(*e.Serving, m, s.Resources.GPUsPerInstance)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: endpoints[%d].serving: %w", f.Name, i, err)
+		}
+		ep.profiles[m] = prof
+		ep.capacity[m] = prof.Capacity(ctx, gen)
+	}
+	return ep, nil
+}
+
+// requestPattern reads a request trace once per File, as a pattern with
+// the rate taken out minute by minute.
+func (f *File) requestPattern(name string) (*azurellm.Pattern, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if p, ok := f.patterns[name]; ok {
+		return p, nil
+	}
+	var reqs []azurellm.Request
+	var err error
+	if strings.HasSuffix(strings.ToLower(name), ".csv") {
+		path := name
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(f.dir, path)
+		}
+		reqs, err = azurellm.ReadRequestsFile(path)
+	} else {
+		var r fs.File
+		if r, err = traces.Open(name); err == nil {
+			reqs, err = azurellm.ReadRequests(r, name)
+			r.Close()
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := azurellm.NewPattern(reqs, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	if f.patterns == nil {
+		f.patterns = map[string]*azurellm.Pattern{}
+	}
+	f.patterns[name] = p
+	return p, nil
 }
 
 // replicaJob is replica n of the endpoint, as the server's replicaSpec
@@ -63,6 +161,25 @@ func (ep *endpointSim) add(e *engine.Engine, n int) error {
 	return nil
 }
 
+// initial is the replica count the endpoint has when the run starts
+// mid-stream: what the autoscaler asks for at the first minute's rate.
+func (ep *endpointSim) initial(now time.Time) int {
+	rate := ep.rate(now, false)
+	view := make([]autoscale.Replica, ep.spec.MinReplicas)
+	d, _ := ep.params.Decide(ep.spec, []autoscale.Sample{{At: now, RequestsPerSec: rate}}, view, now, autoscale.State{})
+	return max(d.Desired, ep.spec.MinReplicas)
+}
+
+// rate is the minute's request rate at now: the curve times the load,
+// with the minute's noise when noisy.
+func (ep *endpointSim) rate(now time.Time, noisy bool) float64 {
+	r := ep.gen.Load.rate(now) * ep.load
+	if n := ep.gen.Load.Noise; n > 0 && noisy {
+		r *= 1 + n*(2*ep.rng.Float64()-1)
+	}
+	return r
+}
+
 // serving reports whether replica j serves at now: running, its model
 // loaded.
 func (ep *endpointSim) serving(j *model.Job, now time.Time) bool {
@@ -72,17 +189,13 @@ func (ep *endpointSim) serving(j *model.Job, now time.Time) bool {
 	return j.Status.StartedAt.Equal(ep.warm) || !now.Before(j.Status.StartedAt.Add(time.Duration(ep.gen.Startup)))
 }
 
-// tick is one minute of the endpoint: measure, decide, act. It returns
-// the p95 (seconds) the users saw.
+// tick is the minute that ends at now: serve, measure, decide, act. It
+// returns the p95 (seconds) the users saw, capped at maxP95.
 func (ep *endpointSim) tick(e *engine.Engine, nodeModel map[string]string, now time.Time) (float64, error) {
-	// Measure: the queueing model's p95 of the serving replicas at the
-	// minute's arrival rate.
-	rate := ep.gen.Curve.rate(now)
-	if n := ep.gen.Curve.Noise; n > 0 {
-		rate *= 1 + n*(2*ep.rng.Float64()-1)
-	}
+	rate := ep.rate(now, true)
 	var serving []autoscale.Replica
 	view := make([]autoscale.Replica, len(ep.replicas))
+	count := map[string]int{}
 	for i, j := range ep.replicas {
 		gpu := ""
 		if len(j.Status.Allocations) > 0 {
@@ -91,20 +204,33 @@ func (ep *endpointSim) tick(e *engine.Engine, nodeModel map[string]string, now t
 		view[i] = autoscale.Replica{GPUModel: gpu, Ready: ep.serving(j, now)}
 		if view[i].Ready {
 			serving = append(serving, view[i])
+			count[gpu]++
 		}
 	}
-	p95 := min(autoscale.PredictP95(ep.spec, serving, rate), maxP95)
+
+	// Serve the minute's requests.
+	p95, within := ep.serve(rate, count, now)
+	ep.minutes++
+	if within {
+		ep.within++
+	}
+	if !math.IsNaN(p95) {
+		ep.worstP95 = max(ep.worstP95, min(p95, maxP95))
+	}
+	p95Ms := p95 * 1000
+	if math.IsNaN(p95) {
+		p95Ms = 0 // no request: nothing to report
+	}
+	ep.p95Ms = append(ep.p95Ms, p95*1000)
+	pred := autoscale.PredictP95(ep.spec, serving, rate)
+	if p95 > 0 && !math.IsInf(p95, 0) && !math.IsInf(pred, 0) && pred > 0 {
+		ep.ratios = append(ep.ratios, pred/p95)
+	}
 	util := 1.0
 	if c := autoscale.Capacity(ep.spec, serving); c > 0 {
 		util = min(rate/c, 1)
 	}
-	ep.minutes++
-	if p95 <= ep.spec.SLO.P95.Seconds() {
-		ep.within++
-	}
-	ep.requests += rate * 60
-	ep.worstP95 = max(ep.worstP95, p95)
-	ep.window = append(ep.window, autoscale.Sample{At: now, RequestsPerSec: rate, P95Ms: p95 * 1000, Utilisation: util, Replicas: len(serving)})
+	ep.window = append(ep.window, autoscale.Sample{At: now, RequestsPerSec: rate, P95Ms: min(p95Ms, maxP95*1000), Utilisation: util, Replicas: len(serving)})
 	for len(ep.window) > 0 && now.Sub(ep.window[0].At) > 15*time.Minute {
 		ep.window = ep.window[1:]
 	}
@@ -125,9 +251,78 @@ func (ep *endpointSim) tick(e *engine.Engine, nodeModel map[string]string, now t
 	}
 	ep.peakReplicas = max(ep.peakReplicas, len(ep.replicas))
 	if math.IsNaN(p95) {
-		p95 = maxP95
+		p95 = 0
 	}
-	return p95, nil
+	return min(p95, maxP95), nil
+}
+
+// serve runs the requests of the minute ending at now, at rate
+// requests/s, on count serving replicas per GPU model, and returns the
+// minute's p95 of the SLO's metric (NaN without requests, +Inf when more
+// than 5 % were dropped) and whether it was within the SLO.
+func (ep *endpointSim) serve(rate float64, count map[string]int, now time.Time) (float64, bool) {
+	to := now.Sub(ep.start).Seconds()
+	from := to - 60
+	var weight float64 // Σ replicas × capacity
+	for m, n := range count {
+		weight += float64(n) * ep.capacity[m]
+	}
+	for m, reps := range ep.reps {
+		if k := min(count[m], Representatives); k < len(reps) {
+			ep.reps[m] = reps[:k] // replicas went: their state with them
+		}
+	}
+	ep.hist.Reset()
+	var met float64
+	offered := rate * 60
+	ep.requests += offered
+	if weight <= 0 {
+		if offered > 0 {
+			ep.missed += offered
+			return math.Inf(1), false
+		}
+		return math.NaN(), true
+	}
+	models := make([]string, 0, len(count))
+	for m := range count {
+		models = append(models, m)
+	}
+	slices.Sort(models) // a fixed order of draws
+	ttft := ep.gen.SLO.Metric == MetricTTFT
+	for _, m := range models {
+		prof, ok := ep.profiles[m]
+		if !ok {
+			continue // a GPU model the endpoint does not allow: not placed there
+		}
+		k := min(count[m], Representatives)
+		for len(ep.reps[m]) < k {
+			ep.drawn++
+			rng := rand.New(rand.NewPCG(ep.seed, 1<<48+uint64(ep.index)<<24+uint64(ep.drawn)))
+			ep.reps[m] = append(ep.reps[m], &representative{replica: serving.NewReplica(prof), arrivals: serving.NewArrivals(ep.pattern, rng)})
+		}
+		n := float64(count[m]) / float64(k) // requests each simulated one stands for
+		share := ep.capacity[m] / weight    // of the endpoint's requests, to each replica of m
+		for _, rep := range ep.reps[m] {
+			rep.arrivals.Span(from, to, rate, share, func(at float64, ctx, gen int) {
+				o := rep.replica.Serve(at, ctx, gen)
+				v := o.Latency
+				if ttft {
+					v = o.TTFT
+				}
+				ep.hist.Add(v, n)
+				if v <= ep.slo {
+					met += n
+				}
+			})
+		}
+	}
+	total := ep.hist.Total()
+	if total == 0 {
+		return math.NaN(), true
+	}
+	// The simulated requests stand for the offered ones.
+	ep.missed += offered * (1 - met/total)
+	return ep.hist.Quantile(slaShare), met >= slaShare*total
 }
 
 func (ep *endpointSim) stop(e *engine.Engine, n int, now time.Time) {
@@ -151,3 +346,7 @@ func (ep *endpointSim) stop(e *engine.Engine, n int, now time.Time) {
 		ep.replicas = append(ep.replicas[:pick], ep.replicas[pick+1:]...)
 	}
 }
+
+// RequestPattern is the pattern of request trace name as endpoints of f
+// replay it (the trace's gaps normalised minute by minute).
+func (f *File) RequestPattern(name string) (*azurellm.Pattern, error) { return f.requestPattern(name) }

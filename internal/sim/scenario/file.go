@@ -2,14 +2,28 @@ package scenario
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/allot-dev/allot/data/traces"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sim/serving"
 	"github.com/allot-dev/allot/internal/spec"
+	"github.com/allot-dev/allot/internal/trace/azurellm"
+	"github.com/allot-dev/allot/internal/trace/philly"
 )
+
+// DefaultTrainingSpeed is the work per second of a GPU of each model,
+// A100 = 1: H100 1.8 (MLPerf Training v3.0, like-for-like 16-GPU
+// submissions), T4 0.2 (dense FP16 tensor FLOP/s, 65 against 312).
+// docs/serving-model.md has the sources.
+var DefaultTrainingSpeed = map[string]float64{"H100": 1.8, "A100": 1, "T4": 0.2}
 
 // File is a scenario as written in YAML (see the package documentation).
 type File struct {
@@ -28,14 +42,32 @@ type File struct {
 	MinRunTime spec.Duration `yaml:"min_run_time"`
 	// HoldAfter is the core's Config.HoldAfter (0, the default: off): a
 	// queued job that has waited this long keeps nodes until it starts.
-	HoldAfter    spec.Duration    `yaml:"hold_after"`
+	HoldAfter spec.Duration `yaml:"hold_after"`
+	// PriorityGap is the core's Config.PriorityGap (0, the default: off):
+	// a job may evict its own tenant's work of its class whose priority
+	// value (class: standard:100) is at least this much below its own.
+	PriorityGap int `yaml:"priority_gap"`
+	// Cycle is the core's cycle period (engine.Config.Period): work that
+	// arrives or ends between two boundaries is scheduled together at the
+	// next; 0, the default, runs a cycle after every event.
+	Cycle        spec.Duration    `yaml:"cycle"`
 	Fleet        FleetGen         `yaml:"fleet"`
 	Reservations []ReservationGen `yaml:"reservations"`
 	Jobs         []JobGen         `yaml:"jobs"`
 	Arrivals     []ArrivalGen     `yaml:"arrivals"`
+	Training     []TrainingGen    `yaml:"training"`
 	Endpoints    []EndpointGen    `yaml:"endpoints"`
+	// TrainingSpeed is the work a GPU of each model does per second, the
+	// reference (A100) being 1 (docs/serving-model.md); jobs' durations are
+	// at the reference speed, and a gang runs at its slowest GPU's.
+	// Default DefaultTrainingSpeed; a model it leaves out runs at 1.
+	TrainingSpeed map[string]float64 `yaml:"training_speed"`
 
-	dir string // of the file, for Tenants
+	dir string // of the file, for Tenants and traces
+
+	mu        sync.Mutex                   // guards the traces read so far, which runs share
+	jobTraces map[string][]philly.Job      // training traces by name
+	patterns  map[string]*azurellm.Pattern // request traces by name
 }
 
 // FleetGen generates the fleet: regions of clusters of node counts per SKU.
@@ -124,34 +156,88 @@ type ArrivalGen struct {
 
 // EndpointGen is an inference endpoint and the requests it receives.
 type EndpointGen struct {
-	Name            string          `yaml:"name"`
-	Tenant          string          `yaml:"tenant"`
-	Model           string          `yaml:"model"`
-	GPUsPerInstance int             `yaml:"gpus_per_instance"`
-	GPUModels       []string        `yaml:"gpu_models"`
-	Regions         []string        `yaml:"regions"`
-	Residency       string          `yaml:"residency"`
-	Class           string          `yaml:"class"`
-	MinReplicas     int             `yaml:"min_replicas"`
-	MaxReplicas     int             `yaml:"max_replicas"`
-	SLOMs           float64         `yaml:"slo_ms"`
-	Throughput      spec.Throughput `yaml:"throughput"`
+	Name   string `yaml:"name"`
+	Tenant string `yaml:"tenant"`
+	Model  string `yaml:"model"`
+	// Serving is the served model as the world sees it (package
+	// sim/serving: parameters, weight bytes, KV cache, batch); default
+	// serving.DefaultModel.
+	Serving         *serving.Model `yaml:"serving"`
+	GPUsPerInstance int            `yaml:"gpus_per_instance"`
+	GPUModels       []string       `yaml:"gpu_models"`
+	Regions         []string       `yaml:"regions"`
+	Residency       string         `yaml:"residency"`
+	Class           string         `yaml:"class"`
+	MinReplicas     int            `yaml:"min_replicas"`
+	MaxReplicas     int            `yaml:"max_replicas"`
+	SLO             SLO            `yaml:"slo"`
+	// Throughput is the autoscaler's own profile (requests/s one replica
+	// sustains at the SLO, per GPU model), as the endpoint's owner states
+	// it to the server; the world does not read it.
+	Throughput spec.Throughput `yaml:"throughput"`
 	// Startup is from a replica's start to its serving (model load;
 	// default 2m).
 	Startup spec.Duration `yaml:"startup"`
-	Curve   Curve         `yaml:"curve"`
+	Load    Load          `yaml:"load"`
 }
 
-// Curve is a daily request curve: requests/s between Trough and Peak, a
-// cosine over the day with its top at PeakHour (UTC), times Weekend on
-// Saturdays and Sundays (default 1), with a multiplicative noise of about
-// ±Noise (0.05 is 5 %) drawn each minute from the seed.
-type Curve struct {
+// SLO is an endpoint's latency objective: the p95 of a metric over each
+// minute's requests.
+type SLO struct {
+	// Metric is ttft (time to first token) or request (the whole request);
+	// default request.
+	Metric string  `yaml:"metric"`
+	P95Ms  float64 `yaml:"p95_ms"`
+}
+
+// The SLO metrics.
+const (
+	MetricTTFT    = "ttft"
+	MetricRequest = "request"
+)
+
+// Load is an endpoint's requests: a daily curve of requests/s between
+// TroughRPS and PeakRPS, a cosine over the day with its top at PeakHour
+// (UTC), times Weekend on Saturdays and Sundays (default 1), with a
+// multiplicative noise of about ±Noise (0.05 is 5 %) drawn each minute;
+// within each minute, arrivals and token counts follow Trace (a built-in
+// trace name, data/traces: azure-code or azure-conv, the default; or a CSV
+// path relative to the scenario).
+type Load struct {
+	Trace     string  `yaml:"trace"`
 	PeakRPS   float64 `yaml:"peak_rps"`
 	TroughRPS float64 `yaml:"trough_rps"`
 	PeakHour  float64 `yaml:"peak_hour"`
 	Weekend   float64 `yaml:"weekend"`
 	Noise     float64 `yaml:"noise"`
+}
+
+// TrainingGen is a stream of training jobs drawn from a job trace
+// (Philly's, by default): each arrival takes the GPU count and run time of
+// a job of the trace chosen at random, its run time capped at MaxDuration
+// and meant at the reference GPU's speed (training_speed). Arrivals are
+// Poisson between From and Until, at the rate that offers GPUHoursPerHour
+// of work each hour. A job of up to NodeGPUs GPUs is one instance (one GPU
+// runs on any node of an allowed model, inference nodes included); a
+// larger one is a gang of whole nodes on one InfiniBand fabric.
+type TrainingGen struct {
+	Name   string `yaml:"name"`
+	Tenant string `yaml:"tenant"`
+	// Trace is "philly" (data/traces) or a CSV path relative to the
+	// scenario, with Philly's columns.
+	Trace           string            `yaml:"trace"`
+	GPUHoursPerHour float64           `yaml:"gpu_hours_per_hour"`
+	From            spec.Duration     `yaml:"from"`
+	Until           spec.Duration     `yaml:"until"`
+	MaxDuration     spec.Duration     `yaml:"max_duration"`
+	MaxGPUs         int               `yaml:"max_gpus"`
+	NodeGPUs        int               `yaml:"node_gpus"`
+	GPUModels       []string          `yaml:"gpu_models"`
+	Regions         []string          `yaml:"regions"`
+	Residency       string            `yaml:"residency"`
+	Class           string            `yaml:"class"`
+	Checkpoint      spec.Duration     `yaml:"checkpoint"`
+	Labels          map[string]string `yaml:"labels"`
 }
 
 // Read reads the scenario file at path. See Parse.
@@ -173,10 +259,13 @@ func Read(path string) (*File, error) {
 // SKUs, tenants) wait for Build.
 func Parse(name string, data []byte) (*File, error) {
 	f := &File{}
-	if err := spec.DecodeStruct(name, data, f, "a scenario (name: …, fleet: …)", f.check); err != nil {
+	check := func() error {
+		f.defaults() // the checks see what a run will use
+		return f.check()
+	}
+	if err := spec.DecodeStruct(name, data, f, "a scenario (name: …, fleet: …)", check); err != nil {
 		return nil, err
 	}
-	f.defaults()
 	return f, nil
 }
 
@@ -185,6 +274,16 @@ const (
 	DefaultOnTime  = 15 * time.Minute
 	DefaultStartup = 2 * time.Minute
 	DefaultLeaf    = 16
+	// DefaultTrace is the request trace of an endpoint that names none.
+	DefaultTrace = "azure-conv"
+	// DefaultTrainingTrace is the job trace of a training stream.
+	DefaultTrainingTrace = "philly"
+	// DefaultMaxTrainingDuration caps a trace job's run time.
+	DefaultMaxTrainingDuration = 24 * time.Hour
+	// DefaultMaxTrainingGPUs leaves larger trace jobs out.
+	DefaultMaxTrainingGPUs = 64
+	// DefaultNodeGPUs is a training node's GPUs.
+	DefaultNodeGPUs = 8
 	// MaxDuration bounds a scenario's length (a minute tick each).
 	MaxDuration = 31 * 24 * time.Hour
 	maxNodes    = 100_000
@@ -199,15 +298,47 @@ func (f *File) defaults() {
 		f.MinRunTime = spec.Duration(10 * time.Minute)
 	}
 	for i := range f.Endpoints {
-		if f.Endpoints[i].Startup == 0 {
-			f.Endpoints[i].Startup = spec.Duration(DefaultStartup)
+		e := &f.Endpoints[i]
+		if e.Startup == 0 {
+			e.Startup = spec.Duration(DefaultStartup)
 		}
-		if f.Endpoints[i].Curve.Weekend == 0 {
-			f.Endpoints[i].Curve.Weekend = 1
+		if e.Load.Weekend == 0 {
+			e.Load.Weekend = 1
 		}
-		if f.Endpoints[i].GPUsPerInstance == 0 {
-			f.Endpoints[i].GPUsPerInstance = 1
+		if e.Load.Trace == "" {
+			e.Load.Trace = DefaultTrace
 		}
+		if e.GPUsPerInstance == 0 {
+			e.GPUsPerInstance = 1
+		}
+		if e.SLO.Metric == "" {
+			e.SLO.Metric = MetricRequest
+		}
+		if e.Serving == nil {
+			m := serving.DefaultModel
+			e.Serving = &m
+		}
+	}
+	for i := range f.Training {
+		t := &f.Training[i]
+		if t.Trace == "" {
+			t.Trace = DefaultTrainingTrace
+		}
+		if t.Until == 0 {
+			t.Until = f.Duration
+		}
+		if t.MaxDuration == 0 {
+			t.MaxDuration = spec.Duration(DefaultMaxTrainingDuration)
+		}
+		if t.MaxGPUs == 0 {
+			t.MaxGPUs = DefaultMaxTrainingGPUs
+		}
+		if t.NodeGPUs == 0 {
+			t.NodeGPUs = DefaultNodeGPUs
+		}
+	}
+	if f.TrainingSpeed == nil {
+		f.TrainingSpeed = maps.Clone(DefaultTrainingSpeed)
 	}
 	for i := range f.Fleet.Regions {
 		for j := range f.Fleet.Regions[i].Clusters {
@@ -256,6 +387,10 @@ func (f *File) check() error {
 		return fieldErr("min_run_time", "must not be negative")
 	case f.HoldAfter < 0:
 		return fieldErr("hold_after", "must not be negative")
+	case f.PriorityGap < 0:
+		return fieldErr("priority_gap", "must not be negative")
+	case f.Cycle < 0 || time.Duration(f.Cycle) > time.Hour:
+		return fieldErr("cycle", "must be between 0 (a cycle after every event) and 1h, got %s", time.Duration(f.Cycle))
 	}
 	nodes := 0
 	for i, r := range f.Fleet.Regions {
@@ -361,39 +496,117 @@ func (f *File) check() error {
 			return fieldErr(p+".every", "the scenario would generate more than %d jobs", maxJobs)
 		}
 	}
+	for i, t := range f.Training {
+		if err := t.check(f, fmt.Sprintf("training[%d]", i)); err != nil {
+			return err
+		}
+		total += float64(f.Duration) / float64(time.Hour) * t.GPUHoursPerHour // at least an hour a job
+		if total > maxJobs {
+			return fieldErr(fmt.Sprintf("training[%d].gpu_hours_per_hour", i), "the scenario would generate more than %d jobs", maxJobs)
+		}
+	}
+	for m, v := range f.TrainingSpeed {
+		if !(v > 0) || v > 100 {
+			return fieldErr("training_speed."+m, "must be a speed above 0 and at most 100 (the reference GPU is 1), got %g", v)
+		}
+	}
 	for i, e := range f.Endpoints {
-		p := fmt.Sprintf("endpoints[%d]", i)
-		c := e.Curve
-		switch {
-		case c.PeakRPS <= 0 || c.PeakRPS > model.MaxThroughput*model.MaxReplicas || math.IsNaN(c.PeakRPS):
-			return fieldErr(p+".curve.peak_rps", "must be a positive number of requests/s, got %g", c.PeakRPS)
-		case c.TroughRPS < 0 || c.TroughRPS > c.PeakRPS || math.IsNaN(c.TroughRPS):
-			return fieldErr(p+".curve.trough_rps", "must be between 0 and peak_rps, got %g", c.TroughRPS)
-		case c.PeakHour < 0 || c.PeakHour >= 24 || math.IsNaN(c.PeakHour):
-			return fieldErr(p+".curve.peak_hour", "must be an hour of the day in [0, 24), got %g", c.PeakHour)
-		case c.Weekend < 0 || c.Weekend > 10 || math.IsNaN(c.Weekend):
-			return fieldErr(p+".curve.weekend", "must be a factor between 0 and 10, got %g", c.Weekend)
-		case c.Noise < 0 || c.Noise > 1 || math.IsNaN(c.Noise):
-			return fieldErr(p+".curve.noise", "must be between 0 and 1, got %g", c.Noise)
-		case e.Startup < 0:
-			return fieldErr(p+".startup", "must not be negative")
-		case !(e.SLOMs > 0) || e.SLOMs > float64(model.MaxSLO/time.Millisecond):
-			return fieldErr(p+".slo_ms", "must be a number of milliseconds above 0 and at most %d, got %g", model.MaxSLO/time.Millisecond, e.SLOMs)
-		}
-		if _, err := class(e.Class); err != nil {
-			return fieldErr(p+".class", "%v", err)
-		}
-		// The rest is the endpoint's own validation.
-		es := endpointSpec(e)
-		if err := es.Validate(); err != nil {
-			return model.Prefix(p, err)
+		if err := e.check(fmt.Sprintf("endpoints[%d]", i)); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// class reads a priority class name; empty is standard.
-func class(s string) (model.Class, error) {
-	p, err := model.ParsePriority(s)
-	return p.Class, err
+func (t TrainingGen) check(f *File, p string) error {
+	switch {
+	case t.Name == "":
+		return fieldErr(p+".name", "must not be empty")
+	case t.Tenant == "":
+		return fieldErr(p+".tenant", "must not be empty")
+	case !(t.GPUHoursPerHour > 0) || t.GPUHoursPerHour > 1e6:
+		return fieldErr(p+".gpu_hours_per_hour", "must be the GPU-hours of work offered each hour, above 0 and at most 1e6, got %g", t.GPUHoursPerHour)
+	case t.MaxDuration < 0:
+		return fieldErr(p+".max_duration", "must not be negative")
+	case t.MaxGPUs < 0 || t.MaxGPUs > 4096:
+		return fieldErr(p+".max_gpus", "must be between 1 and 4096, got %d", t.MaxGPUs)
+	case t.NodeGPUs < 0 || t.NodeGPUs > 64:
+		return fieldErr(p+".node_gpus", "must be between 1 and 64, got %d", t.NodeGPUs)
+	case t.Checkpoint < 0:
+		return fieldErr(p+".checkpoint", "must not be negative")
+	}
+	if err := checkTrace(p+".trace", t.Trace, traces.Names()); err != nil {
+		return err
+	}
+	if err := f.within(p+".from", t.From); err != nil {
+		return err
+	}
+	if err := f.within(p+".until", t.Until); err != nil {
+		return err
+	}
+	if t.Until != 0 && t.Until <= t.From {
+		return fieldErr(p+".until", "must be after from (%s), got %s", time.Duration(t.From), time.Duration(t.Until))
+	}
+	if _, err := class(t.Class); err != nil {
+		return fieldErr(p+".class", "%v", err)
+	}
+	return nil
+}
+
+// checkTrace checks a trace's name: a built-in one, or a path to a CSV
+// file (read at Build, relative to the scenario).
+func checkTrace(field, name string, builtin []string) error {
+	if slices.Contains(builtin, name) || strings.HasSuffix(strings.ToLower(name), ".csv") {
+		return nil
+	}
+	return fieldErr(field, "unknown trace %q (built-in: %s; or a path to a .csv file)", name, strings.Join(builtin, ", "))
+}
+
+func (e EndpointGen) check(p string) error {
+	c := e.Load
+	switch {
+	case !(c.PeakRPS > 0) || c.PeakRPS > model.MaxThroughput*model.MaxReplicas:
+		return fieldErr(p+".load.peak_rps", "must be a positive number of requests/s, got %g", c.PeakRPS)
+	case c.TroughRPS < 0 || c.TroughRPS > c.PeakRPS || math.IsNaN(c.TroughRPS):
+		return fieldErr(p+".load.trough_rps", "must be between 0 and peak_rps, got %g", c.TroughRPS)
+	case c.PeakHour < 0 || c.PeakHour >= 24 || math.IsNaN(c.PeakHour):
+		return fieldErr(p+".load.peak_hour", "must be an hour of the day in [0, 24), got %g", c.PeakHour)
+	case c.Weekend < 0 || c.Weekend > 10 || math.IsNaN(c.Weekend):
+		return fieldErr(p+".load.weekend", "must be a factor between 0 and 10, got %g", c.Weekend)
+	case c.Noise < 0 || c.Noise > 1 || math.IsNaN(c.Noise):
+		return fieldErr(p+".load.noise", "must be between 0 and 1, got %g", c.Noise)
+	case e.Startup < 0:
+		return fieldErr(p+".startup", "must not be negative")
+	case !(e.SLO.P95Ms > 0) || e.SLO.P95Ms > float64(model.MaxSLO/time.Millisecond):
+		return fieldErr(p+".slo.p95_ms", "must be a number of milliseconds above 0 and at most %d, got %g", model.MaxSLO/time.Millisecond, e.SLO.P95Ms)
+	case e.SLO.Metric != MetricTTFT && e.SLO.Metric != MetricRequest:
+		return fieldErr(p+".slo.metric", "must be ttft (time to first token) or request (the whole request), got %q", e.SLO.Metric)
+	}
+	if err := checkTrace(p+".load.trace", c.Trace, []string{"azure-code", "azure-conv"}); err != nil {
+		return err
+	}
+	if field, err := e.Serving.Check(); err != nil {
+		return fieldErr(p+".serving."+field, "%v", err)
+	}
+	if _, err := class(e.Class); err != nil {
+		return fieldErr(p+".class", "%v", err)
+	}
+	// The rest is the endpoint's own validation.
+	es := endpointSpec(e)
+	if err := es.Validate(); err != nil {
+		return model.Prefix(p, err)
+	}
+	// Every GPU model the endpoint may use must hold the served model.
+	for _, m := range es.Resources.GPUModels {
+		if _, err := serving.NewProfile(*e.Serving, m, es.Resources.GPUsPerInstance); err != nil {
+			return fieldErr(p+".serving", "a replica on %d %s: %v", es.Resources.GPUsPerInstance, m, err)
+		}
+	}
+	return nil
+}
+
+// class reads a priority (a class with an optional value, standard:100);
+// empty is standard.
+func class(s string) (model.Priority, error) {
+	return model.ParsePriority(s)
 }

@@ -18,32 +18,26 @@ import (
 // checkGuarantees counts a violation minute for every partition with a
 // guarantee (as promised, whatever the strategy) that has queued work
 // which has waited longer than min_run_time — the time the core may take
-// to reclaim lent capacity from protected work — and fits its unused
-// guarantee in one pool (GPU model, region, residency, size) and in one
-// place of that pool: a cluster (of the fabric the work asks for) whose
-// nodes of that model, counting every GPU the partition does not hold
-// itself and no other tenant's active reservation holds, have room for
-// each of its instances.
+// to reclaim lent capacity from protected work — and that the guarantee
+// covers while the partition holds less than it: in one pool (GPU model,
+// region, residency) the work may use, the partition holds fewer GPUs than
+// guaranteed there, the work is no larger than the guarantee, and a
+// cluster of that pool (of the fabric the work asks for) has nodes of that
+// model, less those other tenants' active reservations hold, with room for
+// each of its instances. A gang the guarantee covers thus counts while it
+// waits, even when the partition's other work holds part of the
+// guarantee: the guarantee is unused in part and the work waits.
 func (r *run) checkGuarantees(now time.Time) {
 	type key struct{ part, region, model string }
 	used := map[key]int64{}
-	heldOn := map[string]map[string]int{} // partition → node → GPUs it holds there
-	jobs := r.eng.Jobs()
-	for _, j := range jobs {
-		if !j.Status.State.Holds() {
-			continue
-		}
+	for _, j := range r.eng.Holding() {
 		p := r.partOf[j.Spec.Tenant]
 		if p == "" {
 			continue
 		}
-		if heldOn[p] == nil {
-			heldOn[p] = map[string]int{}
-		}
 		for _, a := range j.Status.Allocations {
 			pool := r.nodePool[a.Node]
 			used[key{p, pool[0], pool[1]}] += int64(len(a.GPUs)) * a.GPUMilli
-			heldOn[p][a.Node] += len(a.GPUs)
 		}
 	}
 	// Nodes of each region and SKU that active reservations hold, by owner.
@@ -58,63 +52,65 @@ func (r *run) checkGuarantees(now time.Time) {
 			reserved[k][res.Owner] += res.Count
 		}
 	}
-	type slotKey struct {
-		part, cluster, model string
-		per                  int
+	// room: a cluster of the region can hold j's instances on nodes of the
+	// model that no other partition's reservation holds (memoised: many
+	// queued jobs share a shape).
+	type roomKey struct {
+		part, region, gpu string
+		per, count        int
+		fabric            model.Fabric
 	}
-	slots := map[slotKey]int{}
+	rooms := map[roomKey]bool{}
 	room := func(p, region, gpu string, j *model.Job) bool {
 		per := max(j.Spec.Resources.GPUsPerInstance, 1)
-		for _, c := range r.clusters[region] {
-			if f := j.Spec.Placement.Interconnect; f != "" && f != c.fabric {
-				continue
-			}
-			k := slotKey{p, c.name, gpu, per}
-			n, ok := slots[k]
-			if !ok {
-				for _, node := range c.nodes {
-					if node.model == gpu {
-						n += (node.gpus - heldOn[p][node.name]) / per
-					}
-				}
-				slots[k] = n
-			}
-			// Others' reservations hold whole nodes of their SKU.
-			for _, sku := range c.skus {
-				for owner, count := range reserved[resKey{region, sku.name}] {
-					if r.partOf[owner] != p && sku.model == gpu {
-						n -= min(count, sku.nodes) * (sku.gpus / per)
-					}
+		k := roomKey{p, region, gpu, per, j.Spec.Resources.InstanceCount, j.Spec.Placement.Interconnect}
+		if v, ok := rooms[k]; ok {
+			return v
+		}
+		v := r.room(p, region, gpu, j, func(sku skuCount) int {
+			nodes := sku.nodes
+			for owner, count := range reserved[resKey{region, sku.name}] {
+				if r.partOf[owner] != p {
+					nodes -= min(count, nodes)
 				}
 			}
-			if n >= max(j.Spec.Resources.InstanceCount, 1) {
-				return true
+			return nodes
+		})
+		rooms[k] = v
+		return v
+	}
+	// Partitions that hold less than a guarantee somewhere: only their
+	// work can count.
+	short := map[string]bool{}
+	for _, part := range r.w.Promised.Partitions {
+		for _, g := range part.Guarantees {
+			if used[key{part.Name, g.Region, g.GPUModel}] < int64(g.GPUs)*model.MilliPerGPU {
+				short[part.Name] = true
 			}
 		}
-		return false
 	}
 	grace := time.Duration(r.f.MinRunTime)
 	violated := map[string]bool{}
-	for _, j := range jobs {
+	for _, j := range r.eng.Jobs() {
 		p := r.partOf[j.Spec.Tenant]
 		since, queued := r.rec.queuedAt[j.ID]
-		if p == "" || violated[p] || j.Status.State != model.StateQueued || !queued || now.Sub(since) <= grace ||
+		if p == "" || !short[p] || violated[p] || j.Status.State != model.StateQueued || !queued || now.Sub(since) <= grace ||
 			j.Spec.Placement.Reservation != "" {
 			continue
 		}
-		part := r.partition(p)
 		need := j.Spec.Resources.TotalMilli()
 		if need == 0 {
 			continue // CPU-only work is outside guarantees
 		}
-		for _, g := range part.Guarantees {
-			free := int64(g.GPUs)*model.MilliPerGPU - used[key{p, g.Region, g.GPUModel}]
-			if free >= need && r.mayRun(j, g.Region, g.GPUModel) && room(p, g.Region, g.GPUModel, j) {
+		for _, g := range r.partition(p).Guarantees {
+			guaranteed := int64(g.GPUs) * model.MilliPerGPU
+			u := used[key{p, g.Region, g.GPUModel}]
+			if u < guaranteed && need <= guaranteed && r.mayRun(j, g.Region, g.GPUModel) && room(p, g.Region, g.GPUModel, j) {
 				violated[p] = true
 				if _, seen := r.firstViolation[p]; !seen {
-					r.firstViolation[p] = fmt.Sprintf("%s: %s (%s, %d×%d GPUs) waited %s with %d %s GPUs of the guarantee in %s unused",
+					r.firstViolation[p] = fmt.Sprintf("%s: %s (%s, %d×%d GPUs) waited %s while the partition held %d of its %d %s GPUs in %s",
 						now.Format(time.RFC3339), j.Spec.Name, j.ID, j.Spec.Resources.InstanceCount, j.Spec.Resources.GPUsPerInstance,
-						now.Sub(since).Round(time.Minute), free/model.MilliPerGPU, g.GPUModel, g.Region)
+						now.Sub(since).Round(time.Minute), u/model.MilliPerGPU, g.GPUs, g.GPUModel, g.Region)
 				}
 				break
 			}
@@ -123,6 +119,28 @@ func (r *run) checkGuarantees(now time.Time) {
 	for p := range violated {
 		r.violations[p]++
 	}
+}
+
+// room reports whether a cluster of region (of the fabric j asks for)
+// has nodes of model gpu, nodes(sku) of each SKU being available to p,
+// with room for each of j's instances.
+func (r *run) room(p, region, gpu string, j *model.Job, nodes func(skuCount) int) bool {
+	per := max(j.Spec.Resources.GPUsPerInstance, 1)
+	for _, c := range r.clusters[region] {
+		if f := j.Spec.Placement.Interconnect; f != "" && f != c.fabric {
+			continue
+		}
+		n := 0
+		for _, sku := range c.skus {
+			if sku.model == gpu {
+				n += nodes(sku) * (sku.gpus / per)
+			}
+		}
+		if n >= max(j.Spec.Resources.InstanceCount, 1) {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *run) partition(name string) *model.Partition {
@@ -151,12 +169,16 @@ func (r *run) mayRun(j *model.Job, region, gpu string) bool {
 // result gathers the Result of the run.
 func (r *run) result() *Result {
 	w, rec := r.w, r.rec
-	res := &Result{Scenario: r.f.Name, Strategy: string(w.Tenancy.Strategy), Policies: r.opt.Policies != nil,
+	res := &Result{Scenario: r.f.Name, Strategy: string(w.Promised.Strategy), Policies: r.opt.Policies != nil,
+		Seed: r.opt.Seed, Load: r.opt.Load,
 		FleetFactor: w.Factor, Nodes: len(w.Fleet.Nodes), Cycles: r.eng.Cycles(), PolicyFirings: r.firings,
 		PolicyOverrideCycles: r.overridden,
 		Preemptions:          rec.preemptions, LostGPUHours: rec.lostSeconds / 3600,
 		SpotGPUHours: rec.spotSeconds / 3600, SpotLostGPUHours: rec.spotLost / 3600, RedoneGPUHours: rec.redone / 3600,
 		RestartsHome: rec.home, RestartsAway: rec.away}
+	if r.opt.NoOverflow {
+		res.Variant = "no-overflow"
+	}
 	if r.opt.Checkpoints != engine.CheckpointsShared {
 		res.Checkpoints = r.opt.Checkpoints.String()
 	}
@@ -171,15 +193,34 @@ func (r *run) result() *Result {
 		}
 	}
 	days := length.Hours() / 24
+	var epGPUHours float64
+	metMinutes := 0
 	for _, ep := range r.endpoints {
-		e := EndpointResult{Name: ep.spec.Name, Tenant: ep.spec.Tenant, SLOMs: ep.gen.SLOMs, Minutes: ep.minutes,
-			PeakReplicas: ep.peakReplicas, WorstP95Ms: math.Round(ep.worstP95 * 1000)}
+		e := EndpointResult{Name: ep.spec.Name, Tenant: ep.spec.Tenant, SLOMs: ep.gen.SLO.P95Ms, Metric: ep.gen.SLO.Metric,
+			Minutes: ep.minutes, PeakReplicas: ep.peakReplicas, WorstP95Ms: math.Round(ep.worstP95 * 1000),
+			GPUHours: rec.endpointGPUSeconds[ep.spec.Name] / 3600, P95Ms: ep.p95Ms}
 		if ep.minutes > 0 {
 			e.AttainmentPct = 100 * float64(ep.within) / float64(ep.minutes)
 		}
 		if days > 0 {
 			e.RequestsPerDayM = ep.requests / days / 1e6
 		}
+		if ep.requests > 0 {
+			e.MissedPct = 100 * ep.missed / ep.requests
+		}
+		if len(ep.ratios) > 0 {
+			ratios := slices.Clone(ep.ratios)
+			sort.Float64s(ratios)
+			e.AutoscalerRatio = quantile(ratios, 0.5)
+			errs := make([]float64, len(ratios))
+			for i, x := range ratios {
+				errs[i] = 100 * math.Abs(x-1)
+			}
+			sort.Float64s(errs)
+			e.AutoscalerErrorPct = quantile(errs, 0.5)
+		}
+		epGPUHours += e.GPUHours
+		metMinutes += ep.within
 		res.Endpoints = append(res.Endpoints, e)
 		if e.AttainmentPct < TargetAttainmentPct {
 			res.Misses = append(res.Misses, fmt.Sprintf("endpoint %s: SLO attained in %.2f%% of minutes", e.Name, e.AttainmentPct))
@@ -195,8 +236,12 @@ func (r *run) result() *Result {
 			res.Misses = append(res.Misses, fmt.Sprintf("partition %s: %d minutes below its guarantee with work waiting", p.Name, pr.ViolationMinutes))
 		}
 	}
+	if metMinutes > 0 {
+		res.GPUHoursPerSLOMinute = epGPUHours / float64(metMinutes)
+	}
 	r.reservations(res)
 	r.queueing(res)
+	r.training(res)
 	for _, t := range w.Promised.Tenants {
 		res.Tenants = append(res.Tenants, TenantUse{Tenant: t.Name, GPUHours: rec.gpuSeconds[t.Name] / 3600,
 			USD: price.Cents(rec.meter().usd[t.Name])})
@@ -256,9 +301,55 @@ func (r *run) queueing(res *Result) {
 	for _, t := range r.tiers() {
 		d := byTier[t]
 		sort.Float64s(d)
-		res.Tiers = append(res.Tiers, TierResult{Tier: t, Jobs: len(d), NeverRan: never[t],
-			P50Minutes: quantile(d, 0.5) / 60, P99Minutes: quantile(d, 0.99) / 60})
+		res.Tiers = append(res.Tiers, TierResult{Tier: t, Jobs: len(d), NeverRan: never[t], MeanMinutes: mean(d) / 60,
+			P50Minutes: quantile(d, 0.5) / 60, P95Minutes: quantile(d, 0.95) / 60, P99Minutes: quantile(d, 0.99) / 60})
 	}
+}
+
+// training measures the training jobs: queueing, completion time, and the
+// work done and kept (that of jobs still live counted to now).
+func (r *run) training(res *Result) {
+	t := &res.Training
+	end := r.w.End
+	var waits, jcts []float64
+	goodput := r.rec.goodput
+	for _, id := range r.rec.order {
+		if !r.rec.training[id] {
+			continue
+		}
+		j := r.rec.submitted[id]
+		t.Jobs++
+		wait := end.Sub(j.Status.SubmittedAt)
+		if s, ok := r.rec.firstStart[id]; ok {
+			wait = s.Sub(j.Status.SubmittedAt)
+		}
+		waits = append(waits, wait.Seconds())
+		done := end
+		if e, ok := r.rec.ended[id]; ok {
+			t.Completed++
+			done = e
+		} else if d, w, ok := r.eng.Progress(id); ok && w > 0 {
+			goodput += r.rec.work[id] * d.Seconds() / w.Seconds()
+		}
+		jcts = append(jcts, done.Sub(j.Status.SubmittedAt).Hours())
+	}
+	sort.Float64s(waits)
+	t.MeanQueueMin = mean(waits) / 60
+	t.MedianQueueMin = quantile(waits, 0.5) / 60
+	t.P95QueueMin = quantile(waits, 0.95) / 60
+	t.MeanJCTHours = mean(jcts)
+	t.GoodputGPUHours = goodput / 3600
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
 }
 
 // quantile of sorted values, nearest rank.
@@ -276,7 +367,13 @@ func (res *Result) ReportRun(w *World) report.Run {
 	if res.Policies {
 		name += " + policies"
 	}
+	if res.Variant != "" {
+		name += " (" + res.Variant + ")"
+	}
 	run := report.Run{Name: name, Utilisation: res.HourlyUtilisation, SampleHours: 1, QueueDelays: res.QueueDelays}
+	for _, e := range res.Endpoints {
+		run.Endpoints = append(run.Endpoints, report.EndpointSeries{Name: e.Name, SLOMs: e.SLOMs, Metric: e.Metric, P95Ms: e.P95Ms})
+	}
 	hours := w.End.Sub(w.Start).Hours()
 	for _, p := range w.Promised.Partitions {
 		t := report.Tenant{Name: p.Name}
@@ -301,8 +398,10 @@ func (res *Result) ReportRun(w *World) report.Run {
 	add("reservations on time", fmt.Sprintf("%.0f %%", res.ReservationsOnTimePct))
 	add("spot GPU-hours run / lost", fmt.Sprintf("%.0f / %.0f", res.SpotGPUHours, res.SpotLostGPUHours))
 	for _, t := range res.Tiers {
-		add("queueing p50/p99 "+t.Tier, fmt.Sprintf("%.1f / %.1f min", t.P50Minutes, t.P99Minutes))
+		add("queueing mean/p50/p95 "+t.Tier, fmt.Sprintf("%.1f / %.1f / %.1f min", t.MeanMinutes, t.P50Minutes, t.P95Minutes))
 	}
+	add("training mean queueing / JCT", fmt.Sprintf("%.1f min / %.1f h", res.Training.MeanQueueMin, res.Training.MeanJCTHours))
+	add("training goodput", fmt.Sprintf("%.0f GPU-h", res.Training.GoodputGPUHours))
 	add("GPU utilisation", fmt.Sprintf("%.1f %%", res.UtilisationPct))
 	for _, tu := range res.Tenants {
 		add("cost "+tu.Tenant, fmt.Sprintf("$%.0f", tu.USD))

@@ -2,9 +2,14 @@ package scenario
 
 // Result is one run of a scenario under one strategy.
 type Result struct {
-	Scenario    string  `json:"scenario"`
-	Strategy    string  `json:"strategy"`
+	Scenario string `json:"scenario"`
+	Strategy string `json:"strategy"`
+	// Variant names a variant of the strategy (no-overflow); empty for
+	// the strategy itself.
+	Variant     string  `json:"variant,omitempty"`
 	Policies    bool    `json:"policies"`
+	Seed        int64   `json:"seed"`
+	Load        float64 `json:"load"`
 	FleetFactor float64 `json:"fleet_factor"`
 	Nodes       int     `json:"nodes"`
 	GPUs        int     `json:"gpus"`
@@ -21,10 +26,16 @@ type Result struct {
 	SpotGPUHours     float64      `json:"spot_gpu_hours"`
 	SpotLostGPUHours float64      `json:"spot_lost_gpu_hours"`
 	Tiers            []TierResult `json:"queueing_by_tier"`
-	UtilisationPct   float64      `json:"gpu_utilisation_pct"`
-	Tenants          []TenantUse  `json:"gpu_hours_by_tenant"`
-	Preemptions      int          `json:"preemptions"`
-	LostGPUHours     float64      `json:"lost_gpu_hours"`
+	// Training is what the training jobs (workload: training) got.
+	Training       TrainingResult `json:"training"`
+	UtilisationPct float64        `json:"gpu_utilisation_pct"`
+	// GPUHoursPerSLOMinute is the endpoints' replicas' GPU-hours over the
+	// endpoint-minutes whose p95 met the SLO: what serving within the SLO
+	// cost.
+	GPUHoursPerSLOMinute float64     `json:"gpu_hours_per_slo_met_endpoint_minute"`
+	Tenants              []TenantUse `json:"gpu_hours_by_tenant"`
+	Preemptions          int         `json:"preemptions"`
+	LostGPUHours         float64     `json:"lost_gpu_hours"`
 	// RedoneGPUHours, with checkpoints on the nodes' disks
 	// (Options.Checkpoints), is the checkpointed work that attempts
 	// started over because they ran on another node than their checkpoint.
@@ -57,22 +68,55 @@ type Result struct {
 	QueueDelays       []float64 `json:"-"`
 }
 
-// TargetAttainmentPct is the SLO attainment an endpoint must reach for a
-// run to meet its targets.
-const TargetAttainmentPct = 99.0
+// TargetAttainmentPct is the SLO attainment (share of minutes whose
+// request-level p95 met the SLO) an endpoint must reach for a run to meet
+// its targets.
+const TargetAttainmentPct = 99.9
 
 // EndpointResult is one endpoint's service over the run.
 type EndpointResult struct {
 	Name   string  `json:"name"`
 	Tenant string  `json:"tenant"`
 	SLOMs  float64 `json:"slo_ms"`
-	// AttainmentPct is the share of minutes whose p95 was within the SLO.
+	// Metric is the SLO's: ttft or request.
+	Metric string `json:"slo_metric"`
+	// AttainmentPct is the share of minutes whose p95, over the minute's
+	// simulated requests, was within the SLO.
 	AttainmentPct float64 `json:"slo_attainment_pct"`
 	Minutes       int     `json:"minutes"`
 	// RequestsPerDayM is the mean requests per day, in millions.
 	RequestsPerDayM float64 `json:"requests_per_day_millions"`
-	PeakReplicas    int     `json:"peak_replicas"`
-	WorstP95Ms      float64 `json:"worst_p95_ms"`
+	// MissedPct is the share of all requests not within the SLO.
+	MissedPct    float64 `json:"requests_missed_pct"`
+	PeakReplicas int     `json:"peak_replicas"`
+	WorstP95Ms   float64 `json:"worst_p95_ms"`
+	// GPUHours is what the endpoint's replicas held.
+	GPUHours float64 `json:"gpu_hours"`
+	// AutoscalerRatio is the median over the minutes of the autoscaler's
+	// predicted p95 (its own queueing model) over the measured one: 1 is
+	// right, below 1 optimistic; AutoscalerErrorPct the median of
+	// |predicted − measured| / measured.
+	AutoscalerRatio    float64 `json:"autoscaler_p95_ratio"`
+	AutoscalerErrorPct float64 `json:"autoscaler_p95_error_pct"`
+	// P95Ms is the measured p95 of each minute (NaN without requests).
+	P95Ms []float64 `json:"-"`
+}
+
+// TrainingResult is what the training jobs got. A job's completion time
+// (JCT) runs from its submission to its end; one still running or queued
+// at the end of the run counts until the end (a lower bound).
+type TrainingResult struct {
+	Jobs      int `json:"jobs"`
+	Completed int `json:"completed"`
+	// Queueing from submission to the first start, in minutes (jobs never
+	// started count until the end).
+	MeanQueueMin   float64 `json:"mean_queue_minutes"`
+	MedianQueueMin float64 `json:"median_queue_minutes"`
+	P95QueueMin    float64 `json:"p95_queue_minutes"`
+	MeanJCTHours   float64 `json:"mean_jct_hours"`
+	// GoodputGPUHours is the training work done and kept (not lost to
+	// preemption), in GPU-hours at the reference GPU's speed.
+	GoodputGPUHours float64 `json:"goodput_gpu_hours"`
 }
 
 // PartitionResult is one partition's guarantee over the run.
@@ -102,11 +146,13 @@ type ReservationResult struct {
 // tier; "none" for tenants without a partition). Jobs that never started
 // count with their wait until the end of the run.
 type TierResult struct {
-	Tier       string  `json:"tier"`
-	Jobs       int     `json:"jobs"`
-	NeverRan   int     `json:"never_started"`
-	P50Minutes float64 `json:"p50_minutes"`
-	P99Minutes float64 `json:"p99_minutes"`
+	Tier        string  `json:"tier"`
+	Jobs        int     `json:"jobs"`
+	NeverRan    int     `json:"never_started"`
+	MeanMinutes float64 `json:"mean_minutes"`
+	P50Minutes  float64 `json:"p50_minutes"`
+	P95Minutes  float64 `json:"p95_minutes"`
+	P99Minutes  float64 `json:"p99_minutes"`
 }
 
 // TenantUse is a tenant's GPU-hours and what they cost at the fleet's

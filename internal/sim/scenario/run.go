@@ -27,6 +27,29 @@ type Options struct {
 	// CheckIncremental is engine.Config.CheckIncremental: every cycle is
 	// also planned from scratch, and a different Plan fails the run.
 	CheckIncremental bool
+	// Seed draws the work and the requests; 0 means the file's.
+	Seed int64
+	// Load scales every arrival and training stream and every endpoint's
+	// request rate; 0 means 1.
+	Load float64
+	// NoOverflow runs hybrid without its overflow layer (the tenancy as
+	// written: guarantees lent and reclaimed, classes as submitted), for
+	// the ablation of what that layer does.
+	NoOverflow bool
+}
+
+// defaults fills the zero fields of o from f.
+func (o Options) defaults(f *File) Options {
+	if o.Factor == 0 {
+		o.Factor = 1
+	}
+	if o.Seed == 0 {
+		o.Seed = f.Seed
+	}
+	if o.Load == 0 {
+		o.Load = 1
+	}
+	return o
 }
 
 // run is the state of one run.
@@ -55,52 +78,52 @@ type run struct {
 // Run simulates the scenario once. It is deterministic: the same file and
 // Options give the same Result (but WallSeconds, which the caller sets).
 func Run(ctx context.Context, f *File, opt Options) (*Result, error) {
-	if opt.Factor == 0 {
-		opt.Factor = 1
+	opt = opt.defaults(f)
+	if !(opt.Load > 0) || opt.Load > MaxLoad {
+		return nil, fmt.Errorf("scenario %s: load must be in (0, %g], got %g", f.Name, float64(MaxLoad), opt.Load)
 	}
 	w, err := f.Build(opt.Factor, opt.Strategy)
 	if err != nil {
 		return nil, err
 	}
-	work, err := f.Workload()
+	if opt.NoOverflow {
+		if w.Tenancy.Strategy != model.StrategyHybrid {
+			return nil, fmt.Errorf("scenario %s: without the overflow layer is a variant of hybrid, not of %s", f.Name, w.Tenancy.Strategy)
+		}
+		t := *w.Tenancy
+		t.Strategy = "" // the tenancy as written: hybrid's base and elastic layers
+		w.Tenancy = &t
+	}
+	work, err := f.Workload(opt.Seed, opt.Load)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{f: f, w: w, opt: opt, rec: newRecorder(w), nodeModel: map[string]string{}, nodePool: map[string][2]string{},
-		partOf: map[string]string{}, violations: map[string]int{}, firstViolation: map[string]string{}}
-	r.clusters = clustersOf(w.Fleet)
-	for _, n := range w.Fleet.Nodes {
-		m := w.Fleet.Catalog[n.SKU].GPUModel
-		r.nodeModel[n.Name] = m
-		r.nodePool[n.Name] = [2]string{n.Region, m}
-	}
-	for _, t := range w.Promised.Tenants {
-		r.partOf[t.Name] = t.Partition
-	}
-	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
-		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime), HoldAfter: time.Duration(f.HoldAfter)},
-		Input: r.input, Checkpoints: opt.Checkpoints, CheckIncremental: opt.CheckIncremental})
-	r.rec.eng = r.eng
+	r := newRun(f, w, opt)
 
 	// The workload.
 	for i, a := range work {
 		j := &model.Job{ID: fmt.Sprintf("job-%06d", i), Spec: a.Job}
 		spotLike := a.Job.Priority.Class == model.ClassSpot ||
 			(w.Tenancy.Strategy == model.StrategyHybrid && a.Job.Priority.Class == model.ClassStandard && strategy.NonUrgent(w.Tenancy, &a.Job))
+		training := workload(w.Promised, &a.Job) == "training"
 		r.eng.At(w.Start.Add(a.At), func(now time.Time) {
 			if err := r.eng.Submit(j, a.Work); err == nil {
-				r.rec.submit(j, spotLike, a.Reservation, now)
+				r.rec.submit(j, a.Work, spotLike, training, a.Reservation, now)
 			}
 		})
 	}
-	// The endpoints, at their min_replicas from the start. The run starts
-	// mid-stream: replicas placed at the start serve at once (their model
-	// loaded before the window opens); later ones take their startup.
+	// The endpoints, with the replicas the autoscaler asks for at the first
+	// minute's rate. The run starts mid-stream: replicas placed at the
+	// start serve at once (their model loaded before the window opens);
+	// later ones take their startup.
 	for i, e := range f.Endpoints {
-		ep := newEndpointSim(e, f.Seed, i)
+		ep, err := f.newEndpointSim(e, opt.Seed, i, opt.Load, w.Start)
+		if err != nil {
+			return nil, err
+		}
 		ep.warm = w.Start
 		r.endpoints = append(r.endpoints, ep)
-		if err := ep.add(r.eng, ep.spec.MinReplicas); err != nil {
+		if err := ep.add(r.eng, ep.initial(w.Start.Add(time.Minute))); err != nil {
 			return nil, err
 		}
 	}
@@ -127,6 +150,62 @@ func Run(ctx context.Context, f *File, opt Options) (*Result, error) {
 		return nil, err
 	}
 	return r.result(), nil
+}
+
+// workload is the workload label of s as model.WorkLabels merges it: the
+// job's own, else its tenant's, else its partition's.
+func workload(t *model.Tenancy, s *model.JobSpec) string {
+	tn, ok := t.Tenant(s.Tenant)
+	if !ok {
+		return s.Labels["workload"]
+	}
+	var part *model.Partition
+	for i := range t.Partitions {
+		if t.Partitions[i].Name == tn.Partition {
+			part = &t.Partitions[i]
+		}
+	}
+	return model.WorkLabels(part, &tn, s)["workload"]
+}
+
+// newRun is a run of w with nothing submitted yet.
+func newRun(f *File, w *World, opt Options) *run {
+	r := &run{f: f, w: w, opt: opt, rec: newRecorder(w), nodeModel: map[string]string{}, nodePool: map[string][2]string{},
+		partOf: map[string]string{}, violations: map[string]int{}, firstViolation: map[string]string{}}
+	r.clusters = clustersOf(w.Fleet)
+	for _, n := range w.Fleet.Nodes {
+		m := w.Fleet.Catalog[n.SKU].GPUModel
+		r.nodeModel[n.Name] = m
+		r.nodePool[n.Name] = [2]string{n.Region, m}
+	}
+	for _, t := range w.Promised.Tenants {
+		r.partOf[t.Name] = t.Partition
+	}
+	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
+		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime), HoldAfter: time.Duration(f.HoldAfter), PriorityGap: f.PriorityGap},
+		Input: r.input, Checkpoints: opt.Checkpoints, CheckIncremental: opt.CheckIncremental, Speed: r.speed,
+		Period: time.Duration(f.Cycle)})
+	r.rec.eng = r.eng
+	return r
+}
+
+// MaxLoad bounds Options.Load.
+const MaxLoad = 100
+
+// speed is the work per second of job j's attempt: its slowest GPU's
+// training speed (File.TrainingSpeed; 1 for a model it leaves out).
+func (r *run) speed(j *model.Job) float64 {
+	s := 0.0
+	for _, a := range j.Status.Allocations {
+		v, ok := r.f.TrainingSpeed[r.nodeModel[a.Node]]
+		if !ok {
+			v = 1
+		}
+		if s == 0 || v < s {
+			s = v
+		}
+	}
+	return s
 }
 
 // input is what the core schedules: the strategy's snapshot, then the
