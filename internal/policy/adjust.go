@@ -51,16 +51,21 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 	w := newWork(snap)
 	out := Adjustment{Snapshot: &sched.Snapshot{Fleet: snap.Fleet, Tenancy: snap.Tenancy, Jobs: make([]*model.Job, len(snap.Jobs))}}
 	copy(out.Snapshot.Jobs, snap.Jobs)
-	index := map[string]int{}
-	for i, j := range snap.Jobs {
-		index[j.ID] = i
+	if len(active) == 0 {
+		return out
 	}
+	// Each job's tenant, looked up once: the actions below visit every job.
+	tenants := make([]*model.Tenant, len(snap.Jobs))
+	for i, j := range snap.Jobs {
+		tenants[i] = w.tenants[j.Spec.Tenant]
+	}
+	index := map[*model.Job]int{}  // the jobs an action chose -> their place in the Snapshot
 	claimed := map[string]string{} // job ID -> the policy that decided it
 	for _, f := range active {
 		for _, a := range f.Actions {
 			var jobs []*model.Job
-			for _, j := range snap.Jobs {
-				if !w.acts(j, ps, a.Action) {
+			for i, j := range snap.Jobs {
+				if !w.acts(j, tenants[i], ps, a.Action) {
 					continue
 				}
 				ignore := func(detail string) {
@@ -78,6 +83,7 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 					continue
 				}
 				jobs = append(jobs, j)
+				index[j] = i
 			}
 			for _, c := range decide(ps, a, jobs, now) {
 				j := c.job
@@ -87,7 +93,7 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 				}
 				cp := *j
 				cp.Spec.Priority = c.to
-				out.Snapshot.Jobs[index[j.ID]] = &cp
+				out.Snapshot.Jobs[index[j]] = &cp
 				out.Overrides = append(out.Overrides, Override{Job: j.ID, Policy: f.Policy, Action: a.Kind,
 					From: j.Spec.Priority, To: c.to, Detail: c.detail})
 			}
@@ -225,10 +231,12 @@ type work struct {
 	byTenant map[tenantTargets]bool
 }
 
-// tenantTargets keys work.byTenant: a tenant and a list of targets (by
-// the identity of the action's slice, which lives as long as the call).
+// tenantTargets keys work.byTenant: a tenant (nil for one the tenancy
+// lacks, whose jobs' name is then part of the key) and a list of targets
+// (by the identity of the action's slice, which lives as long as the call).
 type tenantTargets struct {
-	tenant string
+	tenant *model.Tenant
+	name   string
 	first  *string
 	n      int
 }
@@ -249,14 +257,14 @@ func newWork(snap *sched.Snapshot) work {
 
 // acts reports whether a acts on j: j is Queued or holds capacity, is work
 // of one of a's targets, and, when a names tenants, of one of them.
-func (w work) acts(j *model.Job, ps *model.PolicySet, a model.Action) bool {
+func (w work) acts(j *model.Job, t *model.Tenant, ps *model.PolicySet, a model.Action) bool {
 	if j.Status.State != model.StateQueued && !j.Status.State.Holds() {
 		return false
 	}
 	if len(a.Tenants) > 0 && !a.Names(j.Spec.Tenant) {
 		return false
 	}
-	return w.matches(j, ps, a.Targets)
+	return w.matches(j, t, ps, a.Targets)
 }
 
 // spares reports whether a, which acts on j, leaves j alone because j is a
@@ -294,21 +302,23 @@ func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
 }
 
 // matches reports whether j is work of one of the named targets.
-func (w work) matches(j *model.Job, ps *model.PolicySet, targets []string) bool {
+func (w work) matches(j *model.Job, t *model.Tenant, ps *model.PolicySet, targets []string) bool {
 	if len(j.Spec.Labels) > 0 || len(targets) == 0 {
-		return w.match(j, ps, targets)
+		return w.match(j, t, ps, targets)
 	}
-	k := tenantTargets{j.Spec.Tenant, &targets[0], len(targets)}
+	k := tenantTargets{tenant: t, first: &targets[0], n: len(targets)}
+	if t == nil {
+		k.name = j.Spec.Tenant
+	}
 	v, ok := w.byTenant[k]
 	if !ok {
-		v = w.match(j, ps, targets)
+		v = w.match(j, t, ps, targets)
 		w.byTenant[k] = v
 	}
 	return v
 }
 
-func (w work) match(j *model.Job, ps *model.PolicySet, targets []string) bool {
-	t := w.tenants[j.Spec.Tenant]
+func (w work) match(j *model.Job, t *model.Tenant, ps *model.PolicySet, targets []string) bool {
 	var p *model.Partition
 	if t != nil {
 		p = w.partitions[t.Partition]

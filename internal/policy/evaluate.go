@@ -132,7 +132,7 @@ func actions(ps *model.PolicySet, p model.Policy, last *Firing, world *sched.Sna
 		if world != nil {
 			w := newWork(world)
 			for _, j := range world.Jobs {
-				if j.Status.State.Holds() && w.acts(j, ps, a) && !w.spares(j, ps, a) {
+				if j.Status.State.Holds() && w.acts(j, w.tenants[j.Spec.Tenant], ps, a) && !w.spares(j, ps, a) {
 					out[i].Baseline += heldMilli(j)
 				}
 			}
