@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -312,19 +311,19 @@ func TestHoldAfterPassesThrough(t *testing.T) {
 }
 
 // TestWeekHybridQueuesTrainingLessThanStatic is the week's comparison on
-// three seeds at load 1.0: hybrid's mean training queueing is below
+// five seeds at load 1.0: hybrid's mean training queueing is below
 // static's and their 95 % intervals do not overlap (BENCHMARKS.md has
-// ten seeds).
+// ten seeds; three gave static an interval down to zero).
 func TestWeekHybridQueuesTrainingLessThanStatic(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the simulated week six times")
+		t.Skip("runs the simulated week ten times")
 	}
 	f, err := scenario.Read("../../../examples/scenarios/week.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := []scenario.Case{{Strategy: model.StrategyStatic}, {Strategy: model.StrategyHybrid}}
-	res, err := scenario.Sweep(context.Background(), f, scenario.Options{}, cases, []int64{1, 2, 3}, runtime.GOMAXPROCS(0))
+	res, err := scenario.Sweep(context.Background(), f, scenario.Options{}, cases, []int64{1, 2, 3, 4, 5}, 1) // one core: other packages test beside it
 	if err != nil {
 		t.Fatal(err)
 	}
