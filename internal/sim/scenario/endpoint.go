@@ -2,15 +2,12 @@ package scenario
 
 import (
 	"fmt"
-	"io/fs"
+	"io"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
-	"github.com/allot-dev/allot/data/traces"
 	"github.com/allot-dev/allot/internal/autoscale"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sim/engine"
@@ -112,20 +109,10 @@ func (f *File) requestPattern(name string) (*azurellm.Pattern, error) {
 		return p, nil
 	}
 	var reqs []azurellm.Request
-	var err error
-	if strings.HasSuffix(strings.ToLower(name), ".csv") {
-		path := name
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(f.dir, path)
-		}
-		reqs, err = azurellm.ReadRequestsFile(path)
-	} else {
-		var r fs.File
-		if r, err = traces.Open(name); err == nil {
-			reqs, err = azurellm.ReadRequests(r, name)
-			r.Close()
-		}
-	}
+	err := f.readTrace(name, func(r io.Reader, file string) (err error) {
+		reqs, err = azurellm.ReadRequests(r, file)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

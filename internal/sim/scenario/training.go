@@ -2,9 +2,10 @@ package scenario
 
 import (
 	"fmt"
-	"io/fs"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -29,20 +30,10 @@ func (f *File) trainingTrace(name string) ([]philly.Job, error) {
 		return jobs, nil
 	}
 	var jobs []philly.Job
-	var err error
-	if strings.HasSuffix(strings.ToLower(name), ".csv") {
-		path := name
-		if !filepath.IsAbs(path) {
-			path = filepath.Join(f.dir, path)
-		}
-		jobs, err = philly.ReadJobsFile(path)
-	} else {
-		var r fs.File
-		if r, err = traces.Open(name); err == nil {
-			jobs, err = philly.ReadJobs(r, name)
-			r.Close()
-		}
-	}
+	err := f.readTrace(name, func(r io.Reader, file string) (err error) {
+		jobs, err = philly.ReadJobs(r, file)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -51,6 +42,29 @@ func (f *File) trainingTrace(name string) ([]philly.Job, error) {
 	}
 	f.jobTraces[name] = jobs
 	return jobs, nil
+}
+
+// readTrace reads trace name with read: a built-in trace (data/traces),
+// or a CSV file whose path is relative to the scenario.
+func (f *File) readTrace(name string, read func(r io.Reader, file string) error) error {
+	if !strings.HasSuffix(strings.ToLower(name), ".csv") {
+		r, err := traces.Open(name)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return read(r, name)
+	}
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(f.dir, path)
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return read(r, path)
 }
 
 // generate draws the stream's jobs.
