@@ -72,6 +72,12 @@ type State struct {
 	LowMax int
 	// LastScaleIn is the time of the last scale-in.
 	LastScaleIn time.Time
+	// Boost is the factor the autoscaler planned the forecast rate up by
+	// right after LastMiss, the newest sample whose measured p95 missed
+	// the SLO (Params.MissBoost); 0 or 1 is none. Its excess over 1 decays
+	// from LastMiss on, so the State changes only when a minute misses.
+	Boost    float64
+	LastMiss time.Time
 }
 
 // Params tune the autoscaler; DefaultParams suits GPU replicas that take a
@@ -102,6 +108,16 @@ type Params struct {
 	BreachStep float64
 	// StaleAfter: a newest sample older than this holds the count.
 	StaleAfter time.Duration
+	// MissBoost: each sample whose measured p95 missed the SLO raises the
+	// rate planned for by this share (0.1 is 10 %), up to MissBoostMax
+	// times the forecast; the raise beyond 1 halves every MissHalfLife
+	// without a miss. The model (the profile and M/M/1) plans for the
+	// p95 of a typical minute; misses it does not foresee, in minutes of
+	// bursty traffic, teach it the headroom the endpoint's traffic needs.
+	// 0 turns learning off.
+	MissBoost    float64
+	MissBoostMax float64
+	MissHalfLife time.Duration
 }
 
 // DefaultParams are the parameters Decide uses.
@@ -116,6 +132,9 @@ var DefaultParams = Params{
 	ScaleInInterval: time.Minute,
 	BreachStep:      0.2,
 	StaleAfter:      time.Minute,
+	MissBoost:       0.1,
+	MissBoostMax:    2,
+	MissHalfLife:    24 * time.Hour,
 }
 
 // Decide is DefaultParams.Decide.
@@ -128,6 +147,57 @@ func Decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now ti
 // coming) and the State of the previous call, and the State for the next
 // one. The steps are those of the package documentation.
 func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now time.Time, last State) (Decision, State) {
+	ready := 0
+	for _, r := range replicas {
+		if r.Ready {
+			ready++
+		}
+	}
+	boost, next := p.learn(spec, window, ready, now, last)
+	d, st := p.decide(spec, window, replicas, now, next, boost)
+	st.Boost, st.LastMiss = next.Boost, next.LastMiss
+	return d, st
+}
+
+// learn is step 0: the factor to plan the forecast up by now, and last with
+// the boost's record updated (State.Boost, State.LastMiss). The newest
+// sample, when it missed the SLO with every ready replica reporting (as
+// step 5 asks) and is newer than the last miss counted, raises the boost
+// by Params.MissBoost; the boost's excess over 1 halves every
+// Params.MissHalfLife since the last miss.
+func (p Params) learn(spec model.EndpointSpec, window []Sample, ready int, now time.Time, last State) (float64, State) {
+	if p.MissBoost <= 0 {
+		last.Boost, last.LastMiss = 0, time.Time{}
+		return 1, last
+	}
+	if last.LastMiss.After(now) {
+		last.LastMiss = now // a clock that went back
+	}
+	if !(last.Boost > 1) { // none, or a value no Decide returns (below 1, NaN)
+		last.Boost = 0
+	}
+	last.Boost = min(last.Boost, max(p.MissBoostMax, 1))
+	boost := func(at time.Time) float64 {
+		b := max(last.Boost, 1)
+		if p.MissHalfLife > 0 && !last.LastMiss.IsZero() {
+			b = 1 + (b-1)*math.Exp2(-float64(at.Sub(last.LastMiss))/float64(p.MissHalfLife))
+		}
+		return b
+	}
+	samples := usableSamples(window, now)
+	sloMs := float64(spec.SLO.P95) / float64(time.Millisecond)
+	if n := len(samples); n > 0 {
+		s := samples[n-1]
+		if s.At.After(last.LastMiss) && sloMs > 0 && s.P95Ms > sloMs && s.RequestsPerSec > 0 && s.Replicas >= ready {
+			last.Boost = min(boost(s.At)*(1+p.MissBoost), max(p.MissBoostMax, 1))
+			last.LastMiss = s.At
+		}
+	}
+	return boost(now), last
+}
+
+// decide is Decide planning for boost times the forecast rate.
+func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now time.Time, last State, boost float64) (Decision, State) {
 	// 1. Bounds.
 	current := len(replicas)
 	lo := max(spec.MinReplicas, 0)
@@ -166,6 +236,7 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 
 	// 3. Forecast.
 	fc := predict(samples, p.PeakWindow, p.TrendWindow, p.LeadTime)
+	fc.rate *= boost
 	d := Decision{Forecast: fc.rate}
 	targetText := fmt.Sprintf("%s (SLO %s × %g)", ms(sloMs*p.Headroom), ms(sloMs), p.Headroom)
 	if fl.sloTarget {
@@ -173,6 +244,10 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	}
 	forecastText := fmt.Sprintf("forecast %.0f req/s (peak %.0f in the last %s + trend %.2f req/s per s over the %s lead time)",
 		fc.rate, fc.peak, p.PeakWindow, fc.trend, p.LeadTime)
+	if boost > 1.005 {
+		forecastText = fmt.Sprintf("forecast %.0f req/s (peak %.0f in the last %s + trend %.2f req/s per s over the %s lead time, × %.2f learnt from minutes that missed the SLO, the last at %s)",
+			fc.rate, fc.peak, p.PeakWindow, fc.trend, p.LeadTime, boost, last.LastMiss.UTC().Format(time.RFC3339))
+	}
 	have := count(current, "replica")
 	if coming > 0 {
 		have = fmt.Sprintf("%s (%d not ready)", count(current, "replica"), coming)

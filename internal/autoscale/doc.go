@@ -16,6 +16,13 @@
 //
 // The steps of Decide, numbered as in the code:
 //
+//  0. Learn: a newest sample whose p95 missed the SLO, measured with every
+//     ready replica reporting, raises the factor the forecast is planned
+//     up by (State.Boost) by Params.MissBoost, up to Params.MissBoostMax;
+//     the raise beyond 1 halves every Params.MissHalfLife without a miss.
+//     The model plans for the p95 of a typical minute; an endpoint whose
+//     traffic comes in bursts misses more minutes than it foresees, and
+//     this is how the misses teach it the headroom such traffic needs.
 //  1. Bounds: the desired count stays within [min_replicas, max_replicas].
 //  2. Samples: without a sample, or with the newest one older than
 //     Params.StaleAfter, the count holds (within the bounds) and the reason
@@ -41,7 +48,8 @@
 //     steady load never moves the count back and forth.
 //
 // State carries what the rules need between calls (when the lower count was
-// first seen, the largest lower count since, the last scale-in), so the
+// first seen, the largest lower count since, the last scale-in, the learnt
+// boost and the last miss it counted), so the
 // caller only stores it; its fields are exported so that it can be
 // persisted as JSON.
 package autoscale

@@ -10,8 +10,8 @@ import (
 )
 
 // Decide never panics, always answers within [min_replicas, max_replicas]
-// with a reason, names the event that matches its answer, and keeps its
-// State's times at or before now, whatever the samples, replicas and
+// with a reason, names the event that matches its answer, keeps its
+// State's times at or before now and its boost within [1, MissBoostMax], whatever the samples, replicas and
 // profile hold (NaN, infinities, negative rates, unknown GPU models,
 // samples out of order or from the future).
 func FuzzDecide(f *testing.F) {
@@ -39,7 +39,8 @@ func FuzzDecide(f *testing.F) {
 				Utilisation: float64(raw[1]) / 255, Replicas: int(raw[2])})
 			raw = raw[8:]
 		}
-		last := State{LowSince: now.Add(-time.Duration(lowSinceAgo)), LowMax: int(nReplicas) / 2, LastScaleIn: now.Add(-time.Duration(lowSinceAgo) / 2)}
+		last := State{LowSince: now.Add(-time.Duration(lowSinceAgo)), LowMax: int(nReplicas) / 2, LastScaleIn: now.Add(-time.Duration(lowSinceAgo) / 2),
+			Boost: sloMs / 100, LastMiss: now.Add(-time.Duration(lowSinceAgo) / 3)}
 		d, next := Decide(spec, window, replicas, now, last)
 		if d.Desired < spec.MinReplicas || d.Desired > spec.MaxReplicas {
 			t.Fatalf("Desired %d outside [%d, %d]: %s", d.Desired, spec.MinReplicas, spec.MaxReplicas, d.Reason)
@@ -56,8 +57,11 @@ func FuzzDecide(f *testing.F) {
 		if d.Event != want {
 			t.Fatalf("event %v for %d → %d replicas", d.Event, len(replicas), d.Desired)
 		}
-		if next.LowSince.After(now) || next.LastScaleIn.After(now) {
+		if next.LowSince.After(now) || next.LastScaleIn.After(now) || next.LastMiss.After(now) {
 			t.Fatalf("state %+v holds times after now", next)
+		}
+		if b := next.Boost; b != 0 && !(b >= 1 && b <= DefaultParams.MissBoostMax) {
+			t.Fatalf("boost %g outside [1, %g]", b, DefaultParams.MissBoostMax)
 		}
 	})
 }

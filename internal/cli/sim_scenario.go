@@ -42,7 +42,8 @@ the simulated requests.
 It reports per strategy: SLO attainment per endpoint (% of minutes whose p95
 met the SLO), guarantee violation minutes per partition (work its guarantee
 covers waited longer than min_run_time while the partition held less than the
-guarantee), reservations honoured on time, queueing per tier (mean, median,
+guarantee, and would have started with what it was owed taken back from other
+partitions), reservations honoured on time, queueing per tier (mean, median,
 p95), training's queueing, completion time (JCT) and goodput (work done and
 kept, in reference GPU-hours), GPU utilisation, spot GPU-hours run and lost,
 GPU-hours per SLO-met endpoint-minute, the autoscaler's p95 prediction over the

@@ -296,6 +296,9 @@ func (st *state) reservationAllows(a *attempt, i int) bool {
 	if h := st.holdOf[i]; h >= 0 && !st.mayUseHeld(a, h) {
 		return false
 	}
+	if w := st.keptOf[i]; w >= 0 && st.yieldsTo(a, w, i) {
+		return false
+	}
 	r := st.resOf[i]
 	if a.job.Spec.Placement.Reservation != "" {
 		return r >= 0 && r == a.res
@@ -493,6 +496,10 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 			return InsufficientCapacity, fmt.Sprintf("%s outside reservation %q", allNodesText(v.reservedOut, "ready capable"), spec.Placement.Reservation)
 		}
 		ear, hold := st.earmarkNote(a), st.holdNote(a)
+		if kept := st.keptNote(a); kept != "" {
+			return InsufficientCapacity, allNodesText(v.reservedOut, "ready capable") +
+				" held by reservations of other tenants or kept for them or for other jobs" + ear + hold + kept
+		}
 		switch {
 		case hold != "" && ear == "" && v.reservedOut <= len(st.held):
 			return InsufficientCapacity, allNodesText(v.reservedOut, "ready capable") + " kept for jobs that have waited longer" + hold
@@ -514,7 +521,7 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 		} else if v.reservedOut > 0 && a.res < 0 {
 			d += fmt.Sprintf("; %d more are reserved for others", v.reservedOut) + st.earmarkNote(a)
 		}
-		d += st.holdNote(a)
+		d += st.holdNote(a) + st.keptNote(a)
 		return InsufficientCapacity, d
 	case stageFit:
 		have := "have"

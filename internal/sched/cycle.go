@@ -42,6 +42,7 @@ func (st *state) cycle(jobs []*model.Job) Plan {
 	// guarantee; then fair share; then the tenant's own order.
 	queues := st.queues(jobs)
 	st.chooseHolders(jobs)
+	st.clearKept()
 	obs := st.cfg.Observer
 	if obs != nil {
 		obs.Prepared()
@@ -112,6 +113,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 			if !until.IsZero() {
 				reason, detail = AwaitingPreemption, fmt.Sprintf("%s; work it may preempt is protected until %s",
 					detail, until.UTC().Format(time.RFC3339))
+				st.keep(a, until)
 			}
 			// 5. Explain.
 			failed[key] = failure{Pending: Pending{Reason: reason, Detail: detail}, groups: st.shapeGroups(a)}

@@ -68,7 +68,12 @@
 //     (Config.PriorityGap, off by default): a job may also evict its own
 //     tenant's work of its class whose priority value is at least the gap
 //     below its own, on the same terms, in the tenant's reservations too
-//     (priority.go);
+//     (priority.go). A job that could start once protected victims may be
+//     evicted waits (AwaitingPreemption), and for the rest of the cycle the
+//     nodes of those victims take no work it could evict there that no
+//     guarantee covers (spot work, a lower class beyond its partition's
+//     guarantee), so that newcomers, protected in turn, do not make it
+//     wait again (await.go);
 //  5. explain: every job left pending gets a Reason and a detail a person
 //     can act on.
 //

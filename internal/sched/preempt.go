@@ -238,6 +238,7 @@ type victimStream struct {
 func (st *state) startVictims(a *attempt) {
 	vs := &st.victims
 	vs.a, vs.out, vs.done, vs.until = a, vs.out[:0], false, time.Time{}
+	st.protectedOn = st.protectedOn[:0]
 	vs.lists = vs.lists[:0]
 	if st.groupPass == nil {
 		st.groupPass = make([]uint64, len(st.groups))
@@ -407,6 +408,7 @@ func (st *state) considerVictim(a *attempt, rj *running, stamp uint64, out *[]vi
 		if until.IsZero() || t.Before(*until) {
 			*until = t
 		}
+		st.protectedOn = append(st.protectedOn, rj.nodes...)
 		return false
 	}
 	*out = append(*out, victim{rj: rj, reason: reason, cost: rj.cost})

@@ -160,13 +160,22 @@ type state struct {
 	// holds are the jobs that keep nodes in this cycle (hold.go), in the
 	// order they were chosen; holdOf is, by node index, the index in holds
 	// of the one that keeps the node, -1 for none; held lists those nodes.
-	holds      []holdState
-	holdOf     []int
-	held       []int
-	heldBuf    []*running // heldWork's list, reused
-	res        []reservationState
-	resByName  map[string]int
-	partitions map[string]*partitionState
+	holds  []holdState
+	holdOf []int
+	held   []int
+	// awaits are the jobs of this cycle that wait for protected victims
+	// (await.go); keptOf is, by node index, the index in awaits of the one
+	// whose victims run there, -1 for none; keptNodes lists those nodes.
+	awaits    []awaitState
+	keptOf    []int
+	keptNodes []int
+	// protectedOn collects, while one attempt looks for victims, the nodes
+	// of those it may evict only once their protection ends.
+	protectedOn []int
+	heldBuf     []*running // heldWork's list, reused
+	res         []reservationState
+	resByName   map[string]int
+	partitions  map[string]*partitionState
 	// partitionList holds the partitions of the map, in the tenancy's
 	// order, for loops that visit them all.
 	partitionList []*partitionState
@@ -400,8 +409,9 @@ func (st *state) buildFleet(f *model.Fleet) {
 	st.resOf = make([]int, len(f.Nodes))
 	st.earOf = make([]int, len(f.Nodes))
 	st.holdOf, st.held, st.holds = make([]int, len(f.Nodes)), nil, nil
+	st.keptOf = make([]int, len(f.Nodes))
 	for i := range st.holdOf {
-		st.holdOf[i] = -1
+		st.holdOf[i], st.keptOf[i] = -1, -1
 	}
 	for i := range st.resOf {
 		st.resOf[i], st.earOf[i] = -1, -1

@@ -74,6 +74,8 @@ type autoscaleStateRecord struct {
 	LowSince    time.Time `json:"low_since,omitzero"`
 	LowMax      int       `json:"low_max,omitempty"`
 	LastScaleIn time.Time `json:"last_scale_in,omitzero"`
+	Boost       float64   `json:"boost,omitempty"`
+	LastMiss    time.Time `json:"last_miss,omitzero"`
 }
 
 type endpointEventRecord struct {
@@ -109,7 +111,8 @@ func encodeEndpoint(e *Endpoint) []byte {
 		Token: e.token,
 		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason, RolloutSince: e.RolloutSince, Unlabelled: e.Unlabelled,
 			Restarted: e.Restarted, PreviousRestarted: e.PreviousRestarted,
-			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn}},
+			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn,
+				Boost: e.State.Boost, LastMiss: e.State.LastMiss}},
 		CreatedAt: e.CreatedAt,
 	}
 	if e.Previous != nil {
@@ -141,7 +144,8 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 		RolloutSince: r.Status.RolloutSince, Unlabelled: r.Status.Unlabelled, Restarted: r.Status.Restarted,
 		PreviousRestarted: r.Status.PreviousRestarted,
 		State: autoscale.State{LowSince: r.Status.Autoscaler.LowSince, LowMax: r.Status.Autoscaler.LowMax,
-			LastScaleIn: r.Status.Autoscaler.LastScaleIn},
+			LastScaleIn: r.Status.Autoscaler.LastScaleIn, Boost: r.Status.Autoscaler.Boost,
+			LastMiss: r.Status.Autoscaler.LastMiss},
 	}
 	if r.Status.Previous != nil {
 		prev := specOfRecord(*r.Status.Previous)

@@ -11,43 +11,69 @@ import (
 
 // TestGuaranteeViolationsOnHandBuiltTimelines holds checkGuarantees to its
 // rule on timelines set by hand: testdata/small.yaml's partition ai is
-// guaranteed half of east's 32 H100 GPUs (16). Work of ai that the
-// guarantee covers counts once it has waited longer than min_run_time
-// (10m) while ai holds fewer than 16 GPUs there — a gang too, even when
-// ai's own work holds part of the guarantee — and not otherwise.
+// guaranteed half of east's 32 H100 GPUs (four nodes of 8) — 16 GPUs. Work
+// of ai that the guarantee covers counts once it has waited longer than
+// min_run_time (10m) while ai holds fewer than 16 GPUs there and it would
+// start on idle capacity and what ai is owed taken back from the others —
+// a gang too, even when ai's own work holds part of the guarantee — and
+// not when ai's own work stands in its way, more of the others' work than
+// ai is owed, or nodes another partition's reservation holds.
 func TestGuaranteeViolationsOnHandBuiltTimelines(t *testing.T) {
+	type hold struct {
+		tenant     string
+		node, gpus int // node 1-4 of east-ib
+	}
+	whole := func(tenant string, nodes ...int) []hold {
+		var hs []hold
+		for _, n := range nodes {
+			hs = append(hs, hold{tenant, n, 8})
+		}
+		return hs
+	}
+	each := func(tenant string, gpus int, nodes ...int) []hold {
+		var hs []hold
+		for _, n := range nodes {
+			hs = append(hs, hold{tenant, n, gpus})
+		}
+		return hs
+	}
 	for _, tc := range []struct {
 		name      string
-		held      int // H100 GPUs ai's running work holds (whole nodes of 8, then single GPUs)
-		instances int // of the queued job, 8 GPUs each
+		held      []hold
+		at        time.Duration // from the scenario's start; shop's reservation of one node is active 12h-18h
+		instances int           // of the queued job, 8 GPUs each
 		waits     time.Duration
 		want      int // violation minutes over the 20 minutes checked
 	}{
-		{"a covered gang waits while ai holds 8 of 16", 8, 2, 0, 10},
-		{"a covered gang waits while ai holds nothing", 0, 2, 0, 10},
-		{"ai holds its whole guarantee", 16, 2, 0, 0},
-		{"ai holds more than its guarantee", 24, 1, 0, 0},
-		{"a gang larger than the guarantee", 0, 3, 0, 0},
-		{"waited long before the check", 8, 1, time.Hour, 20},
+		{"a covered gang waits while ai holds 8 of 16", whole("trainer", 1), 0, 2, 0, 10},
+		{"a covered gang waits while ai holds nothing", nil, 0, 2, 0, 10},
+		{"ai holds its whole guarantee", whole("trainer", 1, 2), 0, 2, 0, 0},
+		{"ai holds more than its guarantee", whole("trainer", 1, 2, 3), 0, 1, 0, 0},
+		{"a gang larger than the guarantee", nil, 0, 3, 0, 0},
+		{"waited long before the check", whole("trainer", 1), 0, 1, time.Hour, 20},
+		{"others' work on every node stands in the way", each("dev", 3, 1, 2, 3, 4), 0, 2, 0, 10},
+		{"what ai is owed would not free room", append(whole("trainer", 1), each("dev", 5, 2, 3, 4)...), 0, 2, 0, 0},
+		{"what ai is owed frees room", append(whole("trainer", 1), each("dev", 4, 2, 3, 4)...), 0, 2, 0, 10},
+		{"ai's own work on every node stands in the way", each("trainer", 3, 1, 2, 3, 4), 0, 2, 0, 0},
+		{"ai's own work on three nodes leaves one whole", each("trainer", 3, 1, 2, 3), 0, 1, 0, 10},
+		{"another partition's reservation holds a free node, two are left", whole("trainer", 1), 12 * time.Hour, 2, 0, 10},
+		{"another partition's reservation holds a free node, one is left", each("trainer", 2, 1, 2), 12 * time.Hour, 2, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := handBuiltRun(t)
-			start := r.w.Start
-			node := 0
-			for held := tc.held; held > 0; node++ {
-				g := min(held, 8)
-				j := &model.Job{ID: fmt.Sprintf("run-%d", node), Spec: model.JobSpec{Name: "run", Tenant: "trainer",
-					Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: g}}}
+			start := r.w.Start.Add(tc.at)
+			for i, h := range tc.held {
+				j := &model.Job{ID: fmt.Sprintf("run-%d", i), Spec: model.JobSpec{Name: "run", Tenant: h.tenant,
+					Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: h.gpus}}}
 				if err := r.eng.Submit(j, engine.Forever); err != nil {
 					t.Fatal(err)
 				}
-				gpus := make([]int, g)
+				gpus := make([]int, h.gpus)
 				for i := range gpus {
 					gpus[i] = i
 				}
 				j.Status.State = model.StateRunning
-				j.Status.Allocations = []model.Allocation{{Node: fmt.Sprintf("east-ib-h100x8-%03d", node+1), GPUs: gpus, GPUMilli: model.MilliPerGPU}}
-				held -= g
+				j.Status.Allocations = []model.Allocation{{Node: fmt.Sprintf("east-ib-h100x8-%03d", h.node), GPUs: gpus, GPUMilli: model.MilliPerGPU}}
 			}
 			gang := &model.Job{ID: "gang", Spec: model.JobSpec{Name: "gang", Tenant: "trainer",
 				Resources: model.Resources{InstanceCount: tc.instances, GPUsPerInstance: 8, GPUModels: []string{"H100"}},

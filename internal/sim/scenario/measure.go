@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -21,61 +22,71 @@ import (
 // to reclaim lent capacity from protected work — and that the guarantee
 // covers while the partition holds less than it: in one pool (GPU model,
 // region, residency) the work may use, the partition holds fewer GPUs than
-// guaranteed there, the work is no larger than the guarantee, and a
-// cluster of that pool (of the fabric the work asks for) has nodes of that
-// model, less those other tenants' active reservations hold, with room for
-// each of its instances. A gang the guarantee covers thus counts while it
-// waits, even when the partition's other work holds part of the
-// guarantee: the guarantee is unused in part and the work waits.
+// guaranteed there, the work is no larger than the guarantee, and the work
+// would start were the guarantee given back: a cluster of that pool (of
+// the fabric the work asks for) has room for each of its instances on its
+// nodes of that model, idle or freed by taking back from other partitions'
+// work at most what the partition is owed there (guaranteed less held),
+// leaving out the nodes other partitions' active reservations hold. A
+// guarantee protects a partition from the others, not from itself: a gang
+// counts while it waits when idle capacity or what others hold of its
+// guarantee stands in its way, not when its own partition's work does
+// (that is the partition's own order, which its queueing shows).
 func (r *run) checkGuarantees(now time.Time) {
 	type key struct{ part, region, model string }
 	used := map[key]int64{}
+	own := map[string]map[string]int64{}    // partition → node → milli-GPU its work holds there
+	held := map[string]int64{}              // node → milli-GPU all work holds there
+	resWork := map[string]map[string]bool{} // reservation → nodes its work runs on
 	for _, j := range r.eng.Holding() {
+		for _, a := range j.Status.Allocations {
+			held[a.Node] += int64(len(a.GPUs)) * a.GPUMilli
+		}
 		p := r.partOf[j.Spec.Tenant]
 		if p == "" {
 			continue
 		}
+		if own[p] == nil {
+			own[p] = map[string]int64{}
+		}
+		res := j.Spec.Placement.Reservation
+		if res != "" && resWork[res] == nil {
+			resWork[res] = map[string]bool{}
+		}
 		for _, a := range j.Status.Allocations {
 			pool := r.nodePool[a.Node]
-			used[key{p, pool[0], pool[1]}] += int64(len(a.GPUs)) * a.GPUMilli
+			milli := int64(len(a.GPUs)) * a.GPUMilli
+			used[key{p, pool[0], pool[1]}] += milli
+			own[p][a.Node] += milli
+			if res != "" {
+				resWork[res][a.Node] = true
+			}
 		}
 	}
-	// Nodes of each region and SKU that active reservations hold, by owner.
-	type resKey struct{ region, sku string }
-	reserved := map[resKey]map[string]int{}
+	// Active reservations of region's SKUs, for the room check.
+	active := map[string][]model.Reservation{} // region → its active reservations
 	for _, res := range r.w.Tenancy.Reservations {
 		if res.ActiveAt(now) {
-			k := resKey{res.Region, res.SKU}
-			if reserved[k] == nil {
-				reserved[k] = map[string]int{}
-			}
-			reserved[k][res.Owner] += res.Count
+			active[res.Region] = append(active[res.Region], res)
 		}
 	}
-	// room: a cluster of the region can hold j's instances on nodes of the
-	// model that no other partition's reservation holds (memoised: many
-	// queued jobs share a shape).
+	// room: j would start in a cluster of the region on nodes of the model
+	// were p given its guarantee back (memoised: many queued jobs share a
+	// shape).
 	type roomKey struct {
 		part, region, gpu string
-		per, count        int
+		milli             int64
+		count             int
 		fabric            model.Fabric
 	}
 	rooms := map[roomKey]bool{}
-	room := func(p, region, gpu string, j *model.Job) bool {
-		per := max(j.Spec.Resources.GPUsPerInstance, 1)
-		k := roomKey{p, region, gpu, per, j.Spec.Resources.InstanceCount, j.Spec.Placement.Interconnect}
+	room := func(p, region, gpu string, j *model.Job, owed int64) bool {
+		k := roomKey{p, region, gpu, j.Spec.Resources.MilliPerInstance(), j.Spec.Resources.InstanceCount, j.Spec.Placement.Interconnect}
 		if v, ok := rooms[k]; ok {
 			return v
 		}
-		v := r.room(p, region, gpu, j, func(sku skuCount) int {
-			nodes := sku.nodes
-			for owner, count := range reserved[resKey{region, sku.name}] {
-				if r.partOf[owner] != p {
-					nodes -= min(count, nodes)
-				}
-			}
-			return nodes
-		})
+		reserved, more := r.othersReserved(p, active[region], resWork)
+		v := r.room(j, region, gpu, owed, own[p], held, reserved, more)
 		rooms[k] = v
 		return v
 	}
@@ -105,7 +116,7 @@ func (r *run) checkGuarantees(now time.Time) {
 		for _, g := range r.partition(p).Guarantees {
 			guaranteed := int64(g.GPUs) * model.MilliPerGPU
 			u := used[key{p, g.Region, g.GPUModel}]
-			if u < guaranteed && need <= guaranteed && r.mayRun(j, g.Region, g.GPUModel) && room(p, g.Region, g.GPUModel, j) {
+			if u < guaranteed && need <= guaranteed && r.mayRun(j, g.Region, g.GPUModel) && room(p, g.Region, g.GPUModel, j, guaranteed-u) {
 				violated[p] = true
 				if _, seen := r.firstViolation[p]; !seen {
 					r.firstViolation[p] = fmt.Sprintf("%s: %s (%s, %d×%d GPUs) waited %s while the partition held %d of its %d %s GPUs in %s",
@@ -121,26 +132,102 @@ func (r *run) checkGuarantees(now time.Time) {
 	}
 }
 
-// room reports whether a cluster of region (of the fabric j asks for)
-// has nodes of model gpu, nodes(sku) of each SKU being available to p,
-// with room for each of j's instances.
-func (r *run) room(p, region, gpu string, j *model.Job, nodes func(skuCount) int) bool {
-	per := max(j.Spec.Resources.GPUsPerInstance, 1)
+// othersReserved returns the nodes that active reservations of partitions
+// other than p hold: the nodes their work runs on, and, for the rest of a
+// reservation's count, as many more nodes of its SKU (sku name → count).
+func (r *run) othersReserved(p string, active []model.Reservation, resWork map[string]map[string]bool) (map[string]bool, map[string]int) {
+	nodes, more := map[string]bool{}, map[string]int{}
+	for _, res := range active {
+		if r.partOf[res.Owner] == p {
+			continue
+		}
+		n := 0
+		for node := range resWork[res.Name] {
+			nodes[node] = true
+			n++
+		}
+		if n < res.Count {
+			more[res.SKU] += res.Count - n
+		}
+	}
+	return nodes, more
+}
+
+// room reports whether a cluster of region (of the fabric j asks for) has
+// room for each of j's instances on its nodes of model gpu, taking back at
+// most owed milli-GPU from other partitions' work (own: milli-GPU per node
+// of the partition's own work, which stays; held: of all work), and
+// leaving out the nodes others hold (reserved, and more[sku] further nodes
+// of each SKU: those with the most room, as the core earmarks idle nodes
+// first). Each node offers instances at a rising cost in what must be
+// taken back (none while idle capacity lasts); the cheapest instances of
+// all nodes are the least a start needs.
+func (r *run) room(j *model.Job, region, gpu string, owed int64, own, held map[string]int64, reserved map[string]bool, more map[string]int) bool {
+	per := j.Spec.Resources.MilliPerInstance()
+	want := max(j.Spec.Resources.InstanceCount, 1)
+	if per <= 0 {
+		return false
+	}
 	for _, c := range r.clusters[region] {
 		if f := j.Spec.Placement.Interconnect; f != "" && f != c.fabric {
 			continue
 		}
-		n := 0
-		for _, sku := range c.skus {
-			if sku.model == gpu {
-				n += nodes(sku) * (sku.gpus / per)
+		offers := map[string][]offer{} // SKU → its nodes' offers
+		for _, n := range c.nodes {
+			if n.model != gpu || reserved[n.name] {
+				continue
+			}
+			offers[n.sku] = append(offers[n.sku], offerOf(n.gpus, own[n.name], held[n.name], per))
+		}
+		var costs []int64
+		for sku, os := range offers {
+			slices.SortFunc(os, func(a, b offer) int { return cmp.Compare(a.slots, b.slots) })
+			for _, o := range os[:max(len(os)-more[sku], 0)] { // the reservations' further nodes: those with most room
+				costs = append(costs, o.costs...)
 			}
 		}
-		if n >= max(j.Spec.Resources.InstanceCount, 1) {
+		if len(costs) < want {
+			continue
+		}
+		slices.Sort(costs)
+		var total int64
+		for _, v := range costs[:want] {
+			total += v
+		}
+		if total <= owed {
 			return true
 		}
 	}
 	return false
+}
+
+// offer is what a node offers an instance shape: how many instances fit
+// beside the partition's own work, and what each further one costs in
+// other partitions' work taken back (ascending).
+type offer struct {
+	slots int
+	costs []int64
+}
+
+// offerOf is what a node of gpus GPUs offers instances of per milli-GPU
+// when the partition's own work holds own milli there and all work held:
+// the instances that fit beside the partition's own work, each at the
+// milli-GPU of other partitions' work it takes back beyond the idle
+// capacity the instances before it used (whole GPUs for whole-GPU
+// instances).
+func offerOf(gpus int, own, held, per int64) offer {
+	capacity := int64(gpus) * model.MilliPerGPU
+	if per >= model.MilliPerGPU { // whole GPUs: partly used ones are not free
+		own = (own + model.MilliPerGPU - 1) / model.MilliPerGPU * model.MilliPerGPU
+		held = (held + model.MilliPerGPU - 1) / model.MilliPerGPU * model.MilliPerGPU
+	}
+	idle := max(capacity-held, 0)
+	n := int(max(capacity-own, 0) / per)
+	costs := make([]int64, n)
+	for k := range n {
+		costs[k] = max(int64(k+1)*per-idle, 0) - max(int64(k)*per-idle, 0)
+	}
+	return offer{n, costs}
 }
 
 func (r *run) partition(name string) *model.Partition {

@@ -3,7 +3,6 @@ package scenario
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -290,17 +289,11 @@ type clusterNodes struct {
 	name   string
 	fabric model.Fabric
 	nodes  []gpuNode
-	skus   []skuCount // GPU SKUs of the cluster with their node counts
-}
-
-type skuCount struct {
-	name, model string
-	gpus, nodes int
 }
 
 type gpuNode struct {
-	name, model string
-	gpus        int
+	name, model, sku string
+	gpus             int
 }
 
 // clustersOf lists each region's clusters with their GPU nodes.
@@ -318,13 +311,7 @@ func clustersOf(f *model.Fleet) map[string][]clusterNodes {
 	for _, n := range f.Nodes {
 		s := f.Catalog[n.SKU]
 		if c := index[n.Cluster]; c != nil && s.GPUs > 0 {
-			c.nodes = append(c.nodes, gpuNode{name: n.Name, model: s.GPUModel, gpus: s.GPUs})
-			i := slices.IndexFunc(c.skus, func(k skuCount) bool { return k.name == s.Name })
-			if i < 0 {
-				c.skus = append(c.skus, skuCount{name: s.Name, model: s.GPUModel, gpus: s.GPUs})
-				i = len(c.skus) - 1
-			}
-			c.skus[i].nodes++
+			c.nodes = append(c.nodes, gpuNode{name: n.Name, model: s.GPUModel, sku: s.Name, gpus: s.GPUs})
 		}
 	}
 	return out

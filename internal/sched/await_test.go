@@ -1,0 +1,79 @@
+package sched_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	. "github.com/allot-dev/allot/internal/sched/schedtest"
+)
+
+// TestNodesKeptForAJobAwaitingPreemption: on the one 8-GPU node, spot work
+// started a minute ago holds four GPUs, so job j (eight GPUs) waits for its
+// protection to end. The four free GPUs there then take no work j could
+// evict — else it would be protected in turn and j wait again — but still
+// take work j may not evict, and work its partition's guarantee covers.
+func TestNodesKeptForAJobAwaitingPreemption(t *testing.T) {
+	spot := model.ClassSpot
+	for _, tc := range []struct {
+		name   string
+		class  model.Class // of j
+		newbie func(w *World)
+		want   sched.Reason // of the newcomer n
+	}{
+		{"spot work stays off the kept node", model.ClassStandard,
+			func(w *World) { w.Job("n", "bob").GPUs(1, 4).Class(spot) }, sched.InsufficientCapacity},
+		{"a lower class beyond any guarantee stays off", model.ClassReserved,
+			func(w *World) { w.Job("n", "bob").GPUs(1, 4) }, sched.InsufficientCapacity},
+		{"work of the waiting job's class uses the node", model.ClassStandard,
+			func(w *World) { w.Job("n", "bob").GPUs(1, 4) }, sched.ReasonNone},
+		{"a lower class that its partition's guarantee covers uses the node", model.ClassReserved,
+			func(w *World) {
+				w.Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
+				w.Job("n", "carol").GPUs(1, 4)
+			}, sched.ReasonNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := oneNode()
+			w.Job("s", "bob").GPUs(1, 4).Class(spot).Running(now.Add(-time.Minute), On("h-1", 0, 1, 2, 3))
+			w.Job("j", "alice").GPUs(1, 8).Class(tc.class)
+			tc.newbie(w)
+			p := schedule(t, w)
+			expect(t, p, "j", sched.AwaitingPreemption)
+			expect(t, p, "n", tc.want)
+			if tc.want != sched.ReasonNone {
+				pend, _ := pendingOf(p, "n")
+				if !strings.Contains(pend.Detail, "kept for job j") {
+					t.Errorf("n's detail does not name the job the node is kept for: %q", pend.Detail)
+				}
+			}
+		})
+	}
+}
+
+// TestKeptNodesLetTheWaitingJobStart runs the one node minute by minute
+// while spot work keeps arriving: the job that waits for the protected
+// spot work starts once its protection ends, not a protection later.
+func TestKeptNodesLetTheWaitingJobStart(t *testing.T) {
+	w := oneNode()
+	w.Job("s0", "bob").GPUs(1, 4).Class(model.ClassSpot).Running(now.Add(-time.Minute), On("h-1", 0, 1, 2, 3))
+	w.Job("j", "alice").GPUs(1, 8)
+	core := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
+	for m := 0; m <= int(sched.DefaultMinRunTime/time.Minute)+1; m++ {
+		at := now.Add(time.Duration(m) * time.Minute)
+		w.Job("s"+string(rune('a'+m)), "bob").GPUs(1, 4).Class(model.ClassSpot).Submitted(at)
+		p := core.Schedule(w.Snapshot(), at)
+		if err := p.Apply(w.Jobs, at); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := bindOf(p, "j"); ok {
+			if late := at.Sub(now.Add(-time.Minute).Add(sched.DefaultMinRunTime)); late > 0 {
+				t.Errorf("j started %s after s0's protection ended", late)
+			}
+			return
+		}
+	}
+	t.Fatalf("j did not start within a protection and a minute")
+}
