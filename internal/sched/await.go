@@ -27,8 +27,9 @@ import (
 // the same way: pods of a lower priority are not bound there while it
 // waits for its victims to go.
 //
-// Nodes are kept afresh every cycle, by the job of the queue's order that
-// first finds protected victims on them.
+// A job naming a reservation keeps all of the reservation's nodes, the
+// free ones too. Nodes are kept afresh every cycle, by the job of the
+// queue's order that first finds protected victims on them.
 
 // awaitState is one job of this cycle that waits for protected victims.
 type awaitState struct {
@@ -48,15 +49,22 @@ func (st *state) clearKept() {
 }
 
 // keep records that a waits for the victims preempt found protected
-// (st.protectedOn) until until, and keeps their nodes that no job before
-// it keeps.
+// (st.protectedOn) until until, and keeps their nodes (and, for a job
+// naming a reservation, the reservation's) that no job before it keeps.
 func (st *state) keep(a *attempt, until time.Time) {
 	if a.class == model.ClassSpot || len(st.protectedOn) == 0 {
 		return
 	}
 	w := len(st.awaits)
 	st.awaits = append(st.awaits, awaitState{job: a.job, tenant: a.tenant, class: a.class, partition: a.tenant.partition, until: until})
-	for _, i := range st.protectedOn {
+	nodes := st.protectedOn
+	if a.res >= 0 {
+		// A job naming a reservation needs its nodes, free ones too: spot
+		// work started on one now would be protected past the victims.
+		nodes = append(nodes, st.res[a.res].nodes...)
+		st.protectedOn = nodes // keeps the grown buffer for the next attempt
+	}
+	for _, i := range nodes {
 		if st.keptOf[i] >= 0 || !st.mayUse(a, i) {
 			continue // kept already, or a node of a gang victim that a may not use
 		}
