@@ -59,9 +59,9 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 	for i, j := range snap.Jobs {
 		tenants[i] = w.tenants[j.Spec.Tenant]
 	}
-	index := map[*model.Job]int{}  // the jobs an action chose -> their place in the Snapshot
-	claimed := map[string]string{} // job ID -> the policy that decided it
-	for _, f := range active {
+	index := map[*model.Job]int{}            // the jobs an action chose -> their place in the Snapshot
+	claimed := make([]int32, len(snap.Jobs)) // by place: 1 + the index in active of the firing that decided the job
+	for fi, f := range active {
 		for _, a := range f.Actions {
 			var jobs []*model.Job
 			for i, j := range snap.Jobs {
@@ -72,8 +72,8 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 					out.Ignored = append(out.Ignored, Override{Job: j.ID, Policy: f.Policy, Action: a.Kind,
 						From: j.Spec.Priority, To: j.Spec.Priority, Detail: detail})
 				}
-				if by, ok := claimed[j.ID]; ok {
-					ignore("already decided by " + by)
+				if by := claimed[i]; by > 0 {
+					ignore("already decided by " + active[by-1].Policy)
 					continue
 				}
 				if w.spares(j, ps, a.Action) {
@@ -87,7 +87,7 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 			}
 			for _, c := range decide(ps, a, jobs, now) {
 				j := c.job
-				claimed[j.ID] = f.Policy
+				claimed[index[j]] = int32(fi + 1)
 				if c.keep || c.to == j.Spec.Priority {
 					continue
 				}
@@ -117,9 +117,9 @@ func decide(ps *model.PolicySet, a Action, jobs []*model.Job, now time.Time) []c
 	switch a.Kind {
 	case model.ActionMigrate:
 		to := *ps.Targets[a.Destination].Class // Validate made sure it is a destination
+		detail := fmt.Sprintf("migrated to %s (class %s)", a.Destination, to)
 		for _, j := range jobs {
-			out = append(out, choice{job: j, to: model.Priority{Class: to, Value: j.Spec.Priority.Value},
-				detail: fmt.Sprintf("migrated to %s (class %s)", a.Destination, to)})
+			out = append(out, choice{job: j, to: model.Priority{Class: to, Value: j.Spec.Priority.Value}, detail: detail})
 		}
 	case model.ActionReallocate:
 		for _, j := range jobs {
@@ -130,7 +130,11 @@ func decide(ps *model.PolicySet, a Action, jobs []*model.Job, now time.Time) []c
 					to.Value = a.Priority.Value
 				}
 			}
-			out = append(out, choice{job: j, to: to, detail: fmt.Sprintf("raised to %s", to)})
+			c := choice{job: j, to: to}
+			if to != j.Spec.Priority { // unchanged work is decided without a word
+				c.detail = fmt.Sprintf("raised to %s", to)
+			}
+			out = append(out, c)
 		}
 	case model.ActionScaleDown:
 		out = scaleDown(a, jobs, now)
@@ -231,12 +235,11 @@ type work struct {
 	byTenant map[tenantTargets]bool
 }
 
-// tenantTargets keys work.byTenant: a tenant (nil for one the tenancy
-// lacks, whose jobs' name is then part of the key) and a list of targets
-// (by the identity of the action's slice, which lives as long as the call).
+// tenantTargets keys work.byTenant: a tenant the tenancy has and a list of
+// targets (by the identity of the action's slice, which lives as long as
+// the call). Pointers only, so that the key hashes fast.
 type tenantTargets struct {
 	tenant *model.Tenant
-	name   string
 	first  *string
 	n      int
 }
@@ -303,13 +306,10 @@ func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
 
 // matches reports whether j is work of one of the named targets.
 func (w work) matches(j *model.Job, t *model.Tenant, ps *model.PolicySet, targets []string) bool {
-	if len(j.Spec.Labels) > 0 || len(targets) == 0 {
+	if len(j.Spec.Labels) > 0 || len(targets) == 0 || t == nil {
 		return w.match(j, t, ps, targets)
 	}
 	k := tenantTargets{tenant: t, first: &targets[0], n: len(targets)}
-	if t == nil {
-		k.name = j.Spec.Tenant
-	}
 	v, ok := w.byTenant[k]
 	if !ok {
 		v = w.match(j, t, ps, targets)

@@ -26,18 +26,15 @@ type attempt struct {
 	only, exclude, avoid []int
 }
 
-func (st *state) newAttempt(j *model.Job, t *tenantState) *attempt {
+// newAttempt readies j of tenant t for this cycle; res is the index of
+// the reservation it names (resIndex).
+func (st *state) newAttempt(j *model.Job, t *tenantState, res int) *attempt {
 	a := &attempt{job: j, tenant: t, req: RequestOf(j.Spec.Resources), count: j.Spec.Resources.InstanceCount,
-		class: j.Spec.Priority.Class, res: -1}
+		class: j.Spec.Priority.Class, res: res}
 	if a.count < 1 {
 		a.count = 1
 	}
 	a.total = int64(a.count) * a.req.TotalMilli()
-	if name := j.Spec.Placement.Reservation; name != "" {
-		if i, ok := st.resByName[name]; ok {
-			a.res = i
-		}
-	}
 	a.exclude = st.nodeIndices(j.Spec.Placement.ExcludeNodes, nil)
 	if nodes := j.Spec.Placement.Nodes; len(nodes) > 0 {
 		a.only = st.nodeIndices(nodes, nil)
@@ -49,6 +46,17 @@ func (st *state) newAttempt(j *model.Job, t *tenantState) *attempt {
 		a.avoid = st.nodeIndices(AvoidedNodes(j), nil)
 	}
 	return a
+}
+
+// resIndex is the index of the reservation j names, -1 when it names none
+// or one the state lacks.
+func (st *state) resIndex(j *model.Job) int {
+	if name := j.Spec.Placement.Reservation; name != "" {
+		if i, ok := st.resByName[name]; ok {
+			return i
+		}
+	}
+	return -1
 }
 
 // noNodes is an allow-list that allows no node.

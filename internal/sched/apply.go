@@ -18,17 +18,29 @@ import (
 // keeps its own. It fails, changing nothing, when the plan names a job
 // that is not there or not in the state the plan expects.
 func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
-	byID := make(map[string]*model.Job, len(jobs))
+	if len(p.Preemptions) == 0 && len(p.Binds) == 0 {
+		return nil
+	}
+	// Index only the jobs the plan names: most cycles change few of many.
+	byID := make(map[string]*model.Job, len(p.Preemptions)+len(p.Binds))
+	for _, pr := range p.Preemptions {
+		byID[pr.Job] = nil
+	}
+	for _, b := range p.Binds {
+		byID[b.Job] = nil
+	}
 	for _, j := range jobs {
-		byID[j.ID] = j
+		if _, named := byID[j.ID]; named {
+			byID[j.ID] = j
+		}
 	}
 	for _, pr := range p.Preemptions {
-		if j, ok := byID[pr.Job]; !ok || !j.Status.State.Holds() {
+		if j := byID[pr.Job]; j == nil || !j.Status.State.Holds() {
 			return fmt.Errorf("plan preempts %s, which holds nothing", pr.Job)
 		}
 	}
 	for _, b := range p.Binds {
-		if j, ok := byID[b.Job]; !ok || j.Status.State != model.StateQueued {
+		if j := byID[b.Job]; j == nil || j.Status.State != model.StateQueued {
 			return fmt.Errorf("plan binds %s, which is not queued", b.Job)
 		}
 	}

@@ -2,10 +2,9 @@ package sched
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,6 +40,15 @@ func (st *state) cycle(jobs []*model.Job) Plan {
 	// 1. Order the queue: class; then tenants whose next job fits their
 	// guarantee; then fair share; then the tenant's own order.
 	queues := st.queues(jobs)
+	n := 0
+	for _, q := range queues {
+		for _, t := range q.tenants {
+			n += len(t.jobs)
+		}
+	}
+	if n > 0 {
+		plan.Pending = make([]Pending, 0, n) // nearly every job of a long queue waits
+	}
 	st.chooseHolders(jobs)
 	st.clearKept()
 	obs := st.cfg.Observer
@@ -81,13 +89,14 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		pend(UnknownTenant, fmt.Sprintf("tenant %q is not defined%s", j.Spec.Tenant, model.DidYouMean(j.Spec.Tenant, names)))
 		return
 	}
-	a := st.newAttempt(j, t)
+	res := -1
 	if name := j.Spec.Placement.Reservation; name != "" {
-		if a.res < 0 {
+		i, ok := st.resByName[name]
+		if !ok {
 			pend(ReservationNotActive, fmt.Sprintf("reservation %q does not exist", name))
 			return
 		}
-		r := st.res[a.res]
+		r := st.res[i]
 		switch {
 		case r.Owner != t.name:
 			pend(ReservationNotActive, fmt.Sprintf("reservation %q belongs to %s", name, r.Owner))
@@ -96,12 +105,17 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 			pend(ReservationNotActive, fmt.Sprintf("reservation %q is active %s", name, windowText(r.Reservation)))
 			return
 		}
+		res = i
 	}
-	key := shapeKey(a) + st.earmarkKey(a) + st.holdKey(a)
-	if f, seen := failed[key]; seen {
+	// Most of a long queue is answered here, by a verdict for its shape:
+	// the key is looked up without allocating, the attempt made only after.
+	st.keyBuf = st.holdKey(st.earmarkKey(appendShapeKey(st.keyBuf[:0], j), j), j)
+	if f, seen := failed[string(st.keyBuf)]; seen {
 		pend(f.Reason, f.Detail)
 		return
 	}
+	key := string(st.keyBuf)
+	a := st.newAttempt(j, t, res)
 	// 2–3. Admit and place.
 	p, reason, detail := st.place(a)
 	if reason != ReasonNone {
@@ -165,28 +179,32 @@ func (st *state) bind(a *attempt, p placement, plan *Plan) {
 	plan.Binds = append(plan.Binds, b)
 }
 
-// shapeKey identifies jobs that every filter treats alike, so a verdict for
-// one holds for all while capacity only shrinks.
-func shapeKey(a *attempt) string {
-	s := &a.job.Spec
-	r := s.Resources
-	b := make([]byte, 0, 96)
-	field := func(v string) { b = append(append(b, v...), '|') }
-	num := func(v int64) { b = append(strconv.AppendInt(b, v, 10), '|') }
-	field(s.Tenant)
-	for _, v := range []int64{int64(s.Priority.Class), int64(r.InstanceCount), int64(r.GPUsPerInstance), r.GPUMilli, r.CPUMilli, r.MemoryMiB} {
-		num(v)
+// appendShapeKey appends to b the key of j's shape: jobs of one key are
+// treated alike by every filter, so a verdict for one holds for all while
+// capacity only shrinks.
+func appendShapeKey(b []byte, j *model.Job) []byte {
+	s := &j.Spec
+	r := &s.Resources
+	// Binary, not text: numbers at a fixed width, strings and lists after
+	// their length, so that no two shapes share a key.
+	for _, v := range [...]int64{int64(s.Priority.Class), int64(r.InstanceCount), int64(r.GPUsPerInstance), r.GPUMilli, r.CPUMilli, r.MemoryMiB} {
+		b = binary.LittleEndian.AppendUint64(b, uint64(v))
 	}
-	for _, list := range [][]string{r.GPUModels, s.Placement.Regions, s.Placement.Nodes, s.Placement.ExcludeNodes} {
+	for _, v := range [...]string{s.Tenant, s.Placement.Residency, string(s.Placement.Interconnect), s.Placement.DataRegion, s.Placement.Reservation, s.Placement.SKU} {
+		b = appendKeyString(b, v)
+	}
+	for _, list := range [...][]string{r.GPUModels, s.Placement.Regions, s.Placement.Nodes, s.Placement.ExcludeNodes} {
+		b = binary.AppendUvarint(b, uint64(len(list)))
 		for _, v := range list {
-			b = append(append(b, v...), ',')
+			b = appendKeyString(b, v)
 		}
-		b = append(b, '|')
 	}
-	for _, v := range []string{s.Placement.Residency, string(s.Placement.Interconnect), s.Placement.DataRegion, s.Placement.Reservation, s.Placement.SKU} {
-		field(v)
-	}
-	return string(b)
+	return b
+}
+
+// appendKeyString appends v to a key after its length.
+func appendKeyString(b []byte, v string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(v))), v...)
 }
 
 func windowText(r model.Reservation) string {
@@ -273,43 +291,78 @@ func (st *state) withinGuarantee(t *tenantState, j *model.Job) bool {
 // queues groups the queued jobs by class, highest first, and tenant; each
 // tenant's jobs are ordered by priority inside the class, then age, then ID.
 func (st *state) queues(jobs []*model.Job) []*classQueue {
-	byClass := map[model.Class]map[string]*tenantQueue{}
-	for _, j := range jobs {
-		if j.Status.State != model.StateQueued {
+	// The queued jobs go into one slice, by class and tenant (a counting
+	// sort), each tenant's run then sorted and handed out as its queue: a
+	// long queue costs a few allocations, not one per tenant and growth.
+	type group struct {
+		class  model.Class
+		tenant string
+		n, at  int
+	}
+	var groups []group
+	index := map[string]*[model.ClassReserved + 1]int{} // by tenant and class: 1 + the group's index
+	of := make([]int, len(jobs))
+	queued := 0
+	for i, j := range jobs {
+		of[i] = -1
+		c := j.Spec.Priority.Class
+		if j.Status.State != model.StateQueued || c < model.ClassSpot || c > model.ClassReserved {
 			continue
 		}
-		c := j.Spec.Priority.Class
-		if byClass[c] == nil {
-			byClass[c] = map[string]*tenantQueue{}
+		byClass := index[j.Spec.Tenant]
+		if byClass == nil {
+			byClass = new([model.ClassReserved + 1]int)
+			index[j.Spec.Tenant] = byClass
 		}
-		tq := byClass[c][j.Spec.Tenant]
-		if tq == nil {
-			tq = &tenantQueue{name: j.Spec.Tenant, state: st.tenants[j.Spec.Tenant]}
-			byClass[c][j.Spec.Tenant] = tq
+		if byClass[c] == 0 {
+			groups = append(groups, group{class: c, tenant: j.Spec.Tenant})
+			byClass[c] = len(groups)
 		}
-		tq.jobs = append(tq.jobs, j)
+		g := byClass[c] - 1
+		groups[g].n++
+		of[i] = g
+		queued++
+	}
+	order := make([]int, len(groups))
+	for g := range order {
+		order[g] = g
+	}
+	slices.SortFunc(order, func(x, y int) int {
+		if c := cmp.Compare(groups[y].class, groups[x].class); c != 0 {
+			return c
+		}
+		return strings.Compare(groups[x].tenant, groups[y].tenant)
+	})
+	at := 0
+	for _, g := range order {
+		groups[g].at = at
+		at += groups[g].n
+	}
+	all := make([]*model.Job, queued)
+	for i, j := range jobs {
+		if g := of[i]; g >= 0 {
+			all[groups[g].at] = j
+			groups[g].at++
+		}
 	}
 	var out []*classQueue
-	for c := model.ClassReserved; c >= model.ClassSpot; c-- {
-		m := byClass[c]
-		if len(m) == 0 {
-			continue
+	for x, g := range order {
+		gr := groups[g]
+		tq := &tenantQueue{name: gr.tenant, state: st.tenants[gr.tenant], jobs: all[gr.at-gr.n : gr.at : gr.at]}
+		slices.SortFunc(tq.jobs, func(a, b *model.Job) int {
+			if a.Spec.Priority.Value != b.Spec.Priority.Value {
+				return cmp.Compare(b.Spec.Priority.Value, a.Spec.Priority.Value)
+			}
+			if c := a.Status.SubmittedAt.Compare(b.Status.SubmittedAt); c != 0 {
+				return c
+			}
+			return strings.Compare(a.ID, b.ID)
+		})
+		if x == 0 || groups[order[x-1]].class != gr.class {
+			out = append(out, &classQueue{})
 		}
-		q := &classQueue{}
-		for _, tq := range m {
-			slices.SortStableFunc(tq.jobs, func(a, b *model.Job) int {
-				if a.Spec.Priority.Value != b.Spec.Priority.Value {
-					return cmp.Compare(b.Spec.Priority.Value, a.Spec.Priority.Value)
-				}
-				if c := a.Status.SubmittedAt.Compare(b.Status.SubmittedAt); c != 0 {
-					return c
-				}
-				return strings.Compare(a.ID, b.ID)
-			})
-			q.tenants = append(q.tenants, tq)
-		}
-		sort.Slice(q.tenants, func(x, y int) bool { return q.tenants[x].name < q.tenants[y].name })
-		out = append(out, q)
+		q := out[len(out)-1]
+		q.tenants = append(q.tenants, tq)
 	}
 	return out
 }

@@ -1,9 +1,9 @@
 package sched
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -100,18 +100,24 @@ func (st *state) mayPrecede(a *attempt, rs *reservationState) bool {
 	return ok && !end.After(rs.Start)
 }
 
-// earmarkKey is what a job's shape key gains while reservations earmark
-// nodes: how long after now its timeout ends it (endsBy; jobs alike in
-// every other filter differ in which earmarked nodes they may use). Within
-// a cycle now is fixed, so the duration stands for the end.
-func (st *state) earmarkKey(a *attempt) string {
+// earmarkKey appends to b what a job's shape key gains while reservations
+// earmark nodes: how long after now its timeout ends it (endsBy; jobs
+// alike in every other filter differ in which earmarked nodes they may
+// use). Within a cycle now is fixed, so the duration stands for the end.
+func (st *state) earmarkKey(b []byte, j *model.Job) []byte {
 	if !st.earmarked {
-		return ""
+		return b
 	}
-	if end, ok := endsBy(a.job, st.now); ok {
-		return "|" + strconv.FormatInt(int64(end.Sub(st.now)), 10)
+	return appendEndsBy(b, j, st.now)
+}
+
+// appendEndsBy appends to a key how long after now j surely ends
+// (endsBy), or a mark that it may not.
+func appendEndsBy(b []byte, j *model.Job, now time.Time) []byte {
+	if end, ok := endsBy(j, now); ok {
+		return binary.LittleEndian.AppendUint64(append(b, 'e'), uint64(end.Sub(now)))
 	}
-	return "|-"
+	return append(b, '-')
 }
 
 // earmarkNote names the reservations ahead whose earmarked nodes a's job

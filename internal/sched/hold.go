@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -110,7 +109,7 @@ func (st *state) chooseHolders(jobs []*model.Job) {
 	slices.SortFunc(waiting, HoldOrder)
 	tries := 0
 	for _, j := range waiting {
-		a := st.newAttempt(j, st.tenants[j.Spec.Tenant])
+		a := st.newAttempt(j, st.tenants[j.Spec.Tenant], st.resIndex(j))
 		if name := j.Spec.Placement.Reservation; name != "" &&
 			(a.res < 0 || !st.res[a.res].active || st.res[a.res].Owner != a.tenant.name) {
 			continue // waits for its reservation, not for capacity
@@ -353,28 +352,23 @@ func (st *state) holderIndex(j *model.Job) int {
 	return -1
 }
 
-// holdKey is what a job's shape key gains while jobs hold nodes: a holder
-// may use nodes that jobs alike in every filter may not, and while a hold
-// has a shadow time, so may jobs that surely end by it.
-func (st *state) holdKey(a *attempt) string {
+// holdKey appends to b what a job's shape key gains while jobs hold
+// nodes: a holder may use nodes that jobs alike in every filter may not,
+// and while a hold has a shadow time, so may jobs that surely end by it.
+func (st *state) holdKey(b []byte, j *model.Job) []byte {
 	if len(st.holds) == 0 {
-		return ""
+		return b
 	}
-	k := ""
-	if st.holderIndex(a.job) >= 0 {
-		k = "|holder"
+	if st.holderIndex(j) >= 0 {
+		b = append(b, 'h')
 	}
-	if checkpoints(a.job) {
-		k += "|checkpoints"
+	if checkpoints(j) {
+		b = append(b, 'c')
 	}
 	if slices.ContainsFunc(st.holds, func(x holdState) bool { return x.shadow > 0 }) {
-		if end, ok := endsBy(a.job, st.now); ok {
-			k += "|" + strconv.FormatInt(int64(end.Sub(st.now)), 10)
-		} else {
-			k += "|-"
-		}
+		b = appendEndsBy(b, j, st.now)
 	}
-	return k
+	return b
 }
 
 // holdNote names, for a pending job's detail, the first holder whose nodes

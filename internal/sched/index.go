@@ -186,7 +186,7 @@ func (st *state) scanNotFull(a *attempt, g *group, v *verdict) {
 	}
 }
 
-// failure is a cached verdict for a job shape (see shapeKey): it holds
+// failure is a cached verdict for a job shape (see appendShapeKey): it holds
 // while capacity only shrinks in the groups the shape's static filters
 // admit, and is dropped when a preemption frees capacity that could
 // change it (markFreed).

@@ -203,6 +203,7 @@ type state struct {
 	candGroups []*group    // scratch: the groups cands came from, in order
 	local      []*NodeInfo // scratch: candidates in the job's data region
 	kept       []*NodeInfo // scratch: candidates where no attempt of the job failed
+	keyBuf     []byte      // scratch: the shape key of the job being scheduled
 	stamp      uint64      // numbers calls that keep scratch marks (gangDomains, startVictims, room)
 	domOrder   []*domain   // scratch of gangDomains
 	// powerCut counts the instances the last gangDomains call left out

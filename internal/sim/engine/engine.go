@@ -185,13 +185,18 @@ func (e *Engine) Job(id string) (*model.Job, bool) {
 // Jobs returns the live jobs in submit order; the caller must not change
 // the slice.
 func (e *Engine) Jobs() []*model.Job {
-	out := make([]*model.Job, 0, len(e.live)-e.dead)
+	return e.AppendJobs(make([]*model.Job, 0, len(e.live)-e.dead))
+}
+
+// AppendJobs appends the live jobs to dst in submit order, for a driver
+// that lists them every minute into one buffer.
+func (e *Engine) AppendJobs(dst []*model.Job) []*model.Job {
 	for _, x := range e.live {
 		if x != nil {
-			out = append(out, x.job)
+			dst = append(dst, x.job)
 		}
 	}
-	return out
+	return dst
 }
 
 // Progress is the work live job id has done and kept so far (at the

@@ -83,7 +83,7 @@ func TestGuaranteeViolationsOnHandBuiltTimelines(t *testing.T) {
 			}
 			r.rec.queuedAt[gang.ID] = start.Add(-tc.waits)
 			for m := 1; m <= 20; m++ {
-				r.checkGuarantees(start.Add(time.Duration(m) * time.Minute))
+				r.checkGuarantees(start.Add(time.Duration(m)*time.Minute), r.eng.Jobs())
 			}
 			if got := r.violations["ai"]; got != tc.want {
 				t.Errorf("%d violation minutes, want %d (%s)", got, tc.want, r.firstViolation["ai"])

@@ -16,8 +16,9 @@ import (
 	"github.com/allot-dev/allot/internal/strategy"
 )
 
-// checkGuarantees counts a violation minute for every partition with a
-// guarantee (as promised, whatever the strategy) that has queued work
+// checkGuarantees counts, over jobs (the live jobs at now), a violation
+// minute for every partition with a guarantee (as promised, whatever the
+// strategy) that has queued work
 // which has waited longer than min_run_time — the time the core may take
 // to reclaim lent capacity from protected work — and that the guarantee
 // covers while the partition holds less than it: in one pool (GPU model,
@@ -32,7 +33,7 @@ import (
 // counts while it waits when idle capacity or what others hold of its
 // guarantee stands in its way, not when its own partition's work does
 // (that is the partition's own order, which its queueing shows).
-func (r *run) checkGuarantees(now time.Time) {
+func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 	type key struct{ part, region, model string }
 	used := map[key]int64{}
 	own := map[string]map[string]int64{}    // partition → node → milli-GPU its work holds there
@@ -102,11 +103,16 @@ func (r *run) checkGuarantees(now time.Time) {
 	}
 	grace := time.Duration(r.f.MinRunTime)
 	violated := map[string]bool{}
-	for _, j := range r.eng.Jobs() {
+	for _, j := range jobs {
+		if j.Status.State != model.StateQueued || j.Spec.Placement.Reservation != "" {
+			continue
+		}
 		p := r.partOf[j.Spec.Tenant]
+		if p == "" || !short[p] || violated[p] {
+			continue
+		}
 		since, queued := r.rec.queuedAt[j.ID]
-		if p == "" || !short[p] || violated[p] || j.Status.State != model.StateQueued || !queued || now.Sub(since) <= grace ||
-			j.Spec.Placement.Reservation != "" {
+		if !queued || now.Sub(since) <= grace {
 			continue
 		}
 		need := j.Spec.Resources.TotalMilli()

@@ -70,6 +70,8 @@ type run struct {
 	firings    int
 	overridden int // cycles in which a policy changed some work's class
 
+	jobs []*model.Job // scratch: the live jobs of this minute's tick
+
 	violations     map[string]int    // partition → minutes
 	firstViolation map[string]string // partition → what waited first
 }
@@ -239,8 +241,9 @@ func (r *run) tick(now time.Time) error {
 			}
 		}
 	}
+	r.jobs = r.eng.AppendJobs(r.jobs[:0]) // with the replicas the endpoints just asked for
 	if ps := r.opt.Policies; ps != nil && len(ps.Policies) > 0 {
-		snap := strategy.Apply(&sched.Snapshot{Fleet: r.w.Fleet, Tenancy: r.w.Tenancy, Jobs: r.eng.Jobs()}, now)
+		snap := strategy.Apply(&sched.Snapshot{Fleet: r.w.Fleet, Tenancy: r.w.Tenancy, Jobs: r.jobs}, now)
 		policy.RecordUtilization(&r.metrics, snap, now)
 		for i, ep := range r.endpoints {
 			r.metrics.Add("p95_latency", ep.spec.Name, now, p95[i])
@@ -257,7 +260,7 @@ func (r *run) tick(now time.Time) error {
 		}
 		r.active = next
 	}
-	r.checkGuarantees(now)
+	r.checkGuarantees(now, r.jobs)
 	return nil
 }
 
