@@ -77,3 +77,21 @@ func TestKeptNodesLetTheWaitingJobStart(t *testing.T) {
 	}
 	t.Fatalf("j did not start within a protection and a minute")
 }
+
+// TestReservationNodesKeptForItsWaitingOwner: alice reserved both nodes;
+// bob's spot work started a minute ago on h-1, so alice's 2-node gang
+// waits for its protection. Spot work arriving now stays off h-2, the
+// reservation's free node, too: started there, it would be protected when
+// the gang's victim on h-1 no longer is, and the gang wait again.
+func TestReservationNodesKeptForItsWaitingOwner(t *testing.T) {
+	w := oneRegion(2).Reserve("r", "alice", h100, "eastus", 2, time.Time{}, time.Time{})
+	w.Job("s", "bob").GPUs(1, 4).Class(model.ClassSpot).Running(now.Add(-time.Minute), On("h-1", 0, 1, 2, 3))
+	w.Job("j", "alice").GPUs(2, 8).Reservation("r")
+	w.Job("n", "bob").GPUs(1, 4).Class(model.ClassSpot)
+	p := schedule(t, w)
+	expect(t, p, "j", sched.AwaitingPreemption)
+	expect(t, p, "n", sched.InsufficientCapacity)
+	if pend, _ := pendingOf(p, "n"); !strings.Contains(pend.Detail, "kept for job j") {
+		t.Errorf("n's detail does not name the job the nodes are kept for: %q", pend.Detail)
+	}
+}

@@ -89,14 +89,13 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		pend(UnknownTenant, fmt.Sprintf("tenant %q is not defined%s", j.Spec.Tenant, model.DidYouMean(j.Spec.Tenant, names)))
 		return
 	}
-	res := -1
+	res := st.resIndex(j)
 	if name := j.Spec.Placement.Reservation; name != "" {
-		i, ok := st.resByName[name]
-		if !ok {
+		if res < 0 {
 			pend(ReservationNotActive, fmt.Sprintf("reservation %q does not exist", name))
 			return
 		}
-		r := st.res[i]
+		r := st.res[res]
 		switch {
 		case r.Owner != t.name:
 			pend(ReservationNotActive, fmt.Sprintf("reservation %q belongs to %s", name, r.Owner))
@@ -105,7 +104,6 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 			pend(ReservationNotActive, fmt.Sprintf("reservation %q is active %s", name, windowText(r.Reservation)))
 			return
 		}
-		res = i
 	}
 	// Most of a long queue is answered here, by a verdict for its shape:
 	// the key is looked up without allocating, the attempt made only after.
