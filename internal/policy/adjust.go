@@ -54,10 +54,11 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 	if len(active) == 0 {
 		return out
 	}
-	// Each job's tenant, looked up once: the actions below visit every job.
-	tenants := make([]*model.Tenant, len(snap.Jobs))
+	// What the actions ask of each job, read once: they visit every job,
+	// and a busy queue does not fit in the processor's caches.
+	facts := make([]jobFacts, len(snap.Jobs))
 	for i, j := range snap.Jobs {
-		tenants[i] = w.tenants[j.Spec.Tenant]
+		facts[i] = w.factsOf(j, w.tenants[j.Spec.Tenant])
 	}
 	index := map[*model.Job]int{}            // the jobs an action chose -> their place in the Snapshot
 	claimed := make([]int32, len(snap.Jobs)) // by place: 1 + the index in active of the firing that decided the job
@@ -65,7 +66,7 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 		for _, a := range f.Actions {
 			var jobs []*model.Job
 			for i, j := range snap.Jobs {
-				if !w.acts(j, tenants[i], ps, a.Action) {
+				if !w.actsOn(j, facts[i], ps, a.Action) {
 					continue
 				}
 				ignore := func(detail string) {
@@ -258,16 +259,42 @@ func newWork(snap *sched.Snapshot) work {
 	return w
 }
 
-// acts reports whether a acts on j: j is Queued or holds capacity, is work
-// of one of a's targets, and, when a names tenants, of one of them.
+// jobFacts is what deciding whether an action acts on a job reads of it.
+type jobFacts struct {
+	tenant *model.Tenant // nil for a tenant the tenancy does not have
+	live   bool          // Queued or holding capacity
+	labels bool          // labels of its own
+}
+
+func (w work) factsOf(j *model.Job, t *model.Tenant) jobFacts {
+	return jobFacts{tenant: t, live: j.Status.State == model.StateQueued || j.Status.State.Holds(), labels: len(j.Spec.Labels) > 0}
+}
+
+// acts reports whether a acts on j of tenant t: j is Queued or holds
+// capacity, is work of one of a's targets, and, when a names tenants, of
+// one of them.
 func (w work) acts(j *model.Job, t *model.Tenant, ps *model.PolicySet, a model.Action) bool {
-	if j.Status.State != model.StateQueued && !j.Status.State.Holds() {
+	return w.actsOn(j, w.factsOf(j, t), ps, a)
+}
+
+// actsOn is acts with what it reads of j read before.
+func (w work) actsOn(j *model.Job, f jobFacts, ps *model.PolicySet, a model.Action) bool {
+	if !f.live {
 		return false
 	}
-	if len(a.Tenants) > 0 && !a.Names(j.Spec.Tenant) {
-		return false
+	if len(a.Tenants) > 0 {
+		name := j.Spec.Tenant
+		if f.tenant != nil {
+			name = f.tenant.Name // the same, without reading j
+		}
+		if !a.Names(name) {
+			return false
+		}
 	}
-	return w.matches(j, t, ps, a.Targets)
+	if f.labels || len(a.Targets) == 0 || f.tenant == nil {
+		return w.match(j, f.tenant, ps, a.Targets)
+	}
+	return w.matchesTenant(j, f.tenant, ps, a.Targets)
 }
 
 // spares reports whether a, which acts on j, leaves j alone because j is a
@@ -304,11 +331,10 @@ func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
 	return false
 }
 
-// matches reports whether j is work of one of the named targets.
-func (w work) matches(j *model.Job, t *model.Tenant, ps *model.PolicySet, targets []string) bool {
-	if len(j.Spec.Labels) > 0 || len(targets) == 0 || t == nil {
-		return w.match(j, t, ps, targets)
-	}
+// matchesTenant reports whether j, of tenant t and without labels of its
+// own, is work of one of the named targets (not empty): the answer of any
+// job of t.
+func (w work) matchesTenant(j *model.Job, t *model.Tenant, ps *model.PolicySet, targets []string) bool {
 	k := tenantTargets{tenant: t, first: &targets[0], n: len(targets)}
 	v, ok := w.byTenant[k]
 	if !ok {

@@ -35,64 +35,20 @@ import (
 // (that is the partition's own order, which its queueing shows).
 func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 	type key struct{ part, region, model string }
+	holding := r.eng.Holding()
 	used := map[key]int64{}
-	own := map[string]map[string]int64{}    // partition → node → milli-GPU its work holds there
-	held := map[string]int64{}              // node → milli-GPU all work holds there
-	resWork := map[string]map[string]bool{} // reservation → nodes its work runs on
-	for _, j := range r.eng.Holding() {
-		for _, a := range j.Status.Allocations {
-			held[a.Node] += int64(len(a.GPUs)) * a.GPUMilli
-		}
+	for _, j := range holding {
 		p := r.partOf[j.Spec.Tenant]
 		if p == "" {
 			continue
 		}
-		if own[p] == nil {
-			own[p] = map[string]int64{}
-		}
-		res := j.Spec.Placement.Reservation
-		if res != "" && resWork[res] == nil {
-			resWork[res] = map[string]bool{}
-		}
 		for _, a := range j.Status.Allocations {
 			pool := r.nodePool[a.Node]
-			milli := int64(len(a.GPUs)) * a.GPUMilli
-			used[key{p, pool[0], pool[1]}] += milli
-			own[p][a.Node] += milli
-			if res != "" {
-				resWork[res][a.Node] = true
-			}
+			used[key{p, pool[0], pool[1]}] += int64(len(a.GPUs)) * a.GPUMilli
 		}
-	}
-	// Active reservations of region's SKUs, for the room check.
-	active := map[string][]model.Reservation{} // region → its active reservations
-	for _, res := range r.w.Tenancy.Reservations {
-		if res.ActiveAt(now) {
-			active[res.Region] = append(active[res.Region], res)
-		}
-	}
-	// room: j would start in a cluster of the region on nodes of the model
-	// were p given its guarantee back (memoised: many queued jobs share a
-	// shape).
-	type roomKey struct {
-		part, region, gpu string
-		milli             int64
-		count             int
-		fabric            model.Fabric
-	}
-	rooms := map[roomKey]bool{}
-	room := func(p, region, gpu string, j *model.Job, owed int64) bool {
-		k := roomKey{p, region, gpu, j.Spec.Resources.MilliPerInstance(), j.Spec.Resources.InstanceCount, j.Spec.Placement.Interconnect}
-		if v, ok := rooms[k]; ok {
-			return v
-		}
-		reserved, more := r.othersReserved(p, active[region], resWork)
-		v := r.room(j, region, gpu, owed, own[p], held, reserved, more)
-		rooms[k] = v
-		return v
 	}
 	// Partitions that hold less than a guarantee somewhere: only their
-	// work can count.
+	// work can count, and most minutes there are none.
 	short := map[string]bool{}
 	for _, part := range r.w.Promised.Partitions {
 		for _, g := range part.Guarantees {
@@ -101,7 +57,11 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 			}
 		}
 	}
+	if len(short) == 0 {
+		return
+	}
 	grace := time.Duration(r.f.MinRunTime)
+	var room func(p, region, gpu string, j *model.Job, owed int64) bool // built at its first use
 	violated := map[string]bool{}
 	for _, j := range jobs {
 		if j.Status.State != model.StateQueued || j.Spec.Placement.Reservation != "" {
@@ -122,7 +82,13 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 		for _, g := range r.partition(p).Guarantees {
 			guaranteed := int64(g.GPUs) * model.MilliPerGPU
 			u := used[key{p, g.Region, g.GPUModel}]
-			if u < guaranteed && need <= guaranteed && r.mayRun(j, g.Region, g.GPUModel) && room(p, g.Region, g.GPUModel, j, guaranteed-u) {
+			if u >= guaranteed || need > guaranteed || !r.mayRun(j, g.Region, g.GPUModel) {
+				continue
+			}
+			if room == nil {
+				room = r.roomCheck(now, holding)
+			}
+			if room(p, g.Region, g.GPUModel, j, guaranteed-u) {
 				violated[p] = true
 				if _, seen := r.firstViolation[p]; !seen {
 					r.firstViolation[p] = fmt.Sprintf("%s: %s (%s, %d×%d GPUs) waited %s while the partition held %d of its %d %s GPUs in %s",
@@ -132,9 +98,68 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 				break
 			}
 		}
+		if len(violated) == len(short) {
+			break // every partition that can count does
+		}
 	}
 	for p := range violated {
 		r.violations[p]++
+	}
+}
+
+// roomCheck returns the room test of checkGuarantees at now, with the
+// holding jobs: whether j would start in a cluster of region on nodes of
+// model gpu were partition p given back owed milli-GPU (memoised: many
+// queued jobs share a shape).
+func (r *run) roomCheck(now time.Time, holding []*model.Job) func(p, region, gpu string, j *model.Job, owed int64) bool {
+	own := map[string]map[string]int64{}    // partition → node → milli-GPU its work holds there
+	held := map[string]int64{}              // node → milli-GPU all work holds there
+	resWork := map[string]map[string]bool{} // reservation → nodes its work runs on
+	for _, j := range holding {
+		for _, a := range j.Status.Allocations {
+			held[a.Node] += int64(len(a.GPUs)) * a.GPUMilli
+		}
+		p := r.partOf[j.Spec.Tenant]
+		if p == "" {
+			continue
+		}
+		if own[p] == nil {
+			own[p] = map[string]int64{}
+		}
+		res := j.Spec.Placement.Reservation
+		if res != "" && resWork[res] == nil {
+			resWork[res] = map[string]bool{}
+		}
+		for _, a := range j.Status.Allocations {
+			own[p][a.Node] += int64(len(a.GPUs)) * a.GPUMilli
+			if res != "" {
+				resWork[res][a.Node] = true
+			}
+		}
+	}
+	// Active reservations of region's SKUs, for the room check.
+	active := map[string][]model.Reservation{} // region → its active reservations
+	for _, res := range r.w.Tenancy.Reservations {
+		if res.ActiveAt(now) {
+			active[res.Region] = append(active[res.Region], res)
+		}
+	}
+	type roomKey struct {
+		part, region, gpu string
+		milli             int64
+		count             int
+		fabric            model.Fabric
+	}
+	rooms := map[roomKey]bool{}
+	return func(p, region, gpu string, j *model.Job, owed int64) bool {
+		k := roomKey{p, region, gpu, j.Spec.Resources.MilliPerInstance(), j.Spec.Resources.InstanceCount, j.Spec.Placement.Interconnect}
+		if v, ok := rooms[k]; ok {
+			return v
+		}
+		reserved, more := r.othersReserved(p, active[region], resWork)
+		v := r.room(j, region, gpu, owed, own[p], held, reserved, more)
+		rooms[k] = v
+		return v
 	}
 }
 
