@@ -121,6 +121,12 @@ type Why struct {
 	// empty for a job that is not queued.
 	EstimateHow  string `json:"estimate_how"`
 	EstimateNone string `json:"estimate_none"`
+	// ExpectedRunSeconds is how long a job that has not ended is expected
+	// to run from its start; ExpectedRunBasis says on what: its duration,
+	// the runs of similar jobs, or its retry timeout. Zero and empty when
+	// unknown.
+	ExpectedRunSeconds float64 `json:"expected_run_seconds,omitempty"`
+	ExpectedRunBasis   string  `json:"expected_run_basis,omitempty"`
 	// Region is the region the server chose for a job allowed in several
 	// (the core places it there while it waits); empty when none.
 	Region string `json:"region"`
@@ -166,6 +172,9 @@ func newWhy(why server.Why) Why {
 		Regions: []RegionEstimate{}, Policies: why.Policies}
 	if why.EstimatedStart == nil {
 		out.EstimateNone = why.Estimate.Why
+	}
+	if why.ExpectedRun > 0 {
+		out.ExpectedRunSeconds, out.ExpectedRunBasis = why.ExpectedRun.Seconds(), why.ExpectedRunBasis
 	}
 	if j.Status.State != model.StateQueued {
 		out.Region = ""

@@ -56,10 +56,14 @@ func whyPrinter(w client.Why, now time.Time) printer {
 		fs.add("Estimated start", startText(w.EstimatedStart, w.EstimateNone, now))
 	}
 	if w.State == "Blocked" {
-		fs.add("Estimated start", "unknown: not before every job it waits for (after:) did what the detail says")
+		// Not before the jobs it waits for are expected to end.
+		fs.add("Estimated start", startText(w.EstimatedStart, w.EstimateNone, now))
 	}
 	if w.EstimateHow != "" {
 		fs.add("Estimated by", w.EstimateHow)
+	}
+	if w.ExpectedRunSeconds > 0 {
+		fs.add("Expected run", fmt.Sprintf("%s (%s)", span(time.Duration(w.ExpectedRunSeconds*float64(time.Second))), w.ExpectedRunBasis))
 	}
 	v.regions.header = []string{"REGION", "ESTIMATED START", "PRICE/GPU-H", "DISTANCE", "SCORE", "CHOSEN"}
 	for _, r := range w.Regions {

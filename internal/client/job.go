@@ -70,6 +70,10 @@ type Why struct {
 	// is none.
 	EstimateHow  string `json:"estimate_how"`
 	EstimateNone string `json:"estimate_none"`
+	// ExpectedRunSeconds is how long a job that has not ended is expected
+	// to run from its start, ExpectedRunBasis on what; zero when unknown.
+	ExpectedRunSeconds float64 `json:"expected_run_seconds"`
+	ExpectedRunBasis   string  `json:"expected_run_basis"`
 	// Region is the region the server chose for a job allowed in several.
 	Region string `json:"region"`
 	// Regions compares the job's allowed regions, best first.

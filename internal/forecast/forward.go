@@ -3,6 +3,7 @@ package forecast
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -21,6 +22,13 @@ type Options struct {
 	// UnknownRunTime is how long running work without a duration is
 	// assumed to run from its start; zero means it never ends.
 	UnknownRunTime time.Duration
+	// RunTime, when not nil, estimates how long job j, which states no
+	// duration, runs from its start, and names the basis of the estimate
+	// ("the median of 3 runs of research/train"); zero when it cannot
+	// say, and UnknownRunTime applies. The server estimates from the runs
+	// of similar jobs and bounds by the job's retry timeout. It must be
+	// pure for the length of a run.
+	RunTime func(j *model.Job) (d time.Duration, basis string)
 	// Prepare, when not nil, is what the driver does to a Snapshot
 	// before its core sees it at a time (the server applies the fleet's
 	// sharing strategy). Each run applies it to the jobs once, at the time
@@ -134,8 +142,9 @@ type run struct {
 	// awaiting is set when the last cycle left a job waiting for
 	// protected work: the ends of protection are events then.
 	awaiting bool
-	stop     string // why the run stopped before every target started
-	cut      int    // queued jobs left out by MaxQueue
+	stop     string         // why the run stopped before every target started
+	cut      int            // queued jobs left out by MaxQueue
+	bases    map[string]int // jobs without a duration that end by RunTime's estimate, by its basis
 }
 
 func (f *Forecaster) newRun(snap *sched.Snapshot, now time.Time, ids []string) *run {
@@ -168,7 +177,7 @@ func (f *Forecaster) newRun(snap *sched.Snapshot, now time.Time, ids []string) *
 		case st == model.StatePreempted:
 			r.ends[c.ID] = later(preemptedFree(&c), now)
 		default:
-			if end, ok := f.endOf(&c); ok {
+			if end, ok := r.endOf(&c); ok {
 				r.ends[c.ID] = later(end, now)
 			}
 		}
@@ -218,14 +227,33 @@ func ahead(a, b *model.Job) bool {
 }
 
 // endOf is when running job j is assumed to end, and whether it ends.
-func (f *Forecaster) endOf(j *model.Job) (time.Time, bool) {
-	switch {
-	case j.Spec.Duration > 0:
+// An estimate of Options.RunTime is counted by its basis, for How.
+func (r *run) endOf(j *model.Job) (time.Time, bool) {
+	if j.Spec.Duration > 0 {
 		return j.Status.StartedAt.Add(j.Spec.Duration), true
-	case f.opts.UnknownRunTime > 0:
-		return j.Status.StartedAt.Add(f.opts.UnknownRunTime), true
+	}
+	if r.f.opts.RunTime != nil {
+		if d, basis := r.f.opts.RunTime(j); d > 0 {
+			if r.bases == nil {
+				r.bases = map[string]int{}
+			}
+			r.bases[basisKind(basis)]++
+			return j.Status.StartedAt.Add(d), true
+		}
+	}
+	if r.f.opts.UnknownRunTime > 0 {
+		return j.Status.StartedAt.Add(r.f.opts.UnknownRunTime), true
 	}
 	return time.Time{}, false
+}
+
+// basisKind is a basis without what follows its first colon: "the
+// median of 3 runs: research/train" counts as "the median of 3 runs".
+func basisKind(basis string) string {
+	if i := strings.IndexByte(basis, ':'); i >= 0 {
+		return basis[:i]
+	}
+	return basis
 }
 
 // preemptedFree is when a preempted job's processes are surely gone: its
@@ -400,7 +428,7 @@ func (r *run) cycle() sched.Plan {
 	}
 	for _, j := range input {
 		if _, ok := byID[j.ID]; ok {
-			if end, ends := r.f.endOf(j); ends {
+			if end, ends := r.endOf(j); ends {
 				r.ends[j.ID] = end
 			}
 			if _, seen := r.started[j.ID]; !seen && r.targets[j.ID] {
@@ -481,11 +509,23 @@ func (r *run) estimates() map[string]Estimate {
 
 func (r *run) how() string {
 	s := fmt.Sprintf("core run forward over %d events from %s to %s", r.events, stamp(r.now), stamp(r.t))
-	switch {
-	case r.f.opts.UnknownRunTime > 0:
-		s += fmt.Sprintf("; assumes running jobs end at their duration, those without one after %s", span(r.f.opts.UnknownRunTime))
-	default:
-		s += "; assumes running jobs end at their duration, those without one never"
+	s += "; assumes running jobs end at their duration"
+	if len(r.bases) > 0 {
+		kinds := make([]string, 0, len(r.bases))
+		for k, n := range r.bases {
+			kinds = append(kinds, fmt.Sprintf("%d by %s", n, k))
+		}
+		sort.Strings(kinds)
+		s += ", those without one when estimated (" + strings.Join(kinds, ", ") + ")"
+		if r.f.opts.UnknownRunTime > 0 {
+			s += fmt.Sprintf(", else after %s", span(r.f.opts.UnknownRunTime))
+		} else {
+			s += ", else never"
+		}
+	} else if r.f.opts.UnknownRunTime > 0 {
+		s += fmt.Sprintf(", those without one after %s", span(r.f.opts.UnknownRunTime))
+	} else {
+		s += ", those without one never"
 	}
 	s += ", and no new submits"
 	if r.window > 0 {

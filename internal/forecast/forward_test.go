@@ -244,3 +244,43 @@ func TestMaxQueue(t *testing.T) {
 		t.Fatalf("start %v, how %q", e.Start, e.How)
 	}
 }
+
+// TestRunTimeEstimates checks that work without a duration ends at
+// Options.RunTime's estimate, the running job's and that of a queued one
+// once it starts in the run, that How counts the bases, and that without
+// an estimate (RunTime says zero) UnknownRunTime still applies.
+func TestRunTimeEstimates(t *testing.T) {
+	h := time.Hour
+	w := t4Region(1)
+	w.Job("r1", "a").Running(Epoch, On("t-1", 0))
+	w.Job("q1", "b").Submitted(Epoch)
+	w.Job("q2", "b").Submitted(Epoch.Add(time.Minute))
+	never := forecast.New(sched.Config{}, forecast.Options{})
+	if e := never.Starts(w.Snapshot(), Epoch, "q2")["q2"]; e.Known() {
+		t.Fatalf("without run times q2 starts %v, want no estimate (r1 runs on)", e.Start)
+	}
+	runTime := func(j *model.Job) (time.Duration, string) {
+		switch j.ID {
+		case "r1":
+			return 2 * h, "history of the same job: the median of 3 runs"
+		case "q1":
+			return h, "retry timeout: 1h"
+		}
+		return 0, ""
+	}
+	f := forecast.New(sched.Config{}, forecast.Options{RunTime: runTime})
+	e := f.Starts(w.Snapshot(), Epoch, "q2")["q2"]
+	if !e.Start.Equal(Epoch.Add(3 * h)) {
+		t.Fatalf("q2 starts %v (%s), want r1's 2h then q1's 1h: %v", e.Start, e.Why, Epoch.Add(3*h))
+	}
+	for _, want := range []string{"1 by history of the same job", "1 by retry timeout", "else never"} {
+		if !strings.Contains(e.How, want) {
+			t.Errorf("how %q lacks %q", e.How, want)
+		}
+	}
+	unknown := forecast.New(sched.Config{}, forecast.Options{UnknownRunTime: 4 * h,
+		RunTime: func(*model.Job) (time.Duration, string) { return 0, "" }})
+	if e := unknown.Starts(w.Snapshot(), Epoch, "q1")["q1"]; !e.Start.Equal(Epoch.Add(4 * h)) {
+		t.Errorf("with no estimate and UnknownRunTime 4h q1 starts %v, want %v", e.Start, Epoch.Add(4*h))
+	}
+}

@@ -44,6 +44,7 @@ type cache struct {
 	onCount      func(model.State, int) // reports a changed count of jobs in a state
 	jobRev       int64                  // highest ModRev of a job the cache applied
 	jobChanged   chan struct{}          // closed (and replaced) when a job changes
+	runs         *runBook               // run times of finished jobs, for estimates
 }
 
 // jobEntry is one cached job. tenant, state and submitted are set for every
@@ -94,6 +95,7 @@ func newCache(log *slog.Logger, onCount func(model.State, int)) *cache {
 		counts:       map[model.State]int{},
 		onCount:      onCount,
 		jobChanged:   make(chan struct{}),
+		runs:         newRunBook(),
 	}
 }
 
@@ -208,11 +210,12 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 		if !c.newer(key, modRev, e.modRev, ok) {
 			return
 		}
-		id, je, err := decodeEntry(value, modRev)
+		id, je, run, ran, err := decodeEntry(value, modRev)
 		if err != nil {
 			c.log.Error("skipping unreadable job record", "key", key, "err", err)
 			return
 		}
+		c.learnRunLocked(id, modRev, run, ran)
 		c.setEntryLocked(id, je)
 	case strings.HasPrefix(key, prefixReservations):
 		name := key[len(prefixReservations):]
@@ -264,7 +267,23 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 	}
 }
 
-func (c *cache) setJobLocked(j *model.Job, modRev int64) { c.setEntryLocked(j.ID, entryOf(j, modRev)) }
+func (c *cache) setJobLocked(j *model.Job, modRev int64) {
+	run, ran := sampleOf(j)
+	c.learnRunLocked(j.ID, modRev, run, ran)
+	c.setEntryLocked(j.ID, entryOf(j, modRev))
+}
+
+// learnRunLocked gives the run book the run of job id, written at modRev,
+// once: when the write ends the job (ran: a clean run, sampleOf).
+func (c *cache) learnRunLocked(id string, modRev int64, run runSample, ran bool) {
+	if !ran {
+		return
+	}
+	if e, ok := c.jobs[id]; ok && (e.modRev >= modRev || e.state.Terminal()) {
+		return // not newer, or learned when it ended
+	}
+	c.runs.add(run)
+}
 
 func (c *cache) setEntryLocked(id string, n jobEntry) {
 	e, ok := c.jobs[id]

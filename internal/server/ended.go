@@ -61,19 +61,39 @@ type jobHead struct {
 	Spec struct {
 		Tenant string            `json:"tenant"`
 		Labels map[string]string `json:"labels"`
+		// for the run book (runtimes.go)
+		Name      string `json:"name"`
+		Instances int    `json:"instance_count"`
+		GPUs      int    `json:"gpus_per_instance"`
+		GPUMilli  int64  `json:"gpu_milli"`
 	} `json:"spec"`
 	Status struct {
 		State       string    `json:"state"`
 		SubmittedAt time.Time `json:"submitted_at"`
 		EndedAt     time.Time `json:"ended_at"`
+		// for the run book
+		StartedAt   time.Time `json:"started_at"`
+		Preemptions int       `json:"preemptions"`
+		Retries     int       `json:"retries"`
+		Lost        int       `json:"lost"`
 	} `json:"status"`
 }
 
-// decodeEntry decodes a job record into its cache entry at modRev.
-func decodeEntry(b []byte, modRev int64) (string, jobEntry, error) {
+// sample is the run the record tells of, if a clean one (runtimes.go).
+func (h *jobHead) sample() (runSample, bool) {
+	st := h.Status
+	clean := model.State(st.State) == model.StateSucceeded && st.Preemptions == 0 && st.Retries == 0 && st.Lost == 0
+	r := model.Resources{InstanceCount: h.Spec.Instances, GPUsPerInstance: h.Spec.GPUs, GPUMilli: h.Spec.GPUMilli}
+	return newSample(clean, h.Spec.Tenant, h.Spec.Name, r, st.StartedAt, st.EndedAt)
+}
+
+// decodeEntry decodes a job record into its cache entry at modRev, and
+// the run it tells of when it is a clean one (runtimes.go; ran false
+// otherwise).
+func decodeEntry(b []byte, modRev int64) (id string, e jobEntry, run runSample, ran bool, err error) {
 	var h jobHead
 	if err := json.Unmarshal(b, &h); err != nil {
-		return "", jobEntry{}, err
+		return "", jobEntry{}, runSample{}, false, err
 	}
 	st := knownState(model.State(h.Status.State))
 	if h.ID != "" && st.Terminal() && !replicaLabels(h.Spec.Labels) {
@@ -81,13 +101,15 @@ func decodeEntry(b []byte, modRev int64) (string, jobEntry, error) {
 		if !h.Status.EndedAt.IsZero() {
 			e.ended = h.Status.EndedAt.Unix()
 		}
-		return h.ID, e, nil
+		run, ran = h.sample()
+		return h.ID, e, run, ran, nil
 	}
 	j, err := decodeJob(b)
 	if err != nil {
-		return "", jobEntry{}, err
+		return "", jobEntry{}, runSample{}, false, err
 	}
-	return j.ID, entryOf(j, modRev), nil
+	run, ran = sampleOf(j)
+	return j.ID, entryOf(j, modRev), run, ran, nil
 }
 
 // jobRef is one job of a listing: the cached job, or only its ID when the

@@ -254,6 +254,12 @@ type Why struct {
 	// Estimate is the forecast behind EstimatedStart: how it was made, or
 	// why there is none. Zero for a job that is not queued.
 	Estimate forecast.Estimate
+	// ExpectedRun is how long the job, not ended, is expected to run from
+	// its start: its duration, else an estimate from the runs of similar
+	// jobs or its retry timeout (runtimes.go); ExpectedRunBasis says
+	// which. Zero when none is known.
+	ExpectedRun      time.Duration
+	ExpectedRunBasis string
 	// Regions compares, for a queued job allowed in several regions, its
 	// estimated start, price and distance in each, best first; the
 	// region the server chose (Job.Status.Region) is the one the core
@@ -300,8 +306,14 @@ func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, erro
 		return Why{}, err
 	}
 	w := Why{Job: j}
-	if j.Status.State == model.StateQueued {
+	switch j.Status.State {
+	case model.StateQueued:
 		w = s.explainQueued(s.world(), j, s.clock.Now())
+	case model.StateBlocked:
+		w = s.explainBlocked(j, s.clock.Now())
+	}
+	if !j.Status.State.Terminal() {
+		s.explainRun(&w)
 	}
 	w.Policies = s.jobPolicies(j.ID)
 	if p.Admin && w.Job.Status.State == model.StateQueued {

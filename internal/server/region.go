@@ -38,6 +38,9 @@ func (s *Server) forecaster() *forecast.Forecaster {
 	cfg.Observer = nil
 	opts := s.cfg.Forecast
 	opts.Prepare = strategy.Apply // as the cycle does (step 3)
+	if opts.RunTime == nil {
+		opts.RunTime = s.cache.runs.estimate // jobs without a duration run as similar ones did
+	}
 	return forecast.New(cfg, opts)
 }
 
