@@ -73,8 +73,10 @@ the live cycle may decide otherwise.
 
 --set key=value overrides a field of every job in the file before it is
 read; the key is a dotted path as written in the file (priority,
-retry.max_retries, env.NAME) and the value is read as YAML. Each job names
-its tenant (or use --set tenant=NAME).
+retry.max_retries, env.NAME), or the last part alone where only one
+mapping has it (instance_count for resources.instance_count, max_retries),
+and the value is read as YAML. Each job names its tenant (or use --set
+tenant=NAME).
 
 A submit is sent again when its answer is lost (a dropped connection, a
 server failing over, the store briefly unavailable), with the same

@@ -28,6 +28,11 @@ func parseSets(sets []string, t reflect.Type) ([]override, error) {
 			return nil, &Error{File: "--set " + s, Msg: "want key=value, e.g. priority=spot or retry.max_retries=5"}
 		}
 		o := override{key: key, path: strings.Split(key, "."), value: value}
+		short, err := shortKey(t, o.path)
+		if err != nil {
+			return nil, &Error{File: "--set " + key, Field: key, Msg: err.Error()}
+		}
+		o.path = short
 		if err := checkKey(t, o.path); err != nil {
 			return nil, &Error{File: "--set " + key, Field: key, Msg: err.Error()}
 		}
@@ -37,6 +42,49 @@ func parseSets(sets []string, t reflect.Type) ([]override, error) {
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// shortKey returns path, or, when path is one key that the layout t does
+// not have at its top but has under exactly one of its mappings, the whole
+// path to it: instance_count is resources.instance_count, as 'plan' and
+// 'job show' print the fields. A key under several mappings is refused with
+// each whole key.
+func shortKey(t reflect.Type, path []string) ([]string, error) {
+	if len(path) != 1 {
+		return path, nil
+	}
+	top := fieldsOf(deref(t))
+	if _, ok := top.types[path[0]]; ok {
+		return path, nil
+	}
+	var found [][]string
+	for _, name := range top.names {
+		ft := deref(top.types[name])
+		if ft.Kind() != reflect.Struct || reflect.PointerTo(ft).Implements(nodeDecoderType) {
+			continue
+		}
+		if _, ok := fieldsOf(ft).types[path[0]]; ok {
+			found = append(found, []string{name, path[0]})
+		}
+	}
+	switch len(found) {
+	case 0:
+		return path, nil // checkKey names the keys there are
+	case 1:
+		return found[0], nil
+	}
+	var whole []string
+	for _, f := range found {
+		whole = append(whole, strings.Join(f, "."))
+	}
+	return nil, fmt.Errorf("key %q is under several mappings: give the whole key, one of %s", path[0], strings.Join(whole, ", "))
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
 }
 
 // checkKey reports whether path names a field of the layout t.

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,13 @@ func TestParseJobsSet(t *testing.T) {
 			func(s *model.JobSpec) { s.Env["WANDB_MODE"] = "online"; s.Env["NEW"] = "1" }},
 		{"empty value resets to the default", pretrain, []string{"resources.gpus_per_instance=", "duration="},
 			func(s *model.JobSpec) { s.Resources.GPUsPerInstance = 1; s.Duration = 0 }},
+		{"short keys, as plan and job show print them", pretrain, []string{"instance_count=3", "max_retries=4", "grace=1m", "regions=[westus]"},
+			func(s *model.JobSpec) {
+				s.Resources.InstanceCount = 3
+				s.Retry.MaxRetries = 4
+				s.Checkpoint.Grace = time.Minute
+				s.Placement.Regions = []string{"westus"}
+			}},
 		{"later set wins", pretrain, []string{"retry.max_retries=1", "retry.max_retries=2"},
 			func(s *model.JobSpec) { s.Retry.MaxRetries = 2 }},
 		{"value with = and spaces", pretrain, []string{"command=python -c 'a=1'"},
@@ -114,6 +122,7 @@ func TestParseJobsSetErrors(t *testing.T) {
 		{"type error", pretrain, "retry.max_retries=lots", "--set retry.max_retries", 0, "retry.max_retries", "want an integer"},
 		{"type error in a created mapping", "name: j\ntenant: t\n", "retry.timeout=1d", "--set retry.timeout", 0, "retry.timeout", "days (d)"},
 		{"type error inside a list", pretrain, "resources.gpu_models=[H100, [A100]]", "--set resources.gpu_models", 0, "resources.gpu_models[1]", "want a string"},
+		{"short key, semantic error", pretrain, "instance_count=0", "--set instance_count", 0, "resources.instance_count", "must be between 1 and 4096"},
 		{"semantic error", pretrain, "resources.instance_count=0", "--set resources.instance_count", 0, "resources.instance_count", "must be between 1 and 4096"},
 		{"semantic error in a list", pretrain, `placement.regions=[eastus, ""]`, "--set placement.regions", 0, "placement.regions[1]", "must not be empty"},
 		{"file value in the way", "name: j\ntenant: t\nretry: 3\n", "retry.max_retries=1", "job.yaml", 3, "retry", "--set retry.max_retries: want a mapping here"},
@@ -125,5 +134,25 @@ func TestParseJobsSetErrors(t *testing.T) {
 			}
 			wantError(t, err, tc.file, tc.line, tc.field, tc.msg)
 		})
+	}
+}
+
+// TestShortKeyUnderSeveralMappings: a short key two mappings have is
+// refused with both whole keys (the job layout has none such today).
+func TestShortKeyUnderSeveralMappings(t *testing.T) {
+	type inner struct {
+		Timeout string `yaml:"timeout"`
+	}
+	type layout struct {
+		Name  string `yaml:"name"`
+		Retry inner  `yaml:"retry"`
+		Setup *inner `yaml:"setup"`
+	}
+	_, err := shortKey(reflect.TypeFor[layout](), []string{"timeout"})
+	if err == nil || !strings.Contains(err.Error(), "retry.timeout, setup.timeout") {
+		t.Fatalf("shortKey(timeout) = %v, want both whole keys named", err)
+	}
+	if p, err := shortKey(reflect.TypeFor[layout](), []string{"name"}); err != nil || len(p) != 1 {
+		t.Fatalf("shortKey(name) = %v, %v, want the top-level key as it is", p, err)
 	}
 }
