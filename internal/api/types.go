@@ -127,6 +127,12 @@ type Why struct {
 	// unknown.
 	ExpectedRunSeconds float64 `json:"expected_run_seconds,omitempty"`
 	ExpectedRunBasis   string  `json:"expected_run_basis,omitempty"`
+	// For a job that holds capacity: where it runs, since when, until
+	// when it is protected from preemption, and what may preempt it.
+	RunningOn      []string   `json:"running_on,omitempty"`
+	RunningSince   *time.Time `json:"running_since,omitempty"`
+	ProtectedUntil *time.Time `json:"protected_until,omitempty"`
+	PreemptibleBy  []string   `json:"preemptible_by,omitempty"`
 	// Region is the region the server chose for a job allowed in several
 	// (the core places it there while it waits); empty when none.
 	Region string `json:"region"`
@@ -175,6 +181,23 @@ func newWhy(why server.Why) Why {
 	}
 	if why.ExpectedRun > 0 {
 		out.ExpectedRunSeconds, out.ExpectedRunBasis = why.ExpectedRun.Seconds(), why.ExpectedRunBasis
+	}
+	if e := why.Exposure; e != nil {
+		for _, a := range j.Status.Allocations {
+			out.RunningOn = append(out.RunningOn, a.Node)
+		}
+		if !j.Status.StartedAt.IsZero() {
+			t := j.Status.StartedAt.UTC()
+			out.RunningSince = &t
+		}
+		if !e.ProtectedUntil.IsZero() {
+			t := e.ProtectedUntil.UTC()
+			out.ProtectedUntil = &t
+		}
+		out.PreemptibleBy = e.By
+		if out.PreemptibleBy == nil {
+			out.PreemptibleBy = []string{"nothing: no work of the fleet may preempt it"}
+		}
 	}
 	if j.Status.State != model.StateQueued {
 		out.Region = ""

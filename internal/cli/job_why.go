@@ -62,6 +62,16 @@ func whyPrinter(w client.Why, now time.Time) printer {
 	if w.EstimateHow != "" {
 		fs.add("Estimated by", w.EstimateHow)
 	}
+	if len(w.RunningOn) > 0 {
+		fs.add("Runs on", strings.Join(w.RunningOn, ", "))
+	}
+	if !w.RunningSince.IsZero() {
+		fs.add("Since", fmt.Sprintf("%s (%s ago)", timestamp(w.RunningSince), span(now.Sub(w.RunningSince.Time))))
+	}
+	if !w.ProtectedUntil.IsZero() {
+		fs.add("Protected until", timestamp(w.ProtectedUntil)+" (no preemption before then)")
+	}
+	fs.addLines("Preemptible by", w.PreemptibleBy)
 	if w.ExpectedRunSeconds > 0 {
 		fs.add("Expected run", fmt.Sprintf("%s (%s)", span(time.Duration(w.ExpectedRunSeconds*float64(time.Second))), w.ExpectedRunBasis))
 	}

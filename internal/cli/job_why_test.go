@@ -53,3 +53,26 @@ func TestWhyPrinter(t *testing.T) {
 		t.Errorf("ended job:\n%s", out)
 	}
 }
+
+// TestWhyPrinterRunning: a running job says where it runs, since when,
+// its protection and what may preempt it; a job with an expected run says
+// how long and on what.
+func TestWhyPrinterRunning(t *testing.T) {
+	now := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	w := client.Why{ID: "r", State: "Running", RunningOn: []string{"h-1", "h-2"},
+		RunningSince: client.Time{Time: now.Add(-5 * time.Minute)}, ProtectedUntil: client.Time{Time: now.Add(5 * time.Minute)},
+		PreemptibleBy:      []string{"reserved work of its own partition p only", "its own tenant's standard work of a priority at least 10 higher"},
+		ExpectedRunSeconds: 7200, ExpectedRunBasis: "history of the same job: the median of 3 runs of t/train"}
+	var b strings.Builder
+	if err := whyPrinter(w, now).print(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"Runs on:          h-1, h-2", "Since:            2026-12-01T01:55:00Z (5m ago)",
+		"Protected until:  2026-12-01T02:05:00Z", "Preemptible by:   reserved work of its own partition p only",
+		"its own tenant's standard work", "Expected run:     2h (history of the same job: the median of 3 runs of t/train)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lacks %q:\n%s", want, out)
+		}
+	}
+}

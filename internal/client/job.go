@@ -74,6 +74,12 @@ type Why struct {
 	// to run from its start, ExpectedRunBasis on what; zero when unknown.
 	ExpectedRunSeconds float64 `json:"expected_run_seconds"`
 	ExpectedRunBasis   string  `json:"expected_run_basis"`
+	// For a job that holds capacity: where it runs, since when, until
+	// when it is protected from preemption, and what may preempt it.
+	RunningOn      []string `json:"running_on"`
+	RunningSince   Time     `json:"running_since"`
+	ProtectedUntil Time     `json:"protected_until"`
+	PreemptibleBy  []string `json:"preemptible_by"`
 	// Region is the region the server chose for a job allowed in several.
 	Region string `json:"region"`
 	// Regions compares the job's allowed regions, best first.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/strategy"
 )
 
 // Estimates that reach past a job's start: how long it runs (its
@@ -104,4 +106,19 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// exposure is what may preempt running job j, as the core would decide on
+// the server's view now (the fleet's strategy applied, as the cycle does);
+// nil when the cache does not have it holding capacity.
+func (s *Server) exposure(j *model.Job) *sched.Exposure {
+	now := s.clock.Now()
+	snap := strategy.Apply(s.forecastSnapshot(s.world(), nil), now)
+	cfg := s.cfg.Sched
+	cfg.Observer = nil
+	e, ok := sched.New(cfg).Exposure(snap, now, j.ID)
+	if !ok {
+		return nil
+	}
+	return &e
 }

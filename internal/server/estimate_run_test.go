@@ -25,7 +25,14 @@ func TestBlockedStepEstimate(t *testing.T) {
 	if started.IsZero() {
 		t.Fatalf("prepare did not start: %+v", h.job(prep).Status)
 	}
+	// prepare runs: where, and what may preempt it.
+	if w := h.why(prep); w.Exposure == nil || len(w.Exposure.By) == 0 {
+		t.Errorf("running prepare's why has no exposure: %+v", w.Exposure)
+	}
 	w := h.why(train)
+	if w.Exposure != nil {
+		t.Errorf("blocked train has an exposure: %+v", w.Exposure)
+	}
 	if w.EstimatedStart == nil || !w.EstimatedStart.Equal(started.Add(10*time.Minute)) {
 		t.Fatalf("train's estimated start %v (%s), want prepare's start + its 10m duration, %s", w.EstimatedStart, w.Estimate.Why, started.Add(10*time.Minute))
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/store"
 )
 
@@ -260,6 +261,9 @@ type Why struct {
 	// which. Zero when none is known.
 	ExpectedRun      time.Duration
 	ExpectedRunBasis string
+	// Exposure is, for a job that holds capacity, what may preempt it
+	// (sched.Scheduler.Exposure); nil otherwise.
+	Exposure *sched.Exposure
 	// Regions compares, for a queued job allowed in several regions, its
 	// estimated start, price and distance in each, best first; the
 	// region the server chose (Job.Status.Region) is the one the core
@@ -314,6 +318,9 @@ func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, erro
 	}
 	if !j.Status.State.Terminal() {
 		s.explainRun(&w)
+	}
+	if j.Status.State.Holds() {
+		w.Exposure = s.exposure(j)
 	}
 	w.Policies = s.jobPolicies(j.ID)
 	if p.Admin && w.Job.Status.State == model.StateQueued {
