@@ -295,6 +295,11 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if err != nil {
 		return err
 	}
+	removePID, err := writePIDFile(f.data)
+	if err != nil {
+		return err
+	}
+	defer removePID()
 	rate := f.rate
 	if rate == 0 {
 		rate = -1 // no limit

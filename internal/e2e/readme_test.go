@@ -141,10 +141,16 @@ func readmeScript(cmds []string, port int) string {
 			if strings.Contains(run, " up") && !strings.Contains(run, "--listen") {
 				run += " --listen 127.0.0.1:" + strconv.Itoa(port)
 			}
+			if goRun.MatchString(c) {
+				// As 'go run' does, a parent process runs the binary: a
+				// signal to the shell's job reaches the parent only, but
+				// Ctrl-C (SIGINT to the terminal's group) reaches both.
+				run = "bash -c " + shellQuote("trap 'kill -INT $c 2>/dev/null' INT; "+run+" & c=$!; wait $c; wait $c")
+			}
 			fmt.Fprintf(&b, "echo %s >&2\n%s &\nUP=$!\n", shellQuote("+ "+c), run)
-		case strings.HasPrefix(c, "kill %1"):
+		case strings.HasPrefix(c, "kill %1") || strings.HasSuffix(c, "allot down") || strings.Contains(c, "allot down "):
 			fmt.Fprintf(&b, "echo %s >&2\n%s || fail %s $?\n", shellQuote("+ "+c), run, q)
-			fmt.Fprintf(&b, "wait \"$UP\"; rc=$?; [ $rc -eq 0 ] || fail 'allot up (after kill %%1)' $rc\nUP=\n")
+			fmt.Fprintf(&b, "wait \"$UP\"; rc=$?; [ $rc -eq 0 ] || fail %s $rc\nUP=\n", shellQuote("allot up (after "+c+")"))
 		case strings.Contains(run, " job submit "):
 			fmt.Fprintf(&b, "echo %s >&2\nout=$(%s) || fail %s $?\nprintf '%%s\\n' \"$out\" | tee -a \"$IDS\"\nID=${out%%%%$'\\n'*}\necho CHECK-JOBS; read -r _\n",
 				shellQuote("+ "+c), run, q)
@@ -161,8 +167,10 @@ func readmeScript(cmds []string, port int) string {
 
 func runReadmeBlock(t *testing.T, work, tmp, block string) {
 	cmds := readmeCommands(block)
+	var port int
 	for try := 1; ; try++ {
-		out, stderr, err := runReadmeScript(t, work, tmp, cmds)
+		out, stderr, p, err := runReadmeScript(t, work, tmp, cmds)
+		port = p
 		// The port was free when chosen; another test may have taken it
 		// before 'allot up' bound it.
 		if err != nil && try < 3 && strings.Contains(stderr, "address already in use") {
@@ -178,7 +186,20 @@ func runReadmeBlock(t *testing.T, work, tmp, block string) {
 	t.Logf("ran %d commands", len(cmds))
 	if strings.Contains(readmeScript(cmds, 0), "\nUP=$!") {
 		checkNoJobProcesses(t, tmp)
+		checkPortFree(t, port)
 	}
+}
+
+// checkPortFree fails t unless port on loopback can be bound: nothing of
+// the run still serves there.
+func checkPortFree(t *testing.T, port int) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Errorf("after the block, port %d is still taken: %v", port, err)
+		return
+	}
+	ln.Close()
 }
 
 // readmeBlockTimeout bounds one block: the offline blocks replay months of
@@ -190,8 +211,8 @@ const readmeBlockTimeout = 4 * time.Minute
 // them, on a port free a moment ago, and returns its stdout and stderr.
 // On the timeout it kills the script's whole process group (the commands
 // it started in the background too), so that the pipes close.
-func runReadmeScript(t *testing.T, work, tmp string, cmds []string) (stdout, stderr string, err error) {
-	port := freePort(t)
+func runReadmeScript(t *testing.T, work, tmp string, cmds []string) (stdout, stderr string, port int, err error) {
+	port = freePort(t)
 	ids := filepath.Join(t.TempDir(), "ids")
 	ctx, cancel := context.WithTimeout(context.Background(), readmeBlockTimeout)
 	defer cancel()
@@ -231,7 +252,7 @@ func runReadmeScript(t *testing.T, work, tmp string, cmds []string) (stdout, std
 	if ctx.Err() != nil {
 		err = fmt.Errorf("timed out after %v (%v): the last command echoed on stderr did not end", readmeBlockTimeout, err)
 	}
-	return out.String(), errBuf.String(), err
+	return out.String(), errBuf.String(), port, err
 }
 
 // checkReadmeJobs waits until every job the block submitted reaches the
