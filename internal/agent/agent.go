@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +31,12 @@ const (
 	// DefaultShipEvery keeps a line's way to 'allot job logs -f' under a
 	// second: a quarter of it waiting here, the rest on the wire.
 	DefaultShipEvery = 250 * time.Millisecond
+	// DefaultJobLogLimit bounds what one job's output may take of the
+	// agent's disk: its logs on the host, all attempts together.
+	DefaultJobLogLimit = 1 << 30
+	// DefaultStopTimeout bounds how long an agent that exits gives its
+	// instances, whatever their grace.
+	DefaultStopTimeout = 30 * time.Second
 )
 
 // Config is what one node's agent runs on. Client, Node, GPUs, Data and
@@ -104,6 +111,20 @@ type Config struct {
 	// in LD_LIBRARY_PATH rather than the loader's cache. allot's own
 	// variables still win over both.
 	JobEnv map[string]string
+	// JobLogLimit is how many bytes of output one job's logs may hold on
+	// this host, its attempts and ranks together; past it the log says so
+	// and the rest of the job's output here is dropped (the job runs on).
+	// 0 means DefaultJobLogLimit, negative no limit.
+	JobLogLimit int64
+	// PidsLimit bounds the processes and threads of one job on this host
+	// (limits.go): a fork past it fails. 0 means DefaultPidsLimit,
+	// negative no bound.
+	PidsLimit int64
+	// StopTimeout bounds the grace of the instances still running when
+	// the agent exits (Run's ctx ends): past it, or past an instance's
+	// own shorter grace, each is killed with all its processes. 0 means
+	// DefaultStopTimeout.
+	StopTimeout time.Duration
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
@@ -134,8 +155,9 @@ type Agent struct {
 	log    *slog.Logger
 	devs   []gpu.Device
 	ident  identity
-	cgroup string // the agent's cgroup, parent of its instances'; "" without cgroups
-	allot  string // the agent's executable where jobs can run it (WORK/bin/allot)
+	cgroup string    // the agent's cgroup, parent of its instances'; "" without cgroups
+	pids   pidsBound // how jobs' processes are bounded
+	allot  string    // the agent's executable where jobs can run it (WORK/bin/allot)
 
 	mu        sync.Mutex // guards procs, finished and firstSeen
 	procs     map[key]*proc
@@ -172,6 +194,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.HealthCheckTimeout <= 0 {
 		cfg.HealthCheckTimeout = DefaultHealthCheckTimeout
 	}
+	if cfg.StopTimeout <= 0 {
+		cfg.StopTimeout = DefaultStopTimeout
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -199,7 +224,7 @@ func Run(ctx context.Context, cfg Config) error {
 	go a.healthChecks(ctx)
 	go a.sweepEveryHour(ctx)
 	a.follow(ctx)
-	a.stopAll()
+	a.shutdown()
 	if a.cgroup != "" {
 		_ = syscall.Rmdir(a.cgroup) // empty now, unless an instance outlived its minute
 	}
@@ -661,13 +686,18 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, strin
 	}
 	timeout, _ := time.ParseDuration(x.Timeout)
 	grace, _ := time.ParseDuration(x.Grace)
+	x.ResumeFrom = a.unlegacy(k.job, x.ResumeFrom)
 	resume, why := a.resumeFrom(x, sb.ckptDir)
 	if why != "" {
 		a.log.Warn("not resuming", "job", k.job, "attempt", k.attempt, "rank", k.rank, "checkpoint", x.ResumeFrom, "why", why)
 	}
 	var track launch.Tracker = &launch.ProcessGroup{}
 	if sb.cgroup != "" {
-		track = &launch.Cgroup{Path: sb.cgroup}
+		c := &launch.Cgroup{Path: sb.cgroup}
+		if a.pids == pidsCgroup {
+			c.PidsMax = a.pidsLimit()
+		}
+		track = c
 	}
 	env := x.Env
 	if len(a.cfg.JobEnv) > 0 {
@@ -677,8 +707,33 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, strin
 	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: env, ArrayIndex: x.ArrayIndex, GPUs: gpus,
 		GPUMilli: x.GPUMilli, GPUMemoryMiB: a.memoryOf(x.GPUs), CheckpointDir: sb.ckptDir, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
-		Dir: sb.dir, LogPath: sb.logPath, Timeout: timeout, Grace: grace, Credential: sb.cred, Tracker: track,
-		Allot: a.allot}, why
+		Dir: sb.dir, LogPath: sb.logPath, LogLimit: a.logLimit(filepath.Dir(sb.logPath)), Timeout: timeout, Grace: grace,
+		Credential: sb.cred, Tracker: track, Allot: a.allot}, why
+}
+
+// logLimit is what an instance starting now may add to its job's logs in
+// dir (DATA/logs/JOB): the job's limit less what they hold already, as
+// launch.Spec.LogLimit says it. Instances of one job that run at once
+// here (ranks of a gang) each get what was left when they started.
+func (a *Agent) logLimit(dir string) int64 {
+	limit := a.cfg.JobLogLimit
+	switch {
+	case limit < 0:
+		return 0
+	case limit == 0:
+		limit = DefaultJobLogLimit
+	}
+	var used int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			used += info.Size()
+		}
+	}
+	if left := limit - used; left > 0 {
+		return left
+	}
+	return -1
 }
 
 // memoryOf is the memory of the smallest of gpus as discovery found them,
@@ -697,9 +752,44 @@ func (a *Agent) memoryOf(gpus []wire.AssignedGPU) int64 {
 	return least
 }
 
-// stopAll stops every instance when the agent shuts down, and waits up to
-// their graces.
-func (a *Agent) stopAll() { a.waitAll(a.stopEvery()) }
+// shutdown stops every instance as the agent exits, so that no process of
+// a job outlives it: SIGTERM, then SIGKILL of all the instance's processes
+// after its grace or StopTimeout, whichever is shorter (an instance already
+// stopping with a longer grace, as a preemption gave it, is cut short too).
+// It is the one path on which an agent's exit ends work: an agent that
+// should leave its jobs running for its next run to adopt would skip it
+// on purpose, here.
+func (a *Agent) shutdown() {
+	dones := a.stopEvery()
+	timeout := time.NewTimer(a.cfg.StopTimeout)
+	defer timeout.Stop()
+	for _, d := range dones {
+		select {
+		case <-d:
+			continue
+		case <-timeout.C:
+		}
+		n := a.killEvery()
+		a.log.Warn("instances outlived the stop timeout: killed", "instances", n, "stop_timeout", a.cfg.StopTimeout)
+		a.waitAll(dones)
+		return
+	}
+}
+
+// killEvery kills every instance that has started and not ended, at once,
+// and returns how many.
+func (a *Agent) killEvery() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, p := range a.procs {
+		if p.p != nil && !exited(p.p) {
+			p.p.Kill()
+			n++
+		}
+	}
+	return n
+}
 
 // stopEvery stops every instance (SIGTERM, SIGKILL after its grace) and
 // returns what closes when each has ended.

@@ -136,7 +136,7 @@ command: ["sh", "-c", 'echo "cvd=$CUDA_VISIBLE_DEVICES job=$ALLOT_JOB_ID"; echo 
 resources: {gpus_per_instance: 2}
 `)
 	j := l.waitState(t, id, "Succeeded")
-	if want := filepath.Join(cfg.Work, "jobs", id, "checkpoints", "ckpt-1"); j.CheckpointPath != want {
+	if want := filepath.Join(cfg.Work, "jobs", jobDirName(id), "checkpoints", "ckpt-1"); j.CheckpointPath != want {
 		t.Errorf("checkpoint %q, want %s (from the CHECKPOINT marker, relative to the checkpoint directory)", j.CheckpointPath, want)
 	}
 	l.logHas(t, id, "cvd=GPU-virtual-h100-01-0,GPU-virtual-h100-01-1 job="+id)
@@ -263,7 +263,7 @@ tenant: team
 command: ["sh", "-c", "echo c > $ALLOT_CHECKPOINT_DIR/CHECKPOINT; echo ran"]
 resources: {gpus_per_instance: 1}
 `)
-	if j, want := l.waitState(t, id, "Succeeded"), filepath.Join(cfg.Work, "jobs", id, "checkpoints", "c"); j.CheckpointPath != want {
+	if j, want := l.waitState(t, id, "Succeeded"), filepath.Join(cfg.Work, "jobs", jobDirName(id), "checkpoints", "c"); j.CheckpointPath != want {
 		t.Errorf("checkpoint %q reported with a node token, want %s", j.CheckpointPath, want)
 	}
 }

@@ -146,6 +146,25 @@ func (a *Agent) resumeFrom(x client.Assignment, dir string) (string, string) {
 	return path, ""
 }
 
+// unlegacy is path, a checkpoint reported by an agent that named job's
+// directories by its ID, in the directory moveLegacy renamed them to; any
+// other path is returned as it is.
+func (a *Agent) unlegacy(job, path string) string {
+	if path == "" || urlScheme.MatchString(path) {
+		return path
+	}
+	path = filepath.Clean(path)
+	for _, d := range a.legacyDirs(job) {
+		if within(d.old, path) {
+			rel, err := filepath.Rel(d.old, path)
+			if err == nil {
+				return filepath.Join(d.now, rel)
+			}
+		}
+	}
+	return path
+}
+
 // reportCheckpoint tells the server that job saved a checkpoint at path on
 // this node, or with no node when path lies in the shared checkpoint root. A server older than this agent does not know the node field
 // and refuses it (400, unknown field node): it is told the path alone, as

@@ -311,7 +311,7 @@ func TestJobsRunIsolated(t *testing.T) {
 		if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
 			t.Fatal(err)
 		}
-		attempt := filepath.Join(cfg.Work, "jobs", id, "attempt-1")
+		attempt := filepath.Join(cfg.Work, "jobs", jobDirName(id), "attempt-1")
 		var uid uint32
 		for _, f := range strings.Fields(log.String()) {
 			if v, ok := strings.CutPrefix(f, "uid="); ok {
@@ -335,8 +335,8 @@ func TestJobsRunIsolated(t *testing.T) {
 			uid  uint32
 			mode os.FileMode
 		}{
-			{cfg.Work, 0, 0o711}, {filepath.Join(cfg.Work, "jobs"), 0, 0o711}, {filepath.Join(cfg.Work, "jobs", id), uid, 0o700},
-			{filepath.Join(cfg.Work, "jobs", id, "checkpoints"), uid, 0o700}, {attempt, uid, 0o700}, {cfg.Data, 0, 0o700},
+			{cfg.Work, 0, 0o711}, {filepath.Join(cfg.Work, "jobs"), 0, 0o711}, {filepath.Join(cfg.Work, "jobs", jobDirName(id)), uid, 0o700},
+			{filepath.Join(cfg.Work, "jobs", jobDirName(id), "checkpoints"), uid, 0o700}, {attempt, uid, 0o700}, {cfg.Data, 0, 0o700},
 			{filepath.Join(cfg.Data, "logs", id, "attempt-1.log"), 0, 0o600},
 		} {
 			st, err := os.Stat(c.path)
@@ -379,7 +379,7 @@ resources: {gpus_per_instance: 1}
 checkpoint: {grace: 1s}
 `)
 	l.waitState(t, id, "Running")
-	pidFile := filepath.Join(cfg.Work, "jobs", id, "checkpoints", "pid")
+	pidFile := filepath.Join(cfg.Work, "jobs", jobDirName(id), "checkpoints", "pid")
 	var pid int
 	for i := 0; i < 100 && pid == 0; i++ {
 		b, _ := os.ReadFile(pidFile)

@@ -249,7 +249,7 @@ retry: {max_retries: 1}
 			t.Fatal(err)
 		}
 	}
-	if want := filepath.Join(root, id, "ckpt-1"); first.CheckpointPath != want || first.CheckpointNode != "" {
+	if want := filepath.Join(root, jobDirName(id), "ckpt-1"); first.CheckpointPath != want || first.CheckpointNode != "" {
 		t.Fatalf("checkpoint %q on node %q, want %s on none", first.CheckpointPath, first.CheckpointNode, want)
 	}
 	node := first.Allocations[0].Node

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -154,6 +155,16 @@ func cgroupName(s string) string {
 	}, s)
 }
 
+// opaqueName is a fresh random name, 16 hex digits, for what every user of
+// the host can list: an instance's cgroup (under /sys/fs/cgroup, and in
+// /proc/PID/cgroup of each of its processes) names neither its job nor
+// its tenant. The state record keeps the path.
+func opaqueName() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
 // instanceName is "attempt-N", or "attempt-N.rank-R" in a gang.
 func instanceName(k key, worldSize int) string {
 	if worldSize > 1 {
@@ -275,6 +286,54 @@ func (a *Agent) checkCheckpointRoot() error {
 	return nil
 }
 
+// jobDirName names job's directories, which other users of the host come
+// to see in paths (WORK/jobs/NAME, CHECKPOINT_ROOT/NAME; a job that passes
+// its $ALLOT_CHECKPOINT_DIR on a command line shows it to every user in
+// /proc/PID/cmdline): "j" and 16 hex digits of the SHA-256 of the job's ID,
+// the same on every host and for every run of the agent, and naming
+// neither the job nor its tenant.
+func jobDirName(job string) string {
+	h := sha256.Sum256([]byte(job))
+	return "j" + hex.EncodeToString(h[:8])
+}
+
+// jobDir is WORK/jobs/NAME of job.
+func (a *Agent) jobDir(job string) string { return filepath.Join(a.cfg.Work, "jobs", jobDirName(job)) }
+
+// sharedCheckpoints is job's checkpoint directory in the shared
+// checkpoint root.
+func (a *Agent) sharedCheckpoints(job string) string {
+	return filepath.Join(a.cfg.CheckpointRoot, jobDirName(job))
+}
+
+// legacyDir is a directory of a job named by its ID, as agents before
+// jobDirName made them, and where it goes now.
+type legacyDir struct{ old, now string }
+
+func (a *Agent) legacyDirs(job string) []legacyDir {
+	ds := []legacyDir{{filepath.Join(a.cfg.Work, "jobs", job), a.jobDir(job)}}
+	if a.cfg.CheckpointRoot != "" {
+		ds = append(ds, legacyDir{filepath.Join(a.cfg.CheckpointRoot, job), a.sharedCheckpoints(job)})
+	}
+	return ds
+}
+
+// moveLegacy renames a job's directory named by its ID to its opaque name,
+// so that the job keeps its files and checkpoints across the agent's
+// upgrade; nothing happens when there is none, or the new one exists.
+func (a *Agent) moveLegacy(d legacyDir) {
+	st, err := os.Lstat(d.old)
+	if err != nil || !st.IsDir() {
+		return
+	}
+	if _, err := os.Lstat(d.now); err == nil {
+		return
+	}
+	if err := os.Rename(d.old, d.now); err != nil {
+		a.log.Warn("job directory named by its ID not renamed", "dir", d.old, "err", err)
+	}
+}
+
 // sandbox builds instance k's isolation: its uid, WORK/jobs/JOB (0700, the
 // job's) with checkpoints/ and a fresh attempt directory, and the path of
 // its cgroup. Undo with release.
@@ -285,13 +344,16 @@ func (a *Agent) sandbox(k key, x client.Assignment) (sandbox, error) {
 	name := instanceName(k, x.WorldSize)
 	sb := sandbox{
 		uid: uint32(os.Getuid()), gid: uint32(os.Getgid()),
-		jobDir:    filepath.Join(a.cfg.Work, "jobs", k.job),
+		jobDir:    a.jobDir(k.job),
 		logPath:   filepath.Join(a.cfg.Data, "logs", k.job, name+".log"),
 		recordKey: fmt.Sprintf("%s.%d.%d", k.job, k.attempt, k.rank),
 	}
 	sb.ckptDir, sb.dir = filepath.Join(sb.jobDir, "checkpoints"), filepath.Join(sb.jobDir, name)
 	if a.cfg.CheckpointRoot != "" {
-		sb.ckptDir = filepath.Join(a.cfg.CheckpointRoot, k.job)
+		sb.ckptDir = a.sharedCheckpoints(k.job)
+	}
+	for _, m := range a.legacyDirs(k.job) {
+		a.moveLegacy(m)
 	}
 	switch a.ident {
 	case asDynamic:
@@ -303,7 +365,7 @@ func (a *Agent) sandbox(k key, x client.Assignment) (sandbox, error) {
 		sb.uid, sb.gid, sb.cred = c.Uid, c.Gid, &c
 	}
 	if a.cgroup != "" {
-		sb.cgroup = filepath.Join(a.cgroup, cgroupName(sb.recordKey))
+		sb.cgroup = filepath.Join(a.cgroup, opaqueName())
 	}
 	if err := a.makeJobDirs(sb); err != nil {
 		a.release(sb)
@@ -454,8 +516,9 @@ func (a *Agent) isolate() error {
 			a.cgroup = dir
 		}
 	}
+	a.pids = a.limitPids()
 	a.log.Debug("isolation", "work", a.cfg.Work, "users", []string{"agent's own", "dynamic", "run-as"}[a.ident],
-		"cgroup", a.cgroup)
+		"cgroup", a.cgroup, "pids_limit", a.pidsLimit(), "pids_bound_by", a.pids)
 	return nil
 }
 

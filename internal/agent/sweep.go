@@ -27,8 +27,9 @@ const sweepEvery = time.Hour
 const trashPrefix = ".swept-"
 
 // sweep removes the files of jobs that last ran here more than keep
-// before now: WORK/jobs/JOB (the job's files and checkpoints),
-// DATA/logs/JOB, and CHECKPOINT_ROOT/JOB with a shared checkpoint root. When a job last ran is the newest modification time among
+// before now: WORK/jobs/NAME (the job's files and checkpoints; NAME is
+// jobDirName's), DATA/logs/JOB, and CHECKPOINT_ROOT/NAME with a shared
+// checkpoint root. When a job last ran is the newest modification time among
 // its logs, which only the agent writes (DATA is the agent's alone, and
 // the log files are the agent's: a job holding one open can set its times
 // to now at most); watch sets it as an instance ends. A job with files but
@@ -61,11 +62,11 @@ func (a *Agent) sweep(ctx context.Context, now time.Time, keep time.Duration) []
 			if last, ok := lastRan(filepath.Join(logsDir, job)); ok && now.Sub(last) < keep {
 				continue // it ran here while the server was asked
 			}
-			dirs := []string{filepath.Join(jobsDir, job), filepath.Join(logsDir, job)}
+			dirs := []string{a.jobDir(job), filepath.Join(logsDir, job), filepath.Join(jobsDir, job)}
 			if a.cfg.CheckpointRoot != "" {
 				// The job ran here and has ended (else the server keeps it):
 				// its checkpoints on the shared root go too.
-				dirs = append(dirs, filepath.Join(a.cfg.CheckpointRoot, job))
+				dirs = append(dirs, a.sharedCheckpoints(job), filepath.Join(a.cfg.CheckpointRoot, job))
 			}
 			for _, d := range dirs {
 				if aside, err := moveAside(d); err == nil {
@@ -116,6 +117,18 @@ func (a *Agent) idleJobs(now time.Time, keep time.Duration, jobsDir, logsDir str
 			}
 		}
 	}
+	// The job directories are named by jobDirName: those of jobs with
+	// logs here are the logs' jobs' (or those of active jobs); the others
+	// count by their own name (their logs were lost, or they are named by
+	// their job's ID, as agents before jobDirName named them).
+	named := map[string]string{}
+	logs, _ := os.ReadDir(logsDir)
+	for _, e := range logs {
+		named[jobDirName(e.Name())] = e.Name()
+	}
+	for job := range active {
+		named[jobDirName(job)] = job
+	}
 	for _, dir := range []string{logsDir, jobsDir} {
 		entries, _ := os.ReadDir(dir)
 		for _, e := range entries {
@@ -123,6 +136,9 @@ func (a *Agent) idleJobs(now time.Time, keep time.Duration, jobsDir, logsDir str
 			if strings.HasPrefix(job, trashPrefix) {
 				trash = append(trash, filepath.Join(dir, job))
 				continue
+			}
+			if dir == jobsDir && named[job] != "" {
+				continue // its job's logs count for it
 			}
 			if seen[job] || active[job] {
 				continue

@@ -52,12 +52,20 @@ func TestSweepJobFiles(t *testing.T) {
 		}
 	}
 	write(outside, now)
+	// Job directories have opaque names (jobDirName); requeued's is named
+	// by its ID, as agents before those names made it.
+	named := func(job string) string {
+		if job == "requeued" {
+			return job
+		}
+		return jobDirName(job)
+	}
 	for job, ran := range map[string]time.Duration{"old": 8 * 24 * time.Hour, "recent": time.Hour, "running": 30 * 24 * time.Hour,
 		"requeued": 9 * 24 * time.Hour} {
 		write(filepath.Join(data, "logs", job, "attempt-1.log"), now.Add(-ran))
-		write(filepath.Join(work, "jobs", job, "checkpoints", "step-1"), now.Add(-ran))
+		write(filepath.Join(work, "jobs", named(job), "checkpoints", "step-1"), now.Add(-ran))
 	}
-	if err := os.Symlink(outside, filepath.Join(work, "jobs", "old", "link")); err != nil {
+	if err := os.Symlink(outside, filepath.Join(work, "jobs", named("old"), "link")); err != nil {
 		t.Fatal(err)
 	}
 	write(filepath.Join(work, "jobs", "orphan", "out"), now.Add(-30*24*time.Hour))
@@ -66,7 +74,7 @@ func TestSweepJobFiles(t *testing.T) {
 	// files, another host's job (never run here) stays, and so does the
 	// requeued one's; what a sweep of any host left aside goes.
 	for _, job := range []string{"old", "requeued", "elsewhere", trashPrefix + "other-host"} {
-		write(filepath.Join(root, job, "step-1"), now.Add(-30*24*time.Hour))
+		write(filepath.Join(root, named(job), "step-1"), now.Add(-30*24*time.Hour))
 	}
 	a.procs[key{job: "running", attempt: 2}] = &proc{}
 	a.finished[key{job: "old", attempt: 1}] = true
@@ -88,7 +96,7 @@ func TestSweepJobFiles(t *testing.T) {
 		t.Errorf("finished instances %v, want old's forgotten and recent's kept", a.finished)
 	}
 	exists := func(path string) bool { _, err := os.Lstat(path); return err == nil }
-	for _, p := range []string{"jobs/old", "jobs/" + trashPrefix + "cut-short"} {
+	for _, p := range []string{"jobs/" + named("old"), "jobs/" + trashPrefix + "cut-short"} {
 		if exists(filepath.Join(work, p)) {
 			t.Errorf("WORK/%s is still there", p)
 		}
@@ -96,19 +104,19 @@ func TestSweepJobFiles(t *testing.T) {
 	if exists(filepath.Join(data, "logs", "old")) {
 		t.Error("DATA/logs/old is still there")
 	}
-	for _, p := range []string{"old", trashPrefix + "other-host"} {
+	for _, p := range []string{named("old"), trashPrefix + "other-host"} {
 		if exists(filepath.Join(root, p)) {
 			t.Errorf("ROOT/%s is still there", p)
 		}
 	}
-	for _, p := range []string{"requeued", "elsewhere"} {
+	for _, p := range []string{"requeued", named("elsewhere")} {
 		if !exists(filepath.Join(root, p, "step-1")) {
 			t.Errorf("ROOT/%s was removed", p)
 		}
 	}
-	for _, p := range []string{filepath.Join(work, "jobs", "recent"), filepath.Join(data, "logs", "recent"),
+	for _, p := range []string{filepath.Join(work, "jobs", named("recent")), filepath.Join(data, "logs", "recent"),
 		filepath.Join(work, "jobs", "requeued", "checkpoints", "step-1"),
-		filepath.Join(work, "jobs", "running"), filepath.Join(work, "jobs", "orphan"), outside} {
+		filepath.Join(work, "jobs", named("running")), filepath.Join(work, "jobs", "orphan"), outside} {
 		if !exists(p) {
 			t.Errorf("%s was removed", p)
 		}

@@ -46,6 +46,7 @@ type agentFlags struct {
 	checkpointRoot     string
 	jobEnv             []string // --job-env NAME[=VALUE]
 	jobEnvMap          map[string]string
+	jobs               jobLimitFlags
 }
 
 // errTokenInArgv is the answer to 'allot agent --token'.
@@ -123,9 +124,11 @@ admin token can do anything.
 
 Jobs are hostile code to the agent. They get a fresh environment (PATH,
 LANG, HOME, the --job-env variables and their own env, never the rest of
-the agent's), run in WORK/jobs/JOB
-(their checkpoints/ and a fresh attempt-N directory), and cannot reach
-DATA (0700: the agent's state records and logs). Run as root, the agent
+the agent's), run in WORK/jobs/NAME
+(their checkpoints/ and a fresh attempt-N directory; NAME is a hash of the
+job's ID, and each instance's cgroup a random token, so that other users
+of the host see no job names), and cannot reach DATA (0700: the agent's
+state records and logs). Run as root, the agent
 runs each job under a uid of its own from --uid-range (no passwd entry
 needed) and tracks its processes in a cgroup v2 where the host has one;
 not root, jobs run as the agent's user and can read its files and signal
@@ -133,13 +136,23 @@ it. An agent that starts kills what a previous run of it left before it
 registers, and one that cannot reach the server for --node-timeout stops
 its jobs: the server runs them elsewhere.
 
+A job may have --job-pids processes and threads on the host at once (its
+cgroup's pids.max; where the cgroup has no pids controller and the agent
+is root, RLIMIT_NPROC of the job's own uid): a fork past it fails in the
+job. Its logs may hold --job-log-mib MiB on the host, all attempts
+together: past it the log says so, and the rest of its output here is
+dropped while the job runs on. On SIGINT or SIGTERM the agent stops its
+jobs before it exits: SIGTERM, then SIGKILL of all their processes after
+each job's grace or --stop-timeout, whichever is shorter, so that none
+outlives it.
+
 --gpus auto asks NVML for the GPUs, falling back to nvidia-smi ('allot
 agent discover' shows what it finds, and the SKUs it fits, before the host
 joins); virtual:COUNTxMODEL[-MEMGB] declares GPUs for hosts without them
 (tests, demos). --node may be repeated to run several virtual nodes in one
 process; each then keeps its files in DATA/NODE and WORK/NODE.
 
-A job's files (WORK/jobs/JOB, its checkpoints there) and its logs
+A job's files (WORK/jobs/NAME, its checkpoints there) and its logs
 (DATA/logs/JOB) are removed --keep-job-files (7 days) after its last
 instance on the host ended, so that the disk does not fill with the
 leftovers of every job the host ran. Before it removes any, the agent asks
@@ -151,7 +164,7 @@ here: the attempt starts without ALLOT_RESUME_FROM, and its log says why.
 
 --checkpoint-root DIR, a directory every host mounts at the same path (NFS,
 Lustre; owned by the agent's user, mode 0711), puts each job's checkpoint
-directory at DIR/JOB instead: its checkpoints are reported without a node,
+directory at DIR/NAME instead: its checkpoints are reported without a node,
 and a job resumes from its last one on whichever host runs it next.
 
 --health-check CMD runs CMD (with sh -c, ALLOT_NODE set) when the agent
@@ -176,6 +189,9 @@ Restart the agent after resetting a GPU that reported an XID.`,
   sudo allot agent ... --health-check 'dcgmi diag -r 1 >/dev/null && test "$(df --output=pcent /scratch | tail -1 | tr -dc 0-9)" -lt 95'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.jobs.check(); err != nil {
+				return err
+			}
 			server, token, err := agentToken(conn, f)
 			if err != nil {
 				return err
@@ -226,11 +242,12 @@ Restart the agent after resetting a GPU that reported an XID.`,
 	fl.DurationVar(&f.keepFiles, "keep-job-files", agent.DefaultKeepJobFiles, "how long a job's files, checkpoints and logs stay on the host after it last ran here, once the job ended (checked hourly; 0: for ever)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringArrayVar(&f.jobEnv, "job-env", nil, "NAME=VALUE, or NAME for the agent's own value: a variable every job starts with, under its own env (repeatable; e.g. LD_LIBRARY_PATH where the driver's libraries are not in the loader's cache)")
-	fl.StringVar(&f.checkpointRoot, "checkpoint-root", "", "a directory every host mounts at the same path (NFS, Lustre): jobs' checkpoint directories go there (ROOT/JOB), so a job resumes from its last checkpoint on any host (must be the agent's user's, mode 0711)")
+	fl.StringVar(&f.checkpointRoot, "checkpoint-root", "", "a directory every host mounts at the same path (NFS, Lustre): jobs' checkpoint directories go there (ROOT/NAME), so a job resumes from its last checkpoint on any host (must be the agent's user's, mode 0711)")
 	fl.BoolVar(&f.gpuHealth, "gpu-health", true, "with --gpus auto, also drain the node while NVML reports a GPU gone, uncorrectable ECC errors, pages or rows waiting for a GPU reset, a failed row remap, or a critical XID since the agent started (checked every --health-check-every)")
 	fl.StringVar(&f.healthCheck, "health-check", "", "command (sh -c) that exits 0 when the host is fit for work; a failure drains the node, the next pass resumes it (as Slurm's HealthCheckProgram)")
 	fl.DurationVar(&f.healthCheckEvery, "health-check-every", agent.DefaultHealthCheckEvery, "interval of --health-check")
 	fl.DurationVar(&f.healthCheckTimeout, "health-check-timeout", agent.DefaultHealthCheckTimeout, "a --health-check that has not ended this long fails")
+	f.jobs.register(cmd)
 	_ = cmd.MarkFlagRequired("node")
 	cmd.AddCommand(newAgentDiscoverCmd())
 	return cmd
@@ -309,10 +326,12 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
+			cfg := agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
 				NodeTimeout: f.nodeTimeout, KeepJobFiles: off(f.keepFiles), HealthCheck: f.healthCheck,
-				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, CheckpointRoot: f.checkpointRoot, JobEnv: f.jobEnvMap, Logger: log})
+				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, CheckpointRoot: f.checkpointRoot, JobEnv: f.jobEnvMap, Logger: log}
+			f.jobs.apply(&cfg)
+			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 				cancel()

@@ -16,9 +16,9 @@ import (
 
 func newJobLogsCmd(conn *connection) *cobra.Command {
 	var attempt, rank int
-	var follow bool
+	var follow, raw bool
 	cmd := &cobra.Command{
-		Use:   "logs ID|NAME [--attempt N] [--rank N] [-f]",
+		Use:   "logs ID|NAME [--attempt N] [--rank N] [-f] [--raw]",
 		Short: "Print a job's log (the latest attempt by default)",
 		Long: `logs prints what the job's processes wrote, as their agents shipped it: the
 latest attempt, or --attempt N. The server keeps the last MiB of each
@@ -37,6 +37,12 @@ rank that wrote it, "[rank 2] step 10/7200 ...", as srun --label does;
 --rank N prints only rank N's lines, without the label, and the agent's
 lines about it.
 
+On a terminal, control characters other than newline and tab are shown as
+escapes (\x1b[2J, \r, \x1b]52;...): a job's output cannot set the
+terminal's title, clear it, write its clipboard or overwrite a line. A pipe
+or a file gets the bytes as the job wrote them, and so does a terminal with
+--raw.
+
 A job is named by its ID, or by its name when exactly one job the token
 sees has that name.`,
 		Example: `  allot job logs train-llama-1k8lhkvh808cr
@@ -49,7 +55,8 @@ sees has that name.`,
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
+			out, flush := logOutput(cmd.OutOrStdout(), raw)
+			defer flush()
 			if rank < -1 {
 				return Usage(fmt.Errorf("--rank %d: want a rank, 0 or more", rank))
 			}
@@ -90,6 +97,7 @@ sees has that name.`,
 	}
 	cmd.Flags().IntVar(&attempt, "attempt", 0, "attempt number (default: the latest)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing until the attempt ends")
+	cmd.Flags().BoolVar(&raw, "raw", false, rawFlagUsage)
 	cmd.Flags().IntVar(&rank, "rank", -1, "only this rank's lines of a gang's log (default: every rank's, labeled)")
 	return cmd
 }

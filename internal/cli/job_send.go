@@ -84,6 +84,9 @@ func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.J
 	if wait.timeout < 0 {
 		return Usage(fmt.Errorf("--wait-timeout %s: want 0 (no limit) or more", wait.timeout))
 	}
+	if wait.raw && !wait.attach {
+		return Usage(errors.New("--raw: only with --attach, which prints the job's log"))
+	}
 	if wait.attach && len(specs) != 1 {
 		return Usage(fmt.Errorf("--attach follows one job, and these are %d; use --wait, then 'allot job logs ID'", len(specs)))
 	}
@@ -116,7 +119,9 @@ func submitJobs(cmd *cobra.Command, cl *client.Client, f format, specs []model.J
 	}
 	if wait.attach { // stdout is the job's: its ID goes to stderr
 		fmt.Fprintf(cmd.ErrOrStderr(), "allot: job %s submitted; its log follows (Ctrl-C stops following, not the job)\n", ids[0].ID)
-		return attachJob(cmd.Context(), cl, ids[0].ID, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		out, flush := logOutput(cmd.OutOrStdout(), wait.raw)
+		defer flush()
+		return attachJob(cmd.Context(), cl, ids[0].ID, out, cmd.ErrOrStderr())
 	}
 	if err := showIDs(cmd, f, ids, len(specs) == 1); err != nil || !wait.on {
 		return err

@@ -27,6 +27,7 @@ type waitOption struct {
 	timeout time.Duration
 	dryRun  bool
 	attach  bool
+	raw     bool // with attach: the log's bytes, even to a terminal
 }
 
 func (w *waitOption) register(cmd *cobra.Command) {
@@ -34,6 +35,7 @@ func (w *waitOption) register(cmd *cobra.Command) {
 	waitTimeoutFlag(cmd, &w.timeout, "wait-timeout")
 	cmd.Flags().BoolVar(&w.dryRun, "dry-run", false, "submit nothing: say what would become of each job now, as 'job why' would (sbatch --test-only)")
 	cmd.Flags().BoolVar(&w.attach, "attach", false, "then print the job's log as it runs, attempt after attempt, as srun does; exit status 0 only when it succeeded (one job)")
+	cmd.Flags().BoolVar(&w.raw, "raw", false, "with --attach: "+rawFlagUsage)
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait", "attach")
 }
 

@@ -61,6 +61,7 @@ type serveFlags struct {
 	tls                          tlsFlags
 	advertise                    string        // --advertise-url
 	termTTL                      time.Duration // --leader-ttl (hidden)
+	jobs                         jobLimitFlags // of the in-process agents (--agents virtual)
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
@@ -102,6 +103,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.DurationVar(&f.alertFor, "alert-for", 0, "replace the for duration of every alert rule that has one (tests; 0: the rules' own)")
 	_ = fl.MarkHidden("alert-every")
 	_ = fl.MarkHidden("alert-for")
+	f.jobs.register(cmd)
 }
 
 func newServerCmd() *cobra.Command {
@@ -191,6 +193,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	if f.logMemoryMiB < 2 || f.logMemoryMiB > 1<<20 {
 		return Usage(fmt.Errorf("--log-memory-mib %d: want 2 to 1048576 (a log keeps up to 1 MiB)", f.logMemoryMiB))
+	}
+	if err := f.jobs.check(); err != nil {
+		return err
 	}
 	if !up && f.termTTL < time.Second {
 		// etcd leases count whole seconds; 0 would silently mean the default.
@@ -334,7 +339,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if f.agents == "virtual" {
 		go func() {
 			agentsErr <- runVirtualAgents(agentsCtx, url, token, certPool(ownCerts), fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
-				f.nodeTimeout, log)
+				f.nodeTimeout, f.jobs, log)
 		}()
 	}
 	fmt.Fprintf(out, "listening on %s\n", url)
@@ -386,8 +391,8 @@ Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 			if err != nil && failed == nil {
 				failed = fmt.Errorf("virtual agents: %w", err)
 			}
-		case <-time.After(15 * time.Second):
-			log.Warn("virtual agents did not stop within 15s")
+		case <-time.After(f.jobs.stopTimeout + 15*time.Second):
+			log.Warn("virtual agents did not stop within the stop timeout and 15s more", "stop_timeout", f.jobs.stopTimeout)
 		}
 	}
 	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -408,7 +413,7 @@ Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 // state in dir/NODE and their jobs' files in work/NODE (outside the
 // server's data directory: jobs must not reach the admin token).
 func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPool, fleet *model.Fleet, dir, work string, nodeTimeout time.Duration,
-	log *slog.Logger) error {
+	jobs jobLimitFlags, log *slog.Logger) error {
 	log.Info("virtual agents", "data", dir, "work", work)
 	cl, err := client.New(url, token)
 	if err != nil {
@@ -432,9 +437,11 @@ func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := agent.Run(ctx, agent.Config{Client: cl, Node: n.Name, GPUs: v, Data: filepath.Join(dir, n.Name),
+			cfg := agent.Config{Client: cl, Node: n.Name, GPUs: v, Data: filepath.Join(dir, n.Name),
 				Work: filepath.Join(work, n.Name), Address: "127.0.0.1", NodeTimeout: nodeTimeout,
-				Logger: log.With("agent", "virtual")})
+				Logger: log.With("agent", "virtual")}
+			jobs.apply(&cfg)
+			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {
 				errs <- err
 			}

@@ -15,14 +15,17 @@ repository root, or pass --fleet and --tenants), keeping its state in
 --data. Every fleet node gets an in-process agent with virtual GPUs of its
 SKU, so a submitted job really runs its command on this machine ('allot
 job logs ID' shows its output). The agents keep their state in
-DATA/agents/NODE; jobs work in allot-work-HASH/NODE/jobs/JOB under $TMPDIR,
-outside DATA, which is made 0700. Run as root, each job runs under a uid of
-its own and in a cgroup v2 where the host has one, so it cannot read the
-admin token or signal the server; not root, jobs run as your user and can
-do both (a warning says so). The first start creates an admin token, prints
+DATA/agents/NODE; jobs work in allot-work-HASH/NODE/jobs/NAME under
+$TMPDIR (NAME a hash of the job's ID), outside DATA, which is made 0700.
+--job-pids, --job-log-mib and --stop-timeout bound each job's processes,
+its logs and its grace when up stops, as for 'allot agent'. Run as root,
+each job runs under a uid of its own and in a cgroup v2 where the host has
+one, so it cannot read the admin token or signal the server; not root,
+jobs run as your user and can do both (a warning says so). The first start creates an admin token, prints
 it and writes it to DATA/admin-token; later starts say where it is. It
 prints the URL, the dashboard's URL (/ui/) and the commands to try next,
-and stops on Ctrl-C.`,
+and stops on Ctrl-C, after stopping every job (SIGKILL at --stop-timeout
+at most, whatever the job's grace).`,
 		Example: `  go run ./cmd/allot up
   allot up --data /tmp/allot --listen 127.0.0.1:0`,
 		Args: noArgs,

@@ -36,11 +36,15 @@ type Spec struct {
 	// Dir is the attempt's working directory and HOME; it must exist.
 	Dir string
 	// LogPath is the attempt's log: the agent opens it (0600, in a
-	// directory only the agent may enter) and hands the process the open
-	// file as stdout and stderr.
+	// directory only the agent may enter) and copies into it what the
+	// process writes to its stdout and stderr, a pipe (logcap.go).
 	LogPath string
-	Timeout time.Duration // zero: none
-	Grace   time.Duration // SIGTERM to SIGKILL when timing out
+	// LogLimit is how many bytes the attempt may add to its log; past it
+	// the log says so and the rest of the output is dropped (the process
+	// runs on). 0: no limit; negative: none of the output is kept.
+	LogLimit int64
+	Timeout  time.Duration // zero: none
+	Grace    time.Duration // SIGTERM to SIGKILL when timing out
 	// Credential is the user the process runs as; nil runs it as the
 	// agent's own user.
 	Credential *syscall.Credential
@@ -72,7 +76,7 @@ type Exit struct {
 // Process is a running attempt.
 type Process struct {
 	cmd     *exec.Cmd
-	log     *os.File
+	log     *logCopy
 	track   Tracker
 	done    chan struct{}
 	mu      sync.Mutex // guards outcome, killed and exit
@@ -102,10 +106,16 @@ func Start(s Spec) (*Process, error) {
 		log.Close()
 		return nil, fmt.Errorf("launch %s: %w", s.Command[0], err)
 	}
+	out, copier, err := startLogCopy(log, s.LogLimit)
+	if err != nil {
+		log.Close()
+		return nil, fmt.Errorf("launch: log pipe: %w", err)
+	}
+	defer out.Close() // the process holds its own copy
 	cmd := exec.Command(prog, s.Command[1:]...)
 	cmd.Args[0] = s.Command[0] // the job sees the name it gave
 	cmd.Env = Environ(s)
-	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = s.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.Credential}
 	track := s.Tracker
@@ -113,11 +123,12 @@ func Start(s Spec) (*Process, error) {
 		track = &ProcessGroup{}
 	}
 	if err := track.Start(cmd); err != nil {
-		log.Close()
+		out.Close()
+		copier.finish()
 		_ = track.Release()
 		return nil, fmt.Errorf("launch %s: %w", s.Command[0], err)
 	}
-	p := &Process{cmd: cmd, log: log, track: track, done: make(chan struct{}), outcome: Exited}
+	p := &Process{cmd: cmd, log: copier, track: track, done: make(chan struct{}), outcome: Exited}
 	go p.wait()
 	if s.Timeout > 0 {
 		go func() {
@@ -154,7 +165,6 @@ func Program(name, allot string) (string, error) {
 
 func (p *Process) wait() {
 	err := p.cmd.Wait()
-	p.log.Close()
 	e := Exit{ExitCode: p.cmd.ProcessState.ExitCode()}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -165,6 +175,7 @@ func (p *Process) wait() {
 	// Kill what the leader left behind.
 	_ = p.track.Kill()
 	_ = p.track.Release()
+	p.log.finish()
 	p.mu.Lock()
 	e.Outcome, e.Killed = p.outcome, p.killed
 	p.exit = e
@@ -195,6 +206,23 @@ func (p *Process) stop(why Outcome, grace time.Duration) {
 			_ = p.track.Kill()
 		}
 	}()
+}
+
+// Kill ends the attempt at once, whatever grace a Stop gave it: SIGKILL
+// to every process it tracks. Done closes once it has ended.
+func (p *Process) Kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	p.mu.Lock()
+	if p.outcome == Exited {
+		p.outcome = Stopped
+	}
+	p.killed = true
+	p.mu.Unlock()
+	_ = p.track.Kill()
 }
 
 // Done is closed when the attempt has ended.

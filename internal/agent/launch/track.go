@@ -78,12 +78,16 @@ func (g *ProcessGroup) Release() error { return nil }
 // by Release.
 type Cgroup struct {
 	Path string
+	// PidsMax, when above 0, is written to the cgroup's pids.max before
+	// the process starts in it: a fork past it fails. The parent must
+	// have the pids controller on for its children.
+	PidsMax int64
 }
 
 // Start implements Tracker.
 func (c *Cgroup) Start(cmd *exec.Cmd) error {
-	if err := os.MkdirAll(c.Path, 0o755); err != nil {
-		return fmt.Errorf("cgroup: %w", err)
+	if err := c.make(); err != nil {
+		return err
 	}
 	fd, err := syscall.Open(c.Path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -95,6 +99,19 @@ func (c *Cgroup) Start(cmd *exec.Cmd) error {
 	// does not reach it.
 	cmd.SysProcAttr.Setpgid = true
 	return cmd.Start()
+}
+
+// make creates the cgroup and sets its limits.
+func (c *Cgroup) make() error {
+	if err := os.MkdirAll(c.Path, 0o755); err != nil {
+		return fmt.Errorf("cgroup: %w", err)
+	}
+	if c.PidsMax > 0 {
+		if err := os.WriteFile(filepath.Join(c.Path, "pids.max"), []byte(strconv.FormatInt(c.PidsMax, 10)), 0o644); err != nil {
+			return fmt.Errorf("cgroup: pids.max: %w", err)
+		}
+	}
+	return nil
 }
 
 // Signal implements Tracker.
