@@ -51,7 +51,7 @@ func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 		j.Status.Preemptions++
 		if n := len(j.Status.Attempts); n > 0 && j.Status.Attempts[n-1].Ended.IsZero() {
 			att := slices.Clone(j.Status.Attempts)
-			att[n-1].Ended, att[n-1].Reason, att[n-1].Detail = now, "Preempted", "preempted for "+pr.For+": "+pr.Detail
+			att[n-1].Ended, att[n-1].Reason, att[n-1].Detail = now, "Preempted", "preempted for "+pr.For+" ("+pr.Reason.String()+"): "+pr.Detail
 			j.Status.Attempts = att
 		}
 	}

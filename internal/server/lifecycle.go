@@ -62,7 +62,7 @@ func bindAgentJob(old *model.Job, b sched.Bind, now time.Time) *model.Job {
 // live instance becomes Preempted until the agents report its exits; one
 // without goes back to Queued at once.
 func preemptJob(old *model.Job, p sched.Preemption, now time.Time, agents bool) *model.Job {
-	detail := fmt.Sprintf("preempted for %s at %s, %.0f GPU-seconds lost: %s", p.For, now.UTC().Format(time.RFC3339),
+	detail := fmt.Sprintf("preempted for %s (%s) at %s, %.0f GPU-seconds lost: %s", p.For, p.Reason, now.UTC().Format(time.RFC3339),
 		p.LostGPUSeconds, p.Detail)
 	j := requeue(old, p.Reason.String(), detail, now, "Preempted")
 	j.Status.Preemptions++

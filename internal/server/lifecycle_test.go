@@ -128,7 +128,7 @@ func TestPreemptJobAgentMode(t *testing.T) {
 	if j.Status.State != model.StatePreempted || j.Status.Allocations != nil || j.Status.Preemptions != 1 {
 		t.Fatalf("got %s allocations %v preemptions %d, want Preempted, released, 1", j.Status.State, j.Status.Allocations, j.Status.Preemptions)
 	}
-	if d := j.Status.Attempts[0].Detail; !strings.Contains(d, "preempted for big at 2026-01-01T00:05:00Z, 600 GPU-seconds lost") {
+	if d := j.Status.Attempts[0].Detail; !strings.Contains(d, "preempted for big (HigherClass) at 2026-01-01T00:05:00Z, 600 GPU-seconds lost") {
 		t.Errorf("attempt detail %q lacks the eviction notice", d)
 	}
 	// The default grace of 30 s sets the deadline of the notice.
