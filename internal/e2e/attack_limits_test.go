@@ -247,10 +247,16 @@ func TestAttackTopClassWithoutGuarantee(t *testing.T) {
 	if code != http.StatusForbidden || refusal.Field != "priority" {
 		t.Errorf("hobbyist raises its queued job to reserved:100: %d %s, want 403 naming priority", code, body)
 	}
-	// A tenant of a partition with a guarantee may use the class.
+	// A tenant of a partition with a guarantee may use the class (held
+	// back by its begin time, so that it preempts nothing of other tests).
+	copilot := tokenFor(t, "copilot")
 	job = map[string]any{"name": "own", "tenant": "copilot", "priority": "reserved:100", "duration": "1s",
+		"begin":     time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
 		"resources": map[string]any{"gpus_per_instance": 1, "gpu_models": []string{"H100"}}}
-	if code, body := send(t, serverURL, "POST", "/v1/jobs", tokenFor(t, "copilot"), job); code != http.StatusCreated {
-		t.Errorf("copilot (guaranteed partition) submits reserved:100: %d %s", code, body)
+	code, body = send(t, serverURL, "POST", "/v1/jobs", copilot, job)
+	var own struct{ ID string }
+	if err := json.Unmarshal(body, &own); code != http.StatusCreated || err != nil {
+		t.Fatalf("copilot (guaranteed partition) submits reserved:100: %d %s", code, body)
 	}
+	send(t, serverURL, "POST", "/v1/jobs/"+own.ID+"/cancel", copilot, nil)
 }
