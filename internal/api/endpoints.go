@@ -36,6 +36,18 @@ type Endpoint struct {
 	Metrics   *EndpointMetrics  `json:"metrics"`
 	Events    []EndpointEvent   `json:"events"`
 	CreatedAt *time.Time        `json:"created_at"`
+	// BackOff is the crash-loop back-off of failing replicas; nil while
+	// none failed since the last reset.
+	BackOff *EndpointBackOff `json:"back_off"`
+}
+
+// EndpointBackOff is an endpoint's crash-loop back-off: failures in a row
+// (replicas that failed together count once) and until when no replica is
+// submitted.
+type EndpointBackOff struct {
+	Failures    int        `json:"failures"`
+	LastFailure *time.Time `json:"last_failure"`
+	Until       *time.Time `json:"until"`
 }
 
 // EndpointReplica is one replica job that has not ended.
@@ -85,6 +97,9 @@ func newEndpoint(st server.EndpointStatus) Endpoint {
 	}
 	for i, ev := range e.Events {
 		out.Events[i] = EndpointEvent{At: timePtr(ev.At), Kind: ev.Kind, From: ev.From, To: ev.To, Reason: ev.Reason}
+	}
+	if cl := e.CrashLoop; cl.Failures > 0 {
+		out.BackOff = &EndpointBackOff{Failures: cl.Failures, LastFailure: timePtr(cl.Last), Until: timePtr(cl.Until)}
 	}
 	if m := st.Metrics; m != nil {
 		out.Metrics = &EndpointMetrics{At: timePtr(m.At), RequestsPerSec: m.RequestsPerSec, P95Ms: m.P95Ms,

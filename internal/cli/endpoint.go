@@ -318,6 +318,9 @@ func endpointSections(e client.Endpoint) sections {
 		f.add("Metrics", "- (no replica has reported in the last minute)")
 	}
 	f.add("Decision", orDash(e.Reason))
+	if b := e.BackOff; b != nil {
+		f.add("Back-off", backOffLine(*b))
+	}
 	f.add("Created", timestamp(e.CreatedAt))
 
 	reps := table{header: []string{"REPLICA", "STATE", "REASON", "NODE", "GPU", "TEMPLATE"}}
@@ -333,6 +336,16 @@ func endpointSections(e client.Endpoint) sections {
 		evs.add(timestamp(ev.At), ev.Kind, fmt.Sprintf("%d→%d", ev.From, ev.To), ev.Reason)
 	}
 	return sections{f, reps, evs}
+}
+
+// backOffLine says how far an endpoint backs off from failing replicas:
+// "3 failed in a row (latest at …): no replica is submitted before …".
+func backOffLine(b client.EndpointBackOff) string {
+	line := fmt.Sprintf("%d failed in a row (latest at %s): ", b.Failures, timestamp(b.LastFailure))
+	if time.Now().Before(b.Until.Time) {
+		return line + "no replica is submitted before " + timestamp(b.Until)
+	}
+	return line + "replicas are submitted again since " + timestamp(b.Until) + "; the count resets once one runs 10m"
 }
 
 // rolloutCell is "-", or during a rollout how many of the desired

@@ -28,6 +28,17 @@ type Endpoint struct {
 	Metrics   *EndpointMetrics  `json:"metrics"`
 	Events    []EndpointEvent   `json:"events"`
 	CreatedAt Time              `json:"created_at"`
+	// BackOff is the crash-loop back-off of failing replicas; nil while
+	// none failed.
+	BackOff *EndpointBackOff `json:"back_off"`
+}
+
+// EndpointBackOff is an endpoint's crash-loop back-off: failures in a row
+// and until when no replica is submitted.
+type EndpointBackOff struct {
+	Failures    int  `json:"failures"`
+	LastFailure Time `json:"last_failure"`
+	Until       Time `json:"until"`
 }
 
 // EndpointReplica is one replica job of an endpoint that has not ended.

@@ -27,6 +27,20 @@ func (c Class) String() string {
 	return fmt.Sprintf("Class(%d)", int(c))
 }
 
+// Classes are every class, lowest first.
+var Classes = []Class{ClassSpot, ClassStandard, ClassReserved}
+
+// ParseClass reads a class name alone: "spot", "standard" or "reserved".
+func ParseClass(s string) (Class, error) {
+	for _, c := range Classes {
+		if strings.EqualFold(strings.TrimSpace(s), c.String()) {
+			return c, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown priority class %q (want spot, standard or reserved)%s", s,
+		DidYouMean(s, []string{"spot", "standard", "reserved"}))
+}
+
 // Priority is a class and an integer priority inside it (higher first).
 type Priority struct {
 	Class Class

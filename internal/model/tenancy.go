@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -29,6 +31,10 @@ type Tenant struct {
 	Labels map[string]string
 	// Budget is what the tenant may spend per month (budget.go).
 	Budget Budget
+	// Classes are the priority classes the tenant's jobs and endpoints may
+	// ask for; nil means the default (Tenancy.AllowedClasses). Inside one
+	// of its own reservations a job may ask for any class.
+	Classes []Class
 }
 
 // DefaultReserveDuration is ReserveLimits.MaxDuration when a tenant may
@@ -120,6 +126,50 @@ func (t *Tenancy) Tenant(name string) (Tenant, bool) {
 	return Tenant{}, false
 }
 
+// AllowedClasses are the classes tenant may ask for outside its
+// reservations, lowest first: those the tenants file names for it, else
+// spot and standard, and reserved too when its partition has a guarantee
+// (reserved is the class of guaranteed or bought-ahead capacity: a tenant
+// without either would preempt others' standard work at the on-demand
+// price). An unknown tenant may use none.
+func (t *Tenancy) AllowedClasses(tenant string) []Class {
+	x, ok := t.Tenant(tenant)
+	switch {
+	case !ok:
+		return nil
+	case len(x.Classes) > 0:
+		return x.Classes
+	}
+	for _, p := range t.Partitions {
+		if p.Name == x.Partition && slices.ContainsFunc(p.Guarantees, func(g Guarantee) bool { return g.GPUs > 0 }) {
+			return Classes
+		}
+	}
+	return []Class{ClassSpot, ClassStandard}
+}
+
+// CheckClass refuses a job of tenant that asks for class c outside what
+// AllowedClasses grants it, naming the field priority; a job that names a
+// reservation its tenant owns (reservation) may ask for any class.
+func (t *Tenancy) CheckClass(tenant string, c Class, reservation string) error {
+	allowed := t.AllowedClasses(tenant)
+	if slices.Contains(allowed, c) {
+		return nil
+	}
+	if reservation != "" && slices.ContainsFunc(t.Reservations, func(r Reservation) bool {
+		return r.Name == reservation && r.Owner == tenant
+	}) {
+		return nil
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = a.String()
+	}
+	return fieldErr("priority", "class %q is not allowed for tenant %q (allowed: %s): reserved is for partitions with a guarantee "+
+		"and inside the tenant's own reservations (placement.reservation); the tenants file's classes grants a tenant others",
+		c.String(), tenant, strings.Join(names, ", "))
+}
+
 // Validate checks the tenancy against the fleet and resolves percentage
 // guarantees into GPU counts.
 func (t *Tenancy) Validate(f *Fleet) error {
@@ -181,6 +231,9 @@ func (t *Tenancy) Validate(f *Fleet) error {
 			return err
 		}
 		if err := x.Budget.validate(fp + ".budget"); err != nil {
+			return err
+		}
+		if err := validClasses(fp+".classes", x.Classes); err != nil {
 			return err
 		}
 		if x.Weight == 0 {
@@ -273,6 +326,19 @@ func (g *Guarantee) resolve(f *Fleet) error {
 	}
 	if g.LendLimit != nil && (*g.LendLimit < 0 || *g.LendLimit > g.GPUs) {
 		return fieldErr("lend_limit", "must be between 0 and the guarantee (%d)", g.GPUs)
+	}
+	return nil
+}
+
+// validClasses checks a tenant's classes: known ones, each once.
+func validClasses(field string, cs []Class) error {
+	for i, c := range cs {
+		switch {
+		case c < ClassSpot || c > ClassReserved:
+			return fieldErr(fmt.Sprintf("%s[%d]", field, i), "unknown class %d", int(c))
+		case slices.Contains(cs[:i], c):
+			return fieldErr(fmt.Sprintf("%s[%d]", field, i), "class %s is named twice", c)
+		}
 	}
 	return nil
 }

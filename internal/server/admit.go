@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,8 +14,10 @@ import (
 
 // admissible refuses a job that can never run as written: one the ideal
 // fleet cannot hold (package admission; the refusal's code is the core's
-// reason, as allot plan prints it), and, when agents run the jobs, one
-// without a command. A job that merely must wait is admissible.
+// reason, as allot plan prints it), one whose priority class its tenant
+// may not use (model.Tenancy.AllowedClasses; Forbidden, whoever submits),
+// and, when agents run the jobs, one without a command. A job that merely
+// must wait is admissible.
 func (s *Server) admissible(w *world, spec model.JobSpec, now time.Time) error {
 	if s.agentMode && len(spec.Command) == 0 {
 		return refuse(CodeInvalidSpec, "command", "a job needs a command to run on a node: "+
@@ -24,6 +27,9 @@ func (s *Server) admissible(w *world, spec model.JobSpec, now time.Time) error {
 		if err := usableReservation(w, spec.Tenant, name, now); err != nil {
 			return err
 		}
+	}
+	if err := w.checkClass(&spec); err != nil {
+		return err
 	}
 	if err := w.knownNodes("placement.nodes", spec.Placement.Nodes); err != nil {
 		return err
@@ -35,6 +41,17 @@ func (s *Server) admissible(w *world, spec model.JobSpec, now time.Time) error {
 		return refuse(neverCode(v), v.Field, "%s", v.Detail)
 	}
 	return nil
+}
+
+// checkClass refuses (Forbidden, naming priority) a job whose priority
+// class its tenant may not use (model.Tenancy.CheckClass).
+func (w *world) checkClass(spec *model.JobSpec) error {
+	err := w.tenancy.CheckClass(spec.Tenant, spec.Priority.Class, spec.Placement.Reservation)
+	var fe *model.FieldError
+	if errors.As(err, &fe) {
+		return refuse(CodeForbidden, fe.Field, "%s", fe.Msg)
+	}
+	return err
 }
 
 // usableReservation refuses a job that names a reservation it can never

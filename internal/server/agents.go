@@ -495,8 +495,29 @@ type NodeFailure struct {
 	Detail      string // the attempt's: which rank, how it ended
 
 	// What faildrain.go weighs: the job named its nodes; an earlier
-	// attempt of it failed on another node (a lost node is no failure).
+	// attempt of it failed on another node (a lost node is no failure);
+	// the program whose failures count as one (failureSource).
 	steered, elsewhere bool
+	source             string
+}
+
+// origin is what f counts as for faildrain.go: its source, else its job.
+func (f NodeFailure) origin() string {
+	if f.source != "" {
+		return f.source
+	}
+	return f.Job
+}
+
+// failureSource is what j's failures count as in a drain decision: all
+// replicas of one endpoint (jobs labelled as its replicas) are one
+// program, however many of them fail, so that one tenant's crashing
+// endpoint weighs as one job; any other job is itself.
+func failureSource(j *model.Job) string {
+	if replicaLabels(j.Spec.Labels) {
+		return "endpoint " + j.Spec.Tenant + "/" + j.Spec.Labels[LabelEndpoint]
+	}
+	return j.ID
 }
 
 // nodeFailuresKept is how many failed attempts per node the server keeps
@@ -512,7 +533,7 @@ const (
 func failureOf(j *model.Job, i int) NodeFailure {
 	a := j.Status.Attempts[i]
 	return NodeFailure{Job: j.ID, Tenant: j.Spec.Tenant, Attempt: a.Number, ExitCode: a.ExitCode, At: a.Ended, Detail: a.Detail,
-		steered: len(j.Spec.Placement.Nodes)+len(j.Spec.Placement.ExcludeNodes) > 0,
+		steered: len(j.Spec.Placement.Nodes)+len(j.Spec.Placement.ExcludeNodes) > 0, source: failureSource(j),
 		elsewhere: slices.ContainsFunc(j.Status.Attempts[:i+1], func(b model.Attempt) bool {
 			return b.Reason == "Failed" && b.FailedNode != a.FailedNode
 		})}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/autoscale"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/store"
 )
 
@@ -40,14 +41,18 @@ func (s *Server) reconcileEndpointsEvery(ctx context.Context) {
 //
 //  1. Replace: when fewer replicas live (jobs not ended) than the desired
 //     count, submit new ones (a replica that failed, or was canceled by
-//     someone else, is replaced).
+//     someone else, is replaced), unless replicas that failed hold the
+//     endpoint in its back-off (endpoint_backoff.go) or one waits for the
+//     tenant's quota; submits stop at the tenant's limit on jobs
+//     (checkReplicaLimit). A submit refused is a ReplicaRefused event.
 //  2. Measure: the replicas' fresh reports become one sample of the
 //     endpoint's window.
 //  3. Decide: the autoscaler, with the endpoint's parameters, the window,
 //     the live replicas (ready when Running, with the GPU model of their
 //     node) and the stored State, returns the desired count; a change is
 //     an event with the decision's reason.
-//  4. Act: submit replicas up to the desired count, or stop the extras:
+//  4. Act: submit replicas up to the desired count (held back as in
+//     step 1), or stop the extras:
 //     queued ones first, then those starting, then the newest running;
 //     while replicas of an earlier template live, roll them over to the
 //     endpoint's (endpoint_rollout.go).
@@ -89,10 +94,10 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 	now := s.clock.Now()
 	name := e.Spec.Name
 	live, ended := splitReplicas(e, jobs)
-	changed := false
+	changed := e.noteCrashes(live, ended, now)
 
 	// 1. Replace.
-	if n := e.Desired - len(live); n > 0 {
+	if n := e.Desired - len(live); n > 0 && s.mayAdd(e, live, now, &changed) {
 		added, err := s.addReplicas(ctx, e, n)
 		if len(added) > 0 {
 			e.addEvent(now, EventReplicaReplaced, e.Desired, e.Desired, replacedReason(ended, len(live), e.Desired, added))
@@ -147,7 +152,7 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 			s.log.Info("endpoint replica replaced", "endpoint", name, "job", j.ID, "template", replicaTemplate(e, j))
 		}
 	}
-	if add > 0 && actErr == nil {
+	if add > 0 && actErr == nil && s.mayAdd(e, live, now, &changed) {
 		added, err := s.addReplicas(ctx, e, add)
 		current = append(current, added...)
 		switch {
@@ -171,6 +176,27 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 		}
 	}
 	return actErr
+}
+
+// mayAdd reports whether replicas of e may be submitted at now: not while
+// the endpoint backs off from failing replicas, nor while one of live
+// waits for its tenant's quota (more would only wait too; that wait is
+// recorded as a refusal, setting *changed when it adds an event).
+func (s *Server) mayAdd(e *Endpoint, live []*model.Job, now time.Time, changed *bool) bool {
+	if e.backingOff(now) {
+		return false
+	}
+	for _, j := range live {
+		if j.Status.State == model.StateQueued && j.Status.Reason == sched.QuotaExceeded.String() {
+			err := refuse(CodeQuotaExceeded, "", "replica %s waits for tenant %q's quota (QuotaExceeded): "+
+				"no more replicas are submitted until it runs", j.ID, e.Spec.Tenant)
+			if s.refused(e, now, err) {
+				*changed = true
+			}
+			return false
+		}
+	}
+	return true
 }
 
 // refused records a refused replica submit as an event, unless the last

@@ -67,6 +67,15 @@ type endpointStatusRecord struct {
 	// Previous holds the template fields of Endpoint.Previous.
 	Previous          *endpointSpecRecord `json:"previous_template,omitempty"`
 	PreviousRestarted time.Time           `json:"previous_restarted_at,omitzero"`
+	// CrashLoop is Endpoint's.
+	CrashLoop crashLoopRecord `json:"crash_loop,omitzero"`
+}
+
+// crashLoopRecord is CrashLoop.
+type crashLoopRecord struct {
+	Failures int       `json:"failures,omitempty"`
+	Last     time.Time `json:"last_failure,omitzero"`
+	Until    time.Time `json:"until,omitzero"`
 }
 
 // autoscaleStateRecord is autoscale.State.
@@ -110,7 +119,7 @@ func encodeEndpoint(e *Endpoint) []byte {
 		Spec:  spec,
 		Token: e.token,
 		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason, RolloutSince: e.RolloutSince, Unlabelled: e.Unlabelled,
-			Restarted: e.Restarted, PreviousRestarted: e.PreviousRestarted,
+			Restarted: e.Restarted, PreviousRestarted: e.PreviousRestarted, CrashLoop: crashLoopRecord(e.CrashLoop),
 			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn,
 				Boost: e.State.Boost, LastMiss: e.State.LastMiss}},
 		CreatedAt: e.CreatedAt,
@@ -142,7 +151,7 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 		Spec:    specOfRecord(s),
 		Desired: r.Status.Desired, Reason: r.Status.Reason, CreatedAt: r.CreatedAt, token: r.Token,
 		RolloutSince: r.Status.RolloutSince, Unlabelled: r.Status.Unlabelled, Restarted: r.Status.Restarted,
-		PreviousRestarted: r.Status.PreviousRestarted,
+		PreviousRestarted: r.Status.PreviousRestarted, CrashLoop: CrashLoop(r.Status.CrashLoop),
 		State: autoscale.State{LowSince: r.Status.Autoscaler.LowSince, LowMax: r.Status.Autoscaler.LowMax,
 			LastScaleIn: r.Status.Autoscaler.LastScaleIn, Boost: r.Status.Autoscaler.Boost,
 			LastMiss: r.Status.Autoscaler.LastMiss},

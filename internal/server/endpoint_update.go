@@ -77,7 +77,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 	if len(changed) == 0 {
 		return e, nil
 	}
-	if err := s.checkJobLimit(p, spec.MinReplicas-e.Desired); err != nil {
+	if err := s.checkReplicaLimit(e.Spec.Tenant, spec.MinReplicas-e.Desired, "min_replicas"); err != nil {
 		return nil, err
 	}
 	from := e.Desired

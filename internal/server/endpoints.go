@@ -57,7 +57,7 @@ const (
 	EventRolledOut       = "RolledOut"       // a rollout ended: no replica of an earlier template is left
 	EventRolledBack      = "RolledBack"      // an undo: the earlier template is rolled out again
 	EventReplicaReplaced = "ReplicaReplaced" // fewer replicas ran than desired: new ones were submitted
-	EventReplicaRefused  = "ReplicaRefused"  // submitting a replica was refused (quota, SKU)
+	EventReplicaRefused  = "ReplicaRefused"  // submitting a replica was refused (quota, SKU, the tenant's job limit, budget)
 )
 
 // MaxEndpointEvents is how many events an endpoint keeps, the newest.
@@ -100,6 +100,8 @@ type Endpoint struct {
 	// changed; its other fields are not read.
 	Previous          *model.EndpointSpec
 	PreviousRestarted time.Time
+	// CrashLoop is the back-off of failing replicas (endpoint_backoff.go).
+	CrashLoop CrashLoop
 
 	token string // the replicas' metrics token
 }
@@ -215,7 +217,7 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 	if !w.tenants[spec.Tenant] {
 		return nil, refuse(CodeInvalidSpec, "tenant", "unknown tenant %q", spec.Tenant)
 	}
-	if err := s.checkJobLimit(p, spec.MinReplicas); err != nil { // its replicas are jobs of the tenant
+	if err := s.checkReplicaLimit(spec.Tenant, spec.MinReplicas, "min_replicas"); err != nil { // its replicas are jobs of the tenant
 		return nil, err
 	}
 	now := s.clock.Now()
@@ -261,10 +263,14 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 }
 
 // addReplicas submits n replicas of e and returns those stored, with the
-// first error.
+// first error; it stops at the tenant's limit on jobs not ended
+// (checkReplicaLimit).
 func (s *Server) addReplicas(ctx context.Context, e *Endpoint, n int) ([]*model.Job, error) {
 	var out []*model.Job
 	for range n {
+		if err := s.checkReplicaLimit(e.Spec.Tenant, 1, ""); err != nil {
+			return out, err
+		}
 		j, err := s.Submit(ctx, endpointActor(e.Spec.Name), s.replicaSpec(e))
 		if err != nil {
 			return out, err
@@ -437,7 +443,7 @@ func (s *Server) ScaleEndpoint(ctx context.Context, p Principal, name string, mi
 	if err := sp.Validate(); err != nil {
 		return nil, fromField(err)
 	}
-	if err := s.checkJobLimit(p, minReplicas-e.Desired); err != nil {
+	if err := s.checkReplicaLimit(e.Spec.Tenant, minReplicas-e.Desired, "min_replicas"); err != nil {
 		return nil, err
 	}
 	if sp.MinReplicas == e.Spec.MinReplicas && sp.MaxReplicas == e.Spec.MaxReplicas {

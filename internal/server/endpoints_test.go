@@ -219,7 +219,8 @@ func TestEndpointScalesOutAndIn(t *testing.T) {
 }
 
 // TestEndpointReplacesFailedReplica: a replica whose process fails (no
-// retries) ends Failed, and the next reconcile submits another.
+// retries) ends Failed, and the first reconcile once the back-off has
+// passed submits another.
 func TestEndpointReplacesFailedReplica(t *testing.T) {
 	ctx := context.Background()
 	srv, clock := agentHarness(t)
@@ -249,6 +250,15 @@ func TestEndpointReplacesFailedReplica(t *testing.T) {
 	if j, _ := srv.Job(t.Context(), team, first); j.Status.State != model.StateFailed {
 		t.Fatalf("replica %s is %s, want Failed", first, j.Status.State)
 	}
+	if err := srv.ReconcileEndpoints(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The failure starts the back-off: no replica for 10 s.
+	st, _ = srv.Endpoint(ctx, team, "gen")
+	if last := st.Events[len(st.Events)-1]; len(st.Replicas) != 0 || st.CrashLoop.Failures != 1 || last.Kind != EventBackOff {
+		t.Fatalf("right after the failure: replicas %+v, back-off %+v, last event %+v", st.Replicas, st.CrashLoop, last)
+	}
+	clock.Advance(crashLoopFirst)
 	if err := srv.ReconcileEndpoints(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -21,11 +21,14 @@ import (
 //     node within failureDrainWindow and since it was last resumed (by an
 //     administrator or its passing health check: forgetFailures); an
 //     instance there exited non-zero or was killed, lost nodes and time
-//     limits do not count;
+//     limits do not count; the replicas of one endpoint count as one job
+//     (failureSource), so that a crash-looping endpoint, which makes a new
+//     replica job for every failure, weighs as one program that fails;
 //   - the jobs belong to two tenants or more, so that no tenant can drain
 //     nodes by submitting jobs that fail;
-//   - none of them failed on another node as well (a job that fails
-//     wherever it runs is at fault itself), and none named its nodes
+//   - none of them failed on another node as well (a job, or an
+//     endpoint's replicas, that fail wherever they run are at fault
+//     themselves), and none named its nodes
 //     (placement.nodes or exclude_nodes steer a job to a node: a failure
 //     there says nothing of the host);
 //   - at most a tenth of the fleet (at least one node) stands drained by
@@ -68,7 +71,8 @@ type failureEvidence struct {
 }
 
 // hostFailures is the evidence fs, node's failures oldest first, hold
-// against it at now: the latest failure of each job that failed within
+// against it at now: the latest failure of each job (or endpoint: its
+// origin) that failed within
 // failureDrainWindow and after since (the node's last resume: the host was
 // seen to), named no nodes and failed on no other node, neither before
 // (NodeFailure.elsewhere) nor since (elsewhere, asked of the jobs that
@@ -79,7 +83,7 @@ func hostFailures(fs []NodeFailure, since, now time.Time, elsewhere func(job str
 	for i := len(fs) - 1; i >= 0; i-- {
 		f := fs[i]
 		if now.Sub(f.At) > failureDrainWindow || !f.At.After(since) || f.steered || f.elsewhere ||
-			slices.ContainsFunc(ev.failures, func(g NodeFailure) bool { return g.Job == f.Job }) || elsewhere(f.Job) {
+			slices.ContainsFunc(ev.failures, func(g NodeFailure) bool { return g.origin() == f.origin() }) || elsewhere(f.origin()) {
 			continue
 		}
 		ev.failures = append(ev.failures, f)
@@ -105,11 +109,12 @@ type failedAt struct {
 	at   time.Time
 }
 
-// noteFailedJob remembers that an attempt of f's job failed on node, for
-// failedElsewhere, forgetting jobs whose failures all left the window once
-// the memory doubled since it last did. beatsMu is held.
+// noteFailedJob remembers that an attempt of f's job (or a replica of its
+// endpoint: f's origin) failed on node, for failedElsewhere, forgetting
+// those whose failures all left the window once the memory doubled since
+// it last did. beatsMu is held.
 func (s *Server) noteFailedJob(node string, f NodeFailure) {
-	s.failedJobs[f.Job] = append(s.failedJobs[f.Job], failedAt{node, f.At})
+	s.failedJobs[f.origin()] = append(s.failedJobs[f.origin()], failedAt{node, f.At})
 	if len(s.failedJobs) < max(1024, 2*s.failedJobsPruned) {
 		return
 	}
@@ -121,7 +126,8 @@ func (s *Server) noteFailedJob(node string, f NodeFailure) {
 	s.failedJobsPruned = len(s.failedJobs)
 }
 
-// failedElsewhere returns whether an attempt of job failed on another node
+// failedElsewhere returns whether an attempt of job (an origin: a job's
+// ID, or an endpoint's failureSource) failed on another node
 // than node within the window, as far as this server saw. beatsMu is held.
 func (s *Server) failedElsewhere(node string) func(job string) bool {
 	return func(job string) bool {

@@ -16,9 +16,17 @@ import (
 	"github.com/allot-dev/allot/internal/spec"
 )
 
+// replicaFailure is f as a failure of a replica of team's endpoint chat.
+func replicaFailure(f NodeFailure) NodeFailure {
+	f.source = failureSource(&model.Job{ID: f.Job, Spec: model.JobSpec{Tenant: f.Tenant,
+		Labels: map[string]string{LabelEndpoint: "chat", LabelWorkload: WorkloadInference}}})
+	return f
+}
+
 // TestHostFailures checks the evidence a node's failures make: different
-// jobs, of two tenants, recent, after the last resume, not steered to the
-// node and not failing elsewhere.
+// jobs (the replicas of one endpoint being one), of two tenants, recent,
+// after the last resume, not steered to the node and not failing
+// elsewhere.
 func TestHostFailures(t *testing.T) {
 	now := t0.Add(time.Hour)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
@@ -54,6 +62,12 @@ func TestHostFailures(t *testing.T) {
 		{name: "a job failing elsewhere since", here: three, other: []string{"b"}, jobs: []string{"a", "c"}, tenants: 1},
 		{name: "another job failing elsewhere", here: three, other: []string{"d"},
 			jobs: []string{"a", "b", "c"}, tenants: 2, enough: true},
+		{name: "replicas of one endpoint are one", here: []NodeFailure{replicaFailure(f("a", "team", ago(3*time.Minute))),
+			f("b", "rival", ago(2*time.Minute)), replicaFailure(f("c", "team", ago(time.Minute)))},
+			jobs: []string{"b", "c"}, tenants: 2},
+		{name: "an endpoint whose replicas fail elsewhere", here: []NodeFailure{f("a", "team", ago(3*time.Minute)),
+			f("b", "rival", ago(2*time.Minute)), replicaFailure(f("c", "team", ago(time.Minute)))},
+			other: []string{"endpoint team/chat"}, jobs: []string{"a", "b"}, tenants: 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

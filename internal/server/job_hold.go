@@ -78,12 +78,13 @@ type QueuedChange struct {
 	Nodes, ExcludeNodes *[]string
 }
 
-// UpdateQueued applies c to queued job id, all its changes or none. A new
+// UpdateQueued applies c to queued job id, all its changes or none; a
+// priority class its tenant may not use is refused as at submit. A new
 // begin time later than now holds the job back until then (reason
 // BeginTime, as at submit); one that is past or removed lets the next cycle
 // consider it, unless a retry's back-off still holds it.
 func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c QueuedChange) (*model.Job, error) {
-	var invalid error
+	var invalid, refused error
 	now := s.clock.Now()
 	for _, l := range []struct {
 		field string
@@ -120,6 +121,11 @@ func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c Que
 		if invalid = j.Spec.Validate(); invalid != nil {
 			return false
 		}
+		if c.Priority != nil {
+			if refused = s.world().checkClass(&j.Spec); refused != nil {
+				return false
+			}
+		}
 		if r := j.Status.Region; r != "" && !slices.Contains(forecast.Candidates(s.world().fleet, &j.Spec), r) {
 			// The region chosen for the job has no node its new lists leave
 			// it: it may go wherever it is allowed (coreView pins no more).
@@ -127,6 +133,9 @@ func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c Que
 		}
 		return true
 	})
+	if refused != nil {
+		return nil, refused
+	}
 	if invalid != nil {
 		return nil, fromField(invalid)
 	}

@@ -51,8 +51,12 @@ func TestJobLimit(t *testing.T) {
 	if _, err := h.srv.Submit(ctx, copilot, doc(5)); !isCode(err, CodeQuotaExceeded) {
 		t.Fatalf("the sixth: %v, want QuotaExceeded", err)
 	}
-	if _, err := h.srv.CreateEndpoint(ctx, copilot, parseEndpoint(t, chatEndpoint)); !isCode(err, CodeQuotaExceeded) {
-		t.Fatalf("an endpoint whose min_replicas pass the limit: %v, want QuotaExceeded", err)
+	if _, err := h.srv.CreateEndpoint(ctx, copilot, parseEndpoint(t, chatEndpoint)); !isCode(err, CodeQuotaExceeded) ||
+		err.(*Error).Field != "min_replicas" {
+		t.Fatalf("an endpoint whose min_replicas pass the limit: %v, want QuotaExceeded naming min_replicas", err)
+	}
+	if _, err := h.srv.CreateEndpoint(ctx, admin, parseEndpoint(t, chatEndpoint)); !isCode(err, CodeQuotaExceeded) {
+		t.Fatalf("the administrator creates copilot's endpoint past copilot's limit: %v, want QuotaExceeded: replicas are copilot's jobs", err)
 	}
 	if j, replayed, err := h.srv.SubmitKeyed(ctx, copilot, "k", doc(3)); err != nil || !replayed || j.ID != keyed.ID {
 		t.Fatalf("a replay at the limit: %v replayed %v, %v", j, replayed, err)

@@ -166,7 +166,7 @@ type Server struct {
 	beats       map[string]time.Time
 	failures    map[string][]NodeFailure // by node, the latest last (nodeFailuresKept at most)
 	resumed     map[string]time.Time     // by node, when it was last resumed
-	// failedJobs is, by job, where and when its attempts failed within
+	// failedJobs is, by job (or endpoint: NodeFailure.origin), where and when its attempts failed within
 	// about the last 10 minutes (faildrain.go), guarded by beatsMu;
 	// failedJobsPruned is its size after it was last pruned.
 	failedJobs       map[string][]failedAt

@@ -69,6 +69,7 @@ func FuzzParseTenancy(f *testing.F) {
 	addFile(f, "../../examples/tenants.yaml")
 	f.Add(doc(goodTenancy))
 	f.Add([]byte("partitions:\n  - {name: p, guarantees: [{region: eastus, gpu_model: H100, percent: 50, lend_limit: 8}]}\ntenants:\n  - {name: x, kind: internal, partition: p}\n"))
+	f.Add([]byte("tenants:\n  - {name: x, kind: customer, classes: [spot, Standard, reserved]}\n  - {name: y, kind: internal, classes: [reserved, spot, reserved]}\n  - {name: z, kind: customer, classes: standard}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ten, err := ParseTenancy("tenants.yaml", data, fleet)
 		if err != nil {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/allot-dev/allot/internal/model"
 )
 
@@ -46,6 +48,24 @@ type tenantEntry struct {
 	Labels map[string]string `yaml:"labels"`
 	// Budget is what the tenant may spend per month (model.Budget).
 	Budget budgetEntry `yaml:"budget"`
+	// Classes are the priority classes the tenant may ask for
+	// (model.Tenancy.AllowedClasses); absent, the default.
+	Classes []className `yaml:"classes"`
+}
+
+// className is a priority class named alone: spot, standard or reserved.
+type className model.Class
+
+func (c *className) decodeNode(_ *decoder, n *yaml.Node, _ string) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("want a class: spot, standard or reserved, got %s", describe(n))
+	}
+	v, err := model.ParseClass(n.Value)
+	if err != nil {
+		return err
+	}
+	*c = className(v)
+	return nil
 }
 
 type budgetEntry struct {
@@ -117,11 +137,16 @@ func ParseTenancy(name string, data []byte, fleet *model.Fleet) (*model.Tenancy,
 		t.Partitions = append(t.Partitions, part)
 	}
 	for _, x := range tf.Tenants {
+		var classes []model.Class
+		for _, c := range x.Classes {
+			classes = append(classes, model.Class(c))
+		}
 		t.Tenants = append(t.Tenants, model.Tenant{
 			Name: x.Name, Kind: model.TenantKind(x.Kind), Partition: x.Partition, Weight: x.Weight,
 			Reserve: model.ReserveLimits{MaxCount: x.Reservation.MaxCount, MaxDuration: time.Duration(x.Reservation.MaxDuration)},
 			Labels:  x.Labels,
 			Budget:  model.Budget{USDPerMonth: x.Budget.USDPerMonth, HardStop: x.Budget.HardStop},
+			Classes: classes,
 		})
 	}
 	for _, q := range tf.Quotas {

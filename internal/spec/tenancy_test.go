@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -40,6 +41,7 @@ partitions:
 tenants:
   - {name: copilot, kind: internal, partition: internal-ai, weight: 2, reservation: {max_count: 3}}
   - {name: acme, kind: customer, partition: elastic, reservation: {max_count: 2, max_duration: 48h}}
+  - {name: vip, kind: customer, partition: elastic, classes: [standard, Reserved]}
 quotas:
   - {tenant: acme, region: eastus, series: ND, gpus: 32}
 reservations:
@@ -76,6 +78,18 @@ func TestParseTenancy(t *testing.T) {
 	}
 	if w := ten.Tenants[1].Weight; w != 1 {
 		t.Errorf("default weight = %v, want 1", w)
+	}
+	for _, c := range []struct {
+		tenant string
+		want   []model.Class
+	}{
+		{"copilot", model.Classes}, // its partition has a guarantee
+		{"acme", []model.Class{model.ClassSpot, model.ClassStandard}},
+		{"vip", []model.Class{model.ClassStandard, model.ClassReserved}}, // as the file says
+	} {
+		if got := ten.AllowedClasses(c.tenant); !slices.Equal(got, c.want) {
+			t.Errorf("%s may use %v, want %v", c.tenant, got, c.want)
+		}
 	}
 	if q := ten.Quotas[0]; q.Tenant != "acme" || q.Series != "ND" || q.GPUs != 32 {
 		t.Errorf("quota = %+v", q)
@@ -172,6 +186,24 @@ tenants:
     kind: customer
     partition: nowhere
 `, 4, "tenants[0].partition", `unknown partition "nowhere"`},
+		{"unknown class", `
+tenants:
+  - name: acme
+    kind: customer
+    classes: [spot, premium]
+`, 4, "tenants[0].classes[1]", `unknown priority class "premium"`},
+		{"class with a value", `
+tenants:
+  - {name: acme, kind: customer, classes: ["standard:10"]}
+`, 2, "tenants[0].classes[0]", `unknown priority class "standard:10"`},
+		{"class twice", `
+tenants:
+  - {name: acme, kind: customer, classes: [spot, spot]}
+`, 2, "tenants[0].classes[1]", "class spot is named twice"},
+		{"classes not a list of names", `
+tenants:
+  - {name: acme, kind: customer, classes: [{class: spot}]}
+`, 2, "tenants[0].classes[0]", "want a class"},
 		{"bad kind", `
 tenants:
   - {name: acme, kind: partner}
