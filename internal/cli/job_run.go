@@ -67,7 +67,8 @@ job wait'): its progress on stderr, exit status 0 only when it succeeded.
 --dry-run submits nothing and says what would become of the job now, as
 sbatch --test-only does (see 'job submit --help'). --attach prints the job's
 log as it runs instead of its ID, attempt after attempt (a retry's, a
-resumed one's), as srun does, and exits 0 only when it succeeded.
+resumed one's), as srun does, and exits with the status its program exited
+with (0 when it succeeded; 1 when it ended without one, e.g. cancelled).
 
 Everything after the first argument that is not a flag (or after --) is
 the command. A job without a shell runs the program directly; for pipes

@@ -34,7 +34,7 @@ func (w *waitOption) register(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&w.on, "wait", false, "then wait until the jobs end, as 'allot job wait' does: exit status 0 only when every one succeeded")
 	waitTimeoutFlag(cmd, &w.timeout, "wait-timeout")
 	cmd.Flags().BoolVar(&w.dryRun, "dry-run", false, "submit nothing: say what would become of each job now, as 'job why' would (sbatch --test-only)")
-	cmd.Flags().BoolVar(&w.attach, "attach", false, "then print the job's log as it runs, attempt after attempt, as srun does; exit status 0 only when it succeeded (one job)")
+	cmd.Flags().BoolVar(&w.attach, "attach", false, "then print the job's log as it runs, attempt after attempt, as srun does, and exit with its program's exit status (0 when it succeeded, 1 when it ended without one; one job)")
 	cmd.Flags().BoolVar(&w.raw, "raw", false, "with --attach: "+rawFlagUsage)
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "wait", "attach")
 }
@@ -188,9 +188,24 @@ func progressLine(j client.Job) string {
 	return s
 }
 
+// passExitCode gives err, the end of attached job j that did not succeed,
+// the exit status of j's last attempt when its program exited with one
+// (1 to 255), as srun passes a program's status through; else err as it is.
+func passExitCode(j client.Job, err error) error {
+	n := len(j.AttemptHistory)
+	if err == nil || n == 0 {
+		return err
+	}
+	if code := j.AttemptHistory[n-1].ExitCode; code > 0 && code < 256 {
+		return exitError{code: code, err: err}
+	}
+	return err
+}
+
 // attachJob prints the log of job id as it runs, attempt after attempt,
 // as srun does, and returns as waitJobs does once the job ended: nil when
-// it Succeeded, else an error with exit status 1 naming how it ended. An
+// it Succeeded, else an error naming how it ended, with the exit status of
+// the job's program where it exited with one (passExitCode), else 1. An
 // attempt that ended otherwise than by completing is followed on stderr by
 // how ('# attempt 1: Failed: ...'), before the next attempt's log.
 func attachJob(ctx context.Context, cl *client.Client, id string, out, errOut io.Writer) error {
@@ -224,7 +239,7 @@ func attachJob(ctx context.Context, cl *client.Client, id string, out, errOut io
 				}
 			}
 			_, err := waitJobs(ctx, cl, []client.Job{j}, 0, io.Discard)
-			return err
+			return passExitCode(j, err)
 		}
 		if !started {
 			select {

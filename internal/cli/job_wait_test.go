@@ -197,3 +197,39 @@ func TestJobRunAttach(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// job run --attach exits with the status the job's program exited with, as
+// srun does: 3 for a program that exited 3; 1 when no program status is
+// known (a job cancelled before it started).
+func TestJobRunAttachPassesExitCode(t *testing.T) {
+	old := jobPoll
+	jobPoll = time.Millisecond
+	t.Cleanup(func() { jobPoll = old })
+	for _, tc := range []struct {
+		history string
+		state   string
+		want    int
+	}{
+		{`{"number":1,"ended":"2026-12-03T00:00:00Z","reason":"Failed","exit_code":3,"detail":"attempt 1, rank 0 on n1 exited with code 3"}`, "Failed", 3},
+		{`{"number":1,"ended":"2026-12-03T00:00:00Z","reason":"Canceled","exit_code":-1,"detail":"canceled by admin"}`, "Canceled", ExitFailure},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			switch {
+			case r.Method == http.MethodPost:
+				w.WriteHeader(http.StatusCreated)
+				_, _ = w.Write([]byte(`{"id":"e-1","name":"eval","state":"Queued"}`))
+			case r.URL.Path == "/v1/jobs/e-1/logs":
+				_, _ = w.Write([]byte("bye\n"))
+			default:
+				_, _ = w.Write([]byte(`{"id":"e-1","name":"eval","state":"` + tc.state + `","attempt_history":[` + tc.history + `]}`))
+			}
+		}))
+		isolate(t)
+		out, errOut, code := runCLI(t, "job", "run", "--server", srv.URL, "--attach", "--name", "eval", "--", "sh", "-c", "exit 3")
+		if code != tc.want || out != "bye\n" {
+			t.Errorf("%s: exit %d, want %d\nstdout %q\nstderr %s", tc.state, code, tc.want, out, errOut)
+		}
+		srv.Close()
+	}
+}
