@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/model"
 )
 
 // jobListFlags are the filters and paging of 'job list'.
@@ -23,11 +24,27 @@ type jobListFlags struct {
 	cont     string
 	watch    bool
 	interval time.Duration
+	all      bool
 }
 
 func (fl jobListFlags) filter() client.JobFilter {
-	return client.JobFilter{States: fl.states, Tenant: fl.tenant, Name: fl.name, Limit: fl.limit, Continue: fl.cont}
+	states := fl.states
+	if len(states) == 0 && !fl.all {
+		states = liveStates // as squeue: what has not ended
+	}
+	return client.JobFilter{States: states, Tenant: fl.tenant, Name: fl.name, Limit: fl.limit, Continue: fl.cont}
 }
+
+// liveStates are the states of a job that has not ended.
+var liveStates = func() []string {
+	var out []string
+	for _, s := range model.States {
+		if !s.Terminal() {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}()
 
 func newJobListCmd(conn *connection) *cobra.Command {
 	var fl jobListFlags
@@ -39,6 +56,8 @@ jobs for an admin. REASON is why a queued job waits or why an ended one ended;
 for a Blocked step of a pipeline it also names the jobs it waits for and
 their states ("WaitsForPredecessor: prepare-1k8nseucf6brd (Running)").
 
+Without --state it lists the jobs that have not ended, as squeue does;
+--all lists the ended ones too (kept for --job-retention).
 --state keeps jobs in any of the states given (` + strings.Join(jobStates, ", ") + `;
 repeat it or separate them with commas); --name keeps jobs whose name
 contains the text, or matches it whole when it has a glob character
@@ -58,6 +77,7 @@ The table has fixed columns and no colour, for pagers and scripts: ID NAME
 TENANT STATE REASON PRIORITY AGE; -o wide adds, before AGE, the GPUs a job
 holds (GPUS) and its nodes (NODES), as squeue's NODELIST.`,
 		Example: `  allot job list
+  allot job list --all                           # ended jobs too
   allot job list --state Queued,Running --name llama
   allot job list --state Blocked                 # pipeline steps and what they wait for
   allot job list --state Running -o wide         # with the GPUs and nodes each holds
@@ -74,6 +94,9 @@ holds (GPUS) and its nodes (NODES), as squeue's NODELIST.`,
 			}
 			if fl.cont != "" && fl.limit == 0 {
 				return Usage(fmt.Errorf("--continue needs --limit (the page size)"))
+			}
+			if fl.all && len(fl.states) > 0 {
+				return Usage(fmt.Errorf("--all lists jobs in every state; --state picks some: give one of them"))
 			}
 			if fl.limit < 0 {
 				return Usage(fmt.Errorf("--limit %d: want a positive number", fl.limit))
@@ -96,6 +119,7 @@ holds (GPUS) and its nodes (NODES), as squeue's NODELIST.`,
 		},
 	}
 	cmd.Flags().StringSliceVar(&fl.states, "state", nil, "only jobs in these states, e.g. Queued,Running (repeatable)")
+	cmd.Flags().BoolVarP(&fl.all, "all", "a", false, "ended jobs too (without it, and without --state, only jobs that have not ended)")
 	cmd.Flags().StringVar(&fl.tenant, "tenant", "", "only this tenant's jobs")
 	cmd.Flags().StringVar(&fl.name, "name", "", "only jobs whose name contains this, or matches this glob (* ? [)")
 	cmd.Flags().IntVar(&fl.limit, "limit", 0, fmt.Sprintf("print one page of at most this many jobs, in ID order (1 to %d)", 1000))

@@ -33,6 +33,7 @@ func TestJobCommandsRefuseBadUse(t *testing.T) {
 		{"job", "update", "j-1", "--begin", "tomorrow"},
 		{"job", "list", "--continue", "c1.x"},
 		{"job", "list", "--watch", "--interval", "1ms"},
+		{"job", "list", "--all", "--state", "Running"},
 		{"usage", "--by", "node"},
 	} {
 		var out, errOut bytes.Buffer
@@ -40,5 +41,19 @@ func TestJobCommandsRefuseBadUse(t *testing.T) {
 		if code != ExitUsage || !strings.HasPrefix(errOut.String(), "allot: ") {
 			t.Errorf("allot %v: exit %d, %q; want %d", args, code, errOut.String(), ExitUsage)
 		}
+	}
+}
+
+// TestJobListFilter: without --state the listing asks for the states of
+// jobs that have not ended, as squeue; --all for every state.
+func TestJobListFilter(t *testing.T) {
+	if got := (jobListFlags{}).filter().States; strings.Join(got, ",") != "Blocked,Queued,Preparing,Running,Preempted" {
+		t.Errorf("default states %v, want those of jobs that have not ended", got)
+	}
+	if got := (jobListFlags{all: true}).filter().States; got != nil {
+		t.Errorf("--all asks for states %v, want none (every state)", got)
+	}
+	if got := (jobListFlags{states: []string{"Failed"}}).filter().States; strings.Join(got, ",") != "Failed" {
+		t.Errorf("--state Failed asks for %v", got)
 	}
 }

@@ -60,7 +60,8 @@ func TestJobListFiltersAndPages(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"--name", p}, ids},
+		{[]string{"--name", p}, ids[:2]}, // as squeue: what has not ended
+		{[]string{"--name", p, "--all"}, ids},
 		{[]string{"--name", p + "-[ab]"}, ids[:2]},
 		{[]string{"--name", p + "-*", "--state", "Running"}, ids[:2]},
 		{[]string{"--name", p, "--state", "Canceled,Queued"}, ids[2:]},
@@ -81,7 +82,7 @@ func TestJobListFiltersAndPages(t *testing.T) {
 	var paged []string
 	next := ""
 	for range 10 {
-		args := []string{"--name", p, "--limit", "1"}
+		args := []string{"--name", p, "--limit", "1", "--all"}
 		if next != "" {
 			args = append(args, "--continue", next)
 		}

@@ -51,7 +51,7 @@ func TestExampleJobsUnderUp(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var page struct{ Jobs []job }
-		if err := json.Unmarshal([]byte(allotMust(t, url, admin, "job", "list", "-o", "json")), &page); err != nil {
+		if err := json.Unmarshal([]byte(allotMust(t, url, admin, "job", "list", "--all", "-o", "json")), &page); err != nil {
 			t.Fatalf("job list -o json: %v", err)
 		}
 		last = page.Jobs

@@ -191,7 +191,7 @@ func TestDirectorySubmitAllOrNothing(t *testing.T) {
 	}
 	ours := func() int {
 		var l struct{ Jobs []job }
-		if err := json.Unmarshal([]byte(must(t, research, "job", "list", "-o", "json")), &l); err != nil {
+		if err := json.Unmarshal([]byte(must(t, research, "job", "list", "--all", "-o", "json")), &l); err != nil {
 			t.Fatal(err)
 		}
 		n := 0
