@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -38,7 +39,7 @@ func (s jobSelection) ids(cmd *cobra.Command, cl *client.Client, args []string) 
 	case len(args) > 0 && s.any():
 		return nil, Usage(errors.New("give job IDs or --state/--name/--tenant, not both"))
 	case len(args) > 0:
-		return args, nil
+		return jobRefs(cmd.Context(), cl, args)
 	case !s.any():
 		return nil, Usage(errors.New("want job IDs, or --state, --name or --tenant to select jobs"))
 	}
@@ -53,6 +54,28 @@ func (s jobSelection) ids(cmd *cobra.Command, cl *client.Client, args []string) 
 	ids := make([]string, len(jobs))
 	for i, j := range jobs {
 		ids[i] = j.ID
+	}
+	return ids, nil
+}
+
+// jobRefs returns the ID of each job refs name, by ID or by name as
+// byJobRef finds them (a name several jobs have is refused, listing them);
+// a ref that names no job is kept, for the action to answer NotFound.
+func jobRefs(ctx context.Context, cl *client.Client, refs []string) ([]string, error) {
+	ids := make([]string, len(refs))
+	for i, ref := range refs {
+		j, err := jobByRef(ctx, cl, ref)
+		var e *client.APIError
+		switch {
+		case err == nil:
+			ids[i] = j.ID
+		case errors.As(err, &e) && e.Status == 404:
+			ids[i] = ref
+		case errors.As(err, &e):
+			return nil, fromAPI(err)
+		default:
+			return nil, err // a name of several jobs: which one
+		}
 	}
 	return ids, nil
 }
@@ -125,7 +148,9 @@ func newJobCancelCmd(conn *connection) *cobra.Command {
 		Long: `cancel stops jobs: a queued job leaves the queue, a running one is told to
 stop (it gets its checkpoint grace period) and its GPUs are freed.
 
-Give job IDs, or select jobs with --state, --name and --tenant (as in 'job
+Give job IDs (or names: a name one job has stands for it, as in 'job
+logs' and 'job why'; a name several jobs have is refused, listing them),
+or select jobs with --state, --name and --tenant (as in 'job
 list'; without --state, every job that has not ended). It prints each job's
 outcome and exits with status 1 if any could not be cancelled. With one ID,
 a job that has already ended is an error (Conflict, exit status 2).`,

@@ -336,3 +336,28 @@ func TestVersion(t *testing.T) {
 	}
 	t.Logf("allot version: %+v", v)
 }
+
+// TestJobCancelByName: job cancel takes a job's name where it takes an ID,
+// as logs and why do; a name two jobs have is refused, listing both.
+func TestJobCancelByName(t *testing.T) {
+	needServer(t)
+	research := tokenFor(t, "research")
+	one := uniq(t, "cancel-one")
+	id := submit(t, research, writeFile(t, "one.yaml", t4Job(one)))
+	if out := must(t, research, "job", "cancel", one); !strings.Contains(out, id) || !strings.Contains(out, "Canceled") {
+		t.Errorf("job cancel %s:\n%s\nwant %s Canceled", one, out, id)
+	}
+	twice := uniq(t, "cancel-twice")
+	a := submit(t, research, writeFile(t, "a.yaml", t4Job(twice)))
+	b := submit(t, research, writeFile(t, "b.yaml", t4Job(twice)))
+	r := allot(t, research, "job", "cancel", twice)
+	if r.code != 2 || !strings.Contains(r.err, a) || !strings.Contains(r.err, b) {
+		t.Errorf("job cancel of a name two jobs have: exit %d, %q; want 2 listing %s and %s", r.code, r.err, a, b)
+	}
+	for _, id := range []string{a, b} {
+		if j := showJob(t, research, id); j.State == "Canceled" {
+			t.Errorf("%s was cancelled by an ambiguous name", id)
+		}
+	}
+	must(t, research, "job", "cancel", a, b)
+}
