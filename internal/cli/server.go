@@ -80,7 +80,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.DurationVar(&f.limits.HeaderTimeout, "header-timeout", api.DefaultHeaderTimeout, "time a client may take to send a request's headers")
 	fl.DurationVar(&f.limits.IdleTimeout, "idle-timeout", api.DefaultIdleTimeout, "time a kept-alive connection may wait for its next request")
 	fl.IntVar(&f.limits.MaxHeaderBytes, "max-header-bytes", api.DefaultMaxHeaderBytes, "largest size of a request's headers, in bytes")
-	fl.IntVar(&f.limits.MaxConns, "max-conns", 0, fmt.Sprintf("connections open at once; more are closed at once (0: %d, or half the open-file limit if lower)", api.DefaultMaxConns))
+	fl.IntVar(&f.limits.MaxConns, "max-conns", 0, fmt.Sprintf("connections open at once; a new one past it takes the place of the one that has waited longest for its client (idle, or no request yet), or is closed at once when every one serves a request (0: %d, or half the open-file limit if lower)", api.DefaultMaxConns))
 	fl.IntVar(&f.limits.MaxConnsPerAddr, "max-conns-per-addr", 0, "connections one source address (an IPv4 address, an IPv6 /64) may hold open before a request on them carries a valid token; a new one past it replaces the address's longest-waiting idle one, or is closed at once when none is idle (agents' and other authenticated connections are not counted; 0: half of --max-conns)")
 	fl.DurationVar(&f.limits.MaxConnAge, "conn-max-age", api.DefaultMaxConnAge, "close a kept-alive connection after its first response once it is this old, so that requests cannot keep it open for ever (clients reconnect)")
 	fl.Float64Var(&f.limits.UnauthRate, "unauth-rate", api.DefaultUnauthRate, "requests per second with a missing or unknown token per source address, 429 over it (0: no limit)")

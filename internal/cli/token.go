@@ -35,8 +35,8 @@ checkpoints of the jobs running there, nothing else. A metrics-reader token
 (--metrics) is for Prometheus: it reads every series of /metrics, every
 tenant's included, and nothing else (without a token /metrics serves only
 the series of no tenant in particular; with a tenant's token, that tenant's
-too). deploy/prometheus/prometheus.yml reads it from a file. --ttl makes the token
-expire (a request with it is then refused: 401, "token expired"); --name
+too); deploy/prometheus/prometheus.yml reads it from a file. --ttl makes the
+token expire (a request with it is then refused: 401, "token expired"); --name
 labels it in 'allot token list'.`,
 		Example: `  allot token create --tenant acme --token "$(cat data/admin-token)"
   export ALLOT_TOKEN=$(allot token create --tenant acme --token "$ADMIN")
