@@ -297,7 +297,8 @@ func logSource(w http.ResponseWriter, r *http.Request) (*server.LogSource, bool)
 }
 
 // logs answers an attempt's log as text; with follow=1 it streams what
-// comes until the attempt ends or the client hangs up.
+// comes until the attempt ends, the client hangs up, or the request's token
+// is revoked or expires (checked at least every half second).
 func (h *handler) logs(w http.ResponseWriter, r *http.Request, p server.Principal) {
 	q := r.URL.Query()
 	n := 0
@@ -333,6 +334,9 @@ func (h *handler) logs(w http.ResponseWriter, r *http.Request, p server.Principa
 			return
 		case <-c.Changed:
 		case <-time.After(500 * time.Millisecond): // the attempt may have ended
+		}
+		if !h.tokenValid(r) {
+			return
 		}
 		next, err := h.srv.Log(r.Context(), p, id, c.Attempt, c.Next)
 		if err != nil {

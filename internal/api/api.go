@@ -58,13 +58,16 @@ var openAPI []byte
 func OpenAPI() []byte { return openAPI }
 
 type handler struct {
-	srv    *server.Server
-	log    *slog.Logger
-	limits Limits
-	limit  *limiter // per tenant
-	unauth *limiter // per source address, of requests with no valid token
-	reqs   *prometheus.CounterVec
-	fwd    *forwarder // to the leader, when this server does not lead
+	srv     *server.Server
+	log     *slog.Logger
+	limits  Limits
+	limit   *limiter // per tenant
+	unauth  *limiter // per source address, of requests with no valid token
+	jobs    *limiter // per tenant, of the jobs of batches (--job-rate)
+	dry     *gate    // per tenant, dry runs running (--max-dry-runs)
+	audited *limiter // per tenant, of its requests that write audit records (--audit-rate)
+	reqs    *prometheus.CounterVec
+	fwd     *forwarder // to the leader, when this server does not lead
 }
 
 // New returns the HTTP handler of the API, /metrics and the health checks.
@@ -95,8 +98,11 @@ func newHandler(cfg Config) *handler {
 	}
 	l := cfg.Limits.withDefaults()
 	return &handler{srv: cfg.Server, log: cfg.Logger, limits: l, fwd: &forwarder{transport: cfg.ForwardTransport},
-		limit:  newLimiter(cfg.Rate, cfg.Burst, cfg.Now),
-		unauth: newLimiter(l.UnauthRate, l.UnauthBurst, cfg.Now),
+		limit:   newLimiter(cfg.Rate, cfg.Burst, cfg.Now),
+		unauth:  newLimiter(l.UnauthRate, l.UnauthBurst, cfg.Now),
+		jobs:    newLimiter(l.JobRate, l.JobBurst, cfg.Now),
+		dry:     newGate(l.MaxDryRuns),
+		audited: newLimiter(l.AuditRate, l.AuditBurst, cfg.Now),
 		reqs: register(cfg.Server.Registry(), prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "allot_http_requests_total",
 			Help: "HTTP requests by route and status code.",
@@ -125,6 +131,10 @@ const (
 	// also the token of endpoint {name}: what its replicas report. An
 	// endpoint's token may call nothing else.
 	meters
+	// readers: anyone; a token, when one is sent, must be valid, and says
+	// how much the caller reads (/metrics: server.MetricsFor). A
+	// metrics-reader token may call nothing else.
+	readers
 )
 
 // route is one endpoint: its ServeMux pattern, who may call it, and its
@@ -143,11 +153,10 @@ func (h *handler) routes() []route {
 			_, _ = io.WriteString(w, body)
 		}
 	}
-	metrics := promhttp.HandlerFor(h.srv.Registry(), promhttp.HandlerOpts{})
 	return []route{
 		{"GET /healthz", anyone, text("ok\n")},
 		{"GET /readyz", anyone, h.ready},
-		{"GET /metrics", anyone, func(w http.ResponseWriter, r *http.Request, _ server.Principal) { metrics.ServeHTTP(w, r) }},
+		{"GET /metrics", readers, h.metrics},
 		{"GET /v1/openapi.json", anyone, func(w http.ResponseWriter, _ *http.Request, _ server.Principal) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(openAPI)
@@ -220,6 +229,13 @@ func (h *handler) routes() []route {
 	}
 }
 
+// metrics serves the series p may read (server.MetricsFor): every one for
+// the admin and a metrics-reader token, a tenant's own and the fleet's for
+// a tenant's token, the fleet's alone without a token.
+func (h *handler) metrics(w http.ResponseWriter, r *http.Request, p server.Principal) {
+	promhttp.HandlerFor(h.srv.MetricsFor(r.Context(), p), promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
 func (h *handler) ready(w http.ResponseWriter, r *http.Request, _ server.Principal) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !h.srv.Ready() {
@@ -235,6 +251,15 @@ func (h *handler) ready(w http.ResponseWriter, r *http.Request, _ server.Princip
 	_, _ = io.WriteString(w, "ready\n")
 }
 
+// auditedWrites are the routes a tenant may call whose every call writes
+// an audit record; --audit-rate bounds them per tenant, so that a loop of
+// them cannot grow the audit log (and the store) without end.
+var auditedWrites = map[string]bool{
+	"POST /v1/reservations":          true,
+	"DELETE /v1/reservations/{name}": true,
+	"POST /v1/quota-requests":        true,
+}
+
 type principalKey struct{}
 
 // guard authenticates the bearer token of a route's request before anything
@@ -242,13 +267,16 @@ type principalKey struct{}
 // the route's scope.
 func (h *handler) guard(rt route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.scope == anyone {
+		if rt.scope == anyone || (rt.scope == readers && r.Header.Get("Authorization") == "") {
 			rt.serve(w, r, server.Principal{})
 			return
 		}
 		p, ok := h.authenticate(w, r)
 		if !ok {
 			return
+		}
+		if c := connOf(r); c != nil {
+			c.authenticated()
 		}
 		if p.Node == "" && rt.scope != agents {
 			if ok, wait := h.limit.allow(p.Name()); !ok {
@@ -261,6 +289,14 @@ func (h *handler) guard(rt route) http.Handler {
 		if msg := refusal(rt.scope, p, r); msg != "" {
 			writeError(w, codeForbidden, "", msg)
 			return
+		}
+		if auditedWrites[rt.pattern] && !p.Admin {
+			if ok, wait := h.audited.allow(p.Name()); !ok {
+				w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+				writeError(w, codeRateLimited, "", "too many changes that the audit log records from "+p.Name()+
+					"; retry after the Retry-After seconds (limit: --audit-rate, --audit-burst)")
+				return
+			}
 		}
 		rt.serve(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)), p)
 	})
@@ -296,10 +332,22 @@ func (h *handler) authenticate(w http.ResponseWriter, r *http.Request) (server.P
 	return server.Principal{}, false
 }
 
+// tokenValid reports whether the token r was authenticated with is still
+// accepted: a stream (followed logs) ends once its token is revoked or
+// expires, not only when it ends on its own.
+func (h *handler) tokenValid(r *http.Request) bool {
+	tok, _ := bearer(r.Header.Get("Authorization"))
+	_, ok := h.srv.Authenticate(tok)
+	return ok
+}
+
 // refusal says why p may not call a route of scope s, or "" when it may.
 func refusal(s scope, p server.Principal, r *http.Request) string {
 	if p.Endpoint != "" && (s != meters || p.Admin || r.PathValue("name") != p.Endpoint) {
 		return "an endpoint token may only POST /v1/endpoints/{name}/metrics of its own endpoint"
+	}
+	if p.Metrics && s != readers {
+		return "a metrics-reader token may only GET /metrics"
 	}
 	switch s {
 	case tenants, meters:
@@ -341,7 +389,8 @@ func bearer(h string) (string, bool) {
 type statusWriter struct {
 	http.ResponseWriter
 	code int
-	body *bodyReader // nil when the request has no body
+	body *bodyReader  // nil when the request has no body
+	conn *trackedConn // nil when not known (httptest)
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -368,6 +417,9 @@ func (w *statusWriter) refuse(code int) {
 		}
 	}
 	w.Header().Set("Connection", "close")
+	if w.conn != nil {
+		w.conn.setWaiting(true) // it serves no one any more: the first to evict
+	}
 	if unread {
 		// Read what is in flight for a moment more, so that an honest
 		// client still writing its body sees the answer rather than a
@@ -403,12 +455,16 @@ func (b *bodyReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// count counts requests by route pattern and status, and bounds the time
-// the request's body may take; a panic in a handler is answered with 500
-// and logged, never passed on.
+// count counts requests by route pattern and status, bounds the time the
+// request's body may take, and closes a connection older than
+// --conn-max-age after its response; a panic in a handler is answered
+// with 500 and logged, never passed on.
 func (h *handler) count(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, conn: connOf(r)}
+		if sw.conn != nil && time.Since(sw.conn.opened) >= h.limits.MaxConnAge {
+			w.Header().Set("Connection", "close")
+		}
 		if r.Body != nil && r.Body != http.NoBody {
 			rc := http.NewResponseController(w)
 			_ = rc.SetReadDeadline(time.Now().Add(h.limits.BodyTimeout)) // not supported by httptest: no limit there

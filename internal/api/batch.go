@@ -77,6 +77,15 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 		return
 	}
 	if dry {
+		if !h.startDryRun(w, p) {
+			return
+		}
+		defer h.dry.leave(p.Name())
+	}
+	if !h.chargeJobs(w, p, len(specs)) {
+		return
+	}
+	if dry {
 		whys, err := h.srv.TrySubmitBatch(r.Context(), p, specs)
 		if h.batchFailed(w, r, err) {
 			return
@@ -101,6 +110,33 @@ func (h *handler) submitBatch(w http.ResponseWriter, r *http.Request, p server.P
 		out.Jobs[i] = h.job(p, j)
 	}
 	writeJSON(w, created(w, replayed), out)
+}
+
+// chargeJobs takes n jobs from p's budget of jobs sent in batches
+// (--job-rate, --job-burst), or answers 429 with Retry-After and returns
+// false: a batch costs what its jobs cost, not one request.
+func (h *handler) chargeJobs(w http.ResponseWriter, p server.Principal, n int) bool {
+	ok, wait := h.jobs.allowN(p.Name(), n)
+	if ok {
+		return true
+	}
+	w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
+	writeError(w, codeRateLimited, "jobs", fmt.Sprintf("a batch of %d jobs is over the jobs %s may send in batches now; "+
+		"retry after the Retry-After seconds (limit: --job-rate, --job-burst)", n, p.Name()))
+	return false
+}
+
+// startDryRun takes one of p's places for dry runs running at once
+// (--max-dry-runs), or answers 429 with Retry-After and returns false; the
+// caller gives the place back with h.dry.leave(p.Name()).
+func (h *handler) startDryRun(w http.ResponseWriter, p server.Principal) bool {
+	if h.dry.enter(p.Name()) {
+		return true
+	}
+	w.Header().Set("Retry-After", "1")
+	writeError(w, codeRateLimited, "dry_run", fmt.Sprintf("%s has %d dry runs running; retry after the Retry-After seconds "+
+		"(limit: --max-dry-runs)", p.Name(), h.limits.MaxDryRuns))
+	return false
 }
 
 // batchFailed answers err of a batch's submit or dry run, when there is

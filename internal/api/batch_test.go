@@ -98,3 +98,34 @@ func FuzzSubmitBatch(f *testing.F) {
 		}
 	})
 }
+
+// A batch takes one job per job from its tenant's budget (--job-rate,
+// --job-burst), dry runs included, and a tenant has at most --max-dry-runs
+// running at once: past either, 429 with Retry-After naming the flag.
+// Other tenants keep their own budget.
+func TestBatchJobBudget(t *testing.T) {
+	e := newEnv(t, -1, 0)
+	e.h = New(Config{Server: e.srv, Rate: -1, Now: e.srv.Clock().Now, Limits: Limits{JobRate: 1, JobBurst: 5, MaxDryRuns: 1}})
+	three := []byte("name: a\ncommand: [x]\narray: 0-2\nresources: {gpu_milli: 250, gpu_models: [T4]}\n")
+	if rec := e.do("POST", "/v1/jobs/batch?dry_run=true", e.tokens["copilot"], three); rec.Code != http.StatusOK {
+		t.Fatalf("dry run of 3 jobs within the budget: %d %s", rec.Code, rec.Body)
+	}
+	rec := e.do("POST", "/v1/jobs/batch", e.tokens["copilot"], three)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "1" ||
+		!strings.Contains(rec.Body.String(), "--job-rate") {
+		t.Fatalf("3 more jobs with 2 left: %d %q %s; want 429 after 1 s naming --job-rate", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if rec := e.do("POST", "/v1/jobs/batch", e.tokens["acme"], []byte(strings.ReplaceAll(string(three), "name: a", "name: a\ntenant: acme"))); rec.Code != http.StatusCreated {
+		t.Fatalf("another tenant's batch: %d %s", rec.Code, rec.Body)
+	}
+
+	// The dry runs' gate.
+	g := newGate(1)
+	if !g.enter("copilot") || g.enter("copilot") || !g.enter("acme") {
+		t.Fatal("gate of 1: want one place per key")
+	}
+	g.leave("copilot")
+	if !g.enter("copilot") {
+		t.Fatal("a place given back is not taken again")
+	}
+}

@@ -56,6 +56,10 @@ func (h *handler) submit(w http.ResponseWriter, r *http.Request, p server.Princi
 		return
 	}
 	if dry {
+		if !h.startDryRun(w, p) {
+			return
+		}
+		defer h.dry.leave(p.Name())
 		why, err := h.srv.TrySubmit(r.Context(), p, s)
 		if err != nil {
 			h.fail(w, r, err)

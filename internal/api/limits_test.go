@@ -136,17 +136,16 @@ func newAgentsEnv(t *testing.T) agentsEnv {
 }
 
 // Connections over --max-conns are closed as soon as they are accepted
-// and counted; the ones under it are served.
+// and counted when every open one is serving a request; the ones under it
+// are served.
 func TestMaxConns(t *testing.T) {
 	e := newEnv(t, -1, 0)
-	addr := serveLimited(t, e, Limits{MaxConns: 3, HeaderTimeout: 5 * time.Second})
+	addr := serveLimited(t, e, Limits{MaxConns: 3, MaxConnsPerAddr: 3, HeaderTimeout: 5 * time.Second})
 	var held []net.Conn
 	for range 3 {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		// Busy: the server waits for a body that does not come.
+		c, _ := rawRequest(t, addr, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+e.admin+
+			"\r\nContent-Type: application/json\r\nContent-Length: 100", "{")
 		held = append(held, c)
 	}
 	time.Sleep(100 * time.Millisecond) // let the server accept them
@@ -173,6 +172,103 @@ func TestMaxConns(t *testing.T) {
 			t.Fatalf("healthz not served after the held connections closed: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// keepAlive opens a connection, makes one request on it as token (none
+// when empty) and leaves it open and idle.
+func keepAlive(t *testing.T, addr, token string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	head := "GET /healthz HTTP/1.1\r\nHost: x"
+	if token != "" {
+		head = "GET /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token
+	}
+	c, r := rawRequest(t, addr, head, "")
+	resp, err := http.ReadResponse(r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("keep-alive request: %d", resp.StatusCode)
+	}
+	return c, r
+}
+
+// Idle connections never lock a new client out: past --max-conns-per-addr
+// anonymous ones of its address, or --max-conns in all, a new connection
+// takes the place of the one idle longest, anonymous before authenticated;
+// authenticated connections do not count against the address's cap.
+func TestIdleConnsEvicted(t *testing.T) {
+	e := newEnv(t, -1, 0)
+	addr := serveLimited(t, e, Limits{MaxConns: 5, MaxConnsPerAddr: 3})
+	authed, ar := keepAlive(t, addr, e.tokens["acme"]) // idle longest of all
+	var anon []net.Conn
+	var readers []*bufio.Reader
+	open := func() {
+		c, r := keepAlive(t, addr, "")
+		anon, readers = append(anon, c), append(readers, r)
+	}
+	for range 3 {
+		open()
+	}
+	// A fourth anonymous one takes the place of the first.
+	open()
+	if !closedWithin(anon[0], readers[0], 2*time.Second) {
+		t.Fatal("the anonymous connection idle longest is still open past --max-conns-per-addr")
+	}
+	for i := 1; i < len(anon); i++ {
+		if closedWithin(anon[i], readers[i], 50*time.Millisecond) {
+			t.Fatalf("anonymous connection %d closed; want only the one idle longest", i)
+		}
+	}
+	// Authenticated ones no longer count against the address: the
+	// first comes in as an anonymous one in place of anon[1], the second
+	// fills the server.
+	keepAlive(t, addr, e.tokens["copilot"])
+	keepAlive(t, addr, e.tokens["copilot"])
+	// The server is full: a new one takes the place of the anonymous
+	// connection idle longest, not of the authenticated one idle longer.
+	open()
+	if !closedWithin(anon[2], readers[2], 2*time.Second) {
+		t.Fatal("the server is full and the anonymous connection idle longest is still open")
+	}
+	if closedWithin(authed, ar, 50*time.Millisecond) {
+		t.Fatal("an authenticated connection was evicted while anonymous ones were idle")
+	}
+	m := e.do("GET", "/metrics", "", nil).Body.String()
+	if !strings.Contains(m, "allot_http_connections_evicted_total 3") || !strings.Contains(m, "allot_http_connections_rejected_total 0") {
+		t.Errorf("metrics do not count three evictions and no rejection:\n%s", m)
+	}
+}
+
+// A connection past --conn-max-age is closed after its next response,
+// however often it is used.
+func TestConnMaxAge(t *testing.T) {
+	e := newEnv(t, -1, 0)
+	addr := serveLimited(t, e, Limits{MaxConnAge: 300 * time.Millisecond})
+	c, r := keepAlive(t, addr, "")
+	for i := 0; ; i++ {
+		if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.Close {
+			break
+		}
+		if i > 20 {
+			t.Fatal("a connection used every 50 ms is still kept alive after 1 s; want closed after --conn-max-age")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !closedWithin(c, r, 2*time.Second) {
+		t.Fatal("the connection past --conn-max-age is still open after its response said close")
 	}
 }
 

@@ -55,7 +55,11 @@ func (l *limiter) prune(now time.Time) {
 }
 
 // allow takes a token for key, or reports how long until one is there.
-func (l *limiter) allow(key string) (bool, time.Duration) {
+func (l *limiter) allow(key string) (bool, time.Duration) { return l.allowN(key, 1) }
+
+// allowN takes n tokens for key at once, or none and reports how long
+// until n are there; n over the burst takes a full bucket.
+func (l *limiter) allowN(key string, n int) (bool, time.Duration) {
 	if l == nil || l.rate <= 0 {
 		return true, 0
 	}
@@ -78,12 +82,43 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 		b.tokens = math.Min(l.burst, b.tokens+el*l.rate)
 		b.last = now
 	}
-	if b.tokens >= 1 {
-		b.tokens--
+	want := math.Min(float64(n), l.burst)
+	if b.tokens >= want {
+		b.tokens -= want
 		return true, 0
 	}
-	wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	wait := time.Duration((want - b.tokens) / l.rate * float64(time.Second))
 	return false, wait
+}
+
+// gate counts what each key (a principal) has running of one costly
+// kind, dry runs, and lets at most max run at once.
+type gate struct {
+	max     int
+	mu      sync.Mutex // guards running
+	running map[string]int
+}
+
+func newGate(max int) *gate { return &gate{max: max, running: map[string]int{}} }
+
+// enter takes a place for key, or reports false when key has max running.
+func (g *gate) enter(key string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running[key] >= g.max {
+		return false
+	}
+	g.running[key]++
+	return true
+}
+
+// leave gives back a place enter took.
+func (g *gate) leave(key string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.running[key]--; g.running[key] <= 0 {
+		delete(g.running, key)
+	}
 }
 
 // retryAfter is a wait in whole seconds, at least 1, for Retry-After.

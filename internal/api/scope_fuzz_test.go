@@ -130,8 +130,11 @@ func newScopeLab(t testing.TB) *scopeLab {
 		}
 	}
 	lab.names = []string{"copilot", "acme", "admin", "node:" + lab.nodes[0], "node:" + lab.nodes[1], "none", "forged",
-		"endpoint:" + lab.eps[0], "endpoint:" + lab.eps[1]}
+		"endpoint:" + lab.eps[0], "endpoint:" + lab.eps[1], "metrics"}
 	lab.tokens["forged"] = "not-a-token"
+	if lab.tokens["metrics"], _, err = srv.CreateTokenFor(ctx, server.TokenOptions{Scope: server.ScopeMetrics}); err != nil {
+		t.Fatal(err)
+	}
 	h := newHandler(Config{Server: srv, Rate: -1, Now: clock.Now})
 	lab.routes = h.routes()
 	lab.h = New(Config{Server: srv, Rate: -1, Now: clock.Now})
@@ -406,8 +409,11 @@ func FuzzScope(f *testing.F) {
 				t.Fatalf("%s as %s: a node token reached a tenant endpoint: %d", sent, principal, rec.Code)
 			case rt.scope == agents && !strings.HasPrefix(principal, "node:") && principal != "admin":
 				t.Fatalf("%s as %s reached an agent endpoint: %d", sent, principal, rec.Code)
-			case (principal == "none" || principal == "forged") && rt.scope != anyone:
+			case principal == "forged" && rt.scope != anyone,
+				principal == "none" && rt.scope != anyone && rt.scope != readers:
 				t.Fatalf("%s without a valid token: %d", sent, rec.Code)
+			case principal == "metrics" && rt.scope != anyone && rt.scope != readers:
+				t.Fatalf("%s as %s: a metrics-reader token reached more than /metrics: %d", sent, principal, rec.Code)
 			case strings.HasPrefix(principal, "endpoint:") && rt.scope != anyone &&
 				(rt.scope != meters || path != "/v1/endpoints/"+strings.TrimPrefix(principal, "endpoint:")+"/metrics"):
 				t.Fatalf("%s as %s: an endpoint token reached more than its own metrics: %d", sent, principal, rec.Code)

@@ -14,6 +14,9 @@ type tokenRequest struct {
 	Tenant string `json:"tenant"`
 	Node   string `json:"node"`
 	Name   string `json:"name"`
+	// Scope "metrics" makes a metrics-reader token (neither tenant nor
+	// node): it reads every series of /metrics and nothing else.
+	Scope string `json:"scope"`
 	// TTL is a Go duration ("720h"); empty: until revoked.
 	TTL string `json:"ttl"`
 }
@@ -24,12 +27,17 @@ func parseTokenRequest(body []byte) (server.TokenOptions, *Error) {
 	if e := decodeStrict(body, &req); e != nil {
 		return server.TokenOptions{}, e
 	}
-	o := server.TokenOptions{Tenant: req.Tenant, Node: req.Node, Name: req.Name}
+	o := server.TokenOptions{Tenant: req.Tenant, Node: req.Node, Name: req.Name, Scope: req.Scope}
 	switch {
+	case req.Scope != "" && req.Scope != server.ScopeMetrics:
+		return o, &Error{Code: codeInvalidSpec, Field: "scope", Message: fmt.Sprintf("%q: want %q (a metrics reader) or none", clip(req.Scope), server.ScopeMetrics)}
+	case req.Scope != "" && (req.Node != "" || req.Tenant != ""):
+		return o, &Error{Code: codeInvalidSpec, Field: "scope", Message: "a metrics token has no tenant or node"}
+	case req.Scope != "":
 	case req.Node != "" && req.Tenant != "":
 		return o, &Error{Code: codeInvalidSpec, Field: "node", Message: "give tenant or node, not both"}
 	case req.Node == "" && req.Tenant == "":
-		return o, &Error{Code: codeInvalidSpec, Field: "tenant", Message: "must not be empty"}
+		return o, &Error{Code: codeInvalidSpec, Field: "tenant", Message: "must not be empty (or give scope \"metrics\")"}
 	}
 	if req.TTL != "" {
 		d, err := parseTTL(req.TTL)

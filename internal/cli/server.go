@@ -50,6 +50,7 @@ type serveFlags struct {
 	logMemoryMiB                 int64
 	maxJobsPerTenant             int
 	jobRetention                 time.Duration
+	auditRetention               time.Duration // --audit-retention
 	regionMoveAfter              time.Duration
 	minRunTime                   time.Duration
 	priorityGap                  int
@@ -80,9 +81,17 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.DurationVar(&f.limits.HeaderTimeout, "header-timeout", api.DefaultHeaderTimeout, "time a client may take to send a request's headers")
 	fl.DurationVar(&f.limits.IdleTimeout, "idle-timeout", api.DefaultIdleTimeout, "time a kept-alive connection may wait for its next request")
 	fl.IntVar(&f.limits.MaxHeaderBytes, "max-header-bytes", api.DefaultMaxHeaderBytes, "largest size of a request's headers, in bytes")
-	fl.IntVar(&f.limits.MaxConns, "max-conns", 0, fmt.Sprintf("connections open at once; more are closed at once (0: %d, or half the open-file limit if lower)", api.DefaultMaxConns))
+	fl.IntVar(&f.limits.MaxConns, "max-conns", 0, fmt.Sprintf("connections open at once; a new one past it takes the place of the one that has waited longest for its client (idle, or no request yet), or is closed at once when every one serves a request (0: %d, or half the open-file limit if lower)", api.DefaultMaxConns))
+	fl.IntVar(&f.limits.MaxConnsPerAddr, "max-conns-per-addr", 0, "connections one source address (an IPv4 address, an IPv6 /64) may hold open before a request on them carries a valid token; a new one past it replaces the address's longest-waiting idle one, or is closed at once when none is idle (agents' and other authenticated connections are not counted; 0: half of --max-conns)")
+	fl.DurationVar(&f.limits.MaxConnAge, "conn-max-age", api.DefaultMaxConnAge, "close a kept-alive connection after its first response once it is this old, so that requests cannot keep it open for ever (clients reconnect)")
 	fl.Float64Var(&f.limits.UnauthRate, "unauth-rate", api.DefaultUnauthRate, "requests per second with a missing or unknown token per source address, 429 over it (0: no limit)")
 	fl.IntVar(&f.limits.UnauthBurst, "unauth-burst", api.DefaultUnauthBurst, "requests with a missing or unknown token a source address may make at once")
+	fl.Float64Var(&f.limits.JobRate, "job-rate", api.DefaultJobRate, "jobs per second a tenant may send in batches (POST /v1/jobs/batch, dry runs included): a batch takes one per job, 429 over it (0: no limit)")
+	fl.IntVar(&f.limits.JobBurst, "job-burst", api.DefaultJobBurst, "jobs a tenant may send in batches at once; a larger batch waits until the budget is full")
+	fl.Float64Var(&f.limits.AuditRate, "audit-rate", api.DefaultAuditRate, "requests per second a tenant may make that the audit log records (reservations created or deleted, quota requests), 429 over it (0: no limit)")
+	fl.IntVar(&f.limits.AuditBurst, "audit-burst", api.DefaultAuditBurst, "requests that the audit log records a tenant may make at once")
+	fl.DurationVar(&f.auditRetention, "audit-retention", server.DefaultAuditRetention, "delete audit records this long after they were written, e.g. 8760h (at least 24h; 0: keep them for ever)")
+	fl.IntVar(&f.limits.MaxDryRuns, "max-dry-runs", api.DefaultMaxDryRuns, "dry runs (dry_run=true, of a job or a batch) one tenant may have running at once; more are 429")
 	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
 	fl.IntVar(&f.maxLost, "max-lost-attempts", server.DefaultMaxLost, "attempts of one job that may be lost with their node (with a doubling back-off from 10s between them) before the job fails")
 	fl.IntVar(&f.drainAfterFailures, "drain-after-failures", server.DefaultDrainAfterFailures, "drain a node once attempts of this many jobs, of two tenants or more, failed on it within 10m and on no other node (a bad host, as a Slurm health check would find); one node in 10m and at most a tenth of the fleet is drained so; 'allot node resume' ends it (0: never)")
@@ -188,6 +197,23 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(fmt.Errorf("--job-retention %s: want 0 (keep for ever) or at least %s (a month's budget reads the month's jobs)",
 			f.jobRetention, server.MinJobRetention))
 	}
+	if f.limits.MaxConnsPerAddr < 0 {
+		return Usage(fmt.Errorf("--max-conns-per-addr %d: want 0 (half of --max-conns) or more", f.limits.MaxConnsPerAddr))
+	}
+	if f.limits.MaxConnAge < time.Second {
+		return Usage(fmt.Errorf("--conn-max-age %s: want at least 1s", f.limits.MaxConnAge))
+	}
+	if f.limits.AuditRate < 0 || f.limits.AuditBurst < 1 {
+		return Usage(fmt.Errorf("--audit-rate %g, --audit-burst %d: want a rate of 0 (no limit) or more and a burst of at least 1",
+			f.limits.AuditRate, f.limits.AuditBurst))
+	}
+	if f.auditRetention < 0 || (f.auditRetention > 0 && f.auditRetention < server.MinAuditRetention) {
+		return Usage(fmt.Errorf("--audit-retention %s: want 0 (keep for ever) or at least %s", f.auditRetention, server.MinAuditRetention))
+	}
+	if f.limits.JobRate < 0 || f.limits.JobBurst < 1 || f.limits.MaxDryRuns < 1 {
+		return Usage(fmt.Errorf("--job-rate %g, --job-burst %d, --max-dry-runs %d: want a rate of 0 (no limit) or more, a burst and dry runs of at least 1",
+			f.limits.JobRate, f.limits.JobBurst, f.limits.MaxDryRuns))
+	}
 	if f.maxJobsPerTenant < 0 {
 		return Usage(fmt.Errorf("--max-jobs-per-tenant %d: want 0 (no bound) or more", f.maxJobsPerTenant))
 	}
@@ -289,7 +315,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
 		Sched:   f.schedConfig(),
-		MaxLost: f.maxLost, RetryBackoff: off(f.retryBackoff), DrainAfterFailures: off(f.drainAfterFailures), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: off(f.maxJobsPerTenant), JobRetention: f.jobRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
+		MaxLost: f.maxLost, RetryBackoff: off(f.retryBackoff), DrainAfterFailures: off(f.drainAfterFailures), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: off(f.maxJobsPerTenant), JobRetention: f.jobRetention, AuditRetention: f.auditRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {
@@ -312,6 +338,12 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	limits := f.limits
 	if limits.UnauthRate == 0 {
 		limits.UnauthRate = -1 // no limit
+	}
+	if limits.JobRate == 0 {
+		limits.JobRate = -1 // no limit
+	}
+	if limits.AuditRate == 0 {
+		limits.AuditRate = -1 // no limit
 	}
 	hs, ln := api.NewServer(api.Config{Server: srv, Rate: rate, Burst: f.burst, Logger: log, Limits: limits,
 		ForwardTransport: forward}, ln)

@@ -22,38 +22,51 @@ so a token is shown once; 'token list' shows what is known of each token
 
 func newTokenCreateCmd(conn *connection) *cobra.Command {
 	var tenant, node, name, ttl string
+	var metrics bool
 	cmd := &cobra.Command{
-		Use:   "create --tenant T | --node N [--name NAME] [--ttl 720h]",
-		Short: "Create a token for a tenant or a node's agent and print it",
+		Use:   "create --tenant T | --node N | --metrics [--name NAME] [--ttl 720h]",
+		Short: "Create a token for a tenant, a node's agent or Prometheus and print it",
 		Long: `create asks the server for a new token of a tenant, and prints the token
 alone on standard output, so a script can capture it. It needs an admin
 token. A tenant token sees and changes only its tenant's jobs, reservations
 and usage. A node token (--node) is for that node's 'allot agent': it may
 register, heartbeat and poll that node, and report events, logs and
-checkpoints of the jobs running there, nothing else. --ttl makes the token
-expire (a request with it is then refused: 401, "token expired"); --name
+checkpoints of the jobs running there, nothing else. A metrics-reader token
+(--metrics) is for Prometheus: it reads every series of /metrics, every
+tenant's included, and nothing else (without a token /metrics serves only
+the series of no tenant in particular; with a tenant's token, that tenant's
+too); deploy/prometheus/prometheus.yml reads it from a file. --ttl makes the
+token expire (a request with it is then refused: 401, "token expired"); --name
 labels it in 'allot token list'.`,
 		Example: `  allot token create --tenant acme --token "$(cat data/admin-token)"
   export ALLOT_TOKEN=$(allot token create --tenant acme --token "$ADMIN")
   allot token create --node eastus-h100-01 --token "$ADMIN"
+  allot token create --metrics --name prometheus > /etc/prometheus/allot-token
   allot token create --tenant acme --name ci --ttl 720h`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if (tenant == "") == (node == "") {
-				return Usage(fmt.Errorf("give --tenant or --node (one of them)"))
+			if n := btoi(tenant != "") + btoi(node != "") + btoi(metrics); n != 1 {
+				return Usage(fmt.Errorf("give --tenant, --node or --metrics (one of them)"))
+			}
+			scope := ""
+			if metrics {
+				scope = "metrics"
 			}
 			cl, f, err := conn.client()
 			if err != nil {
 				return err
 			}
-			tok, err := cl.CreateTokenWith(cmd.Context(), client.TokenRequest{Tenant: tenant, Node: node, Name: name, TTL: ttl})
+			tok, err := cl.CreateTokenWith(cmd.Context(), client.TokenRequest{Tenant: tenant, Node: node, Scope: scope, Name: name, TTL: ttl})
 			if err != nil {
 				return fromAPI(err)
 			}
 			return show(cmd.OutOrStdout(), f, tok, func() printer {
 				who := "tenant " + tok.Tenant
-				if tok.Node != "" {
+				switch {
+				case tok.Node != "":
 					who = "node " + tok.Node
+				case metrics:
+					who = "reading /metrics"
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "token for %s; it is shown once, keep it secret\n", who)
 				return table{rows: [][]string{{tok.Token}}}
@@ -62,7 +75,16 @@ labels it in 'allot token list'.`,
 	}
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant the token acts for")
 	cmd.Flags().StringVar(&node, "node", "", "the fleet node whose agent the token is for")
+	cmd.Flags().BoolVar(&metrics, "metrics", false, "a metrics-reader token, for Prometheus: it reads every series of /metrics and nothing else")
 	cmd.Flags().StringVar(&name, "name", "", "a name for the token, shown by 'token list' (letters, digits, - _ .)")
 	cmd.Flags().StringVar(&ttl, "ttl", "", "how long the token is valid, e.g. 720h or 30d (default: until revoked)")
 	return cmd
+}
+
+// btoi is 1 for true, 0 for false: to count the flags given.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

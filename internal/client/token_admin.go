@@ -7,11 +7,13 @@ import (
 	"net/http"
 )
 
-// TokenRequest asks for a token of Tenant or Node (one of them), named
-// Name, valid for TTL ("720h", "30d"; empty: until revoked).
+// TokenRequest asks for a token of Tenant, of Node, or of Scope "metrics"
+// (one of them), named Name, valid for TTL ("720h", "30d"; empty: until
+// revoked).
 type TokenRequest struct {
 	Tenant string `json:"tenant,omitempty"`
 	Node   string `json:"node,omitempty"`
+	Scope  string `json:"scope,omitempty"`
 	Name   string `json:"name,omitempty"`
 	TTL    string `json:"ttl,omitempty"`
 }

@@ -46,6 +46,17 @@ const (
 	ActionJobRequeue     = "job.requeue"
 	ActionNodeDrain      = "node.drain"
 	ActionNodeResume     = "node.resume"
+	// Changes of a tenant's job or endpoint by someone else (the
+	// administrator); the owner's own are not recorded.
+	ActionJobHold         = "job.hold"
+	ActionJobRelease      = "job.release"
+	ActionJobUpdate       = "job.update"
+	ActionEndpointCreate  = "endpoint.create"
+	ActionEndpointUpdate  = "endpoint.update"
+	ActionEndpointScale   = "endpoint.scale"
+	ActionEndpointRestart = "endpoint.restart"
+	ActionEndpointUndo    = "endpoint.undo"
+	ActionEndpointDelete  = "endpoint.delete"
 )
 
 // AuditRecord is one entry of the audit log.
@@ -98,6 +109,17 @@ func (s *Server) audit(ctx context.Context, p Principal, action, object, detail 
 		Then: []store.Op{store.PutOp(key, v)}}); err != nil {
 		s.log.Error("audit record lost", "action", action, "object", object, "actor", p.Name(), "err", err)
 	}
+}
+
+// auditOther records p doing action on object of tenant owner when p is
+// someone other than the owner (the administrator acting on a tenant's job
+// or endpoint); the server acting for an endpoint, on its own replicas, is
+// not recorded.
+func (s *Server) auditOther(ctx context.Context, p Principal, owner, action, object, detail string) {
+	if p.Tenant == owner || p.Endpoint != "" {
+		return
+	}
+	s.audit(ctx, p, action, object, fmt.Sprintf("of tenant %s: %s", owner, detail))
 }
 
 // AuditQuery selects audit records: those at or after Since (zero: all),

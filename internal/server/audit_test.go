@@ -137,3 +137,56 @@ func TestAuditKeysSameInstant(t *testing.T) {
 		}
 	}
 }
+
+// The administrator's changes of a tenant's queued job (hold, release,
+// update) are recorded, the tenant's own are not; records older than
+// Config.AuditRetention are purged, the rest kept.
+func TestAuditOthersChangesAndRetention(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	acme := Principal{Tenant: "acme"}
+	doc := "name: a\ntenant: acme\ncommand: [x]\nresources: {gpu_milli: 250, gpu_models: [T4]}\n"
+	j := h.submit(acme, doc)
+	prio := model.Priority{Class: model.ClassStandard, Value: 7}
+	for _, p := range []Principal{acme, admin} {
+		if _, err := h.srv.Hold(ctx, p, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.srv.Release(ctx, p, j.ID); err != nil {
+			t.Fatal(err)
+		}
+		prio.Value++
+		if _, err := h.srv.SetPriority(ctx, p, j.ID, prio); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, _, err := h.srv.Audit(ctx, admin, AuditQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Actor+" "+r.Action+" "+r.Object)
+		if !strings.Contains(r.Detail, "of tenant acme") {
+			t.Errorf("record %+v does not name the owner", r)
+		}
+	}
+	want := []string{"admin job.hold job/" + j.ID, "admin job.release job/" + j.ID, "admin job.update job/" + j.ID}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("audit log\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	h.srv.cfg.AuditRetention = MinAuditRetention
+	h.clock.Advance(MinAuditRetention + time.Second)
+	if _, err := h.srv.Hold(ctx, admin, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := h.srv.purgeAudit(ctx, h.clock.Now())
+	if err != nil || n != 3 {
+		t.Fatalf("purge: %d deleted, %v; want the 3 records past the retention", n, err)
+	}
+	recs, _, err = h.srv.Audit(ctx, admin, AuditQuery{})
+	if err != nil || len(recs) != 1 || recs[0].Action != ActionJobHold {
+		t.Fatalf("after the purge: %+v, %v; want the hold within the retention", recs, err)
+	}
+}

@@ -245,7 +245,8 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 		if use == nil {
 			use = new(atomic.Int64)
 		}
-		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node, Endpoint: t.Endpoint, Token: t.Name},
+		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node, Endpoint: t.Endpoint, Token: t.Name,
+			Metrics: t.Scope == ScopeMetrics},
 			expires: t.ExpiresAt, lastUse: use, modRev: modRev}
 	case strings.HasPrefix(key, prefixNodes):
 		n := key[len(prefixNodes):]

@@ -106,6 +106,7 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 		return nil, err
 	}
 	s.log.Info("endpoint updated", "endpoint", spec.Name, "changed", strings.Join(changed, ", "), "desired", to, "by", p.Name())
+	s.auditOther(ctx, p, e.Spec.Tenant, ActionEndpointUpdate, "endpoint/"+spec.Name, "changed "+strings.Join(changed, ", "))
 	s.kickEndpoints()
 	return e, nil
 }
@@ -147,6 +148,7 @@ func (s *Server) RestartEndpoint(ctx context.Context, p Principal, name string) 
 		return nil, err
 	}
 	s.log.Info("endpoint restarted", "endpoint", name, "template", e.template(), "by", p.Name())
+	s.auditOther(ctx, p, e.Spec.Tenant, ActionEndpointRestart, "endpoint/"+name, "template "+e.template())
 	s.kickEndpoints()
 	return e, nil
 }
@@ -194,6 +196,7 @@ func (s *Server) UndoEndpoint(ctx context.Context, p Principal, name string) (*E
 		return nil, err
 	}
 	s.log.Info("endpoint rolled back", "endpoint", name, "from", from, "to", e.template(), "by", p.Name())
+	s.auditOther(ctx, p, e.Spec.Tenant, ActionEndpointUndo, "endpoint/"+name, "template "+from+" → "+e.template())
 	s.kickEndpoints()
 	return e, nil
 }

@@ -254,6 +254,8 @@ func (s *Server) CreateEndpoint(ctx context.Context, p Principal, spec model.End
 	s.ep.forget(spec.Name) // reports of an earlier endpoint of this name
 	s.log.Info("endpoint created", "endpoint", spec.Name, "tenant", spec.Tenant, "min", spec.MinReplicas,
 		"max", spec.MaxReplicas, "by", p.Name())
+	s.auditOther(ctx, p, spec.Tenant, ActionEndpointCreate, "endpoint/"+spec.Name, fmt.Sprintf("min_replicas %d, max_replicas %d",
+		spec.MinReplicas, spec.MaxReplicas))
 	// A replica that fails to go in now is submitted by the next reconcile.
 	if _, err := s.addReplicas(ctx, e, spec.MinReplicas); err != nil {
 		s.log.Warn("endpoint replicas not submitted", "endpoint", spec.Name, "err", err)
@@ -466,6 +468,7 @@ func (s *Server) ScaleEndpoint(ctx context.Context, p Principal, name string, mi
 		return nil, err
 	}
 	s.log.Info("endpoint scaled", "endpoint", name, "min", minReplicas, "max", maxReplicas, "desired", to, "by", p.Name())
+	s.auditOther(ctx, p, e.Spec.Tenant, ActionEndpointScale, "endpoint/"+name, reason)
 	s.kickEndpoints()
 	return e, nil
 }
@@ -512,6 +515,7 @@ func (s *Server) DeleteEndpoint(ctx context.Context, p Principal, name string) e
 	s.cache.delKey(tokKey, rev)
 	s.ep.forget(name)
 	s.log.Info("endpoint deleted", "endpoint", name, "tenant", e.Spec.Tenant, "replicas stopped", len(live), "by", p.Name())
+	s.auditOther(ctx, p, e.Spec.Tenant, ActionEndpointDelete, "endpoint/"+name, fmt.Sprintf("%d replicas stopped", len(live)))
 	return nil
 }
 

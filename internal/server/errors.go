@@ -73,6 +73,9 @@ type Principal struct {
 	// of a node that fails jobs, faildrain.go): Name is System. No token
 	// carries it.
 	System string
+	// Metrics is set for a metrics-reader token (ScopeMetrics): it may
+	// read every series of /metrics and call nothing else.
+	Metrics bool
 }
 
 // Name is the principal's name in logs and rate limits: the tenant,
@@ -87,6 +90,8 @@ func (p Principal) Name() string {
 		return "admin"
 	case p.Node != "":
 		return "node:" + p.Node
+	case p.Metrics:
+		return "metrics:" + p.Token
 	}
 	return p.Tenant
 }

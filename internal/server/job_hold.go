@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -164,8 +165,21 @@ func (s *Server) changeQueued(ctx context.Context, p Principal, id, what string,
 	}
 	s.log.Info("job changed", "job", id, "action", what, "by", p.Name(), "held", j.Status.Held,
 		"priority", j.Spec.Priority.String(), "begin", j.Spec.Begin, "rev", rev)
+	s.auditOther(ctx, p, j.Spec.Tenant, jobActions[what], "job/"+id, fmt.Sprintf("job %q, held %t, priority %s, begin %s",
+		j.Spec.Name, j.Status.Held, j.Spec.Priority, auditTime(j.Spec.Begin)))
 	s.Kick()
 	return j, nil
+}
+
+// jobActions are the audit actions of changeQueued's changes.
+var jobActions = map[string]string{"hold": ActionJobHold, "release": ActionJobRelease, "update": ActionJobUpdate}
+
+// auditTime words a time in an audit detail: "none" when zero.
+func auditTime(t time.Time) string {
+	if t.IsZero() {
+		return "none"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // thisAction words the refusal: "only a queued job can be held".

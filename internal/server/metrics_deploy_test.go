@@ -190,3 +190,35 @@ func TestMetricsRulesAndDashboard(t *testing.T) {
 		}
 	}
 }
+
+// The shipped scrape configuration reads /metrics with a metrics-reader
+// token from a file: without one, the series of tenants are not served.
+func TestPrometheusScrapeConfig(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "deploy", "prometheus", "prometheus.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		ScrapeConfigs []struct {
+			JobName       string `yaml:"job_name"`
+			MetricsPath   string `yaml:"metrics_path"`
+			Authorization struct {
+				Type            string `yaml:"type"`
+				CredentialsFile string `yaml:"credentials_file"`
+			} `yaml:"authorization"`
+		} `yaml:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(raw, &cfg); err != nil {
+		t.Fatalf("prometheus.yml: %v", err)
+	}
+	if len(cfg.ScrapeConfigs) != 1 {
+		t.Fatalf("prometheus.yml: %d scrape configs, want the one of allot", len(cfg.ScrapeConfigs))
+	}
+	sc := cfg.ScrapeConfigs[0]
+	if sc.MetricsPath != "/metrics" || sc.Authorization.Type != "Bearer" || sc.Authorization.CredentialsFile == "" {
+		t.Errorf("scrape config %+v: want /metrics with a Bearer token read from credentials_file", sc)
+	}
+	if !strings.Contains(string(raw), "token create --metrics") {
+		t.Error("prometheus.yml does not say how to make its token (allot token create --metrics)")
+	}
+}

@@ -136,7 +136,14 @@ func scrapeLoaded(t *testing.T) map[string]*family {
 	} else {
 		resp.Body.Close()
 	}
-	resp, err := http.Get(base + "/metrics")
+	// Prometheus scrapes with a metrics-reader token: every series.
+	reader, _, err := srv.CreateTokenFor(ctx, server.TokenOptions{Scope: server.ScopeMetrics, Name: "prometheus"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("GET", base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+reader)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -241,6 +241,7 @@ type tokenRecord struct {
 	Admin     bool      `json:"admin,omitempty"`
 	Node      string    `json:"node,omitempty"`
 	Endpoint  string    `json:"endpoint,omitempty"`
+	Scope     string    `json:"scope,omitempty"` // ScopeMetrics, or "" for the kinds above
 	CreatedAt time.Time `json:"created_at,omitzero"`
 	// Name is what the admin called the token; ExpiresAt, when set, is
 	// when it stops being accepted.

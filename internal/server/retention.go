@@ -66,3 +66,49 @@ func (s *Server) RetentionWarning(since, until time.Time, by string) string {
 	}
 	return retentionText(since, until, s.clock.Now().Add(-r), by, r)
 }
+
+// Audit records are kept for Config.AuditRetention (allot server's
+// --audit-retention, DefaultAuditRetention), then deleted by the leader
+// with the other purges: the log would otherwise grow with every change
+// for good.
+const (
+	// DefaultAuditRetention is --audit-retention's default: 90 days.
+	DefaultAuditRetention = 90 * 24 * time.Hour
+	// MinAuditRetention is the shortest audit retention.
+	MinAuditRetention = 24 * time.Hour
+)
+
+// purgeAudit deletes, in conditional batches, up to purgeMax audit records
+// written more than the retention before now; it returns how many. Their
+// keys sort by time, so it reads only what it deletes.
+func (s *Server) purgeAudit(ctx context.Context, now time.Time) (int, error) {
+	if s.cfg.AuditRetention <= 0 {
+		return 0, nil
+	}
+	cutoff := fmt.Sprintf("%s%020d", prefixAudit, max(now.Add(-s.cfg.AuditRetention).UnixNano(), 0))
+	deleted := 0
+	for deleted < purgeMax {
+		kvs, _, _, err := s.st.ListPage(ctx, prefixAudit, "", deleteBatch, 0)
+		if err != nil {
+			return deleted, fmt.Errorf("list audit records: %w", err)
+		}
+		old := kvs[:0]
+		for _, kv := range kvs {
+			if kv.Key < cutoff {
+				old = append(old, kv)
+			}
+		}
+		if len(old) == 0 {
+			return deleted, nil
+		}
+		gone, _, err := s.deleteRecords(ctx, old)
+		deleted += len(gone)
+		if err != nil {
+			return deleted, fmt.Errorf("delete audit records past their retention: %w", err)
+		}
+		if len(gone) == 0 {
+			return deleted, nil
+		}
+	}
+	return deleted, nil
+}

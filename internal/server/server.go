@@ -68,6 +68,10 @@ type Config struct {
 	// after they ended jobs stay in the store; the leader deletes older
 	// ones (retention.go). 0 keeps them for ever.
 	JobRetention time.Duration
+	// AuditRetention, when positive (at least MinAuditRetention), is how
+	// long audit records stay in the store; the leader deletes older ones
+	// (retention.go). 0 keeps them for ever.
+	AuditRetention time.Duration
 	// MaxJobsPerTenant bounds the jobs of one tenant that have not ended,
 	// as Slurm's MaxSubmitJobs does: a tenant's submit past it is refused
 	// (joblimit.go). 0 means DefaultMaxJobsPerTenant, negative no bound.
@@ -188,6 +192,9 @@ type Server struct {
 func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Store == nil || cfg.Fleet == nil || cfg.Tenancy == nil {
 		return nil, errors.New("server: Store, Fleet and Tenancy are required")
+	}
+	if cfg.AuditRetention < 0 || (cfg.AuditRetention > 0 && cfg.AuditRetention < MinAuditRetention) {
+		return nil, fmt.Errorf("server: an audit retention of %s: want 0 (for ever) or at least %s", cfg.AuditRetention, MinAuditRetention)
 	}
 	if cfg.JobRetention > 0 && cfg.JobRetention < MinJobRetention {
 		return nil, fmt.Errorf("server: a job retention of %s is under %s: a month's budget reads the month's jobs", cfg.JobRetention, MinJobRetention)
@@ -427,6 +434,9 @@ func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
 	go s.deleteEvery(ctx, idempotencySweepEvery, "expired idempotency records", s.sweepIdempotency)
 	if s.cfg.JobRetention > 0 {
 		go s.deleteEvery(ctx, purgeEvery, "jobs past their retention", s.purgeEnded)
+	}
+	if s.cfg.AuditRetention > 0 {
+		go s.deleteEvery(ctx, purgeEvery, "audit records past their retention", s.purgeAudit)
 	}
 	tick := time.NewTicker(s.cfg.Tick)
 	defer tick.Stop()

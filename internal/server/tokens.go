@@ -23,10 +23,17 @@ const MaxTokenName = 64
 // token from (the hash is of 256 random bits).
 const tokenIDLen = 12
 
-// TokenOptions says what token CreateTokenFor makes: for Tenant or for
-// Node (one of them), named Name, valid for TTL (0: until revoked).
+// ScopeMetrics is the scope of a metrics-reader token: what a Prometheus
+// server scrapes /metrics with. It reads every series, every tenant's
+// included, and may call nothing else.
+const ScopeMetrics = "metrics"
+
+// TokenOptions says what token CreateTokenFor makes: for Tenant, for Node,
+// or of Scope ScopeMetrics (one of them), named Name, valid for TTL (0:
+// until revoked).
 type TokenOptions struct {
 	Tenant, Node, Name string
+	Scope              string
 	TTL                time.Duration
 }
 
@@ -35,7 +42,7 @@ type TokenOptions struct {
 type TokenInfo struct {
 	ID        string
 	Name      string
-	Kind      string // admin, tenant, node or endpoint
+	Kind      string // admin, tenant, node, endpoint or metrics
 	Tenant    string
 	Node      string
 	Endpoint  string
@@ -72,8 +79,13 @@ func (s *Server) TokenExpired(token string) (time.Time, bool) {
 // CreateTokenFor makes a tenant or node token as o says, stores only its
 // hash, and returns it with what a listing shows of it.
 func (s *Server) CreateTokenFor(ctx context.Context, o TokenOptions) (string, TokenInfo, error) {
-	if (o.Tenant == "") == (o.Node == "") {
-		return "", TokenInfo{}, refuse(CodeInvalidSpec, "tenant", "give tenant or node (one of them)")
+	switch {
+	case o.Scope != "" && o.Scope != ScopeMetrics:
+		return "", TokenInfo{}, refuse(CodeInvalidSpec, "scope", "%q: want %q (a metrics reader) or none", o.Scope, ScopeMetrics)
+	case o.Scope != "" && (o.Tenant != "" || o.Node != ""):
+		return "", TokenInfo{}, refuse(CodeInvalidSpec, "scope", "a %s token has no tenant or node", o.Scope)
+	case o.Scope == "" && (o.Tenant == "") == (o.Node == ""):
+		return "", TokenInfo{}, refuse(CodeInvalidSpec, "tenant", "give tenant or node (one of them), or scope %q", ScopeMetrics)
 	}
 	if o.TTL < 0 || o.TTL > MaxTokenTTL || (o.TTL > 0 && o.TTL < time.Second) {
 		return "", TokenInfo{}, refuse(CodeInvalidSpec, "ttl", "is %v, want 1s to %v (or none: until revoked)", o.TTL, MaxTokenTTL)
@@ -89,7 +101,7 @@ func (s *Server) CreateTokenFor(ctx context.Context, o TokenOptions) (string, To
 		return "", TokenInfo{}, refuse(CodeInvalidSpec, "node", "no node %q in the fleet", o.Node)
 	}
 	now := s.clock.Now()
-	rec := tokenRecord{Tenant: o.Tenant, Node: o.Node, Name: o.Name, CreatedAt: now}
+	rec := tokenRecord{Tenant: o.Tenant, Node: o.Node, Scope: o.Scope, Name: o.Name, CreatedAt: now}
 	if o.TTL > 0 {
 		rec.ExpiresAt = now.Add(o.TTL).UTC()
 	}
@@ -97,7 +109,7 @@ func (s *Server) CreateTokenFor(ctx context.Context, o TokenOptions) (string, To
 	if err := s.storeToken(ctx, tok, rec); err != nil {
 		return "", TokenInfo{}, err
 	}
-	s.log.Info("token created", "tenant", o.Tenant, "node", o.Node, "name", o.Name, "expires", rec.ExpiresAt)
+	s.log.Info("token created", "tenant", o.Tenant, "node", o.Node, "scope", o.Scope, "name", o.Name, "expires", rec.ExpiresAt)
 	info := tokenInfo(HashToken(tok), rec)
 	s.audit(ctx, Principal{Admin: true}, ActionTokenCreate, "token/"+info.ID, tokenAuditText(info))
 	return tok, info, nil
@@ -125,6 +137,8 @@ func tokenInfo(hash string, r tokenRecord) TokenInfo {
 		t.Kind = "node"
 	case r.Endpoint != "":
 		t.Kind = "endpoint"
+	case r.Scope == ScopeMetrics:
+		t.Kind = "metrics"
 	default:
 		t.Kind = "tenant"
 	}
