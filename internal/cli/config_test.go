@@ -145,7 +145,7 @@ func TestConfigErrors(t *testing.T) {
 // and a config file naming three different servers and tokens.
 func TestPrecedenceThroughRun(t *testing.T) {
 	list := func(token string) exchange {
-		return exchange{method: "GET", path: "/v1/jobs", token: token, status: 200, body: `{"jobs":[]}`}
+		return exchange{method: "GET", path: "/v1/jobs", query: liveQuery, token: token, status: 200, body: `{"jobs":[]}`}
 	}
 	fileURL, fileHits := stub(t, list("file-token"))
 	envURL, envHits := stub(t, list("env-token"))

@@ -39,7 +39,7 @@ func (s jobSelection) ids(cmd *cobra.Command, cl *client.Client, args []string) 
 	case len(args) > 0 && s.any():
 		return nil, Usage(errors.New("give job IDs or --state/--name/--tenant, not both"))
 	case len(args) > 0:
-		return jobRefs(cmd.Context(), cl, args)
+		return args, nil
 	case !s.any():
 		return nil, Usage(errors.New("want job IDs, or --state, --name or --tenant to select jobs"))
 	}
@@ -58,26 +58,11 @@ func (s jobSelection) ids(cmd *cobra.Command, cl *client.Client, args []string) 
 	return ids, nil
 }
 
-// jobRefs returns the ID of each job refs name, by ID or by name as
-// byJobRef finds them (a name several jobs have is refused, listing them);
-// a ref that names no job is kept, for the action to answer NotFound.
-func jobRefs(ctx context.Context, cl *client.Client, refs []string) ([]string, error) {
-	ids := make([]string, len(refs))
-	for i, ref := range refs {
-		j, err := jobByRef(ctx, cl, ref)
-		var e *client.APIError
-		switch {
-		case err == nil:
-			ids[i] = j.ID
-		case errors.As(err, &e) && e.Status == 404:
-			ids[i] = ref
-		case errors.As(err, &e):
-			return nil, fromAPI(err)
-		default:
-			return nil, err // a name of several jobs: which one
-		}
-	}
-	return ids, nil
+// byRefs makes act, an action on a job by ID, take a job's name too, as
+// byJobRef does: for jobs named on the command line. An ID costs one
+// request, as before; a name several jobs have is refused, listing them.
+func byRefs(ctx context.Context, cl *client.Client, act func(id string) (client.Job, error)) func(ref string) (client.Job, error) {
+	return func(ref string) (client.Job, error) { return byJobRef(ctx, cl, ref, act) }
 }
 
 // outcome is what a bulk action did to one job.
@@ -168,7 +153,11 @@ a job that has already ended is an error (Conflict, exit status 2).`,
 			if err != nil {
 				return err
 			}
-			return eachJob(cmd, f, ids, len(args) == 1, func(id string) (client.Job, error) { return cl.Cancel(cmd.Context(), id) })
+			act := func(id string) (client.Job, error) { return cl.Cancel(cmd.Context(), id) }
+			if len(args) > 0 {
+				act = byRefs(cmd.Context(), cl, act)
+			}
+			return eachJob(cmd, f, ids, len(args) == 1, act)
 		},
 	}
 	sel.register(cmd, "cancel")

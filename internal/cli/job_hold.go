@@ -111,7 +111,11 @@ func actOnJobs(cmd *cobra.Command, conn *connection, sel jobSelection, args []st
 	if err != nil {
 		return err
 	}
-	return eachJob(cmd, f, ids, len(args) == 1, func(id string) (client.Job, error) { return act(cl, id) })
+	do := func(id string) (client.Job, error) { return act(cl, id) }
+	if len(args) > 0 {
+		do = byRefs(cmd.Context(), cl, do)
+	}
+	return eachJob(cmd, f, ids, len(args) == 1, do)
 }
 
 func newJobUpdateCmd(conn *connection) *cobra.Command {

@@ -21,13 +21,17 @@ const (
 	canceledJob = `{"id":"j-1","name":"train-llama","tenant":"acme","state":"Canceled","reason":"Canceled"}`
 )
 
+// liveQuery is what job list asks for without --state or --all: the jobs
+// that have not ended.
+const liveQuery = "state=Blocked&state=Queued&state=Preparing&state=Running&state=Preempted"
+
 func TestJobCommands(t *testing.T) {
 	runCases(t, []commandCase{
 		{name: "list", args: []string{"job", "list"},
-			ex:      exchange{method: "GET", path: "/v1/jobs", status: 200, body: `{"jobs":[` + queuedJob + `,` + runningJob + `]}`},
+			ex:      exchange{method: "GET", path: "/v1/jobs", query: liveQuery, status: 200, body: `{"jobs":[` + queuedJob + `,` + runningJob + `]}`},
 			wantOut: []string{"ID", "STATE", "REASON", "j-1", "train-llama", "Queued", "InsufficientCapacity", "j-2", "Running", "spot:5"}},
 		{name: "list wide: the GPUs and nodes each job holds", args: []string{"job", "list", "-o", "wide"},
-			ex: exchange{method: "GET", path: "/v1/jobs", status: 200, body: `{"jobs":[` + queuedJob + `,` + runningJob + `,` +
+			ex: exchange{method: "GET", path: "/v1/jobs", query: liveQuery, status: 200, body: `{"jobs":[` + queuedJob + `,` + runningJob + `,` +
 				`{"id":"j-3","name":"gang","state":"Running","allocations":[{"node":"h1","gpus":[0,1,2,3,4,5,6,7],"gpu_milli":1000},` +
 				`{"node":"h2","gpus":[0,1,2,3,4,5,6,7],"gpu_milli":1000},{"node":"h3","gpus":[0,1,2,3,4,5,6,7],"gpu_milli":1000},` +
 				`{"node":"h4","gpus":[0,1,2,3,4,5,6,7],"gpu_milli":1000}]}]}`},
@@ -120,14 +124,14 @@ func TestJobCommands(t *testing.T) {
 			ex:       exchange{method: "POST", path: "/v1/jobs/j-1/cancel", status: 409, body: `{"code":"Conflict","message":"job j-1 has ended"}`},
 			wantCode: ExitUsage, wantErr: []string{"allot: Conflict: job j-1 has ended"}},
 		{name: "unauthorized", args: []string{"job", "list"},
-			ex:       exchange{method: "GET", path: "/v1/jobs", status: 401, body: `{"code":"Unauthorized","message":"unknown token"}`},
+			ex:       exchange{method: "GET", path: "/v1/jobs", query: liveQuery, status: 401, body: `{"code":"Unauthorized","message":"unknown token"}`},
 			wantCode: ExitFailure, wantErr: []string{"allot: Unauthorized: unknown token"}},
 		{name: "rate limited", args: []string{"job", "list"},
-			ex: exchange{method: "GET", path: "/v1/jobs", status: 429, header: map[string]string{"Retry-After": "1"},
+			ex: exchange{method: "GET", path: "/v1/jobs", query: liveQuery, status: 429, header: map[string]string{"Retry-After": "1"},
 				body: `{"code":"RateLimited","message":"over 10 requests/s"}`},
 			wantCode: ExitFailure, wantErr: []string{"allot: RateLimited: over 10 requests/s"}},
 		{name: "server error", args: []string{"job", "list"},
-			ex:       exchange{method: "GET", path: "/v1/jobs", status: 500, body: `{"code":"Internal","message":"store broken"}`},
+			ex:       exchange{method: "GET", path: "/v1/jobs", query: liveQuery, status: 500, body: `{"code":"Internal","message":"store broken"}`},
 			wantCode: ExitFailure, wantErr: []string{"allot: Internal: store broken"}},
 	})
 }
