@@ -197,6 +197,18 @@ func (p *Process) stop(why Outcome, grace time.Duration) {
 	}()
 }
 
+// Kill stops the process at once with SIGKILL, also one already told to
+// stop and within its grace (a cancel that asks for no grace).
+func (p *Process) Kill() {
+	p.mu.Lock()
+	if p.outcome == Exited {
+		p.outcome = Stopped
+	}
+	p.killed = true
+	p.mu.Unlock()
+	_ = p.track.Kill()
+}
+
 // Done is closed when the attempt has ended.
 func (p *Process) Done() <-chan struct{} { return p.done }
 
