@@ -1,6 +1,7 @@
 package sched_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -42,5 +43,18 @@ func TestGPUWorkEvictsCPUWork(t *testing.T) {
 				t.Fatalf("preemptions %+v, want miner for GPUWorkFirst", p.Preemptions)
 			}
 		})
+	}
+}
+
+// TestCPUBlockedDetail: a job that cannot evict the CPU-only work holding
+// a GPU node's CPU (spot) says that CPU, not GPUs, is what it lacks.
+func TestCPUBlockedDetail(t *testing.T) {
+	w := oneRegion(1)
+	w.Job("miner", "alice").GPUs(1, 0).CPU(96000, 0).Running(now.Add(-time.Hour), model.Allocation{Node: "h-1"})
+	w.Job("job", "bob").GPUs(1, 8).CPU(8000, 0).Class(model.ClassSpot)
+	p := schedule(t, w)
+	expect(t, p, "job", sched.InsufficientCapacity)
+	if pd, _ := pendingOf(p, "job"); !strings.Contains(pd.Detail, "the GPUs are free but not the CPU or memory it asks") {
+		t.Errorf("detail %q does not say the CPU blocks", pd.Detail)
 	}
 }

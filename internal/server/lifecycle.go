@@ -17,6 +17,7 @@ import (
 //	Preparing|Running --outcome TimedOut--> TimedOut
 //	Preparing|Running --preempted, an instance live--> Preempted --its exits--> Queued
 //	Preparing|Running --preempted, none live--> Queued
+//	Preparing|Running|Preempted --canceled, an instance live--> Preempted (Canceling) --its exits--> Canceled
 //	Preparing|Running|Preempted --node lost--> Queued (NodeLost; no retry counted)
 //
 // The functions below are pure: they take the job as it is and now, and
