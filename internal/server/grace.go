@@ -20,9 +20,8 @@ import (
 //   - the attempt stopped is billed until its processes are gone, and the
 //     attempt placed in its stead from when it runs (model.Attempt).
 const (
-	// DefaultMaxGrace is Config.MaxGrace when unset: as long as a
-	// Kubernetes pod's termination grace is usually kept, and ten times
-	// model.DefaultGrace.
+	// DefaultMaxGrace is Config.MaxGrace when unset: ten times
+	// model.DefaultGrace, room to write a large checkpoint.
 	DefaultMaxGrace = 5 * time.Minute
 )
 
