@@ -143,6 +143,7 @@ type proc struct {
 	grace    time.Duration
 	p        *launch.Process // nil until started
 	stopping bool
+	killed   bool               // killed at once by a stop order without grace
 	cancel   context.CancelFunc // abandons a start that waits for GPUs
 	done     chan struct{}      // closed once the exit is reported
 	noResume string             // why the instance did not resume (spec), for its log
@@ -359,7 +360,17 @@ func (a *Agent) reconcile(ctx context.Context, as client.Assignments) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for k, p := range a.procs {
-		if _, ok := want[k]; ok || p.stopping || (p.p != nil && exited(p.p)) {
+		if _, ok := want[k]; ok || (p.p != nil && exited(p.p)) {
+			continue
+		}
+		if p.stopping {
+			// A stop order without grace (a forced cancel) kills what
+			// is still within its grace.
+			if o, ok := orders[k]; ok && noGrace(o) && p.p != nil && !p.killed {
+				p.killed = true
+				a.log.Info("killing instance", "job", k.job, "attempt", k.attempt, "rank", k.rank, "why", o.Reason)
+				p.p.Kill()
+			}
 			continue
 		}
 		grace := p.grace
@@ -391,6 +402,12 @@ func (a *Agent) reconcile(ctx context.Context, as client.Assignments) {
 		}
 		a.start(ctx, k, x)
 	}
+}
+
+// noGrace reports whether stop order o asks for an immediate kill.
+func noGrace(o client.StopOrder) bool {
+	g, err := time.ParseDuration(o.Grace)
+	return err == nil && g == 0
 }
 
 // start launches x once the GPUs it needs are no longer held by stopping

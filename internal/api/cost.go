@@ -80,14 +80,15 @@ func (h *handler) cost(w http.ResponseWriter, r *http.Request, p server.Principa
 	}
 	for i, x := range rows {
 		out.Rows[i] = wire.CostRow{Tenant: x.Tenant, Region: x.Region, SKU: x.SKU, Job: x.Job, Name: x.Name,
-			Attempts: x.Attempts, GPUHours: round4(x.GPUHours), USD: price.Cents(x.USD),
+			Attempts: x.Attempts, GPUHours: round4(x.GPUHours), CPUHours: round4(x.CPUHours), USD: price.Cents(x.USD),
 			OnDemandUSD: price.Cents(x.ByKind[price.OnDemand]),
 			ReservedUSD: price.Cents(x.ByKind[price.Reserved1Y] + x.ByKind[price.Reserved3Y]),
 			SpotUSD:     price.Cents(x.ByKind[price.Spot])}
 		out.USD += x.USD
 		out.GPUHours += x.GPUHours
+		out.CPUHours += x.CPUHours
 	}
-	out.USD, out.GPUHours = price.Cents(out.USD), round4(out.GPUHours)
+	out.USD, out.GPUHours, out.CPUHours = price.Cents(out.USD), round4(out.GPUHours), round4(out.CPUHours)
 	for _, b := range budgets {
 		pct := 0.0
 		if b.USDPerMonth > 0 {

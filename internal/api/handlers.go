@@ -193,8 +193,23 @@ func (h *handler) getJob(w http.ResponseWriter, r *http.Request, p server.Princi
 	writeJSON(w, http.StatusOK, h.job(p, j))
 }
 
+// cancel ends a job; force=true kills its processes at once instead of
+// giving them their grace (as a second cancel does).
 func (h *handler) cancel(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	j, err := h.srv.Cancel(r.Context(), p, r.PathValue("id"))
+	force := false
+	if v := r.URL.Query()["force"]; len(v) > 0 {
+		b, err := strconv.ParseBool(v[0])
+		if err != nil || len(v) > 1 {
+			writeError(w, codeInvalidSpec, "force", fmt.Sprintf("want true or false, once; got %q", v))
+			return
+		}
+		force = b
+	}
+	cancel := h.srv.Cancel
+	if force {
+		cancel = h.srv.ForceCancel
+	}
+	j, err := cancel(r.Context(), p, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return

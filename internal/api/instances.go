@@ -49,8 +49,16 @@ func newInstance(j *model.Job) Instance {
 	for _, a := range st.Allocations {
 		out.Nodes = append(out.Nodes, a.Node)
 	}
-	if n := len(st.Attempts); st.State == model.StatePreempted && n > 0 && !st.Attempts[n-1].Ended.IsZero() {
-		out.EvictionDeadline = timePtr(st.Attempts[n-1].Ended.Add(j.Spec.Checkpoint.GraceOrDefault()))
+	if n := len(st.Attempts); st.State == model.StatePreempted && n > 0 {
+		// Told to stop at StopOrdered (at its end, in records from before
+		// it was kept); its processes run on, billed, until they stop.
+		at := st.Attempts[n-1].StopOrdered
+		if at.IsZero() {
+			at = st.Attempts[n-1].Ended
+		}
+		if !at.IsZero() {
+			out.EvictionDeadline = timePtr(at.Add(j.Spec.Checkpoint.GraceOrDefault()))
+		}
 	}
 	return out
 }

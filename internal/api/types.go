@@ -40,13 +40,18 @@ type Job struct {
 // Completed, Failed, Preempted, NodeLost, TimedOut, Canceled…; exit_code
 // -1 when a signal or the server ended it).
 type Attempt struct {
-	Number   int        `json:"number"`
-	Nodes    []string   `json:"nodes"`
-	Started  *time.Time `json:"started"`
-	Ended    *time.Time `json:"ended"`
-	ExitCode int        `json:"exit_code"`
-	Reason   string     `json:"reason"`
-	Detail   string     `json:"detail"`
+	Number int      `json:"number"`
+	Nodes  []string `json:"nodes"`
+	// Placed is when the attempt was bound to its nodes; it is billed
+	// from Started (when it began to run) to Ended (when its processes
+	// were gone); StopOrdered is when they were told to stop.
+	Placed      *time.Time `json:"placed,omitempty"`
+	Started     *time.Time `json:"started"`
+	Ended       *time.Time `json:"ended"`
+	StopOrdered *time.Time `json:"stop_ordered,omitempty"`
+	ExitCode    int        `json:"exit_code"`
+	Reason      string     `json:"reason"`
+	Detail      string     `json:"detail"`
 	// FailedNode is the node whose instance failed (or was lost) and so
 	// ended the attempt; a retry avoids it when another node fits.
 	FailedNode string `json:"failed_node,omitempty"`
@@ -97,7 +102,8 @@ func NewJob(j *model.Job) Job {
 		if nodes == nil {
 			nodes = []string{}
 		}
-		out.AttemptHistory[i] = Attempt{Number: a.Number, Nodes: nodes, Started: timePtr(a.Started), Ended: timePtr(a.Ended),
+		out.AttemptHistory[i] = Attempt{Number: a.Number, Nodes: nodes, Placed: timePtr(a.Placed), Started: timePtr(a.Started),
+			Ended: timePtr(a.Ended), StopOrdered: timePtr(a.StopOrdered),
 			ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail, FailedNode: a.FailedNode, Pricing: a.Pricing, Rates: a.Rates}
 	}
 	for i, a := range st.Allocations {

@@ -76,11 +76,11 @@ and budget; an admin token sees every tenant.`,
 				return fromAPI(err)
 			}
 			header, key := costColumns(rep.By)
-			header = append(header, "ATTEMPTS", "GPU-HOURS", "ON-DEMAND", "RESERVED", "SPOT", "USD")
+			header = append(header, "ATTEMPTS", "GPU-HOURS", "CPU-HOURS", "ON-DEMAND", "RESERVED", "SPOT", "USD")
 			row := func(r client.CostRow) []string {
 				money := func(x float64) string { return strconv.FormatFloat(x, 'f', 2, 64) }
 				return append(key(r), strconv.Itoa(r.Attempts), strconv.FormatFloat(r.GPUHours, 'f', 2, 64),
-					money(r.OnDemandUSD), money(r.ReservedUSD), money(r.SpotUSD), money(r.USD))
+					strconv.FormatFloat(r.CPUHours, 'f', 2, 64), money(r.OnDemandUSD), money(r.ReservedUSD), money(r.SpotUSD), money(r.USD))
 			}
 			if csvOut {
 				w := csv.NewWriter(cmd.OutOrStdout())

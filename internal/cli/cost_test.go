@@ -20,7 +20,7 @@ func TestCostReport(t *testing.T) {
 				"RESERVATION", "globex-h100", "11520.00", "80.00", "90576.00", "629.00", "89947.00"},
 			wantErr: []string{"Cost from 2026-11-01T00:00:00Z to 2026-12-01T00:00:00Z: $1234.57"}},
 		{name: "csv", args: []string{"cost", "report", "--by", "region", "--since", "2026-11-01", "--until", "2026-12-01", "-o", "csv"}, ex: ex,
-			wantOut: []string{"REGION,ATTEMPTS,GPU-HOURS,ON-DEMAND,RESERVED,SPOT,USD\neastus,3,12.50,1000.00,200.50,34.07,1234.57\n"}},
+			wantOut: []string{"REGION,ATTEMPTS,GPU-HOURS,CPU-HOURS,ON-DEMAND,RESERVED,SPOT,USD\neastus,3,12.50,0.00,1000.00,200.50,34.07,1234.57\n"}},
 		{name: "json", args: []string{"cost", "report", "--by", "region", "--since", "2026-11-01", "--until", "2026-12-01", "-o", "json"}, ex: ex,
 			wantOut: []string{`"budget_events": [`, `"threshold": 100`}},
 		{name: "refused", args: []string{"cost", "report", "--tenant", "other"},

@@ -127,11 +127,16 @@ func printOutcomes(cmd *cobra.Command, f format, outs []outcome, failed int, key
 
 func newJobCancelCmd(conn *connection) *cobra.Command {
 	var sel jobSelection
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "cancel ID... | --state S --name N --tenant T",
 		Short: "Cancel jobs, by ID or by filter",
 		Long: `cancel stops jobs: a queued job leaves the queue, a running one is told to
-stop (it gets its checkpoint grace period) and its GPUs are freed.
+stop (SIGTERM; it gets its checkpoint grace, at most the server's
+--max-grace, to save a checkpoint) and its GPUs are freed for other work.
+On real nodes the job shows Preempted (reason Canceling) until its
+processes are gone, then Canceled; it is billed until then. Cancel it
+again, or cancel with --force, to have them killed (SIGKILL) at once.
 
 Give job IDs (or names: a name one job has stands for it, as in 'job
 logs' and 'job why'; a name several jobs have is refused, listing them),
@@ -141,6 +146,7 @@ outcome and exits with status 1 if any could not be cancelled. With one ID,
 a job that has already ended is an error (Conflict, exit status 2).`,
 		Example: `  allot job cancel j-0001
   allot job cancel j-0001 j-0002 j-0003
+  allot job cancel --force j-0001             # kill its processes now, no grace
   allot job cancel --name 'sweep-*' --state Queued
   allot job cancel --tenant research          # admin: every job of research that has not ended`,
 		ValidArgsFunction: completeJobs(conn),
@@ -153,7 +159,11 @@ a job that has already ended is an error (Conflict, exit status 2).`,
 			if err != nil {
 				return err
 			}
-			act := func(id string) (client.Job, error) { return cl.Cancel(cmd.Context(), id) }
+			cancel := cl.Cancel
+			if force {
+				cancel = cl.ForceCancel
+			}
+			act := func(id string) (client.Job, error) { return cancel(cmd.Context(), id) }
 			if len(args) > 0 {
 				act = byRefs(cmd.Context(), cl, act)
 			}
@@ -161,5 +171,6 @@ a job that has already ended is an error (Conflict, exit status 2).`,
 		},
 	}
 	sel.register(cmd, "cancel")
+	cmd.Flags().BoolVar(&force, "force", false, "kill the jobs' processes at once (SIGKILL) instead of giving them their checkpoint grace")
 	return cmd
 }

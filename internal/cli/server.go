@@ -45,6 +45,7 @@ type serveFlags struct {
 	nodeTimeout                  time.Duration
 	limits                       api.Limits // of the HTTP API; zero fields take the defaults
 	maxLost                      int
+	maxGrace                     time.Duration
 	retryBackoff                 time.Duration // --retry-backoff
 	drainAfterFailures           int           // --drain-after-failures
 	logMemoryMiB                 int64
@@ -55,6 +56,8 @@ type serveFlags struct {
 	minRunTime                   time.Duration
 	priorityGap                  int
 	holdAfter                    time.Duration
+	reservationLead              time.Duration
+	earmarkLead                  time.Duration
 	regionWeights                forecast.Weights
 	checkIncremental             bool // hidden: plan from scratch too and stop on a difference (tests)
 	alertWebhook                 string
@@ -93,6 +96,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.DurationVar(&f.auditRetention, "audit-retention", server.DefaultAuditRetention, "delete audit records this long after they were written, e.g. 8760h (at least 24h; 0: keep them for ever)")
 	fl.IntVar(&f.limits.MaxDryRuns, "max-dry-runs", api.DefaultMaxDryRuns, "dry runs (dry_run=true, of a job or a batch) one tenant may have running at once; more are 429")
 	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "a node whose agent misses heartbeats this long becomes NotReady and its jobs are requeued")
+	fl.DurationVar(&f.maxGrace, "max-grace", server.DefaultMaxGrace, "the longest checkpoint grace (time between SIGTERM and SIGKILL) a job or instance may ask for; a submit above it is refused, and processes that ignore SIGTERM are killed after it at the latest (1s to 1h)")
 	fl.IntVar(&f.maxLost, "max-lost-attempts", server.DefaultMaxLost, "attempts of one job that may be lost with their node (with a doubling back-off from 10s between them) before the job fails")
 	fl.IntVar(&f.drainAfterFailures, "drain-after-failures", server.DefaultDrainAfterFailures, "drain a node once attempts of this many jobs, of two tenants or more, failed on it within 10m and on no other node (a bad host, as a Slurm health check would find); one node in 10m and at most a tenth of the fleet is drained so; 'allot node resume' ends it (0: never)")
 	fl.DurationVar(&f.retryBackoff, "retry-backoff", server.DefaultRetryBackoff, "hold a failed job this long before its first retry, twice as long before each next one, at most 5m (as a Kubernetes Job backs off; 0: retry at once)")
@@ -104,6 +108,8 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.Float64Var(&f.regionWeights.Distance, "region-distance-weight", forecast.DefaultWeights.Distance, "hours of predicted wait one step of distance from a job's data region is worth (1: same residency zone, 2: another)")
 	fl.DurationVar(&f.minRunTime, "min-run-time", 0, "protect each attempt from preemption for this long after it starts, so that preemption cannot loop and resumed work makes progress (Slurm's PreemptExemptTime; 0: no protection; allot plan and allot sim use 10m)")
 	fl.IntVar(&f.priorityGap, "priority-gap", 0, "let a queued job evict running work of its own tenant and priority class whose priority value is at least this much lower (reason BetterPriority; 0: off)")
+	fl.DurationVar(&f.reservationLead, "max-reservation-lead", server.DefaultMaxReservationLead, "how far ahead a tenant's reservation may start: one a tenant creates to start later is refused (field start), so that no one buys capacity for the year 2999 (an administrator's is not bounded)")
+	fl.DurationVar(&f.earmarkLead, "reservation-earmark", server.DefaultEarmarkLead, "how long before its start a reservation keeps its nodes from work that could not give them up in time; earlier, its nodes take any work, and work still on them at the start gives way as to an active reservation (0: from its creation)")
 	fl.DurationVar(&f.holdAfter, "hold-after", 0, "let a queued job that has waited this long keep the nodes of one cluster where the least work stands in its way, until it starts, from work of its class or lower (spot work and other partitions' guaranteed work aside), so small jobs cannot starve a gang; work that checkpoints may use them meanwhile and is evicted when the job can start (0: off)")
 	fl.BoolVar(&f.checkIncremental, "check-incremental", false, "also plan every cycle from scratch and exit if that Plan differs from the incremental one (tests; doubles a cycle's work)")
 	_ = fl.MarkHidden("check-incremental")
@@ -173,7 +179,7 @@ serves, and shuts down cleanly on SIGINT or SIGTERM.`,
 
 // schedConfig is what the flags ask of the scheduling core.
 func (f serveFlags) schedConfig() sched.Config {
-	return sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap, HoldAfter: f.holdAfter}
+	return sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap, HoldAfter: f.holdAfter, EarmarkLead: f.earmarkLead}
 }
 
 // serve runs the control plane until ctx ends. With up set it also prints
@@ -184,6 +190,15 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		return Usage(fmt.Errorf("--log-level: %w", err))
 	}
 	log := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: level}))
+	if f.maxGrace < time.Second || f.maxGrace > model.MaxEvictionGrace {
+		return Usage(fmt.Errorf("--max-grace %s: want 1s to %s", f.maxGrace, model.MaxEvictionGrace))
+	}
+	if f.reservationLead <= 0 {
+		return Usage(fmt.Errorf("--max-reservation-lead %s: want a positive duration, e.g. 2160h", f.reservationLead))
+	}
+	if f.earmarkLead < 0 {
+		return Usage(fmt.Errorf("--reservation-earmark %s: want 0 (from creation) or a positive duration", f.earmarkLead))
+	}
 	if f.maxLost < 1 {
 		return Usage(fmt.Errorf("--max-lost-attempts %d: want at least 1", f.maxLost))
 	}
@@ -315,7 +330,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
 		Sched:   f.schedConfig(),
-		MaxLost: f.maxLost, RetryBackoff: off(f.retryBackoff), DrainAfterFailures: off(f.drainAfterFailures), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: off(f.maxJobsPerTenant), JobRetention: f.jobRetention, AuditRetention: f.auditRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
+		MaxLost: f.maxLost, MaxGrace: f.maxGrace, MaxReservationLead: f.reservationLead, RetryBackoff: off(f.retryBackoff), DrainAfterFailures: off(f.drainAfterFailures), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: off(f.maxJobsPerTenant), JobRetention: f.jobRetention, AuditRetention: f.auditRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
 		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
 	if err != nil {

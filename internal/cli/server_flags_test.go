@@ -47,10 +47,10 @@ func TestServerFlagsReachTheCore(t *testing.T) {
 	var f serveFlags
 	cmd := &cobra.Command{Use: "server"}
 	f.register(cmd, "")
-	if err := cmd.ParseFlags([]string{"--min-run-time", "7m", "--priority-gap", "3", "--hold-after", "2h"}); err != nil {
+	if err := cmd.ParseFlags([]string{"--min-run-time", "7m", "--priority-gap", "3", "--hold-after", "2h", "--reservation-earmark", "48h"}); err != nil {
 		t.Fatal(err)
 	}
-	want := sched.Config{MinRunTime: 7 * time.Minute, PriorityGap: 3, HoldAfter: 2 * time.Hour}
+	want := sched.Config{MinRunTime: 7 * time.Minute, PriorityGap: 3, HoldAfter: 2 * time.Hour, EarmarkLead: 48 * time.Hour}
 	if got := f.schedConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("core config %+v, want %+v", got, want)
 	}

@@ -283,6 +283,14 @@ func (c *Client) Cancel(ctx context.Context, id string) (Job, error) {
 	return j, err
 }
 
+// ForceCancel cancels a job and has its processes killed at once, without
+// their grace.
+func (c *Client) ForceCancel(ctx context.Context, id string) (Job, error) {
+	var j Job
+	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/" + seg(id) + "/cancel", query: url.Values{"force": {"true"}}, out: &j})
+	return j, err
+}
+
 // Why explains the job's state: its reason, the detail a person needs, and
 // an estimated start when the scheduler has one.
 func (c *Client) Why(ctx context.Context, id string) (Why, error) {

@@ -241,7 +241,7 @@ func TestCostReportMatchesEvents(t *testing.T) {
 			t.Errorf("SKU %s: report $%.2f, events $%s", r.SKU, r.USD, cents(bySKU[prefix]))
 		}
 	}
-	if csv := allotMust(t, url, team, append([]string{"cost", "report", "--by", "region", "-o", "csv"}, window...)...); !strings.HasPrefix(csv, "REGION,ATTEMPTS,GPU-HOURS,ON-DEMAND,RESERVED,SPOT,USD\neast,") {
+	if csv := allotMust(t, url, team, append([]string{"cost", "report", "--by", "region", "-o", "csv"}, window...)...); !strings.HasPrefix(csv, "REGION,ATTEMPTS,GPU-HOURS,CPU-HOURS,ON-DEMAND,RESERVED,SPOT,USD\neast,") {
 		t.Errorf("cost report -o csv:\n%s", csv)
 	}
 

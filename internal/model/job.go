@@ -316,13 +316,25 @@ type Allocation struct {
 
 // Attempt records one run of a job.
 type Attempt struct {
-	Number   int
-	Nodes    []string
-	Started  time.Time
-	Ended    time.Time
-	ExitCode int
-	Reason   string // e.g. "Exited", "Preempted", "NodeLost", "TimedOut"
-	Detail   string // what a person needs: who preempted it, which rank failed how
+	Number int
+	Nodes  []string
+	// Placed is when the core bound the attempt to its nodes. Started is
+	// when it began to run (with agents: when every instance reported
+	// started; zero while it prepares) and Ended when its processes were
+	// gone (with agents: when every instance's exit was reported, or the
+	// server gave up waiting): the attempt is billed from Started to
+	// Ended, so a newcomer waiting for a victim's GPUs pays nothing and
+	// the victim pays through its grace.
+	Placed  time.Time
+	Started time.Time
+	Ended   time.Time
+	// StopOrdered is when the server told a running attempt's processes to
+	// stop (a preemption, a requeue, a cancel); zero when it never did, or
+	// when nothing of the attempt ran.
+	StopOrdered time.Time
+	ExitCode    int
+	Reason      string // e.g. "Exited", "Preempted", "NodeLost", "TimedOut"
+	Detail      string // what a person needs: who preempted it, which rank failed how
 	// FailedNode is the node whose instance ended the attempt by failing
 	// (a non-zero exit, a kill) or by being lost with it; empty when the
 	// attempt ended otherwise. A retry avoids such nodes when it can.
@@ -368,6 +380,11 @@ type JobStatus struct {
 	// Held keeps a queued job out of scheduling until it is released
 	// ('allot job hold'); its reason is Held meanwhile.
 	Held bool
+	// Canceling marks a Preempted job whose processes were told to stop
+	// by a cancel: once they are gone it is Canceled, not queued. Kill
+	// asks its processes be killed at once (a second cancel, or one with
+	// force) instead of after their grace.
+	Canceling, Kill bool
 	// Instances is what the agents reported of each instance (by rank) of
 	// the current attempt; empty when no agent runs the job.
 	Instances []Instance

@@ -34,6 +34,10 @@ type SKU struct {
 	PricePerHour float64 // on-demand USD per node-hour
 	SpotPrice    float64 // spot USD per node-hour
 	ReservedRate float64 // reserved USD per node-hour
+	// VCPUPrice and MemoryPrice are what CPU-only work on a node of the
+	// SKU pays per vCPU-hour and per GiB-hour of host memory (package
+	// price); zero takes price.DefaultVCPUPrice and DefaultMemoryPrice.
+	VCPUPrice, MemoryPrice float64
 }
 
 // CPUMilli is the SKU's CPU capacity in milli-cores.
@@ -65,6 +69,10 @@ func (s SKU) Validate() error {
 		return fieldErr("power_kw", "must not be negative")
 	case s.PricePerHour < 0 || s.SpotPrice < 0 || s.ReservedRate < 0:
 		return fieldErr("price_per_hour", "prices must not be negative")
+	case s.VCPUPrice < 0 || s.VCPUPrice > 1000:
+		return fieldErr("price_per_vcpu_hour", "must be between 0 and 1000, got %v", s.VCPUPrice)
+	case s.MemoryPrice < 0 || s.MemoryPrice > 1000:
+		return fieldErr("price_per_gib_hour", "must be between 0 and 1000, got %v", s.MemoryPrice)
 	}
 	return nil
 }

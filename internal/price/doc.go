@@ -32,7 +32,10 @@
 // An instance pays the node's rate times its share of the node: the GPUs it
 // holds over the node's GPUs, fractions included (a quarter of one GPU of
 // an 8-GPU node pays 1/32 of the node); on a node without GPUs its share of
-// the node's CPU. The server fixes each attempt's rates when it starts
+// the node's CPU. On a node with GPUs it pays at least its CPU and memory at
+// the SKU's prices per vCPU-hour and GiB-hour (DefaultVCPUPrice and
+// DefaultMemoryPrice where unset; InstanceRate), so that CPU-only work
+// there is not free. The server fixes each attempt's rates when it starts
 // (model.Attempt.Pricing and Rates), so a bill does not change when
 // prices or utilisation do later: cost = Σ rate × seconds / 3600.
 //

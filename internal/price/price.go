@@ -30,9 +30,33 @@ const ThreeYearFactor = 0.7
 // rate.
 const ThreeYears = 3 * 365 * 24 * time.Hour
 
-// Rates are the prices of one SKU in one region, USD per node-hour.
+// Rates are the prices of one SKU in one region, USD per node-hour, and
+// what CPU-only work on it pays, USD per vCPU-hour and per GiB-hour.
 type Rates struct {
 	OnDemand, Reserved1Y, Reserved3Y, SpotFloor float64
+	VCPU, GiB                                   float64
+}
+
+// The prices of CPU and memory where a SKU sets none, USD per hour. They
+// split Azure's pay-as-you-go list price of a general-purpose D2s v5 VM
+// (2 vCPU, 8 GiB: $0.096 per hour in East US) in the proportion Google
+// Cloud lists for custom N2 machines ($0.031611 per vCPU-hour, $0.004237
+// per GiB-hour): 2 × 0.0316 + 8 × 0.0042 = $0.0968 per hour.
+const (
+	DefaultVCPUPrice   = 0.0316
+	DefaultMemoryPrice = 0.0042
+)
+
+// resourcePrices are the CPU and memory prices of s, defaults where unset.
+func resourcePrices(s model.SKU) (vcpu, gib float64) {
+	vcpu, gib = s.VCPUPrice, s.MemoryPrice
+	if vcpu == 0 {
+		vcpu = DefaultVCPUPrice
+	}
+	if gib == 0 {
+		gib = DefaultMemoryPrice
+	}
+	return vcpu, gib
 }
 
 // SpotAt is the spot price at utilisation u (clamped to [0, 1]):
@@ -72,16 +96,18 @@ type Table struct {
 func NewTable(f *model.Fleet) *Table {
 	t := &Table{catalog: f.Catalog, regional: map[[2]string]Rates{}}
 	for _, p := range f.Prices {
+		vcpu, gib := resourcePrices(f.Catalog[p.SKU])
 		t.regional[[2]string{p.SKU, p.Region}] = Rates{OnDemand: p.OnDemand, Reserved1Y: p.Reserved1Y,
-			Reserved3Y: p.Reserved3Y, SpotFloor: p.SpotFloor}
+			Reserved3Y: p.Reserved3Y, SpotFloor: p.SpotFloor, VCPU: vcpu, GiB: gib}
 	}
 	return t
 }
 
 // CatalogRates are the rates of s wherever the fleet sets none.
 func CatalogRates(s model.SKU) Rates {
+	vcpu, gib := resourcePrices(s)
 	return Rates{OnDemand: s.PricePerHour, Reserved1Y: s.ReservedRate, Reserved3Y: s.ReservedRate * ThreeYearFactor,
-		SpotFloor: min(s.SpotPrice, s.PricePerHour)}
+		SpotFloor: min(s.SpotPrice, s.PricePerHour), VCPU: vcpu, GiB: gib}
 }
 
 // Rates returns the rates of sku in region; ok is false for an unknown SKU.
@@ -122,6 +148,24 @@ func Share(s model.SKU, r model.Resources) float64 {
 		return min(1, float64(r.CPUMilli)/float64(s.CPUMilli()))
 	}
 	return 0
+}
+
+// InstanceRate is what one instance of r accrues per hour on a node of SKU
+// s with rates rt, running as k at utilisation u: the node's rate times
+// its share of the node (Share), and on a node with GPUs at least what its
+// CPU and memory cost at rt's prices, so that work holding a GPU node's
+// CPU or memory without its GPUs is not free.
+func InstanceRate(s model.SKU, rt Rates, k Kind, u float64, r model.Resources) float64 {
+	rate := rt.Of(k, u) * Share(s, r)
+	if s.GPUs > 0 {
+		rate = max(rate, ResourceRate(rt, r))
+	}
+	return rate
+}
+
+// ResourceRate is what r's CPU and memory cost per hour at rt's prices.
+func ResourceRate(rt Rates, r model.Resources) float64 {
+	return float64(r.CPUMilli)/1000*rt.VCPU + float64(r.MemoryMiB)/1024*rt.GiB
 }
 
 // Cost is what a rate in USD per hour accrues over d.

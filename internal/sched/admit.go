@@ -521,6 +521,10 @@ func (st *state) explainFilters(a *attempt, v *verdict) (Reason, string) {
 	case stageReservation:
 		d := fmt.Sprintf("%s, most free on one node: %s, job needs %s per instance",
 			nodesText(v.readyNodes, "ready capable"), gpusText(v.maxFree), gpusText(a.req.TotalMilli()))
+		if a.count == 1 && v.maxFree >= a.req.TotalMilli() && (a.req.CPU > 0 || a.req.Memory > 0) {
+			// The GPUs are there: what blocks is the host's CPU or memory.
+			d += fmt.Sprintf("; the GPUs are free but not the CPU or memory it asks (%s)", shapeText(a))
+		}
 		if v.excluded > 0 {
 			d += fmt.Sprintf("; %s rules out %d more", excludeField(a), v.excluded)
 		}

@@ -11,7 +11,7 @@ import (
 )
 
 // earmark gives each reservation whose window lies ahead (a Start after
-// now), in the tenancy's order, Count of the Ready nodes of its SKU and
+// now, within Config.EarmarkLead when set), in the tenancy's order, Count of the Ready nodes of its SKU and
 // region that neither an active reservation holds nor an earlier one
 // earmarks: the nodes it means to take at its start. Until then they take
 // only work that leaves them by the start on its own or may be evicted
@@ -31,6 +31,9 @@ func (st *state) earmark() {
 		rs := &st.res[idx]
 		if rs.active || rs.Start.IsZero() || !rs.Start.After(st.now) {
 			continue
+		}
+		if lead := st.cfg.EarmarkLead; lead > 0 && rs.Start.Sub(st.now) > lead {
+			continue // too far ahead to keep nodes yet (Config.EarmarkLead)
 		}
 		cands = cands[:0]
 		for _, g := range st.groups {

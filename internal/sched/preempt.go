@@ -515,6 +515,12 @@ func (st *state) evictable(a *attempt, rj *running) Reason {
 			return ReservationOwner
 		}
 	}
+	if rj.cpuOnGPU {
+		if a.total == 0 {
+			return ReasonNone // only work that needs the GPUs evicts it
+		}
+		return GPUWorkFirst
+	}
 	return st.evictableOff(a, rj.class, rj.tenant.partition, rj.pool)
 }
 
@@ -624,6 +630,10 @@ func lastSaved(j *model.Job) time.Time {
 }
 
 func preemptionDetail(v victim, a *attempt) string {
+	if v.reason == GPUWorkFirst {
+		return fmt.Sprintf("%s (%s) needs %s of the GPU node(s) this CPU-only work ran on (%s: GPU work first)",
+			a.job.ID, a.job.Spec.Priority, gpusText(a.total), GPUWorkFirst)
+	}
 	return fmt.Sprintf("%s (%s) needs %s; %.0f GPU-seconds since the last checkpoint are lost",
 		a.job.ID, a.job.Spec.Priority, gpusText(a.total), v.cost)
 }

@@ -26,6 +26,7 @@ const (
 	ReservationOwner // evicted from a reservation whose owner needs it
 	BetterPriority   // evicted for its own tenant's job of a better priority value (Config.PriorityGap)
 	HeldNodes        // evicted from nodes held for a job that waited, having started there after the hold began (Config.HoldAfter)
+	GPUWorkFirst     // CPU-only work evicted from a GPU node for work that needs its GPUs
 )
 
 var reasonNames = [...]string{
@@ -47,6 +48,7 @@ var reasonNames = [...]string{
 	ReservationOwner:      "ReservationOwner",
 	BetterPriority:        "BetterPriority",
 	HeldNodes:             "HeldNodes",
+	GPUWorkFirst:          "GPUWorkFirst",
 }
 
 func (r Reason) String() string {

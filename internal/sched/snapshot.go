@@ -43,6 +43,13 @@ type Config struct {
 	// always starts, and a job that needs much in one place may wait while
 	// small jobs take each GPU as it frees up.
 	HoldAfter time.Duration
+	// EarmarkLead, when positive, is how long before its start a
+	// reservation begins to earmark nodes (earmark.go): one that starts
+	// later keeps nothing yet, so that a reservation far ahead cannot keep
+	// nodes from everyone meanwhile. Work that runs on its nodes at its
+	// start gives way to it then as to any active reservation. Zero, the
+	// default, earmarks for every reservation ahead.
+	EarmarkLead time.Duration
 	// Observer, when not nil, is told as the cycle goes, so that a driver
 	// can time the core's decisions; nil costs nothing.
 	Observer Observer

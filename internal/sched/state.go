@@ -130,9 +130,13 @@ type running struct {
 	// onReserved is set when an instance runs on a node a reservation
 	// holds in this cycle (see markReserved).
 	onReserved bool
-	onNotReady bool      // an instance runs on a node that is not Ready
-	guarded    time.Time // when protection from preemption ends, if after now (protectedUntil)
-	bucket     int       // in state.runBuckets, -1 for none
+	onNotReady bool // an instance runs on a node that is not Ready
+	// cpuOnGPU is set for work that holds no GPU on a node that has GPUs:
+	// it is filed as spot work, and work that needs GPUs evicts it
+	// (GPUWorkFirst), so CPU-only work cannot keep GPUs idle.
+	cpuOnGPU bool
+	guarded  time.Time // when protection from preemption ends, if after now (protectedUntil)
+	bucket   int       // in state.runBuckets, -1 for none
 	// read marks the job read by a pass over victim lists (victimStream's
 	// outStamp or scan), so that a job on two lists is read once.
 	read uint64
@@ -568,6 +572,9 @@ func (st *state) commit(rj *running) {
 // in victimLess order; otherwise it is appended and the caller sorts.
 func (st *state) indexRunning(rj *running, sorted bool) {
 	rj.class, rj.guarded = rj.job.Spec.Priority.Class, time.Time{}
+	if rj.cpuOnGPU = st.cpuOnGPU(rj); rj.cpuOnGPU {
+		rj.class = model.ClassSpot // filed with the work any higher class reads (evictable)
+	}
 	if t := st.protectedUntil(rj); t.After(st.now) {
 		rj.guarded = t
 	}
@@ -614,6 +621,19 @@ func (st *state) indexRunning(rj *running, sorted bool) {
 		rj.bucket = bi
 	}
 	st.fileOwn(rj, sorted)
+}
+
+// cpuOnGPU reports whether rj holds no GPU and runs on a node with GPUs.
+func (st *state) cpuOnGPU(rj *running) bool {
+	if rj.req.TotalMilli() > 0 {
+		return false
+	}
+	for _, i := range rj.nodes {
+		if st.nodes[i].GPUs() > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // unindexRunning takes rj, evicted for good, off the lists of running work

@@ -301,7 +301,7 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 		if n == 0 {
 			continue
 		}
-		grace := j.Spec.Checkpoint.GraceOrDefault()
+		grace := s.stopGrace(j)
 		switch st.State {
 		case model.StatePreempted:
 			nodes := st.Attempts[n-1].Nodes

@@ -23,6 +23,9 @@ func (s *Server) newJob(w *world, p Principal, spec model.JobSpec, now time.Time
 	if err := spec.Validate(); err != nil {
 		return nil, nil, fromField(err)
 	}
+	if err := s.checkGrace(spec.Checkpoint.Grace, "checkpoint.grace"); err != nil {
+		return nil, nil, err
+	}
 	if !w.tenants[spec.Tenant] {
 		return nil, nil, refuse(CodeInvalidSpec, "tenant", "unknown tenant %q%s", spec.Tenant, model.DidYouMean(spec.Tenant, w.tenantNames()))
 	}

@@ -256,9 +256,15 @@ func (s *Server) budgetAllows(spec *model.JobSpec, now time.Time) error {
 	if spec.Placement.Reservation != "" {
 		return nil
 	}
+	return s.budgetStops(spec.Tenant, "tenant", "new work", now)
+}
+
+// budgetStops refuses, naming field, what of tenant's (what) its budget
+// stops: when the budget has a hard stop and this month's cost reached it.
+func (s *Server) budgetStops(tenant, field, what string, now time.Time) error {
 	var limit model.Budget
 	for _, t := range s.cfg.Tenancy.Tenants {
-		if t.Name == spec.Tenant {
+		if t.Name == tenant {
 			limit = t.Budget
 		}
 	}
@@ -271,10 +277,13 @@ func (s *Server) budgetAllows(spec *model.JobSpec, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if b := st[spec.Tenant]; b.SpentUSD >= b.USDPerMonth {
-		return refuse(CodeBudgetExceeded, "tenant", "tenant %q has spent $%.2f of its $%.2f budget for %s and its budget stops new work; "+
-			"run inside a reservation, wait for next month, or ask an administrator to raise the budget",
-			spec.Tenant, b.SpentUSD, b.USDPerMonth, b.Month.Format("January 2006"))
+	if b := st[tenant]; b.SpentUSD >= b.USDPerMonth {
+		how := "run inside a reservation, wait for next month, or ask an administrator to raise the budget"
+		if what != "new work" {
+			how = "wait for next month, or ask an administrator to raise the budget"
+		}
+		return refuse(CodeBudgetExceeded, field, "tenant %q has spent $%.2f of its $%.2f budget for %s and its budget (hard_stop) stops %s; %s",
+			tenant, b.SpentUSD, b.USDPerMonth, b.Month.Format("January 2006"), what, how)
 	}
 	return nil
 }

@@ -34,6 +34,7 @@ type CostRow struct {
 	Job, Name           string // by job
 	Attempts            int
 	GPUHours            float64
+	CPUHours            float64 // vCPU-hours the work asked for
 	USD                 float64
 	ByKind              map[price.Kind]float64
 }
@@ -104,7 +105,7 @@ func instanceRates(j *model.Job, a *model.Attempt, w *world, tb *price.Table, ki
 		if !ok {
 			continue
 		}
-		rates[i] = r.Of(kind, use[node.Region]) * price.Share(w.fleet.Catalog[node.SKU], j.Spec.Resources)
+		rates[i] = price.InstanceRate(w.fleet.Catalog[node.SKU], r, kind, use[node.Region], j.Spec.Resources)
 	}
 	return rates
 }
@@ -177,6 +178,7 @@ func (s *Server) costRows(ctx context.Context, q CostQuery, keep func(tenant str
 			continue
 		}
 		gpus := float64(j.Spec.Resources.MilliPerInstance()) / model.MilliPerGPU
+		cpus := float64(j.Spec.Resources.CPUMilli) / 1000
 		for i := range j.Status.Attempts {
 			a := &j.Status.Attempts[i]
 			from, to, ok := attemptSpan(j, i, q.Since, q.Until)
@@ -196,6 +198,7 @@ func (s *Server) costRows(ctx context.Context, q CostQuery, keep func(tenant str
 				r.USD += usd
 				r.ByKind[kind] += usd
 				r.GPUHours += gpus * to.Sub(from).Hours()
+				r.CPUHours += cpus * to.Sub(from).Hours()
 			}
 		}
 	}
@@ -208,6 +211,7 @@ func (s *Server) costRows(ctx context.Context, q CostQuery, keep func(tenant str
 		r.USD += u.USD
 		r.ByKind[price.Kind(u.Kind)] += u.USD
 		r.GPUHours += u.GPUHours
+		r.CPUHours += u.CPUHours
 	})
 	return rows, err
 }

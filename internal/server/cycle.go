@@ -175,7 +175,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 				log = append(log, decision{kind: "lost", job: j, msg: msg, args: []any{"node", node, "not_before", j.Status.NotBefore}})
 				continue
 			}
-			if j := stopOverdue(old, now, s.nodeTimeout); j != nil {
+			if j := stopOverdue(old, now, s.nodeTimeout, s.stopGrace(old)); j != nil {
 				gone[j.ID] = true
 				out = append(out, j)
 				log = append(log, decision{kind: "lost", job: j, msg: "preempted job requeued: its exit was not reported within grace and node timeout"})
@@ -218,7 +218,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 
 	// 5. Commit.
 	for _, p := range plan.Preemptions {
-		j := preemptJob(byID[p.Job], p, now, s.agentMode)
+		j := preemptJob(byID[p.Job], p, now, s.agentMode, s.stopGrace(byID[p.Job]))
 		out = append(out, j)
 		log = append(log, decision{kind: "preempt", job: j, msg: "preempted job",
 			args: []any{"for", p.For, "reason", p.Reason, "detail", p.Detail, "lost_gpu_seconds", p.LostGPUSeconds}})
@@ -323,7 +323,7 @@ func bindJob(old *model.Job, b sched.Bind, now time.Time) *model.Job {
 		j.Status.Allocations[i] = model.Allocation{Node: n.Node, GPUs: slices.Clone(n.GPUs), GPUMilli: n.GPUMilli}
 		nodes[i] = n.Node
 	}
-	j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: nodes, Started: now})
+	j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: nodes, Placed: now, Started: now})
 	return j
 }
 
@@ -347,20 +347,19 @@ func endJob(old *model.Job, state model.State, reason, detail string, exit int, 
 	return j
 }
 
-// stopOverdue returns j requeued when it is Preempted and its agents have
-// not reported the exit of its processes within its grace and one node
-// timeout (an agent that heartbeats but hangs), else nil.
-func stopOverdue(j *model.Job, now time.Time, timeout time.Duration) *model.Job {
-	n := len(j.Status.Attempts)
-	if j.Status.State != model.StatePreempted || n == 0 || j.Status.Attempts[n-1].Ended.IsZero() {
+// stopOverdue returns j requeued (or Canceled, when a cancel stopped it)
+// when it is Preempted and its agents have not reported the exit of its
+// processes within grace (its stop order's) and one node timeout (an agent
+// that heartbeats but hangs), else nil. Its attempt is billed until then.
+func stopOverdue(j *model.Job, now time.Time, timeout, grace time.Duration) *model.Job {
+	at := stopOrderedAt(j)
+	if j.Status.State != model.StatePreempted || at.IsZero() {
 		return nil
 	}
-	if now.Sub(j.Status.Attempts[n-1].Ended) <= j.Spec.Checkpoint.GraceOrDefault()+timeout {
+	if now.Sub(at) <= grace+timeout {
 		return nil
 	}
-	q := cloneJob(j)
-	q.Status.State = model.StateQueued
-	q.Status.Instances = nil
+	q, _ := stopped(cloneJob(j), now)
 	return q
 }
 

@@ -79,8 +79,11 @@ func (s *Server) instanceSpec(w *world, p Principal, r InstanceRequest) (model.J
 	if r.Count < 1 || r.Count > model.MaxInstanceCount {
 		return model.JobSpec{}, refuse(CodeInvalidSpec, "count", "must be between 1 and %d nodes, got %d", model.MaxInstanceCount, r.Count)
 	}
-	if r.Grace < 0 || r.Grace > model.MaxEvictionGrace {
-		return model.JobSpec{}, refuse(CodeInvalidSpec, "grace", "must be between 0s and %s, got %s", model.MaxEvictionGrace, r.Grace)
+	if r.Grace < 0 {
+		return model.JobSpec{}, refuse(CodeInvalidSpec, "grace", "must be between 0s and %s (--max-grace), got %s", s.cfg.MaxGrace, r.Grace)
+	}
+	if err := s.checkGrace(r.Grace, "grace"); err != nil {
+		return model.JobSpec{}, err
 	}
 	if r.Region == "" {
 		return model.JobSpec{}, refuse(CodeInvalidSpec, "region", "must not be empty")
@@ -359,6 +362,10 @@ func (s *Server) DeleteInstance(ctx context.Context, p Principal, id string) (*m
 	}
 	if j.Status.State.Terminal() {
 		return nil, refuse(CodeConflict, "", "instance %s already ended: %s (%s)", j.ID, j.Status.State, j.Status.Reason)
+	}
+	if j.Status.Canceling {
+		return nil, refuse(CodeConflict, "", "instance %s is already being deleted: its processes are stopping within their grace; "+
+			"'allot job cancel --force %s' kills them now", j.ID, j.ID)
 	}
 	return s.Cancel(ctx, p, j.ID)
 }

@@ -25,7 +25,7 @@ func (s *Server) Requeue(ctx context.Context, p Principal, id string) (*model.Jo
 		}
 		switch st := old.Status.State; st {
 		case model.StatePreparing, model.StateRunning:
-			return requeueJob(old, p.Name(), s.clock.Now(), s.agentMode), nil
+			return requeueJob(old, p.Name(), s.clock.Now(), s.agentMode, s.stopGrace(old)), nil
 		case model.StatePreempted:
 			return nil, refuse(CodeConflict, "", "job %s is already stopping to be queued again", id)
 		default:
@@ -47,13 +47,13 @@ func (s *Server) Requeue(ctx context.Context, p Principal, id string) (*model.Jo
 // requeueJob is old requeued by who at now: the attempt ends with reason
 // Requeued; with agents, processes that may still run are told to stop and
 // the job waits in Preempted until they did, as after a preemption.
-func requeueJob(old *model.Job, who string, now time.Time, agents bool) *model.Job {
+func requeueJob(old *model.Job, who string, now time.Time, agents bool, grace time.Duration) *model.Job {
 	detail := fmt.Sprintf("requeued by %s at %s; the next attempt resumes from the last checkpoint", who, now.UTC().Format(time.RFC3339))
 	j := requeue(old, ReasonRequeued, detail, now, ReasonRequeued)
 	if agents && anyLive(old.Status.Instances) {
 		j.Status.State = model.StatePreempted
 		j.Status.Instances = append([]model.Instance(nil), old.Status.Instances...)
-		grace := old.Spec.Checkpoint.GraceOrDefault()
+		stopAttempt(j, now)
 		j.Status.Detail += fmt.Sprintf("; stopping now, stopped by %s (grace %s)", now.Add(grace).UTC().Format(time.RFC3339), grace)
 	}
 	return j

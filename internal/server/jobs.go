@@ -224,8 +224,20 @@ func (s *Server) rewriteJob(ctx context.Context, id, what string, next func(old 
 }
 
 // Cancel ends a job that has not ended yet. Capacity it held is free for
-// the next cycle, which it triggers.
+// the next cycle, which it triggers. With agents, processes that run are
+// told to stop first (cancelJob): the job is Canceled once they are gone,
+// and a second Cancel kills them at once.
 func (s *Server) Cancel(ctx context.Context, p Principal, id string) (*model.Job, error) {
+	return s.cancel(ctx, p, id, false)
+}
+
+// ForceCancel is Cancel that kills the job's processes at once, without
+// their grace ('job cancel --force').
+func (s *Server) ForceCancel(ctx context.Context, p Principal, id string) (*model.Job, error) {
+	return s.cancel(ctx, p, id, true)
+}
+
+func (s *Server) cancel(ctx context.Context, p Principal, id string, force bool) (*model.Job, error) {
 	old, j, rev, err := s.rewriteJob(ctx, id, "cancel", func(old *model.Job) (*model.Job, error) {
 		if !p.sees(old.Spec.Tenant) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
@@ -233,12 +245,13 @@ func (s *Server) Cancel(ctx context.Context, p Principal, id string) (*model.Job
 		if old.Status.State.Terminal() {
 			return nil, refuse(CodeConflict, "", "job %s already ended: %s", id, old.Status.State)
 		}
-		return endJob(old, model.StateCanceled, "Canceled", "canceled by "+p.Name(), -1, s.clock.Now()), nil
+		return cancelJob(old, p.Name(), force, s.agentMode, s.stopGrace(old), s.clock.Now()), nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.log.Info("job canceled", "job", id, "tenant", j.Spec.Tenant, "by", p.Name(), "was", old.Status.State, "rev", rev)
+	s.log.Info("job canceled", "job", id, "tenant", j.Spec.Tenant, "by", p.Name(), "was", old.Status.State, "now", j.Status.State,
+		"kill", j.Status.Kill, "rev", rev)
 	if p.Tenant != j.Spec.Tenant && p.Endpoint == "" { // someone other than the owner (an endpoint stops its own replicas)
 		s.audit(ctx, p, ActionJobCancel, "job/"+id, fmt.Sprintf("job %q of tenant %s, was %s", j.Spec.Name, j.Spec.Tenant, old.Status.State))
 	}

@@ -17,6 +17,7 @@ import (
 //	Preparing|Running --outcome TimedOut--> TimedOut
 //	Preparing|Running --preempted, an instance live--> Preempted --its exits--> Queued
 //	Preparing|Running --preempted, none live--> Queued
+//	Preparing|Running|Preempted --canceled, an instance live--> Preempted (Canceling) --its exits--> Canceled
 //	Preparing|Running|Preempted --node lost--> Queued (NodeLost; no retry counted)
 //
 // The functions below are pure: they take the job as it is and now, and
@@ -54,14 +55,16 @@ type Event struct {
 func bindAgentJob(old *model.Job, b sched.Bind, now time.Time) *model.Job {
 	j := bindJob(old, b, now)
 	j.Status.State = model.StatePreparing
+	j.Status.Attempts[len(j.Status.Attempts)-1].Started = time.Time{} // billed once it runs
 	j.Status.Instances = make([]model.Instance, len(j.Status.Allocations))
 	return j
 }
 
 // preemptJob releases a victim's capacity. In agent mode a victim with a
-// live instance becomes Preempted until the agents report its exits; one
-// without goes back to Queued at once.
-func preemptJob(old *model.Job, p sched.Preemption, now time.Time, agents bool) *model.Job {
+// live instance becomes Preempted until the agents report its exits
+// (within grace, the stop order's), billed until then; one without goes
+// back to Queued at once.
+func preemptJob(old *model.Job, p sched.Preemption, now time.Time, agents bool, grace time.Duration) *model.Job {
 	detail := fmt.Sprintf("preempted for %s (%s) at %s, %.0f GPU-seconds lost: %s", p.For, p.Reason, now.UTC().Format(time.RFC3339),
 		p.LostGPUSeconds, p.Detail)
 	j := requeue(old, p.Reason.String(), detail, now, "Preempted")
@@ -72,7 +75,7 @@ func preemptJob(old *model.Job, p sched.Preemption, now time.Time, agents bool) 
 		// The eviction notice: its processes are told to stop now and
 		// killed at the deadline (the agents enforce it; stopOverdue
 		// requeues the job if they do not report).
-		grace := old.Spec.Checkpoint.GraceOrDefault()
+		stopAttempt(j, now)
 		j.Status.Detail += fmt.Sprintf("; eviction notice: stopping now, stopped by %s (grace %s)",
 			now.Add(grace).UTC().Format(time.RFC3339), grace)
 	}
@@ -230,6 +233,7 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*mod
 		if j.Status.State == model.StatePreparing && allStarted(j.Status.Instances) {
 			j.Status.State = model.StateRunning
 			j.Status.StartedAt = now
+			j.Status.Attempts[n-1].Started = now // billed from now
 			return j, "job running: every instance started", nil
 		}
 		return j, "", nil
@@ -248,9 +252,8 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*mod
 		if anyLive(j.Status.Instances) {
 			return j, "", nil
 		}
-		j.Status.State = model.StateQueued
-		j.Status.Instances = nil
-		return j, "preempted job stopped; queued to resume", nil
+		j, msg := stopped(j, now)
+		return j, msg, nil
 	}
 	where := fmt.Sprintf("attempt %d, rank %d on %s", n, e.Rank, e.Node)
 	switch {

@@ -124,7 +124,7 @@ func TestApplyEvent(t *testing.T) {
 func TestPreemptJobAgentMode(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
 	p := sched.Preemption{Job: "j", For: "big", Reason: sched.HigherClass, LostGPUSeconds: 600}
-	j := preemptJob(running2(0), p, now, true)
+	j := preemptJob(running2(0), p, now, true, model.DefaultGrace)
 	if j.Status.State != model.StatePreempted || j.Status.Allocations != nil || j.Status.Preemptions != 1 {
 		t.Fatalf("got %s allocations %v preemptions %d, want Preempted, released, 1", j.Status.State, j.Status.Allocations, j.Status.Preemptions)
 	}
@@ -137,7 +137,7 @@ func TestPreemptJobAgentMode(t *testing.T) {
 	}
 	idle := running2(0)
 	idle.Status.Instances = make([]model.Instance, 2) // nothing started yet
-	if j := preemptJob(idle, p, now, true); j.Status.State != model.StateQueued {
+	if j := preemptJob(idle, p, now, true, model.DefaultGrace); j.Status.State != model.StateQueued {
 		t.Errorf("a victim with no live instance is %s, want Queued at once", j.Status.State)
 	}
 }
@@ -351,13 +351,19 @@ func TestStopOverdue(t *testing.T) {
 	p := sched.Preemption{Job: "j", For: "big", Reason: sched.HigherClass}
 	j := running2(0)
 	j.Spec.Checkpoint.Grace = 10 * time.Second
-	j = preemptJob(j, p, now, true)
-	if stopOverdue(j, now.Add(11*time.Second), 2*time.Second) != nil {
+	j = preemptJob(j, p, now, true, 10*time.Second)
+	if stopOverdue(j, now.Add(11*time.Second), 2*time.Second, 10*time.Second) != nil {
 		t.Fatal("requeued within grace + node timeout")
 	}
-	q := stopOverdue(j, now.Add(13*time.Second), 2*time.Second)
+	if a := j.Status.Attempts[0]; !a.Ended.IsZero() || !a.StopOrdered.Equal(now) {
+		t.Errorf("a victim whose processes may run has attempt ended %v, stop ordered %v; want billed on (no end), ordered at %v", a.Ended, a.StopOrdered, now)
+	}
+	q := stopOverdue(j, now.Add(13*time.Second), 2*time.Second, 10*time.Second)
 	if q == nil || q.Status.State != model.StateQueued || q.Status.Instances != nil {
 		t.Fatalf("after grace + node timeout: %+v, want Queued without instances", q)
+	}
+	if end := q.Status.Attempts[0].Ended; !end.Equal(now.Add(13 * time.Second)) {
+		t.Errorf("overdue attempt ended %v, want billed until the server gave up (%v)", end, now.Add(13*time.Second))
 	}
 }
 

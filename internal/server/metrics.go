@@ -48,7 +48,7 @@ type metrics struct {
 
 // preemptReasons are the reasons the core preempts for; each has a series
 // from the start so that rate() over it works before the first preemption.
-var preemptReasons = []sched.Reason{sched.HigherClass, sched.ReclaimGuarantee, sched.ReservationOwner, sched.BetterPriority, sched.HeldNodes}
+var preemptReasons = []sched.Reason{sched.HigherClass, sched.ReclaimGuarantee, sched.ReservationOwner, sched.BetterPriority, sched.HeldNodes, sched.GPUWorkFirst}
 
 // classes are the priority classes, in order.
 var classes = []model.Class{model.ClassSpot, model.ClassStandard, model.ClassReserved}

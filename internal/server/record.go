@@ -80,6 +80,8 @@ type statusRecord struct {
 	Lost           int             `json:"lost,omitempty"`
 	NotBefore      time.Time       `json:"not_before,omitzero"`
 	Held           bool            `json:"held,omitempty"`
+	Canceling      bool            `json:"canceling,omitempty"`
+	Kill           bool            `json:"kill,omitempty"`
 	Instances      []instRecord    `json:"instances,omitempty"`
 	Region         string          `json:"region,omitempty"`
 	RegionAt       time.Time       `json:"region_at,omitzero"`
@@ -101,8 +103,10 @@ type allocRecord struct {
 type attemptRecord struct {
 	Number   int       `json:"number"`
 	Nodes    []string  `json:"nodes,omitempty"`
+	Placed   time.Time `json:"placed,omitzero"`
 	Started  time.Time `json:"started"`
 	Ended    time.Time `json:"ended,omitzero"`
+	StopAt   time.Time `json:"stop_ordered,omitzero"`
 	ExitCode int       `json:"exit_code,omitempty"`
 	Reason   string    `json:"reason,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
@@ -138,6 +142,7 @@ func encodeJob(j *model.Job) []byte {
 			SubmittedAt: st.SubmittedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
 			LastCheckpoint: st.LastCheckpoint, CheckpointPath: st.CheckpointPath, CheckpointNode: st.CheckpointNode,
 			Preemptions: st.Preemptions, Retries: st.Retries, Lost: st.Lost, NotBefore: st.NotBefore, Held: st.Held,
+			Canceling: st.Canceling, Kill: st.Kill,
 			Region: st.Region, RegionAt: st.RegionAt,
 		},
 	}
@@ -146,7 +151,7 @@ func encodeJob(j *model.Job) []byte {
 	}
 	for _, a := range st.Attempts {
 		r.Status.Attempts = append(r.Status.Attempts, attemptRecord{Number: a.Number, Nodes: a.Nodes,
-			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail,
+			Placed: a.Placed, Started: a.Started, Ended: a.Ended, StopAt: a.StopOrdered, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail,
 			Failed: a.FailedNode, Pricing: a.Pricing, Rates: packRates(a.Rates)})
 	}
 	for _, in := range st.Instances {
@@ -188,7 +193,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 			SubmittedAt: r.Status.SubmittedAt, StartedAt: r.Status.StartedAt, EndedAt: r.Status.EndedAt,
 			LastCheckpoint: r.Status.LastCheckpoint, CheckpointPath: r.Status.CheckpointPath, CheckpointNode: r.Status.CheckpointNode,
 			Preemptions: r.Status.Preemptions, Retries: r.Status.Retries, Lost: r.Status.Lost, NotBefore: r.Status.NotBefore,
-			Held:   r.Status.Held,
+			Held: r.Status.Held, Canceling: r.Status.Canceling, Kill: r.Status.Kill,
 			Region: r.Status.Region, RegionAt: r.Status.RegionAt,
 		},
 	}
@@ -200,7 +205,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 	}
 	for _, a := range r.Status.Attempts {
 		j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: a.Number, Nodes: a.Nodes,
-			Started: a.Started, Ended: a.Ended, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail,
+			Placed: placedOr(a.Placed, a.Started), Started: a.Started, Ended: a.Ended, StopOrdered: a.StopAt, ExitCode: a.ExitCode, Reason: a.Reason, Detail: a.Detail,
 			FailedNode: a.Failed, Pricing: a.Pricing, Rates: unpackRates(a.Rates, len(a.Nodes))})
 	}
 	for _, in := range r.Status.Instances {
@@ -272,4 +277,13 @@ type gpuRecord struct {
 	UUID      string `json:"uuid"`
 	Model     string `json:"model"`
 	MemoryMiB int64  `json:"memory_mib,omitempty"`
+}
+
+// placedOr is when an attempt was placed: as recorded, or for a record
+// written before placement was, its start.
+func placedOr(placed, started time.Time) time.Time {
+	if placed.IsZero() {
+		return started
+	}
+	return placed
 }

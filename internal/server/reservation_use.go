@@ -88,7 +88,11 @@ func (s *Server) ReservationUse(ctx context.Context, p Principal, name string) (
 // buys) and that rate per GPU-hour in its region, 0 when the price table
 // has none for its SKU.
 func reservationRate(w *world, tb *price.Table, r model.Reservation) (price.Kind, float64) {
-	kind := price.KindOf(&model.JobSpec{Placement: model.Placement{Reservation: r.Name}}, reservationTerm(w, r.Name))
+	term := time.Duration(0)
+	if !r.Start.IsZero() && !r.End.IsZero() {
+		term = r.End.Sub(r.Start)
+	}
+	kind := price.KindOf(&model.JobSpec{Placement: model.Placement{Reservation: r.Name}}, term)
 	rates, ok := tb.Rates(r.SKU, r.Region)
 	if gpus := w.fleet.Catalog[r.SKU].GPUs; ok && gpus > 0 {
 		return kind, rates.Of(kind, 0) / float64(gpus)
@@ -171,9 +175,11 @@ type ReservationCost struct {
 
 // ReservationCosts reports the reservations p may see, of tenant when not
 // empty, whose windows overlap [since, until): what each committed its
-// owner to within it, used or idle. Jobs deleted past the retention count
-// from the roll-ups of the days the period covers whole. A reservation
-// with an open start has no commitment to count and is left out.
+// owner to within it, used or idle; a reservation its owner deleted inside
+// its window is still billed to its end (reservation_bill.go). Jobs
+// deleted past the retention count from the roll-ups of the days the
+// period covers whole. A reservation with an open start has no commitment
+// to count and is left out.
 func (s *Server) ReservationCosts(ctx context.Context, p Principal, tenant string, since, until time.Time) ([]ReservationCost, error) {
 	now := s.clock.Now()
 	until = minTime(until, now)
@@ -191,7 +197,11 @@ func (s *Server) ReservationCosts(ctx context.Context, p Principal, tenant strin
 	}
 	jobsOf := map[string][]*model.Job{}
 	var out []ReservationCost
-	for _, r := range s.Reservations(p) {
+	gone, err := s.released(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range append(s.Reservations(p), gone...) {
 		if r.Start.IsZero() || (tenant != "" && r.Owner != tenant) {
 			continue
 		}

@@ -26,6 +26,9 @@ func TestReservationLimits(t *testing.T) {
 	ctx := context.Background()
 	now := h.clock.Now()
 	day := 24 * time.Hour
+	// The cases below reach the 2027 file reservation; how far ahead a
+	// tenant may reserve is TestReservationLead's.
+	h.srv.cfg.MaxReservationLead = 3650 * day
 	acme, hobbyist := Principal{Tenant: "acme"}, Principal{Tenant: "hobbyist"}
 	at := func(s string) time.Time {
 		v, err := time.Parse(time.RFC3339, s)
@@ -93,6 +96,29 @@ func TestReservationLimits(t *testing.T) {
 				t.Fatalf("got %v; want %s on field %s", err, c.code, c.field)
 			}
 		})
+	}
+}
+
+// TestReservationLead: a tenant's reservation may start at most
+// --max-reservation-lead ahead (field start); an administrator's may start
+// later.
+func TestReservationLead(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	now := h.clock.Now()
+	far := model.Reservation{Name: "far", SKU: "NC64-T4x4", Region: "eastus", Count: 1,
+		Start: now.Add(DefaultMaxReservationLead + time.Hour), End: now.Add(DefaultMaxReservationLead + 2*time.Hour)}
+	if _, _, err := h.srv.CreateReservation(ctx, Principal{Tenant: "acme"}, far); !isCode(err, CodeInvalidSpec) || !strings.Contains(err.Error(), "start") {
+		t.Fatalf("acme reserves %s ahead: %v, want InvalidSpec naming start", DefaultMaxReservationLead+time.Hour, err)
+	}
+	near := far
+	near.Name, near.Start, near.End = "near", now.Add(DefaultMaxReservationLead-time.Hour), now.Add(DefaultMaxReservationLead)
+	if _, _, err := h.srv.CreateReservation(ctx, Principal{Tenant: "acme"}, near); err != nil {
+		t.Fatalf("acme reserves within the lead: %v", err)
+	}
+	far.Owner = "acme"
+	if _, _, err := h.srv.CreateReservation(ctx, Principal{Admin: true}, far); err != nil {
+		t.Fatalf("the admin reserves past the lead: %v", err)
 	}
 }
 

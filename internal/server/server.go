@@ -76,6 +76,13 @@ type Config struct {
 	// as Slurm's MaxSubmitJobs does: a tenant's submit past it is refused
 	// (joblimit.go). 0 means DefaultMaxJobsPerTenant, negative no bound.
 	MaxJobsPerTenant int
+	// MaxGrace is the longest checkpoint grace (eviction notice) a job
+	// or instance may ask for: a submit above it is refused, and a stop
+	// order never gives more (grace.go). 0 means DefaultMaxGrace.
+	MaxGrace time.Duration
+	// MaxReservationLead is how far ahead of its creation a reservation
+	// may start (reservation_bill.go); 0 means DefaultMaxReservationLead.
+	MaxReservationLead time.Duration
 	// LogMemory bounds the bytes of job logs the server keeps in memory,
 	// all attempts together (the last MaxLogBytes of each); over it, the
 	// tenant holding the most loses its least recently written log first
@@ -222,6 +229,12 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.DrainAfterFailures > MaxDrainAfterFailures || cfg.DrainAfterFailures == 1 {
 		return nil, fmt.Errorf("server: draining a node after %d failed jobs: want 2 (jobs of two tenants) to %d (the failures the server remembers)", cfg.DrainAfterFailures, MaxDrainAfterFailures)
+	}
+	if cfg.MaxReservationLead <= 0 {
+		cfg.MaxReservationLead = DefaultMaxReservationLead
+	}
+	if cfg.MaxGrace <= 0 {
+		cfg.MaxGrace = DefaultMaxGrace
 	}
 	if cfg.MaxPendingWrites <= 0 {
 		cfg.MaxPendingWrites = DefaultMaxPendingWrites

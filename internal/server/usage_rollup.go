@@ -45,6 +45,7 @@ type usageRow struct {
 	Reservation string  `json:"reservation,omitempty"`
 	USD         float64 `json:"usd"`
 	GPUHours    float64 `json:"gpu_hours"`
+	CPUHours    float64 `json:"cpu_hours,omitempty"`
 	Attempts    int     `json:"attempts,omitempty"` // attempts that started that day
 	Jobs        int     `json:"jobs,omitempty"`     // jobs whose last attempt ended that day
 }
@@ -83,6 +84,7 @@ func monthOf(t time.Time) time.Time {
 // USD and GPU-hours Cost and Accounting count for it.
 func addUsage(recs map[string]*usageRecord, j *model.Job, w *world, tb *price.Table) {
 	gpus := float64(j.Spec.Resources.MilliPerInstance()) / model.MilliPerGPU
+	cpus := float64(j.Spec.Resources.CPUMilli) / 1000
 	last := -1
 	for i := range j.Status.Attempts {
 		if _, _, ok := attemptSpan(j, i, time.Time{}, j.Status.EndedAt); ok {
@@ -105,6 +107,7 @@ func addUsage(recs map[string]*usageRecord, j *model.Job, w *world, tb *price.Ta
 				r := usageRowOf(recs, j.Spec.Tenant, d, g)
 				r.USD += price.Cost(rates[k], e.Sub(s))
 				r.GPUHours += gpus * e.Sub(s).Hours()
+				r.CPUHours += cpus * e.Sub(s).Hours()
 				if counted[g] {
 					continue
 				}

@@ -361,7 +361,13 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 		}
 	}
 	if !p.Admin {
+		if err := s.checkLead(r, s.clock.Now()); err != nil {
+			return r, nil, err
+		}
 		if err := checkReserveLimits(w, r, s.clock.Now()); err != nil {
+			return r, nil, err
+		}
+		if err := s.budgetStops(r.Owner, "owner", "new reservations", s.clock.Now()); err != nil {
 			return r, nil, err
 		}
 	}
@@ -436,7 +442,12 @@ func (s *Server) DeleteReservation(ctx context.Context, p Principal, name string
 		return err
 	}
 	key := prefixReservations + name
-	rev, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.DeleteOp(key)}})
+	txn := store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.DeleteOp(key)}}
+	bill, rec, owed := releaseOp(r, p, s.clock.Now())
+	if owed { // deleted inside its window: still billed to its end
+		txn.Then = append(txn.Then, store.PutOp(bill, rec))
+	}
+	rev, err := s.st.Txn(ctx, txn)
 	if errors.Is(err, store.ErrConflict) {
 		return refuse(CodeConflict, "", "reservation %q changed meanwhile; try again", name)
 	}
@@ -444,7 +455,7 @@ func (s *Server) DeleteReservation(ctx context.Context, p Principal, name string
 		return fmt.Errorf("delete reservation: %w", err)
 	}
 	s.cache.delKey(key, rev)
-	s.log.Info("reservation deleted", "reservation", name, "owner", r.Owner, "by", p.Name())
+	s.log.Info("reservation deleted", "reservation", name, "owner", r.Owner, "by", p.Name(), "billed_to_end", owed)
 	s.audit(ctx, p, ActionReservationDel, "reservation/"+name, reservationAuditText(r))
 	s.Kick()
 	return nil

@@ -36,6 +36,8 @@ type skuEntry struct {
 	PricePerHour float64   `yaml:"price_per_hour"`
 	SpotPrice    float64   `yaml:"spot_price_per_hour"`
 	ReservedRate float64   `yaml:"reserved_price_per_hour"`
+	VCPUPrice    float64   `yaml:"price_per_vcpu_hour"`
+	MemoryPrice  float64   `yaml:"price_per_gib_hour"`
 }
 
 type regionEntry struct {
@@ -103,6 +105,7 @@ func ParseFleet(name string, data []byte) (*model.Fleet, error) {
 			GPUs: s.GPUs, NVLink: s.NVLink, VCPU: s.VCPU, MemoryGiB: s.MemoryGiB,
 			Interconnect: model.Fabric(s.Interconnect), PowerW: int64(s.Power),
 			PricePerHour: s.PricePerHour, SpotPrice: s.SpotPrice, ReservedRate: s.ReservedRate,
+			VCPUPrice: s.VCPUPrice, MemoryPrice: s.MemoryPrice,
 		})
 		if err != nil {
 			return nil, d.fromModel(root, model.Prefix(fmt.Sprintf("skus[%d]", i), err), nil)

@@ -49,6 +49,8 @@ func FuzzParseFleet(f *testing.F) {
 	f.Add(doc(tenancyFleet))
 	f.Add([]byte("regions:\n  - &r {name: a, residency: us, clusters: [{name: c, fabric: roce, racks: [{name: k, nodes: [{prefix: n, count: 3, sku: NC4-T4x1}]}]}]}\n"))
 	f.Add([]byte(`{"regions": [{"name": "r", "residency": "eu"}]}`))
+	addFile(f, "../../internal/e2e/testdata/money-lab-fleet.yaml") // a SKU with CPU and memory prices
+	f.Add([]byte("skus:\n  - {name: X, series: NC, gpu_model: T4, gpus: 1, vcpu: 4, memory_gib: 28, interconnect: ethernet, price_per_vcpu_hour: -1, price_per_gib_hour: 1e9}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fl, err := ParseFleet("fleet.yaml", data)
 		if err != nil {

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -141,4 +142,23 @@ func FuzzParseTenancyBudget(f *testing.F) {
 			t.Fatalf("accepted budget %+v", b)
 		}
 	})
+}
+
+// TestSKUResourcePrices: a SKU's CPU and memory prices are read, and a
+// negative or absurd one is refused naming its field.
+func TestSKUResourcePrices(t *testing.T) {
+	const sku = "skus:\n  - {name: X, series: NC, gpu_model: T4, gpu_memory_gib: 16, gpus: 1, vcpu: 4, memory_gib: 28, interconnect: ethernet, %s}\n" +
+		"regions:\n  - {name: r, residency: us, clusters: [{name: c, fabric: ethernet, racks: [{name: k, nodes: [{prefix: n, count: 1, sku: X}]}]}]}\n"
+	fl, err := ParseFleet("fleet.yaml", []byte(fmt.Sprintf(sku, "price_per_vcpu_hour: 0.05, price_per_gib_hour: 0.01")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := fl.Catalog["X"]; s.VCPUPrice != 0.05 || s.MemoryPrice != 0.01 {
+		t.Errorf("SKU X prices %v per vCPU-hour, %v per GiB-hour; want 0.05, 0.01", s.VCPUPrice, s.MemoryPrice)
+	}
+	for field, v := range map[string]string{"price_per_vcpu_hour": "price_per_vcpu_hour: -1", "price_per_gib_hour": "price_per_gib_hour: 1e9"} {
+		if _, err := ParseFleet("fleet.yaml", []byte(fmt.Sprintf(sku, v))); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v, want an error naming %s", v, err, field)
+		}
+	}
 }

@@ -14,6 +14,7 @@ type CostReport struct {
 	Rows         []CostRow     `json:"rows"`
 	USD          float64       `json:"usd"`
 	GPUHours     float64       `json:"gpu_hours"`
+	CPUHours     float64       `json:"cpu_hours"`
 	Budgets      []Budget      `json:"budgets"`
 	BudgetEvents []BudgetEvent `json:"budget_events"`
 	// Reservations are the commitments of reservations in the period:
@@ -49,6 +50,7 @@ type CostRow struct {
 	Name        string  `json:"name,omitempty"`
 	Attempts    int     `json:"attempts"`
 	GPUHours    float64 `json:"gpu_hours"`
+	CPUHours    float64 `json:"cpu_hours"` // vCPU-hours of the CPU the work asked for
 	USD         float64 `json:"usd"`
 	OnDemandUSD float64 `json:"on_demand_usd"`
 	ReservedUSD float64 `json:"reserved_usd"`
