@@ -11,7 +11,7 @@ import (
 )
 
 // An agent that exits stops its instances within StopTimeout, whatever
-// grace they asked for: a job that ignores SIGTERM and asks for an hour is
+// grace they asked for: a job that ignores SIGTERM and asks for 4 minutes is
 // killed, with its children, and Run returns.
 func TestShutdownBoundsGrace(t *testing.T) {
 	l := newLab(t)
@@ -25,7 +25,7 @@ func TestShutdownBoundsGrace(t *testing.T) {
 tenant: team
 command: ["sh", "-c", 'trap "" TERM; sleep 600 & echo "pids $$ $!"; wait']
 resources: {gpus_per_instance: 1}
-checkpoint: {grace: 1h}
+checkpoint: {grace: 4m}
 `)
 	l.waitState(t, id, "Running")
 	var pids []int
