@@ -45,6 +45,10 @@ func (s *Scheduler) Exposure(snap *Snapshot, now time.Time, id string) (e Exposu
 		}
 		e.By = append(e.By, "the work of the tenant whose reservation holds one of its nodes")
 	}
+	if rj.cpuOnGPU {
+		e.By = append(e.By, "any standard or reserved work that needs the GPUs of its nodes (it is CPU-only work on GPU nodes: GPUWorkFirst)")
+		return e, true
+	}
 	q, k := rj.tenant.partition, rj.pool
 	higher := higherClasses(rj.class)
 	switch {

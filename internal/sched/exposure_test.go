@@ -54,6 +54,14 @@ func TestExposure(t *testing.T) {
 		want:    []string{"reserved work of any tenant", "holds 16 GPUs of its 8 GPUs guaranteed", "reclaiming"},
 		evictor: func(w *World) { w.Job("new", "other").GPUs(1, 8) },
 	}, {
+		name: "CPU-only work on a GPU node: GPU work first",
+		setup: func(w *World) {
+			w.Job("x", "inside").GPUs(1, 0).CPU(96000, 0).Running(Epoch.Add(-h), model.Allocation{Node: "h-1"})
+		},
+		want:    []string{"work that needs the GPUs of its nodes"},
+		not:     "partition",
+		evictor: func(w *World) { w.Job("new", "other").GPUs(2, 8).CPU(8000, 0) },
+	}, {
 		name: "protected for min_run_time",
 		setup: func(w *World) {
 			w.Job("x", "free").Class(model.ClassSpot).GPUs(1, 8).Running(Epoch.Add(-time.Minute), On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
