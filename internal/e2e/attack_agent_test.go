@@ -22,14 +22,21 @@ import (
 // returns a lab without external agents (its log holds the server's).
 func startVirtual(t *testing.T) *agentLab {
 	t.Helper()
+	return startVirtualWith(t, filepath.Join(root, "internal/e2e/testdata/agent-tenants.yaml"))
+}
+
+// startVirtualWith is startVirtual with the tenants file tenants and the
+// server's extra flags; its tenant token is team's.
+func startVirtualWith(t *testing.T, tenants string, extra ...string) *agentLab {
+	t.Helper()
 	needServer(t)
 	dir := t.TempDir()
 	lab := &agentLab{dir: dir, log: &syncBuffer{}}
 	data := filepath.Join(dir, "data")
-	url, admin, stop, err := startServerArgs(data, lab.log, "server", "--data", data, "--listen", "127.0.0.1:0",
-		"--fleet", filepath.Join(root, "internal/e2e/testdata/agent-fleet.yaml"),
-		"--tenants", filepath.Join(root, "internal/e2e/testdata/agent-tenants.yaml"),
-		"--agents", "virtual", "--tick", "500ms", "--rate-limit", "0")
+	args := append([]string{"server", "--data", data, "--listen", "127.0.0.1:0",
+		"--fleet", filepath.Join(root, "internal/e2e/testdata/agent-fleet.yaml"), "--tenants", tenants,
+		"--agents", "virtual", "--tick", "500ms", "--rate-limit", "0"}, extra...)
+	url, admin, stop, err := startServerArgs(data, lab.log, args...)
 	if err != nil {
 		t.Fatalf("start server: %v\n%s", err, lab.log.String())
 	}

@@ -143,31 +143,7 @@ func TestAttackConnectionTrickle(t *testing.T) {
 	}()
 
 	// The prober: a fresh connection every 50 ms, as a load balancer does.
-	type probe struct {
-		took time.Duration
-		err  error
-	}
-	var probes []probe
-	wg.Go(func() {
-		cl := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			start := time.Now()
-			resp, err := cl.Get(serverURL + "/healthz")
-			if err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					err = fmt.Errorf("status %d", resp.StatusCode)
-				}
-			}
-			probes = append(probes, probe{time.Since(start), err})
-		}
-	})
+	probes := startProber(&wg, 2*time.Second, stop)
 
 	// The attack: 50 dialers; a reader per connection notes when the
 	// server closes it.
@@ -256,7 +232,7 @@ func TestAttackConnectionTrickle(t *testing.T) {
 	}
 	t.Logf("%d connections; the slowest was closed %v after it opened", n, slowest)
 	slow := 0
-	for _, p := range probes {
+	for _, p := range *probes {
 		switch {
 		case p.err != nil:
 			t.Errorf("/healthz during the attack: %v", p.err)
@@ -264,9 +240,9 @@ func TestAttackConnectionTrickle(t *testing.T) {
 			slow++
 		}
 	}
-	t.Logf("%d probes of /healthz, %d slower than 100 ms", len(probes), slow)
-	if len(probes) == 0 || slow > len(probes)/10 {
-		t.Errorf("%d of %d probes of /healthz took over 100 ms; want nearly all within 100 ms", slow, len(probes))
+	t.Logf("%d probes of /healthz, %d slower than 100 ms", len(*probes), slow)
+	if len(*probes) == 0 || slow > len(*probes)/10 {
+		t.Errorf("%d of %d probes of /healthz took over 100 ms; want nearly all within 100 ms", slow, len(*probes))
 	}
 	waitUnauthenticated(t)
 }
@@ -441,4 +417,38 @@ func TestAttackOtherTenantReservation(t *testing.T) {
 	if err := json.NewDecoder(bufio.NewReader(got.Body)).Decode(&r); err != nil || got.StatusCode != 200 || r.Owner != "acme" {
 		t.Errorf("acme GET its reservation: %d %+v %v", got.StatusCode, r, err)
 	}
+}
+
+// probe is one request of startProber: how long it took, and how it failed.
+type probe struct {
+	took time.Duration
+	err  error
+}
+
+// startProber asks the shared server's /healthz on a fresh connection every
+// 50 ms, as a load balancer does, each within timeout, until stop closes;
+// wg waits for it. Read the probes once wg.Wait has returned.
+func startProber(wg *sync.WaitGroup, timeout time.Duration, stop <-chan struct{}) *[]probe {
+	var probes []probe
+	wg.Go(func() {
+		cl := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true}}
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			start := time.Now()
+			resp, err := cl.Get(serverURL + "/healthz")
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					err = fmt.Errorf("status %d", resp.StatusCode)
+				}
+			}
+			probes = append(probes, probe{time.Since(start), err})
+		}
+	})
+	return &probes
 }

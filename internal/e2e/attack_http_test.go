@@ -284,23 +284,7 @@ func TestAttackBatchDryRunFlood(t *testing.T) {
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	var probes []time.Duration
-	wg.Go(func() {
-		cl := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			start := time.Now()
-			if resp, err := cl.Get(serverURL + "/healthz"); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-			probes = append(probes, time.Since(start))
-		}
-	})
+	probes := startProber(&wg, 5*time.Second, stop)
 	flood := []byte("name: flood\ntenant: globex\ncommand: [x]\narray: 0-999\nresources: {gpu_milli: 250, gpu_models: [T4]}\n")
 	// The flood: 16 clients, each sending the dry run again as soon as
 	// it is answered, for 3 s.
@@ -359,21 +343,21 @@ func TestAttackBatchDryRunFlood(t *testing.T) {
 		}
 	}
 	slow := 0
-	for _, p := range probes {
-		if p > 200*time.Millisecond {
+	for _, p := range *probes {
+		if p.took > 200*time.Millisecond {
 			slow++
 		}
 	}
 	t.Logf("%d dry runs of 1,000 jobs sent in %v: %d ran, %d refused (the slowest refusal took %v); %d of %d probes of /healthz over 200 ms",
-		len(answers), flooded.Round(time.Millisecond), ran, refused, slowRefusal, slow, len(probes))
+		len(answers), flooded.Round(time.Millisecond), ran, refused, slowRefusal, slow, len(*probes))
 	if ran > 3 {
 		t.Errorf("%d dry runs of 1,000 jobs ran in 3 s; want the tenant held to --max-dry-runs at once and --job-rate jobs a second", ran)
 	}
 	if slowRefusal > time.Second {
 		t.Errorf("a refusal took %v; want each at once", slowRefusal)
 	}
-	if len(probes) == 0 || slow > len(probes)/10 {
-		t.Errorf("%d of %d probes of /healthz took over 200 ms during the flood", slow, len(probes))
+	if len(*probes) == 0 || slow > len(*probes)/10 {
+		t.Errorf("%d of %d probes of /healthz took over 200 ms during the flood", slow, len(*probes))
 	}
 	// Another tenant's small batch is not held up by globex's budget.
 	acme := tokenFor(t, "acme")

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,33 +37,11 @@ tenants:
 // fleet with limitsTenants and the extra flags; its tenant token is team's.
 func startLimits(t *testing.T, extra ...string) *agentLab {
 	t.Helper()
-	needServer(t)
-	dir := t.TempDir()
-	lab := &agentLab{dir: dir, log: &syncBuffer{}}
-	tenants := filepath.Join(dir, "tenants.yaml")
+	tenants := filepath.Join(t.TempDir(), "tenants.yaml")
 	if err := os.WriteFile(tenants, []byte(limitsTenants), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	data := filepath.Join(dir, "data")
-	args := append([]string{"server", "--data", data, "--listen", "127.0.0.1:0",
-		"--fleet", filepath.Join(root, "internal/e2e/testdata/agent-fleet.yaml"), "--tenants", tenants,
-		"--agents", "virtual", "--tick", "500ms", "--rate-limit", "0"}, extra...)
-	url, admin, stop, err := startServerArgs(data, lab.log, args...)
-	if err != nil {
-		t.Fatalf("start server: %v\n%s", err, lab.log.String())
-	}
-	t.Cleanup(func() {
-		stop()
-		if m := regexp.MustCompile(`virtual agents .*work=(\S+)`).FindStringSubmatch(lab.log.String()); m != nil {
-			os.RemoveAll(m[1])
-		}
-		if t.Failed() {
-			t.Logf("server log (last 12 KiB):\n%s", tail(lab.log.String(), 12<<10))
-		}
-	})
-	lab.url, lab.admin = url, admin
-	lab.team = strings.TrimSpace(lab.must(t, admin, "token", "create", "--tenant", "team"))
-	return lab
+	return startVirtualWith(t, tenants, extra...)
 }
 
 // endpoint reads endpoint name as token sees it.
