@@ -29,7 +29,11 @@ func partition(allocated, guaranteed, queued float64) Values {
 	v := Values{}
 	v.Add("allot_gpus_allocated", allocated, "region", "eu", "cluster", "c1", "gpu_model", "H100", "partition", "p")
 	v.Add("allot_gpus_guaranteed", guaranteed, "region", "eu", "gpu_model", "H100", "partition", "p")
-	v.Add("allot_queue_depth", queued, "tenant", "a", "partition", "p", "class", "batch")
+	v.Add("allot_queue_guaranteed_jobs", queued, "region", "eu", "gpu_model", "H100", "partition", "p")
+	// Work of another pool (T4) waits too: it never makes the H100
+	// shortfall a broken guarantee.
+	v.Add("allot_queue_guaranteed_jobs", 5, "region", "eu", "gpu_model", "T4", "partition", "p")
+	v.Add("allot_queue_depth", queued+5, "tenant", "a", "partition", "p", "class", "batch")
 	return v
 }
 

@@ -77,7 +77,7 @@ var Rules = []Rule{
 		Thresholds: []float64{0},
 		cond: func(v Values, _ *history, _ time.Time) []Instance {
 			alloc := sumBy(v, "allot_gpus_allocated", "region", "gpu_model", "partition")
-			queued := sumBy(v, "allot_queue_depth", "partition")
+			queued := sumBy(v, "allot_queue_guaranteed_jobs", "region", "gpu_model", "partition")
 			var out []Instance
 			for _, g := range v["allot_gpus_guaranteed"] {
 				l := pick(g, "region", "gpu_model", "partition")
@@ -85,7 +85,7 @@ var Rules = []Rule{
 				if !ok || a.value >= g.Value {
 					continue
 				}
-				if q := queued[pick(g, "partition").key()]; q.value > 0 {
+				if q := queued[l.key()]; q.value > 0 { // work this guarantee could serve waits
 					out = append(out, Instance{l, a.value})
 				}
 			}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,9 @@ var (
 	descQueue = prometheus.NewDesc("allot_queue_depth",
 		"Queued jobs by tenant, the tenant's partition and priority class.",
 		[]string{"tenant", "partition", "class"}, nil)
+	descQueueGuaranteed = prometheus.NewDesc("allot_queue_guaranteed_jobs",
+		"Queued jobs of a partition's tenants that its guarantee of a pool could serve: the job may run in the region on the GPU model (its regions, residency and GPU models allow it) and asks for GPUs, no more than the guarantee; by region, GPU model and partition.",
+		[]string{"region", "gpu_model", "partition"}, nil)
 	descPending = prometheus.NewDesc("allot_pending_jobs",
 		"Queued jobs by the reason they wait (None: not yet planned).",
 		[]string{"reason"}, nil)
@@ -69,7 +73,7 @@ var liveStates = []model.State{model.StateQueued, model.StatePreparing, model.St
 
 func (fleetCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descGPUs, descAllocated, descGuaranteed, descBorrowed, descReserved,
-		descLive, descQueue, descPending, descNodeHealth, descAutoDrained, descHeartbeat} {
+		descLive, descQueue, descQueueGuaranteed, descPending, descNodeHealth, descAutoDrained, descHeartbeat} {
 		ch <- d
 	}
 }
@@ -141,11 +145,15 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		partition string
 	}
 	guaranteed := map[partPool]int{}
-	alloc := map[partPlace]int64{} // milli-GPU
+	covered := map[partPool]int{}                // queued jobs a guarantee could serve
+	guarantees := map[string][]model.Guarantee{} // by partition
+	alloc := map[partPlace]int64{}               // milli-GPU
 	for _, p := range w.tenancy.Partitions {
 		for _, g := range p.Guarantees {
 			k := pool{g.Region, g.GPUModel}
 			guaranteed[partPool{k, p.Name}] += g.GPUs
+			covered[partPool{k, p.Name}] += 0
+			guarantees[p.Name] = append(guarantees[p.Name], g)
 			for _, cl := range places[k] {
 				alloc[partPlace{place{g.Region, cl, g.GPUModel}, p.Name}] += 0
 			}
@@ -177,6 +185,12 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		live[liveKey{st, cl}]++
 		if st == model.StateQueued {
 			queue[queueKey{j.Spec.Tenant, cl}]++
+			p := partition(j.Spec.Tenant)
+			for _, g := range guarantees[p] {
+				if guaranteeServes(w.fleet, g, j) {
+					covered[partPool{pool{g.Region, g.GPUModel}, p}]++
+				}
+			}
 			r := j.Status.Reason
 			if r == "" {
 				r = "None"
@@ -205,6 +219,9 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for r, v := range pending {
 		gauge(descPending, float64(v), r)
+	}
+	for k, v := range covered {
+		gauge(descQueueGuaranteed, float64(v), k.region, k.model, k.partition)
 	}
 
 	// Allocation, and borrowing beyond the guarantee per pool.
@@ -243,6 +260,27 @@ func (c fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(descHeartbeat, float64(at.UnixNano())/float64(time.Second), n)
 	}
 	s.beatsMu.Unlock()
+}
+
+// guaranteeServes reports whether guarantee g could serve queued job j:
+// j asks for GPUs, no more than g, and may run in g's region on its GPU
+// model (regions, residency, GPU models). Work of another pool does not
+// make a partition's shortfall in this one a broken promise.
+func guaranteeServes(f *model.Fleet, g model.Guarantee, j *model.Job) bool {
+	need := j.Spec.Resources.TotalMilli()
+	if need <= 0 || need > int64(g.GPUs)*model.MilliPerGPU || !j.Spec.Resources.AcceptsModel(g.GPUModel) {
+		return false
+	}
+	pl := j.Spec.Placement
+	if len(pl.Regions) > 0 && !slices.Contains(pl.Regions, g.Region) {
+		return false
+	}
+	if pl.Residency != "" {
+		if r, ok := f.Region(g.Region); !ok || r.Residency != pl.Residency {
+			return false
+		}
+	}
+	return true
 }
 
 func b2f(b bool) float64 {
