@@ -295,11 +295,16 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 	for _, g := range rec.GPUs {
 		uuids[g.Index] = g.UUID
 	}
-	for _, j := range s.cache.holding() {
+	holding := s.cache.holding()
+	stopping := stoppingNodes(holding)
+	for _, j := range holding {
 		st := j.Status
 		n := len(st.Attempts)
 		if n == 0 {
 			continue
+		}
+		if gangHeld(j, stopping) {
+			continue // no rank starts before every node of the gang is free
 		}
 		grace := s.stopGrace(j)
 		switch st.State {
@@ -329,6 +334,49 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 		}
 	}
 	return out
+}
+
+// stoppingNodes are the nodes where a stopping job (Preempted: told to
+// stop, within its grace) still has live processes.
+func stoppingNodes(holding []*model.Job) map[string]string {
+	out := map[string]string{}
+	for _, j := range holding {
+		st := j.Status
+		if st.State != model.StatePreempted || len(st.Attempts) == 0 {
+			continue
+		}
+		nodes := st.Attempts[len(st.Attempts)-1].Nodes
+		for r, in := range st.Instances {
+			if r < len(nodes) && in.Live() {
+				out[nodes[r]] = j.ID
+			}
+		}
+	}
+	return out
+}
+
+// gangHeld reports whether gang j, bound and with no rank started yet,
+// waits for a node of its placement that a stopping job still occupies
+// (stopping: node → that job). Its ranks are handed to the
+// agents together once every node is free, so that they start within a
+// poll of each other instead of one rank running alone while a previous
+// occupant uses its grace elsewhere.
+func gangHeld(j *model.Job, stopping map[string]string) bool {
+	st := j.Status
+	if st.State != model.StatePreparing || len(st.Allocations) < 2 || len(stopping) == 0 {
+		return false
+	}
+	for _, in := range st.Instances {
+		if in.Started || in.Exited {
+			return false // handed out already: never take a rank back
+		}
+	}
+	for _, a := range st.Allocations {
+		if by, ok := stopping[a.Node]; ok && by != j.ID {
+			return true
+		}
+	}
+	return false
 }
 
 // address is where a node's agent said it is reachable, else its name.
