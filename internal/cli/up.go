@@ -24,9 +24,11 @@ one, so it cannot read the admin token or signal the server; not root,
 jobs run as your user and can do both (a warning says so). The first start creates an admin token, prints
 it and writes it to DATA/admin-token; later starts say where it is. It
 prints the URL, the dashboard's URL (/ui/) and the commands to try next,
-and stops on Ctrl-C, after stopping every job (SIGKILL at --stop-timeout
-at most, whatever the job's grace).`,
+and stops on Ctrl-C or 'allot down' (SIGTERM to the PID it writes to
+DATA/allot.pid), after stopping every job (SIGKILL at --stop-timeout at
+most, whatever the job's grace).`,
 		Example: `  go run ./cmd/allot up
+  go run ./cmd/allot up & ... ; go run ./cmd/allot down
   allot up --data /tmp/allot --listen 127.0.0.1:0`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
