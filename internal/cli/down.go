@@ -83,7 +83,7 @@ func down(cmd *cobra.Command, data string, timeout time.Duration) error {
 	}
 	if !serving(pid) {
 		os.Remove(path)
-		fmt.Fprintf(cmd.OutOrStdout(), "nothing serves %s (process %d is gone; its PID file is removed)\n", data, pid)
+		fmt.Fprintf(cmd.OutOrStdout(), "nothing serves %s (process %d is gone or is no allot server now; the stale PID file is removed)\n", data, pid)
 		return nil
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
