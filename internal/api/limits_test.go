@@ -19,6 +19,13 @@ import (
 
 // serveLimited serves e's server through NewServer on a loopback port.
 func serveLimited(t *testing.T, e *env, l Limits) string {
+	addr, _ := serveTable(t, e, l)
+	return addr
+}
+
+// serveTable is serveLimited that returns the server's connection table
+// too.
+func serveTable(t *testing.T, e *env, l Limits) (string, *connTable) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -27,7 +34,32 @@ func serveLimited(t *testing.T, e *env, l Limits) string {
 	hs, cl := NewServer(Config{Server: e.srv, Rate: -1, Limits: l, Logger: slog.New(slog.DiscardHandler)}, ln)
 	go func() { _ = hs.Serve(cl) }()
 	t.Cleanup(func() { _ = hs.Close() })
-	return ln.Addr().String()
+	return ln.Addr().String(), cl.(*connTable)
+}
+
+// waitWaiting waits until n of ct's connections wait for their clients.
+// net/http marks a connection idle just after it wrote the response, which
+// the client may read first; an eviction test must not race that mark.
+func waitWaiting(t *testing.T, ct *connTable, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ct.mu.Lock()
+		k := 0
+		for c := range ct.conns {
+			if c.waiting {
+				k++
+			}
+		}
+		ct.mu.Unlock()
+		if k >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d connections wait for their clients after 5 s, want %d", k, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // rawRequest writes head (request line and headers, without the blank line
@@ -202,7 +234,7 @@ func keepAlive(t *testing.T, addr, token string) (net.Conn, *bufio.Reader) {
 // authenticated connections do not count against the address's cap.
 func TestIdleConnsEvicted(t *testing.T) {
 	e := newEnv(t, -1, 0)
-	addr := serveLimited(t, e, Limits{MaxConns: 5, MaxConnsPerAddr: 3})
+	addr, ct := serveTable(t, e, Limits{MaxConns: 5, MaxConnsPerAddr: 3})
 	authed, ar := keepAlive(t, addr, e.tokens["acme"]) // idle longest of all
 	var anon []net.Conn
 	var readers []*bufio.Reader
@@ -214,6 +246,7 @@ func TestIdleConnsEvicted(t *testing.T) {
 		open()
 	}
 	// A fourth anonymous one takes the place of the first.
+	waitWaiting(t, ct, 4)
 	open()
 	if !closedWithin(anon[0], readers[0], 2*time.Second) {
 		t.Fatal("the anonymous connection idle longest is still open past --max-conns-per-addr")
@@ -226,10 +259,13 @@ func TestIdleConnsEvicted(t *testing.T) {
 	// Authenticated ones no longer count against the address: the
 	// first comes in as an anonymous one in place of anon[1], the second
 	// fills the server.
+	waitWaiting(t, ct, 4)
 	keepAlive(t, addr, e.tokens["copilot"])
+	waitWaiting(t, ct, 4)
 	keepAlive(t, addr, e.tokens["copilot"])
 	// The server is full: a new one takes the place of the anonymous
 	// connection idle longest, not of the authenticated one idle longer.
+	waitWaiting(t, ct, 5)
 	open()
 	if !closedWithin(anon[2], readers[2], 2*time.Second) {
 		t.Fatal("the server is full and the anonymous connection idle longest is still open")
