@@ -235,19 +235,22 @@ func keepAlive(t *testing.T, addr, token string) (net.Conn, *bufio.Reader) {
 func TestIdleConnsEvicted(t *testing.T) {
 	e := newEnv(t, -1, 0)
 	addr, ct := serveTable(t, e, Limits{MaxConns: 5, MaxConnsPerAddr: 3})
+	// Each connection waits (net/http marks it idle) before the next is
+	// opened, so that the server's order of waiting is the test's.
 	authed, ar := keepAlive(t, addr, e.tokens["acme"]) // idle longest of all
+	waitWaiting(t, ct, 1)
 	var anon []net.Conn
 	var readers []*bufio.Reader
-	open := func() {
+	open := func(waiting int) {
 		c, r := keepAlive(t, addr, "")
 		anon, readers = append(anon, c), append(readers, r)
+		waitWaiting(t, ct, waiting)
 	}
-	for range 3 {
-		open()
+	for i := range 3 {
+		open(2 + i)
 	}
 	// A fourth anonymous one takes the place of the first.
-	waitWaiting(t, ct, 4)
-	open()
+	open(4)
 	if !closedWithin(anon[0], readers[0], 2*time.Second) {
 		t.Fatal("the anonymous connection idle longest is still open past --max-conns-per-addr")
 	}
@@ -259,14 +262,13 @@ func TestIdleConnsEvicted(t *testing.T) {
 	// Authenticated ones no longer count against the address: the
 	// first comes in as an anonymous one in place of anon[1], the second
 	// fills the server.
-	waitWaiting(t, ct, 4)
 	keepAlive(t, addr, e.tokens["copilot"])
 	waitWaiting(t, ct, 4)
 	keepAlive(t, addr, e.tokens["copilot"])
+	waitWaiting(t, ct, 5)
 	// The server is full: a new one takes the place of the anonymous
 	// connection idle longest, not of the authenticated one idle longer.
-	waitWaiting(t, ct, 5)
-	open()
+	open(5)
 	if !closedWithin(anon[2], readers[2], 2*time.Second) {
 		t.Fatal("the server is full and the anonymous connection idle longest is still open")
 	}
