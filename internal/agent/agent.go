@@ -147,7 +147,7 @@ type proc struct {
 	cancel   context.CancelFunc // abandons a start that waits for GPUs
 	done     chan struct{}      // closed once the exit is reported
 	noResume string             // why the instance did not resume (spec), for its log
-	marker   marker             // the checkpoint marker when the instance started (watch)
+	markers  *markers           // the checkpoint markers the instance may write (watch)
 }
 
 // Agent runs one node.
@@ -476,7 +476,7 @@ func (a *Agent) launch(k key, p *proc) (launch.Spec, error) {
 	}
 	spec, why := a.spec(k, p.a, sb)
 	p.noResume = why
-	p.marker, _ = readMarker(sb.ckptDir) // an earlier attempt's, if any: not this one's to report
+	p.markers = newMarkers(k, p.a, sb, a.cfg.CheckpointRoot != "")
 	lp, err := launch.Start(spec)
 	if err != nil {
 		a.removeRecord(sb.recordKey)
@@ -498,11 +498,6 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 	t := time.NewTicker(a.cfg.ShipEvery)
 	defer t.Stop()
 	var off int64
-	// The marker as the instance found it is an earlier attempt's (maybe
-	// one that did not resume here): only what this attempt writes is
-	// reported, each save once, a save under the same name included.
-	reported := p.marker
-	bad := ""
 	for running := true; running; {
 		select {
 		case <-p.p.Done():
@@ -510,25 +505,7 @@ func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
 		case <-t.C:
 		}
 		off = a.ship(ctx, k, spec.LogPath, off, !running)
-		m, err := readMarker(spec.CheckpointDir)
-		if err != nil || m.path == "" || m.same(reported) {
-			continue
-		}
-		path, err := confine(spec.CheckpointDir, m.path)
-		if err != nil {
-			if m.path != bad {
-				bad = m.path
-				a.log.Warn("checkpoint marker ignored: its path is not in the job's checkpoint directory", "job", k.job,
-					"path", truncate(m.path, 200), "dir", spec.CheckpointDir, "err", err)
-			}
-			continue
-		}
-		if err := a.reportCheckpoint(ctx, k.job, path); err != nil {
-			a.log.Warn("report checkpoint failed", "job", k.job, "err", err)
-		} else {
-			reported = m
-			a.log.Info("checkpoint reported", "job", k.job, "path", path)
-		}
+		a.checkMarkers(ctx, k, p.markers)
 	}
 	e := p.p.Exit()
 	a.log.Info("instance exited", "job", k.job, "attempt", k.attempt, "rank", k.rank, "outcome", e.Outcome,
@@ -704,7 +681,7 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, strin
 	timeout, _ := time.ParseDuration(x.Timeout)
 	grace, _ := time.ParseDuration(x.Grace)
 	x.ResumeFrom = a.unlegacy(k.job, x.ResumeFrom)
-	resume, why := a.resumeFrom(x, sb.ckptDir)
+	resume, why := a.resumeFrom(x, sb.jobCkpt)
 	if why != "" {
 		a.log.Warn("not resuming", "job", k.job, "attempt", k.attempt, "rank", k.rank, "checkpoint", x.ResumeFrom, "why", why)
 	}
@@ -722,7 +699,7 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, strin
 		maps.Copy(env, x.Env)
 	}
 	return launch.Spec{JobID: k.job, Attempt: k.attempt, Command: x.Command, Env: env, ArrayIndex: x.ArrayIndex, GPUs: gpus,
-		GPUMilli: x.GPUMilli, GPUMemoryMiB: a.memoryOf(x.GPUs), CheckpointDir: sb.ckptDir, ResumeFrom: resume,
+		GPUMilli: x.GPUMilli, GPUMemoryMiB: a.memoryOf(x.GPUs), CheckpointDir: sb.ckptDir, JobCheckpointDir: sb.jobCkpt, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
 		Dir: sb.dir, LogPath: sb.logPath, LogLimit: a.logLimit(filepath.Dir(sb.logPath)), Timeout: timeout, Grace: grace,
 		Credential: sb.cred, Tracker: track, Allot: a.allot}, why

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -117,14 +118,19 @@ func within(dir, path string) bool {
 var urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
 
 // resumeFrom is what an instance of assignment x gets as ALLOT_RESUME_FROM,
-// with dir the job's checkpoint directory here, and why it gets nothing
-// when the job has a checkpoint ("" otherwise). A URL passes as it is: the
-// job reads it with its own credentials. A path must lie inside dir and
-// exist on this host; a checkpoint saved on another node's disk is not here
-// (x.ResumeNode names that node when the server knows it), unless this
-// node saved one of the same name (the ranks of a gang back on their nodes).
+// with dir the job's checkpoint directory here (that holds every rank's
+// own), and why it gets nothing when the job has a checkpoint ("" otherwise).
+// The server gives a gang's ranks each their part of one save, or none of
+// them (x.NoResume says why). A URL passes as it is: the job reads it with
+// its own credentials. A path must lie inside dir and exist on this host; a
+// checkpoint saved on another node's disk is not here (x.ResumeNode names
+// that node when the server knows it), unless this node saved one of the
+// same name.
 func (a *Agent) resumeFrom(x client.Assignment, dir string) (string, string) {
 	if x.ResumeFrom == "" {
+		if x.NoResume != "" {
+			return "", "starting without ALLOT_RESUME_FROM: " + x.NoResume
+		}
 		return "", ""
 	}
 	if urlScheme.MatchString(x.ResumeFrom) {
@@ -165,21 +171,91 @@ func (a *Agent) unlegacy(job, path string) string {
 	return path
 }
 
-// reportCheckpoint tells the server that job saved a checkpoint at path on
-// this node, or with no node when path lies in the shared checkpoint root. A server older than this agent does not know the node field
-// and refuses it (400, unknown field node): it is told the path alone, as
-// before, so that agents may be upgraded before the servers.
-func (a *Agent) reportCheckpoint(ctx context.Context, job, path string) error {
+// reportCheckpoint tells the server that an instance of job saved a
+// checkpoint at path on this node, or with no node when path lies in the
+// shared checkpoint root. rank, when set, makes it that rank's part of the
+// save step. A server older than this agent does not know the fields node,
+// rank and step and refuses them (400, unknown field): it is told the path
+// alone, as before, so that agents may be upgraded before the servers.
+func (a *Agent) reportCheckpoint(ctx context.Context, job, path string, rank *int, step string) error {
 	ctx, cancel := a.bounded(ctx)
 	defer cancel()
 	node := a.cfg.Node
 	if a.cfg.CheckpointRoot != "" && within(a.cfg.CheckpointRoot, path) {
 		node = "" // every host reaches it
 	}
-	_, err := a.cfg.Client.Checkpoint(ctx, job, path, node)
+	_, err := a.cfg.Client.Checkpoint(ctx, job, client.CheckpointRequest{Path: path, Node: node, Rank: rank, Step: step})
 	var ae *client.APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && ae.Field == "node" && strings.Contains(ae.Message, "unknown field") {
-		_, err = a.cfg.Client.Checkpoint(ctx, job, path, "")
+	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && slices.Contains([]string{"node", "rank", "step"}, ae.Field) &&
+		strings.Contains(ae.Message, "unknown field") {
+		_, err = a.cfg.Client.Checkpoint(ctx, job, client.CheckpointRequest{Path: path})
 	}
 	return err
+}
+
+// markers follows the CHECKPOINT markers an instance may write: its own
+// in ALLOT_CHECKPOINT_DIR (in a gang, a part of a save each rank makes),
+// and for rank 0 of a gang on a shared checkpoint root, the job's in
+// ALLOT_JOB_CHECKPOINT_DIR (one save for every rank, as DeepSpeed and
+// torch.distributed.checkpoint write to shared storage).
+type markers struct {
+	watches []*markerWatch
+}
+
+// markerWatch is one marker being followed.
+type markerWatch struct {
+	dir  string
+	rank *int // the rank whose part it names; nil for every rank
+	// reported is the save last reported; at the start, the marker as the
+	// instance found it (an earlier attempt's, not this one's to report).
+	reported marker
+	bad      string // the last path refused, logged once
+}
+
+// newMarkers follows the markers of instance k of assignment x in sb as
+// they are now.
+func newMarkers(k key, x client.Assignment, sb sandbox, shared bool) *markers {
+	m := &markers{}
+	own := &markerWatch{dir: sb.ckptDir}
+	if x.WorldSize > 1 {
+		rank := k.rank
+		own.rank = &rank
+	}
+	m.watches = append(m.watches, own)
+	if x.WorldSize > 1 && k.rank == 0 && shared {
+		m.watches = append(m.watches, &markerWatch{dir: sb.jobCkpt})
+	}
+	for _, w := range m.watches {
+		w.reported, _ = readMarker(w.dir)
+	}
+	return m
+}
+
+// check reports each save a marker names that it has not reported yet.
+func (a *Agent) checkMarkers(ctx context.Context, k key, m *markers) {
+	for _, w := range m.watches {
+		cur, err := readMarker(w.dir)
+		if err != nil || cur.path == "" || cur.same(w.reported) {
+			continue
+		}
+		path, err := confine(w.dir, cur.path)
+		if err != nil {
+			if cur.path != w.bad {
+				w.bad = cur.path
+				a.log.Warn("checkpoint marker ignored: its path is not in the job's checkpoint directory", "job", k.job,
+					"path", truncate(cur.path, 200), "dir", w.dir, "err", err)
+			}
+			continue
+		}
+		step := ""
+		if w.rank != nil {
+			step, _ = filepath.Rel(w.dir, path)
+		}
+		if err := a.reportCheckpoint(ctx, k.job, path, w.rank, step); err != nil {
+			a.log.Warn("report checkpoint failed", "job", k.job, "rank", k.rank, "err", err)
+			continue
+		}
+		w.reported = cur
+		a.log.Info("checkpoint reported", "job", k.job, "rank", k.rank, "path", path, "part", w.rank != nil)
+	}
 }

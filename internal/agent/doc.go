@@ -22,21 +22,30 @@
 //     every instance: the server requeues them after its node timeout and
 //     their grace. A heartbeat answered 409 (the server forgot the node)
 //     stops every instance before the agent registers again.
-//   - ALLOT_CHECKPOINT_DIR is WORK/jobs/JOB/checkpoints, the same for every
-//     attempt of the job on this host. A job that writes a path into the
-//     file CHECKPOINT there (relative paths are relative to the directory)
-//     has that path reported as its checkpoint, with this node as where it
+//   - The job's checkpoint directory (ALLOT_JOB_CHECKPOINT_DIR) is
+//     WORK/jobs/JOB/checkpoints, the same for every attempt of the job on
+//     this host; ALLOT_CHECKPOINT_DIR is that directory for a job of one
+//     instance and its rank-R for rank R of a gang, so that each rank
+//     saves its own part under a marker of its own. A job that writes a
+//     path into the file CHECKPOINT there (relative paths are relative to
+//     the directory) has that path reported, with this node as where it
 //     lies, when it resolves inside the directory: every save the attempt
 //     makes (a rewrite of the same name too, by the marker's time), never
-//     a marker an earlier attempt left. The next attempt gets
-//     ALLOT_RESUME_FROM for a URL (s3://…) as it is, and for a path only
-//     when it lies inside the job's checkpoint directory and exists on this
-//     host (checkpoint.go); else none, and a line in the attempt's log names
-//     the node that has it. The scheduler sends a requeued job back to the
-//     node of its checkpoint when it can. With Config.CheckpointRoot (a
-//     file system every host mounts) the directory is ROOT/JOB instead,
-//     its checkpoints are reported without a node, and an attempt on any
-//     host resumes from them.
+//     a marker an earlier attempt left; a gang's rank reports its part of
+//     the save named by the path relative to its directory, which the
+//     server counts once every rank's part is in (docs/checkpoints.md).
+//     The next attempt gets ALLOT_RESUME_FROM as the server says, every
+//     rank its own part or none (Assignment.NoResume says why, into the
+//     log): a URL (s3://…) as it is, and a path only when it lies inside
+//     the job's checkpoint directory and exists on this host
+//     (checkpoint.go). The scheduler sends a requeued job back to the node
+//     of its checkpoint, each rank to the node of its part, when it can.
+//     With Config.CheckpointRoot (a file system every host mounts) the
+//     job's directory is ROOT/JOB instead, its checkpoints are reported
+//     without a node, and an attempt on any host resumes from them; there
+//     rank 0 also reports a marker in the job's directory, as the
+//     checkpoint of every rank (a DeepSpeed or torch.distributed.checkpoint
+//     directory that all ranks write).
 //   - Logs are DATA/logs/JOB/attempt-N.log (attempt-N.rank-R.log in a
 //     gang), shipped in whole lines every Config.ShipEvery (250 ms by default,
 //     so that a line reaches 'allot job logs -f' within a second).

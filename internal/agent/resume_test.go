@@ -85,7 +85,7 @@ retry: {max_retries: 1}
 				}
 				return
 			}
-			want := "starting without ALLOT_RESUME_FROM: the checkpoint " + first.CheckpointPath + " was saved on node " + node + ", not here"
+			want := "starting without ALLOT_RESUME_FROM: the checkpoint " + first.CheckpointPath + " was saved on node " + node + ", not on " + second
 			if second == node || !strings.Contains(log.String(), want) || !strings.Contains(log.String(), "fresh start") {
 				t.Errorf("retry on %s (checkpoint on drained %s) logged:\n%s\nwant a fresh start and %q", second, node, log.String(), want)
 			}
@@ -205,7 +205,7 @@ func TestCheckpointReportToAnOlderServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			a := &Agent{cfg: Config{Client: cl, Node: "n1"}}
-			err = a.reportCheckpoint(context.Background(), "j", "/c")
+			err = a.reportCheckpoint(context.Background(), "j", "/c", nil, "")
 			if (err == nil) != tc.ok || len(bodies) != tc.requests {
 				t.Fatalf("err %v after %d requests %q; want ok %v after %d", err, len(bodies), bodies, tc.ok, tc.requests)
 			}
@@ -294,6 +294,51 @@ func TestCheckpointRootRefused(t *testing.T) {
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("root %s: %v, want an error saying %q", cfg.CheckpointRoot, err, tc.want)
+		}
+	}
+}
+
+// Each rank of a gang saves its own part into a directory of its own; the
+// save is the job's checkpoint once both parts are in, and the retry puts
+// each rank back on the node of its part and resumes it from that part.
+func TestGangResumesEachRankFromItsPart(t *testing.T) {
+	const job = `name: parts
+tenant: team
+command: ["sh", "-c", 'if [ -n "$ALLOT_RESUME_FROM" ]; then echo "rank $ALLOT_RANK resumed: $(cat "$ALLOT_RESUME_FROM")"; exit 0; fi;
+  case "$ALLOT_CHECKPOINT_DIR" in "$ALLOT_JOB_CHECKPOINT_DIR/rank-$ALLOT_RANK") ;; *) echo "bad dirs $ALLOT_CHECKPOINT_DIR $ALLOT_JOB_CHECKPOINT_DIR"; exit 0;; esac;
+  echo "part of rank $ALLOT_RANK" > "$ALLOT_CHECKPOINT_DIR/step-7"; echo step-7 > "$ALLOT_CHECKPOINT_DIR/CHECKPOINT"; sleep 1; exit 1']
+resources: {instance_count: 2, gpus_per_instance: 8}
+retry: {max_retries: 1}
+`
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l.runAgent(t, ctx, "h100-01")
+	l.runAgent(t, ctx, "h100-02")
+	id := l.submit(t, job)
+	j := l.waitState(t, id, "Succeeded")
+	if len(j.AttemptHistory) != 2 {
+		t.Fatalf("%d attempts, want 2: %+v", len(j.AttemptHistory), j.AttemptHistory)
+	}
+	first, second := j.AttemptHistory[0].Nodes, j.AttemptHistory[1].Nodes
+	if len(j.CheckpointParts) != 2 {
+		t.Fatalf("checkpoint parts %+v, want one per rank", j.CheckpointParts)
+	}
+	for r, p := range j.CheckpointParts {
+		if p.Rank != r || p.Step != "step-7" || p.Node != first[r] || !strings.HasSuffix(p.Path, fmt.Sprintf("/rank-%d/step-7", r)) {
+			t.Errorf("part %d: %+v, want rank %d's step-7 in rank-%d on %s", r, p, r, r, first[r])
+		}
+	}
+	if fmt.Sprint(second) != fmt.Sprint(first) {
+		t.Errorf("retry on %v, want each rank back on the node of its part %v", second, first)
+	}
+	var log bytes.Buffer
+	if err := l.cl.Logs(ctx, id, 2, false, &log); err != nil {
+		t.Fatal(err)
+	}
+	for r := range 2 {
+		if want := fmt.Sprintf("rank %d resumed: part of rank %d", r, r); !strings.Contains(log.String(), want) {
+			t.Errorf("the retry's log lacks %q:\n%s", want, log.String())
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,10 +129,15 @@ const (
 
 // sandbox is an instance's isolation.
 type sandbox struct {
-	uid, gid  uint32
-	dynamic   bool
-	cred      *syscall.Credential // nil: the agent's user
-	jobDir    string
+	uid, gid uint32
+	dynamic  bool
+	cred     *syscall.Credential // nil: the agent's user
+	jobDir   string
+	// jobCkpt is the job's checkpoint directory; ckptDir the instance's,
+	// ALLOT_CHECKPOINT_DIR: jobCkpt itself for a job of one instance,
+	// jobCkpt/rank-R for rank R of a gang, so that each rank saves its own
+	// part under a marker of its own.
+	jobCkpt   string
 	ckptDir   string
 	dir       string // the attempt's working directory
 	cgroup    string // "" without cgroups
@@ -297,6 +303,9 @@ func jobDirName(job string) string {
 	return "j" + hex.EncodeToString(h[:8])
 }
 
+// rankDirName names rank's own checkpoint directory in its gang's.
+func rankDirName(rank int) string { return "rank-" + strconv.Itoa(rank) }
+
 // jobDir is WORK/jobs/NAME of job.
 func (a *Agent) jobDir(job string) string { return filepath.Join(a.cfg.Work, "jobs", jobDirName(job)) }
 
@@ -348,9 +357,13 @@ func (a *Agent) sandbox(k key, x client.Assignment) (sandbox, error) {
 		logPath:   filepath.Join(a.cfg.Data, "logs", k.job, name+".log"),
 		recordKey: fmt.Sprintf("%s.%d.%d", k.job, k.attempt, k.rank),
 	}
-	sb.ckptDir, sb.dir = filepath.Join(sb.jobDir, "checkpoints"), filepath.Join(sb.jobDir, name)
+	sb.jobCkpt, sb.dir = filepath.Join(sb.jobDir, "checkpoints"), filepath.Join(sb.jobDir, name)
 	if a.cfg.CheckpointRoot != "" {
-		sb.ckptDir = a.sharedCheckpoints(k.job)
+		sb.jobCkpt = a.sharedCheckpoints(k.job)
+	}
+	sb.ckptDir = sb.jobCkpt
+	if x.WorldSize > 1 {
+		sb.ckptDir = filepath.Join(sb.jobCkpt, rankDirName(k.rank))
 	}
 	for _, m := range a.legacyDirs(k.job) {
 		a.moveLegacy(m)
@@ -393,16 +406,15 @@ func (a *Agent) release(sb sandbox) {
 // attempt directory, all the job's user's and 0700. It never follows a
 // link the job may have put in its own directory.
 func (a *Agent) makeJobDirs(sb sandbox) error {
-	for _, dir := range []string{sb.jobDir, sb.ckptDir} {
+	for _, dir := range []string{sb.jobDir, sb.jobCkpt} {
 		if err := a.adopt(dir, sb); err != nil {
 			return err
 		}
 	}
-	if err := ownedDir(sb.jobDir, sb.uid, sb.gid); err != nil {
-		return err
-	}
-	if err := ownedDir(sb.ckptDir, sb.uid, sb.gid); err != nil {
-		return err
+	for _, dir := range slices.Compact([]string{sb.jobDir, sb.jobCkpt, sb.ckptDir}) {
+		if err := ownedDir(dir, sb.uid, sb.gid); err != nil {
+			return err
+		}
 	}
 	if err := os.RemoveAll(sb.dir); err != nil {
 		return err

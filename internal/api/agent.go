@@ -149,7 +149,7 @@ func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.P
 		}
 		as := Assignment{Job: x.Job, Attempt: x.Attempt, Rank: x.Rank, WorldSize: x.WorldSize, Command: x.Command,
 			Env: x.Env, ArrayIndex: x.ArrayIndex, GPUs: make([]AssignedGPU, len(x.GPUs)), GPUMilli: x.GPUMilli, MasterAddr: x.MasterAddr,
-			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, ResumeNode: x.ResumeNode, Timeout: timeout,
+			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, ResumeNode: x.ResumeNode, NoResume: x.NoResume, Timeout: timeout,
 			Grace: x.Grace.String(), Started: x.Started}
 		for k, g := range x.GPUs {
 			as.GPUs[k] = AssignedGPU{Index: g.Index, UUID: g.UUID}
@@ -213,10 +213,11 @@ func (h *handler) checkpoint(w http.ResponseWriter, r *http.Request, p server.Pr
 	if !h.decodeBody(w, r, &c) {
 		return
 	}
-	if !printable(w, "path", c.Path, MaxCheckpointPath) || !printable(w, "node", c.Node, maxNodeName) {
+	if !printable(w, "path", c.Path, MaxCheckpointPath) || !printable(w, "node", c.Node, maxNodeName) ||
+		!printable(w, "step", c.Step, MaxCheckpointPath) {
 		return
 	}
-	j, err := h.srv.ReportCheckpoint(r.Context(), p, r.PathValue("id"), c.Path, c.Node)
+	j, err := h.srv.ReportCheckpoint(r.Context(), p, r.PathValue("id"), server.CheckpointReport{Path: c.Path, Node: c.Node, Rank: c.Rank, Step: c.Step})
 	if err != nil {
 		h.fail(w, r, err)
 		return

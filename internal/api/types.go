@@ -34,6 +34,18 @@ type Job struct {
 	// CheckpointNode is the node whose disk holds it, when known; the
 	// next attempt prefers that node.
 	CheckpointNode string `json:"checkpoint_node,omitempty"`
+	// CheckpointParts are the parts of the checkpoint when the job's ranks
+	// save each their own (checkpoint_path is rank 0's); the next attempt
+	// resumes every rank from its part, or none of them.
+	CheckpointParts []CheckpointPart `json:"checkpoint_parts,omitempty"`
+}
+
+// CheckpointPart is one rank's part of a job's checkpoint.
+type CheckpointPart struct {
+	Rank int    `json:"rank"`
+	Step string `json:"step"`
+	Path string `json:"path"`
+	Node string `json:"node,omitempty"`
 }
 
 // Attempt is one run of a job: where, when, and how it ended (reason
@@ -96,6 +108,9 @@ func NewJob(j *model.Job) Job {
 		Allocations: make([]Allocation, len(st.Allocations)), Attempts: len(st.Attempts), Preemptions: st.Preemptions,
 		AttemptHistory: make([]Attempt, len(st.Attempts)), CheckpointPath: st.CheckpointPath,
 		CheckpointNode: st.CheckpointNode,
+	}
+	for _, p := range st.CheckpointParts {
+		out.CheckpointParts = append(out.CheckpointParts, CheckpointPart{Rank: p.Rank, Step: p.Step, Path: p.Path, Node: p.Node})
 	}
 	for i, a := range st.Attempts {
 		nodes := a.Nodes

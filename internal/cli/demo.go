@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -154,7 +155,15 @@ gets it as $ALLOT_RESUME_FROM, and train starts from the step it holds.
 
 On SIGTERM (a preemption, a cancel) it writes a checkpoint of its last
 finished step and exits 143, so a preempted job loses at most one step. On
-Ctrl-C it does the same and exits 130.`,
+Ctrl-C it does the same and exits 130.
+
+In a gang ($ALLOT_WORLD_SIZE > 1) the ranks take their steps in lockstep, as
+data-parallel training does: rank 0 listens on $ALLOT_MASTER_ADDR:
+$ALLOT_MASTER_PORT, and a step counts only when every rank finished it. So
+every rank stops at the same step and saves its own part of the same
+checkpoint into its own $ALLOT_CHECKPOINT_DIR, the agent reports each part,
+and the job's next attempt resumes every rank from that step. Rank 0 refuses
+to start a gang whose ranks would resume from different steps.`,
 		Example: `  allot demo train --steps 100 --step-time 1s --checkpoint-every 10
   ALLOT_CHECKPOINT_DIR=/tmp/ck allot demo train --steps 20 --step-time 100ms`,
 		Args: noArgs,
@@ -164,6 +173,11 @@ Ctrl-C it does the same and exits 130.`,
 			}
 			cfg.CheckpointDir, cfg.ResumeFrom = os.Getenv("ALLOT_CHECKPOINT_DIR"), os.Getenv("ALLOT_RESUME_FROM")
 			cfg.JobID, cfg.Attempt = os.Getenv("ALLOT_JOB_ID"), os.Getenv("ALLOT_ATTEMPT")
+			if world, _ := strconv.Atoi(os.Getenv("ALLOT_WORLD_SIZE")); world > 1 {
+				cfg.WorldSize = world
+				cfg.Rank, _ = strconv.Atoi(os.Getenv("ALLOT_RANK"))
+				cfg.Master = net.JoinHostPort(os.Getenv("ALLOT_MASTER_ADDR"), os.Getenv("ALLOT_MASTER_PORT"))
+			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "training %s: %d steps of %s (%s)\n", replicaName(), cfg.Steps, cfg.StepTime, gpuText())
 

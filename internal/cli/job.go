@@ -199,12 +199,15 @@ func jobFields(j client.Job) fields {
 		lines = append(lines, allocationText(a))
 	}
 	f.addLines("Allocations", lines)
-	if j.CheckpointPath != "" {
-		where := ""
-		if j.CheckpointNode != "" {
-			where = " (on " + j.CheckpointNode + ")"
+	switch {
+	case len(j.CheckpointParts) > 0:
+		lines = []string{fmt.Sprintf("%s, every rank's part (%d):", j.CheckpointParts[0].Step, len(j.CheckpointParts))}
+		for _, p := range j.CheckpointParts {
+			lines = append(lines, fmt.Sprintf("  rank %d: %s%s", p.Rank, p.Path, onNode(p.Node)))
 		}
-		f.add("Checkpoint", j.CheckpointPath+where)
+		f.addLines("Checkpoint", lines)
+	case j.CheckpointPath != "":
+		f.add("Checkpoint", j.CheckpointPath+onNode(j.CheckpointNode))
 	}
 	lines = lines[:0]
 	for _, a := range j.AttemptHistory {
@@ -310,4 +313,13 @@ func jobSpecLists(j client.Job) specLists {
 		_ = json.Unmarshal(j.Spec, &d) // a document the server wrote; nothing to print if it does not read
 	}
 	return d
+}
+
+// onNode says on whose disk a checkpoint lies, "" when every host reaches
+// it.
+func onNode(node string) string {
+	if node == "" {
+		return ""
+	}
+	return " (on " + node + ")"
 }

@@ -185,9 +185,10 @@ func printAttemptEnd(w io.Writer, j client.Job, n int) {
 }
 
 func newJobCheckpointCmd(conn *connection) *cobra.Command {
-	var path, node string
+	var path, node, step string
+	var rank int
 	cmd := &cobra.Command{
-		Use:   "checkpoint [ID] --path P [--node NODE]",
+		Use:   "checkpoint [ID] --path P [--node NODE] [--rank R --step S]",
 		Short: "Report that a job saved a checkpoint",
 		Long: `checkpoint tells the server that the job saved its state at P; its next
 attempt (after a preemption, a lost node or a retry) gets P as
@@ -201,9 +202,16 @@ node's disk: name that node with --node (one of the nodes the job runs on),
 and the job's next attempt prefers it; an attempt on another node starts
 without ALLOT_RESUME_FROM, and its log says why. Writing P into
 $ALLOT_CHECKPOINT_DIR/CHECKPOINT does all this through the agent, without a
-token.`,
+token.
+
+In a gang whose ranks each save their own part, report each part with
+--rank R and the save's name with --step S (the same for every rank; by
+default P's last element). The save becomes the job's checkpoint once every
+rank of the attempt has reported its part, and the next attempt resumes all
+ranks from it or, when some rank cannot reach its part, none of them.`,
 		Example: `  allot job checkpoint --path s3://bucket/ckpt/step-1000
-  allot job checkpoint train-llama-1k8lhkvh808cr --path "$ALLOT_CHECKPOINT_DIR/step-1000" --node eastus-h100-07`,
+  allot job checkpoint train-llama-1k8lhkvh808cr --path "$ALLOT_CHECKPOINT_DIR/step-1000" --node eastus-h100-07
+  allot job checkpoint --path "$ALLOT_CHECKPOINT_DIR/step-1000" --rank "$ALLOT_RANK" --node eastus-h100-07`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, f, err := conn.client()
@@ -217,7 +225,11 @@ token.`,
 			if id == "" {
 				return Usage(errNoJobID)
 			}
-			j, err := cl.Checkpoint(cmd.Context(), id, path, node)
+			ck := client.CheckpointRequest{Path: path, Node: node, Step: step}
+			if cmd.Flags().Changed("rank") {
+				ck.Rank = &rank
+			}
+			j, err := cl.Checkpoint(cmd.Context(), id, ck)
 			if err != nil {
 				return fromAPI(err)
 			}
@@ -226,6 +238,8 @@ token.`,
 	}
 	cmd.Flags().StringVar(&path, "path", "", "where the checkpoint is: a URL, or a path in $ALLOT_CHECKPOINT_DIR (required)")
 	cmd.Flags().StringVar(&node, "node", "", "the node whose disk holds the path (default: none, for a URL)")
+	cmd.Flags().IntVar(&rank, "rank", 0, "the rank whose part of a save this is (default: the checkpoint of every rank)")
+	cmd.Flags().StringVar(&step, "step", "", "the name of the save a rank's part belongs to, the same for every rank (default: the path's last element)")
 	_ = cmd.MarkFlagRequired("path")
 	return cmd
 }

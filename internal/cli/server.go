@@ -42,6 +42,7 @@ type serveFlags struct {
 	burst                        int
 	logLevel                     string
 	agents                       string
+	checkpointRoot               string // of the virtual agents; "none" for each node's own disk
 	nodeTimeout                  time.Duration
 	limits                       api.Limits // of the HTTP API; zero fields take the defaults
 	maxLost                      int
@@ -118,6 +119,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.DurationVar(&f.alertFor, "alert-for", 0, "replace the for duration of every alert rule that has one (tests; 0: the rules' own)")
 	_ = fl.MarkHidden("alert-every")
 	_ = fl.MarkHidden("alert-for")
+	fl.StringVar(&f.checkpointRoot, "checkpoint-root", "", "with --agents virtual: the directory every virtual node shares for jobs' checkpoints (ROOT/JOB), as a fleet shares NFS or Lustre, so that a job resumes from its checkpoint on any node; 'none' keeps each node's on its own disk, so that a job resumes only where its parts lie (default: WORK/.checkpoints beside the virtual nodes' work directories)")
 	f.jobs.register(cmd)
 }
 
@@ -234,6 +236,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	if f.logMemoryMiB < 2 || f.logMemoryMiB > 1<<20 {
 		return Usage(fmt.Errorf("--log-memory-mib %d: want 2 to 1048576 (a log keeps up to 1 MiB)", f.logMemoryMiB))
+	}
+	if f.checkpointRoot != "" && f.agents != "virtual" {
+		return Usage(fmt.Errorf("--checkpoint-root is for --agents virtual; an external agent takes its own (allot agent --checkpoint-root)"))
 	}
 	if err := f.jobs.check(); err != nil {
 		return err
@@ -386,7 +391,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if f.agents == "virtual" {
 		go func() {
 			agentsErr <- runVirtualAgents(agentsCtx, url, token, certPool(ownCerts), fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
-				f.nodeTimeout, f.jobs, log)
+				f.checkpointRoot, f.nodeTimeout, f.jobs, log)
 		}()
 	}
 	fmt.Fprintf(out, "listening on %s\n", url)
@@ -458,10 +463,25 @@ Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 // runVirtualAgents runs an in-process agent with virtual GPUs of its SKU
 // for every fleet node the fleet file does not mark down, keeping their
 // state in dir/NODE and their jobs' files in work/NODE (outside the
-// server's data directory: jobs must not reach the admin token).
-func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPool, fleet *model.Fleet, dir, work string, nodeTimeout time.Duration,
-	jobs jobLimitFlags, log *slog.Logger) error {
-	log.Info("virtual agents", "data", dir, "work", work)
+// server's data directory: jobs must not reach the admin token). Their
+// jobs' checkpoints go to ckptRoot, which they share as the hosts of a
+// fleet share a file system (default work/.checkpoints; "none" for each
+// node's own work directory).
+func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPool, fleet *model.Fleet, dir, work, ckptRoot string,
+	nodeTimeout time.Duration, jobs jobLimitFlags, log *slog.Logger) error {
+	switch ckptRoot {
+	case "none":
+		ckptRoot = ""
+	case "":
+		ckptRoot = filepath.Join(work, ".checkpoints")
+		if err := os.MkdirAll(ckptRoot, 0o711); err != nil {
+			return fmt.Errorf("checkpoint root: %w", err)
+		}
+		if err := os.Chmod(ckptRoot, 0o711); err != nil {
+			return fmt.Errorf("checkpoint root: %w", err)
+		}
+	}
+	log.Info("virtual agents", "data", dir, "work", work, "checkpoint_root", ckptRoot)
 	cl, err := client.New(url, token)
 	if err != nil {
 		return err
@@ -485,7 +505,7 @@ func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPo
 		go func() {
 			defer wg.Done()
 			cfg := agent.Config{Client: cl, Node: n.Name, GPUs: v, Data: filepath.Join(dir, n.Name),
-				Work: filepath.Join(work, n.Name), Address: "127.0.0.1", NodeTimeout: nodeTimeout,
+				Work: filepath.Join(work, n.Name), Address: "127.0.0.1", NodeTimeout: nodeTimeout, CheckpointRoot: ckptRoot,
 				Logger: log.With("agent", "virtual")}
 			jobs.apply(&cfg)
 			err := agent.Run(ctx, cfg)

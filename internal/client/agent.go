@@ -22,6 +22,10 @@ type (
 	AssignedGPU  = wire.AssignedGPU
 	StopOrder    = wire.StopOrder
 	AttemptEvent = wire.AttemptEvent
+	// CheckpointRequest is a checkpoint a job saved: a path, where it
+	// lies, and for a gang's rank that saves its own part, the rank and
+	// the save's step.
+	CheckpointRequest = wire.CheckpointRequest
 )
 
 func jsonBody(v any) []byte {
@@ -66,12 +70,11 @@ func (c *Client) Event(ctx context.Context, id string, n int, e AttemptEvent) er
 		body: jsonBody(e), contentType: "application/json", repeatable: true})
 }
 
-// Checkpoint reports that job id saved a checkpoint at path, on the disk of
-// node (empty for a URL, which no node holds).
-func (c *Client) Checkpoint(ctx context.Context, id, path, node string) (Job, error) {
+// Checkpoint reports that job id saved the checkpoint c.
+func (c *Client) Checkpoint(ctx context.Context, id string, ck CheckpointRequest) (Job, error) {
 	var j Job
 	err := c.do(ctx, request{method: http.MethodPost, path: "/v1/jobs/" + seg(id) + "/checkpoint",
-		body: jsonBody(wire.CheckpointRequest{Path: path, Node: node}), contentType: "application/json", out: &j, repeatable: true})
+		body: jsonBody(ck), contentType: "application/json", out: &j, repeatable: true})
 	return j, err
 }
 

@@ -31,6 +31,17 @@ type Job struct {
 	AttemptHistory []Attempt `json:"attempt_history"`
 	CheckpointPath string    `json:"checkpoint_path"`
 	CheckpointNode string    `json:"checkpoint_node"`
+	// CheckpointParts are the ranks' parts of the checkpoint, when each
+	// rank saves its own.
+	CheckpointParts []CheckpointPart `json:"checkpoint_parts"`
+}
+
+// CheckpointPart is one rank's part of a job's checkpoint.
+type CheckpointPart struct {
+	Rank int    `json:"rank"`
+	Step string `json:"step"`
+	Path string `json:"path"`
+	Node string `json:"node"`
 }
 
 // Attempt is one run of a job and how it ended.

@@ -30,6 +30,13 @@ type TrainConfig struct {
 	ResumeFrom string
 	JobID      string // recorded in checkpoints
 	Attempt    string
+	// Rank and WorldSize ($ALLOT_RANK, $ALLOT_WORLD_SIZE) make the run one
+	// rank of a gang of WorldSize > 1, whose rank 0 listens on Master
+	// ($ALLOT_MASTER_ADDR:$ALLOT_MASTER_PORT): the ranks take their steps in
+	// lockstep and stop and checkpoint at the same step (gang.go). Each
+	// rank saves its own part into its own CheckpointDir.
+	Rank, WorldSize int
+	Master          string
 }
 
 // checkpoint is the content of a checkpoint file.
@@ -77,19 +84,46 @@ func Train(ctx context.Context, cfg TrainConfig, out io.Writer) (int, error) {
 	if cfg.CheckpointDir == "" {
 		fmt.Fprintln(out, "no checkpoint directory ($ALLOT_CHECKPOINT_DIR): a stopped run starts over")
 	}
+	var g *gang
+	if cfg.WorldSize > 1 {
+		var err error
+		if g, err = joinGang(ctx, cfg.Rank, cfg.WorldSize, cfg.Master, step); err != nil {
+			if ctx.Err() != nil {
+				return step, ErrStopped // nothing done, nothing to save
+			}
+			return step, fmt.Errorf("rank %d of %d: %w", cfg.Rank, cfg.WorldSize, err)
+		}
+		defer g.close()
+		fmt.Fprintf(out, "rank %d of %d: the gang is complete, every rank starts from step %d\n", cfg.Rank, cfg.WorldSize, step)
+	}
 	timer := time.NewTimer(0)
 	<-timer.C
 	defer timer.Stop()
 	for step < cfg.Steps {
 		timer.Reset(cfg.StepTime)
+		done := true
 		select {
 		case <-ctx.Done():
+			done = false
+		case <-timer.C:
+		}
+		if g != nil {
+			commit, err := g.agree(done, 10*cfg.StepTime+30*time.Second)
+			if err != nil {
+				fmt.Fprintf(out, "the gang broke at step %d: %v\n", step, err)
+				if serr := saveCheckpoint(cfg, step, out); serr != nil {
+					return step, serr
+				}
+				return step, fmt.Errorf("rank %d of %d: %w", cfg.Rank, cfg.WorldSize, err)
+			}
+			done = commit
+		}
+		if !done {
 			fmt.Fprintf(out, "stopping at step %d of %d\n", step, cfg.Steps)
 			if err := saveCheckpoint(cfg, step, out); err != nil {
 				return step, err
 			}
 			return step, ErrStopped
-		case <-timer.C:
 		}
 		step++
 		fmt.Fprintf(out, "step %d/%d loss %.4f\n", step, cfg.Steps, loss(step, cfg.Steps))

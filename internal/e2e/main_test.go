@@ -94,6 +94,12 @@ func startServer(data string, log *syncBuffer, extra ...string) (url, admin stri
 // Every cycle of such a server also plans from scratch and the server exits
 // if that Plan differs from its incremental one (--check-incremental).
 func startServerArgs(data string, log *syncBuffer, args ...string) (url, admin string, stop func(), err error) {
+	return startServerStop(data, log, 5*time.Second, args...)
+}
+
+// startServerStop is startServerArgs whose stop waits up to wait for the
+// server to exit after SIGTERM before it kills it.
+func startServerStop(data string, log *syncBuffer, wait time.Duration, args ...string) (url, admin string, stop func(), err error) {
 	if len(args) > 0 && (args[0] == "server" || args[0] == "up") {
 		args = append(args[:len(args):len(args)], "--check-incremental")
 	}
@@ -114,7 +120,7 @@ func startServerArgs(data string, log *syncBuffer, args ...string) (url, admin s
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-exited:
-		case <-time.After(5 * time.Second):
+		case <-time.After(wait):
 			_ = cmd.Process.Kill()
 			<-exited
 		}

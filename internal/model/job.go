@@ -364,10 +364,19 @@ type JobStatus struct {
 	// URL, which no node holds). A requeued job prefers it,
 	// so that its next attempt finds the checkpoint.
 	CheckpointNode string
-	Allocations    []Allocation
-	Attempts       []Attempt
-	Preemptions    int
-	Retries        int // attempts that ended in failure and were retried
+	// CheckpointParts is the job's checkpoint when its ranks save each
+	// their own part: one part per rank, in rank order, all of one save
+	// (the same Step); CheckpointPath and CheckpointNode are then rank 0's
+	// part. Empty when one path serves every rank (checkpoint.go).
+	CheckpointParts []CheckpointPart
+	// PartsPending are parts of saves that not every rank has reported
+	// yet, a few per rank; a save becomes the job's checkpoint once every
+	// rank's part of it is in.
+	PartsPending []CheckpointPart
+	Allocations  []Allocation
+	Attempts     []Attempt
+	Preemptions  int
+	Retries      int // attempts that ended in failure and were retried
 	// Lost counts attempts lost with their node (it stopped answering, or
 	// its agent restarted); they do not count against max_retries but
 	// against the server's own limit, with a back-off between them.

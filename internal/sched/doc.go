@@ -48,9 +48,10 @@
 //     fabric, the cluster's; InfiniBand when it asks for infiniband), on the
 //     fewest leaf groups. A job whose checkpoint lies on one node's disk
 //     (JobStatus.CheckpointNode) goes back to that node when it may run
-//     there, ahead of the scorer's choice, and a gang puts its rank 0 there:
-//     its next attempt resumes only where the checkpoint is, unless two
-//     attempts failed there. Otherwise a job keeps off the nodes where its
+//     there, ahead of the scorer's choice, and a gang puts each rank on the
+//     node of its part (JobStatus.CheckpointParts; rank 0 on the node of a
+//     checkpoint of one path): its next attempt resumes only where the
+//     checkpoint is, unless two attempts failed there. Otherwise a job keeps off the nodes where its
 //     attempts failed (Attempt.FailedNode) while other nodes fit (a gang:
 //     of domains and of leaf groups as good, those with fewer such nodes
 //     first);

@@ -184,7 +184,7 @@ func (st *state) powerFilter(a *attempt) func(*NodeInfo) bool {
 // the job's data region.
 func (st *state) placeOne(a *attempt) (placement, bool) {
 	filter := st.powerFilter(a)
-	if n := st.checkpointNode(a); n != nil {
+	if n := st.checkpointNode(a, 0); n != nil {
 		if c, ok := st.chooser.Choose([]*NodeInfo{n}, &a.req, filter); ok {
 			return placement{nodes: []int{c.Node.Index}, gpus: [][]int{c.GPUs}}, true
 		}
@@ -232,16 +232,17 @@ func (st *state) placeAmong(a *attempt, cands []*NodeInfo, filter func(*NodeInfo
 	return placement{nodes: []int{c.Node.Index}, gpus: [][]int{c.GPUs}}, true
 }
 
-// checkpointNode is the node whose disk holds the job's checkpoint when
-// the job may run there now, else nil. A requeued job resumes from a
-// checkpoint on one node's disk only there (an agent elsewhere starts it
-// afresh), so placement prefers it to any score: the work a checkpoint
-// saves outweighs a better packed node. One failed attempt there does not
-// outweigh it (the fault may be the job's own); a second one does, and
-// the job then avoids the node like any other where it failed
-// (AvoidedNodes).
-func (st *state) checkpointNode(a *attempt) *NodeInfo {
-	name := a.job.Status.CheckpointNode
+// checkpointNode is the node whose disk holds rank's part of the job's
+// checkpoint (rank 0's: the checkpoint, when one path serves every rank)
+// when the job may run there now, else nil. A requeued job resumes from a
+// checkpoint on one node's disk only there (the server starts every rank
+// afresh when one cannot reach its part), so placement prefers it to any
+// score: the work a checkpoint saves outweighs a better packed node. One
+// failed attempt there does not outweigh it (the fault may be the job's
+// own); a second one does, and the job then avoids the node like any other
+// where it failed (AvoidedNodes).
+func (st *state) checkpointNode(a *attempt, rank int) *NodeInfo {
+	name := partNode(&a.job.Status, rank)
 	if name == "" || failuresOn(a.job, name) >= checkpointFailures {
 		return nil
 	}
@@ -257,6 +258,18 @@ func (st *state) checkpointNode(a *attempt) *NodeInfo {
 	return n
 }
 
+// partNode is the node whose disk holds rank's part of the checkpoint of
+// s's job, "" when there is none or every host reaches it.
+func partNode(s *model.JobStatus, rank int) string {
+	switch {
+	case len(s.CheckpointParts) == 0 && rank == 0:
+		return s.CheckpointNode
+	case rank < len(s.CheckpointParts):
+		return s.CheckpointParts[rank].Node
+	}
+	return ""
+}
+
 // checkpointFailures is how many failed attempts on the node of a job's
 // checkpoint make the job give up going back there.
 const checkpointFailures = 2
@@ -270,7 +283,7 @@ func AvoidedNodes(j *model.Job) []string {
 	for _, at := range j.Status.Attempts {
 		n := at.FailedNode
 		if n == "" || slices.Contains(out, n) ||
-			(n == j.Status.CheckpointNode && failuresOn(j, n) < checkpointFailures) {
+			(slices.Contains(j.Status.CheckpointNodes(), n) && failuresOn(j, n) < checkpointFailures) {
 			continue
 		}
 		out = append(out, n)
@@ -375,12 +388,6 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 	p := placement{}
 	filter := st.powerFilter(a)
 	ok := true
-	// Rank 0 (the master) goes to the node of the job's checkpoint when the
-	// gang's leaves hold it: it resumes there, and may hand the state on.
-	cp := st.checkpointNode(a)
-	if cp != nil && !slices.Contains(nodes, cp) {
-		cp = nil
-	}
 	// Instances go to nodes where no attempt of the job failed while
 	// those have room.
 	var kept []*NodeInfo
@@ -390,7 +397,10 @@ func (st *state) placeGang(a *attempt, trial bool) (placement, Reason, string) {
 	for i := 0; i < a.count; i++ {
 		var c Choice
 		found := false
-		if i == 0 && cp != nil {
+		// Each rank goes back to the node of its part of the job's
+		// checkpoint when the gang's leaves hold it: every rank resumes, or
+		// none does.
+		if cp := st.checkpointNode(a, i); cp != nil && slices.Contains(nodes, cp) {
 			c, found = st.chooser.Choose([]*NodeInfo{cp}, &a.req, filter)
 		}
 		if !found && len(kept) > 0 {

@@ -239,8 +239,12 @@ type Assignment struct {
 	MasterPort int
 	ResumeFrom string
 	ResumeNode string // the node whose disk holds ResumeFrom; "" when unknown
-	Timeout    time.Duration
-	Grace      time.Duration
+	// NoResume says why the instance starts from the beginning though the
+	// job has a checkpoint: not every rank reaches its part
+	// (model.JobStatus.ResumeOf).
+	NoResume string
+	Timeout  time.Duration
+	Grace    time.Duration
 	// Started is set when the agent already reported the instance started:
 	// an agent that does not run it has lost it.
 	Started bool
@@ -316,13 +320,21 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 				}
 			}
 		case model.StatePreparing, model.StateRunning:
+			var resume []model.Resume
+			var noResume string
 			for r, a := range st.Allocations {
 				if a.Node != node || (r < len(st.Instances) && st.Instances[r].Exited) {
 					continue
 				}
+				if resume == nil && noResume == "" {
+					resume, noResume = st.ResumeOf(st.Attempts[n-1].Nodes)
+				}
 				as := Assignment{Job: j.ID, Attempt: n, Rank: r, WorldSize: len(st.Allocations), Command: j.Spec.Command,
-					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, ResumeFrom: st.CheckpointPath, ResumeNode: st.CheckpointNode, Timeout: j.Spec.Retry.Timeout,
+					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, NoResume: noResume, Timeout: j.Spec.Retry.Timeout,
 					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n)}
+				if r < len(resume) {
+					as.ResumeFrom, as.ResumeNode = resume[r].Path, resume[r].Node
+				}
 				for _, g := range a.GPUs {
 					as.GPUs = append(as.GPUs, AssignedGPU{Index: g, UUID: uuids[g]})
 				}
@@ -409,7 +421,7 @@ func (s *Server) ReportEvent(ctx context.Context, p Principal, id string, n int,
 		if err := rankRunsOn(old, n, e.Rank, e.Node); err != nil {
 			return nil, "", err
 		}
-		return applyEvent(old, n, e, s.clock.Now(), limits{maxLost: s.cfg.MaxLost, retryBackoff: s.cfg.RetryBackoff})
+		return applyEvent(old, n, e, s.clock.Now(), limits{maxLost: s.cfg.MaxLost, retryBackoff: s.cfg.RetryBackoff, maxGrace: s.cfg.MaxGrace})
 	}, "attempt", n, "rank", e.Rank, "node", e.Node, "event", e.Type, "exit_code", e.ExitCode, "outcome", e.Outcome)
 }
 
@@ -431,36 +443,77 @@ func rankRunsOn(j *model.Job, n, rank int, node string) error {
 	return nil
 }
 
-// ReportCheckpoint records that job id saved a checkpoint at path; the next
-// attempt resumes from it (ALLOT_RESUME_FROM). node is the node whose disk
-// holds it: a node token's own node (node may be empty or that node), or
-// for the job's tenant and the administrator (whose token the agents of
-// 'allot up' share) one of the nodes of the job's current attempt, or empty
-// for a URL, which no node holds. A queued job prefers the
-// node of its checkpoint.
-func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id, path, node string) (*model.Job, error) {
-	if path == "" {
+// CheckpointReport is a checkpoint a job saved.
+type CheckpointReport struct {
+	// Path is where: a URL, or a path in the job's checkpoint directory.
+	Path string
+	// Node is the node whose disk holds Path: a node token's own node (or
+	// empty for it), one of the nodes of the job's current attempt, or
+	// empty for a URL or storage every node reaches.
+	Node string
+	// Rank, when set, makes Path that rank's part of a save the job's ranks
+	// each make (model.CheckpointPart); nil makes Path the checkpoint of
+	// every rank.
+	Rank *int
+	// Step names a rank's save, the same for every rank; empty means
+	// Path's last element.
+	Step string
+}
+
+// ReportCheckpoint records that job id saved a checkpoint; its next
+// attempt resumes from it (ALLOT_RESUME_FROM). A report of one rank's part
+// (c.Rank) counts once every rank of the current attempt has reported its
+// part of the same save (model.JobStatus.AddPart). A node token reports
+// only what lies on its own node and only for the ranks it runs; the job's
+// tenant and the administrator (whose token the agents of 'allot up'
+// share) may name any node of the job's current attempt. A queued job
+// prefers the nodes of its checkpoint.
+func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id string, c CheckpointReport) (*model.Job, error) {
+	if c.Path == "" {
 		return nil, refuse(CodeInvalidSpec, "path", "must not be empty")
 	}
 	if p.Node != "" {
-		if node != "" && node != p.Node {
-			return nil, refuse(CodeForbidden, "node", "a token of node %s may report only checkpoints on its own node, not on %s", p.Node, node)
+		if c.Node != "" && c.Node != p.Node {
+			return nil, refuse(CodeForbidden, "node", "a token of node %s may report only checkpoints on its own node, not on %s", p.Node, c.Node)
 		}
-		node = p.Node
+		c.Node = p.Node
+	}
+	if c.Step == "" {
+		c.Step = model.StepOf(c.Path)
 	}
 	return s.updateJob(ctx, p, id, func(old *model.Job) (*model.Job, string, error) {
 		if old.Status.State.Terminal() {
 			return nil, "", refuse(CodeConflict, "", "job %s already ended: %s", id, old.Status.State)
 		}
-		if node != "" && !ranOn(old, node) {
-			return nil, "", refuse(CodeInvalidSpec, "node", "job %s's current attempt does not run on node %s", id, node)
+		if c.Node != "" && !ranOn(old, c.Node) {
+			return nil, "", refuse(CodeInvalidSpec, "node", "job %s's current attempt does not run on node %s", id, c.Node)
 		}
-		j := checkpointJob(old, path, node, s.clock.Now())
-		if old.Status.CheckpointPath == path && old.Status.CheckpointNode == node && !old.Status.LastCheckpoint.IsZero() {
+		if c.Rank == nil {
+			j := checkpointJob(old, c.Path, c.Node, s.clock.Now())
+			if old.Status.CheckpointPath == c.Path && old.Status.CheckpointNode == c.Node && !old.Status.LastCheckpoint.IsZero() && len(old.Status.CheckpointParts) == 0 {
+				return j, "", nil
+			}
+			return j, "checkpoint recorded", nil
+		}
+		n := len(old.Status.Attempts)
+		if n == 0 {
+			return nil, "", refuse(CodeConflict, "rank", "job %s has not run: no rank has a part to report", id)
+		}
+		nodes := old.Status.Attempts[n-1].Nodes
+		r := *c.Rank
+		if r < 0 || r >= len(nodes) {
+			return nil, "", refuse(CodeInvalidSpec, "rank", "is %d; attempt %d of job %s has ranks 0 to %d", r, n, id, len(nodes)-1)
+		}
+		if p.Node != "" && nodes[r] != p.Node {
+			return nil, "", refuse(CodeForbidden, "rank", "rank %d of attempt %d of job %s runs on node %s, not on %s", r, n, id, nodes[r], p.Node)
+		}
+		j := cloneJob(old)
+		part := model.CheckpointPart{Rank: r, Attempt: n, Step: c.Step, Path: c.Path, Node: c.Node, At: s.clock.Now()}
+		if !j.Status.AddPart(part, len(nodes)) {
 			return j, "", nil
 		}
-		return j, "checkpoint recorded", nil
-	}, "path", path, "node", node)
+		return j, "checkpoint recorded: every rank's part of " + c.Step, nil
+	}, "path", c.Path, "node", c.Node, "step", c.Step)
 }
 
 // JobFilesToKeep says which of jobs node must keep the files of (its
@@ -482,7 +535,7 @@ func (s *Server) JobFilesToKeep(node string, jobs []string) ([]string, error) {
 		if !ok || ref.job == nil || ref.job.Status.State.Terminal() {
 			continue
 		}
-		if st := ref.job.Status; st.CheckpointNode == node || slices.ContainsFunc(st.Attempts, func(a model.Attempt) bool {
+		if st := ref.job.Status; slices.Contains(st.CheckpointNodes(), node) || slices.ContainsFunc(st.Attempts, func(a model.Attempt) bool {
 			return slices.Contains(a.Nodes, node)
 		}) {
 			keep = append(keep, id)

@@ -3,8 +3,11 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/spec"
@@ -46,16 +49,16 @@ func TestCheckpointStaysWithItsNode(t *testing.T) {
 	report("h100-02", a.ID, 1, Event{Type: EventStarted})
 
 	const path = "/work/jobs/a/checkpoints/step-60"
-	if _, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-01"}, a.ID, path, ""); !isCode(err, CodeForbidden) {
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-01"}, a.ID, CheckpointReport{Path: path, Node: ""}); !isCode(err, CodeForbidden) {
 		t.Errorf("a node the job does not run on reported its checkpoint: %v, want Forbidden", err)
 	}
-	if _, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-02"}, a.ID, path, "h100-03"); !isCode(err, CodeForbidden) {
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-02"}, a.ID, CheckpointReport{Path: path, Node: "h100-03"}); !isCode(err, CodeForbidden) {
 		t.Errorf("h100-02's token reported a checkpoint on h100-03: %v, want Forbidden", err)
 	}
-	if _, err := srv.ReportCheckpoint(ctx, Principal{Tenant: "team"}, a.ID, path, "h100-03"); !isInvalid(err, "node") {
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Tenant: "team"}, a.ID, CheckpointReport{Path: path, Node: "h100-03"}); !isInvalid(err, "node") {
 		t.Errorf("the tenant named a node a does not run on: %v, want InvalidSpec on node", err)
 	}
-	j, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-02"}, a.ID, path, "")
+	j, err := srv.ReportCheckpoint(ctx, Principal{Node: "h100-02"}, a.ID, CheckpointReport{Path: path, Node: ""})
 	must(err)
 	if j.Status.CheckpointPath != path || j.Status.CheckpointNode != "h100-02" {
 		t.Fatalf("checkpoint %q on %q, want %q on h100-02", j.Status.CheckpointPath, j.Status.CheckpointNode, path)
@@ -110,4 +113,94 @@ func TestCheckpointStaysWithItsNode(t *testing.T) {
 func isInvalid(err error, field string) bool {
 	var se *Error
 	return errors.As(err, &se) && se.Code == CodeInvalidSpec && se.Field == field
+}
+
+// A gang's ranks each report their part of a save; the save is the job's
+// checkpoint once every rank's part is in. The next attempt puts each rank
+// back on the node of its part and resumes every rank from its own part;
+// when one rank cannot have its node, no rank resumes, and each
+// assignment says why.
+func TestGangCheckpointResumesWhole(t *testing.T) {
+	ctx := context.Background()
+	srv, clock, must := labWithNodes(t)
+	specs, err := spec.ParseJobs("test", []byte(`{name: g, tenant: team, command: [x], resources: {instance_count: 2, gpus_per_instance: 8}, retry: {max_retries: 2}}`), nil)
+	must(err)
+	g, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+	must(err)
+	must(srv.Cycle(ctx))
+	nodes := wholeJob(t, srv, g.ID).Status.Attempts[0].Nodes
+	for r, n := range nodes {
+		_, err := srv.ReportEvent(ctx, Principal{Node: n}, g.ID, 1, Event{Type: EventStarted, Rank: r, Node: n})
+		must(err)
+	}
+	rank := func(r int) *int { return &r }
+	partOf := func(attempt, r int, step string) CheckpointReport {
+		return CheckpointReport{Path: fmt.Sprintf("/work/jobs/g/checkpoints/rank-%d/%s", r, step), Rank: rank(r), Step: step}
+	}
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Node: nodes[0]}, g.ID, partOf(1, 1, "step-10")); !isCode(err, CodeForbidden) {
+		t.Errorf("rank 0's node reported rank 1's part: %v, want Forbidden", err)
+	}
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Tenant: "team"}, g.ID, partOf(1, 2, "step-10")); !isInvalid(err, "rank") {
+		t.Errorf("a rank the gang lacks: %v, want InvalidSpec on rank", err)
+	}
+	j, err := srv.ReportCheckpoint(ctx, Principal{Node: nodes[0]}, g.ID, partOf(1, 0, "step-10"))
+	must(err)
+	if j.Status.CheckpointPath != "" {
+		t.Fatalf("one rank's part made the checkpoint %q", j.Status.CheckpointPath)
+	}
+	j, err = srv.ReportCheckpoint(ctx, Principal{Node: nodes[1]}, g.ID, partOf(1, 1, "step-10"))
+	must(err)
+	if len(j.Status.CheckpointParts) != 2 || j.Status.CheckpointParts[1].Node != nodes[1] {
+		t.Fatalf("after every rank's part: %+v", j.Status.CheckpointParts)
+	}
+	// The parts survive a restart of the server (the job record).
+	if back, err := decodeJob(encodeJob(j)); err != nil || !slices.Equal(back.Status.CheckpointParts, j.Status.CheckpointParts) {
+		t.Fatalf("parts after a round trip through the record: %+v, %v", back.Status.CheckpointParts, err)
+	}
+
+	// fail fails attempt n, rank 1 first (the node an attempt failed on
+	// is its first failed rank's, which the next attempts avoid).
+	fail := func(n int, nodes []string) {
+		t.Helper()
+		for _, r := range []int{1, 0} {
+			_, err := srv.ReportEvent(ctx, Principal{Node: nodes[r]}, g.ID, n, Event{Type: EventExited, ExitCode: 1, Rank: r, Node: nodes[r]})
+			must(err)
+		}
+		clock.Advance(DefaultRetryBackoff + time.Minute)
+		must(srv.Cycle(ctx))
+	}
+	fail(1, nodes)
+	again := wholeJob(t, srv, g.ID).Status.Attempts[1].Nodes
+	if !slices.Equal(again, nodes) {
+		t.Fatalf("attempt 2 on %v, want each rank on the node of its part %v", again, nodes)
+	}
+	for r, n := range again {
+		as, err := srv.NodeAssignments(ctx, n, 0, 0)
+		must(err)
+		want := fmt.Sprintf("/work/jobs/g/checkpoints/rank-%d/step-10", r)
+		if len(as.Run) != 1 || as.Run[0].ResumeFrom != want || as.Run[0].ResumeNode != n || as.Run[0].NoResume != "" {
+			t.Errorf("rank %d's assignment %+v, want it resuming from %s on %s", r, as.Run, want, n)
+		}
+	}
+
+	// Rank 1's node is drained: the gang runs elsewhere, and no rank
+	// resumes (rank 0 could; a mix is never started).
+	_, err = srv.DrainNode(ctx, Principal{Admin: true}, nodes[1], "maintenance")
+	must(err)
+	for r, n := range again {
+		_, err := srv.ReportEvent(ctx, Principal{Node: n}, g.ID, 2, Event{Type: EventStarted, Rank: r, Node: n})
+		must(err)
+	}
+	fail(2, again)
+	third := wholeJob(t, srv, g.ID).Status.Attempts[2].Nodes
+	if third[0] != nodes[0] || slices.Contains(third, nodes[1]) {
+		t.Fatalf("attempt 3 on %v, want rank 0 on %s and none on the drained %s", third, nodes[0], nodes[1])
+	}
+	for _, n := range third {
+		as, err := srv.NodeAssignments(ctx, n, 0, 0)
+		must(err)
+		if len(as.Run) != 1 || as.Run[0].ResumeFrom != "" || !strings.Contains(as.Run[0].NoResume, "rank 1's part of checkpoint step-10 is on node "+nodes[1]) {
+			t.Errorf("assignment on %s: %+v, want no resume and why", n, as.Run)
+		}
+	}
 }

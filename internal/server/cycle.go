@@ -300,6 +300,8 @@ func cloneJob(j *model.Job) *model.Job {
 	c.Status.Allocations = slices.Clone(j.Status.Allocations)
 	c.Status.Attempts = slices.Clone(j.Status.Attempts)
 	c.Status.Instances = slices.Clone(j.Status.Instances)
+	c.Status.CheckpointParts = slices.Clone(j.Status.CheckpointParts)
+	c.Status.PartsPending = slices.Clone(j.Status.PartsPending)
 	return &c
 }
 

@@ -19,6 +19,7 @@ import (
 //	Preparing|Running --preempted, none live--> Queued
 //	Preparing|Running|Preempted --canceled, an instance live--> Preempted (Canceling) --its exits--> Canceled
 //	Preparing|Running|Preempted --node lost--> Queued (NodeLost; no retry counted)
+//	Preparing|Running --outcome Stopped (its agent went down)--> Preempted (Requeued; no retry counted) --its exits--> Queued
 //
 // The functions below are pure: they take the job as it is and now, and
 // return the new version (never modifying the old) or nil when the fact
@@ -205,6 +206,7 @@ func retryBackoffAfter(k int, first time.Duration) time.Duration {
 type limits struct {
 	maxLost      int           // attempts that may be lost with their node
 	retryBackoff time.Duration // before the first retry of a failed attempt; ≤ 0: none
+	maxGrace     time.Duration // the longest grace a stop gives; 0: the job's own
 }
 
 // applyEvent applies an agent's report about instance e.Rank of attempt n
@@ -278,10 +280,20 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*mod
 		return endJob(j, model.StateSucceeded, "Completed", fmt.Sprintf("every instance of attempt %d exited 0", n), 0, now),
 			"job succeeded", nil
 	}
-	how := fmt.Sprintf("exited with code %d", e.ExitCode)
 	if in.Outcome == OutcomeStopped {
-		how = "was stopped"
+		// The server asks only Preempted jobs to stop: an instance of a
+		// running job stopped by its agent was stopped as the agent went
+		// down on purpose ('allot agent --on-exit stop', 'allot up'). No
+		// fault of the job's: it is requeued from its checkpoint, no retry
+		// counted, and its other ranks are stopped with their grace.
+		grace := old.Spec.Checkpoint.GraceOrDefault()
+		if lim.maxGrace > 0 {
+			grace = min(grace, lim.maxGrace)
+		}
+		who := fmt.Sprintf("the agent of node %s, which stopped rank %d as it went down,", e.Node, e.Rank)
+		return requeueJob(j, who, now, true, grace), "job requeued: its agent went down", nil
 	}
+	how := fmt.Sprintf("exited with code %d", e.ExitCode)
 	if e.Message != "" {
 		how = e.Message
 	}
@@ -319,7 +331,6 @@ func allStarted(in []model.Instance) bool {
 // checkpointJob records a checkpoint the job reported.
 func checkpointJob(old *model.Job, path, node string, now time.Time) *model.Job {
 	j := cloneJob(old)
-	j.Status.CheckpointPath, j.Status.CheckpointNode = path, node
-	j.Status.LastCheckpoint = now
+	j.Status.SetCheckpoint(path, node, now)
 	return j
 }

@@ -72,6 +72,11 @@ func TestApplyEvent(t *testing.T) {
 		{name: "lost by its agent: NodeLost, no retry counted", job: func() *model.Job { return running2(0) }, attempt: 1,
 			events: []Event{exited(1, -1, OutcomeNodeLost)}, wantState: model.StateQueued, wantReason: "BackingOff",
 			attempts: 1, lastReason: "NodeLost"},
+		{name: "stopped by its agent going down: requeued, no retry counted, the other rank stopped", job: func() *model.Job { return running2(0) }, attempt: 1,
+			events: []Event{exited(0, -1, OutcomeStopped)}, wantState: model.StatePreempted, wantReason: ReasonRequeued},
+		{name: "stopped by its agents going down: Queued once both are gone", job: func() *model.Job { return running2(0) }, attempt: 1,
+			events: []Event{exited(0, -1, OutcomeStopped), exited(1, -1, OutcomeStopped)}, wantState: model.StateQueued, wantReason: ReasonRequeued,
+			attempts: 1, lastReason: ReasonRequeued},
 		{name: "preempted waits for its last live instance", job: func() *model.Job {
 			j := running2(0)
 			j.Status.State, j.Status.Allocations = model.StatePreempted, nil

@@ -63,6 +63,32 @@ type specRecord struct {
 	Begin       time.Time         `json:"begin,omitzero"`
 }
 
+// partRecord is a model.CheckpointPart.
+type partRecord struct {
+	Rank    int       `json:"rank"`
+	Attempt int       `json:"attempt"`
+	Step    string    `json:"step"`
+	Path    string    `json:"path"`
+	Node    string    `json:"node,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+func partRecords(ps []model.CheckpointPart) []partRecord {
+	var out []partRecord
+	for _, p := range ps {
+		out = append(out, partRecord(p))
+	}
+	return out
+}
+
+func modelParts(ps []partRecord) []model.CheckpointPart {
+	var out []model.CheckpointPart
+	for _, p := range ps {
+		out = append(out, model.CheckpointPart(p))
+	}
+	return out
+}
+
 type statusRecord struct {
 	State          string          `json:"state"`
 	Reason         string          `json:"reason,omitempty"`
@@ -73,6 +99,8 @@ type statusRecord struct {
 	LastCheckpoint time.Time       `json:"last_checkpoint,omitzero"`
 	CheckpointPath string          `json:"checkpoint_path,omitempty"`
 	CheckpointNode string          `json:"checkpoint_node,omitempty"`
+	Parts          []partRecord    `json:"checkpoint_parts,omitempty"`
+	PartsPending   []partRecord    `json:"parts_pending,omitempty"`
 	Allocations    []allocRecord   `json:"allocations,omitempty"`
 	Attempts       []attemptRecord `json:"attempts,omitempty"`
 	Preemptions    int             `json:"preemptions,omitempty"`
@@ -141,6 +169,7 @@ func encodeJob(j *model.Job) []byte {
 			State: string(st.State), Reason: st.Reason, Detail: st.Detail,
 			SubmittedAt: st.SubmittedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
 			LastCheckpoint: st.LastCheckpoint, CheckpointPath: st.CheckpointPath, CheckpointNode: st.CheckpointNode,
+			Parts: partRecords(st.CheckpointParts), PartsPending: partRecords(st.PartsPending),
 			Preemptions: st.Preemptions, Retries: st.Retries, Lost: st.Lost, NotBefore: st.NotBefore, Held: st.Held,
 			Canceling: st.Canceling, Kill: st.Kill,
 			Region: st.Region, RegionAt: st.RegionAt,
@@ -192,6 +221,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 			State: model.State(r.Status.State), Reason: r.Status.Reason, Detail: r.Status.Detail,
 			SubmittedAt: r.Status.SubmittedAt, StartedAt: r.Status.StartedAt, EndedAt: r.Status.EndedAt,
 			LastCheckpoint: r.Status.LastCheckpoint, CheckpointPath: r.Status.CheckpointPath, CheckpointNode: r.Status.CheckpointNode,
+			CheckpointParts: modelParts(r.Status.Parts), PartsPending: modelParts(r.Status.PartsPending),
 			Preemptions: r.Status.Preemptions, Retries: r.Status.Retries, Lost: r.Status.Lost, NotBefore: r.Status.NotBefore,
 			Held: r.Status.Held, Canceling: r.Status.Canceling, Kill: r.Status.Kill,
 			Region: r.Status.Region, RegionAt: r.Status.RegionAt,

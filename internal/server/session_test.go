@@ -169,7 +169,7 @@ func (l *incrementalLab) agents() {
 			}
 		case st.State == model.StateRunning && l.rng.IntN(4) == 0:
 			l.checkpoints++
-			_, err := l.srv.ReportCheckpoint(ctx, admin, j.ID, fmt.Sprintf("/ckpt/%s/%d", j.ID, l.rng.IntN(1000)), "")
+			_, err := l.srv.ReportCheckpoint(ctx, admin, j.ID, CheckpointReport{Path: fmt.Sprintf("/ckpt/%s/%d", j.ID, l.rng.IntN(1000))})
 			l.refusedOrGone(err)
 		}
 	}

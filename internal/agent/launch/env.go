@@ -1,6 +1,7 @@
 package launch
 
 import (
+	"cmp"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ func Environ(s Spec) []string {
 	env["ALLOT_JOB_ID"] = s.JobID
 	env["ALLOT_ATTEMPT"] = strconv.Itoa(s.Attempt)
 	env["ALLOT_CHECKPOINT_DIR"] = s.CheckpointDir
+	env["ALLOT_JOB_CHECKPOINT_DIR"] = cmp.Or(s.JobCheckpointDir, s.CheckpointDir)
 	if s.ResumeFrom != "" {
 		env["ALLOT_RESUME_FROM"] = s.ResumeFrom
 	}

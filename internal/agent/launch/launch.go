@@ -27,12 +27,16 @@ type Spec struct {
 	// GPUMemoryMiB is the memory of the (smallest of the) GPUs, 0 when
 	// unknown: a fraction's share of it is its memory budget.
 	GPUMemoryMiB  int64
-	CheckpointDir string // stable across attempts of the job
-	ResumeFrom    string // the last checkpoint reported, if any
-	Rank          int
-	WorldSize     int
-	MasterAddr    string
-	MasterPort    int
+	CheckpointDir string // stable across attempts of the job: the instance's own (a gang's rank's)
+	// JobCheckpointDir is the job's checkpoint directory, which holds
+	// CheckpointDir in a gang (ALLOT_JOB_CHECKPOINT_DIR); empty means
+	// CheckpointDir.
+	JobCheckpointDir string
+	ResumeFrom       string // the last checkpoint reported, if any
+	Rank             int
+	WorldSize        int
+	MasterAddr       string
+	MasterPort       int
 	// Dir is the attempt's working directory and HOME; it must exist.
 	Dir string
 	// LogPath is the attempt's log: the agent opens it (0600, in a

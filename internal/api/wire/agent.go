@@ -55,9 +55,12 @@ type Assignment struct {
 	ResumeFrom string            `json:"resume_from,omitempty"`
 	// ResumeNode is the node whose disk holds ResumeFrom, when known.
 	ResumeNode string `json:"resume_node,omitempty"`
-	Timeout    string `json:"timeout,omitempty"`
-	Grace      string `json:"grace"`
-	Started    bool   `json:"started"`
+	// NoResume says why the instance starts from the beginning though the
+	// job has a checkpoint: not every rank of the attempt reaches its part.
+	NoResume string `json:"no_resume,omitempty"`
+	Timeout  string `json:"timeout,omitempty"`
+	Grace    string `json:"grace"`
+	Started  bool   `json:"started"`
 }
 
 // AssignedGPU is one GPU of an assignment.
@@ -98,6 +101,14 @@ type CheckpointRequest struct {
 	// Node is the node whose disk holds Path; empty for a node token's own
 	// node, or for a URL, which no node holds.
 	Node string `json:"node,omitempty"`
+	// Rank, when set, makes Path that rank's part of a save every rank of
+	// the job makes; the save is the job's checkpoint once every rank's
+	// part is in. Absent, Path serves every rank.
+	Rank *int `json:"rank,omitempty"`
+	// Step names the rank's save, the same for every rank (the path
+	// relative to the rank's checkpoint directory); empty means the path's
+	// last element.
+	Step string `json:"step,omitempty"`
 }
 
 // JobFilesRequest is the body of POST /v1/nodes/{name}/job-files: jobs
