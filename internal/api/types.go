@@ -148,6 +148,9 @@ type Why struct {
 	// unknown.
 	ExpectedRunSeconds float64 `json:"expected_run_seconds,omitempty"`
 	ExpectedRunBasis   string  `json:"expected_run_basis,omitempty"`
+	// Checkpoint says, for a queued job with a checkpoint, what it resumes
+	// from and whether the nodes of its parts may take it now.
+	Checkpoint string `json:"checkpoint,omitempty"`
 	// For a job that holds capacity: where it runs, since when, until
 	// when it is protected from preemption, and what may preempt it.
 	RunningOn      []string   `json:"running_on,omitempty"`
@@ -203,6 +206,7 @@ func newWhy(why server.Why) Why {
 	if why.ExpectedRun > 0 {
 		out.ExpectedRunSeconds, out.ExpectedRunBasis = why.ExpectedRun.Seconds(), why.ExpectedRunBasis
 	}
+	out.Checkpoint = why.Checkpoint
 	if e := why.Exposure; e != nil {
 		for _, a := range j.Status.Allocations {
 			out.RunningOn = append(out.RunningOn, a.Node)

@@ -62,6 +62,9 @@ func whyPrinter(w client.Why, now time.Time) printer {
 	if w.EstimateHow != "" {
 		fs.add("Estimated by", w.EstimateHow)
 	}
+	if w.Checkpoint != "" {
+		fs.add("Resumes from", w.Checkpoint)
+	}
 	if len(w.RunningOn) > 0 {
 		fs.add("Runs on", strings.Join(w.RunningOn, ", "))
 	}

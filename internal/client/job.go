@@ -85,6 +85,9 @@ type Why struct {
 	// to run from its start, ExpectedRunBasis on what; zero when unknown.
 	ExpectedRunSeconds float64 `json:"expected_run_seconds"`
 	ExpectedRunBasis   string  `json:"expected_run_basis"`
+	// Checkpoint says, for a queued job with a checkpoint, what it resumes
+	// from and whether the nodes of its parts may take it now.
+	Checkpoint string `json:"checkpoint"`
 	// For a job that holds capacity: where it runs, since when, until
 	// when it is protected from preemption, and what may preempt it.
 	RunningOn      []string `json:"running_on"`

@@ -160,16 +160,29 @@ func TestGangCheckpointResumesWhole(t *testing.T) {
 
 	// fail fails attempt n, rank 1 first (the node an attempt failed on
 	// is its first failed rank's, which the next attempts avoid).
-	fail := func(n int, nodes []string) {
+	fail := func(n int, nodes []string, whileQueued func()) {
 		t.Helper()
 		for _, r := range []int{1, 0} {
 			_, err := srv.ReportEvent(ctx, Principal{Node: nodes[r]}, g.ID, n, Event{Type: EventExited, ExitCode: 1, Rank: r, Node: nodes[r]})
 			must(err)
 		}
+		if whileQueued != nil {
+			whileQueued()
+		}
 		clock.Advance(DefaultRetryBackoff + time.Minute)
 		must(srv.Cycle(ctx))
 	}
-	fail(1, nodes)
+	why := func(want ...string) {
+		t.Helper()
+		w, err := srv.Explain(ctx, Principal{Tenant: "team"}, g.ID)
+		must(err)
+		for _, s := range want {
+			if !strings.Contains(w.Checkpoint, s) {
+				t.Errorf("job why says %q, want %q in it", w.Checkpoint, s)
+			}
+		}
+	}
+	fail(1, nodes, func() { why("step-10, 2 parts on "+nodes[0]+", "+nodes[1]+", which may take it now: every rank resumes there") })
 	again := wholeJob(t, srv, g.ID).Status.Attempts[1].Nodes
 	if !slices.Equal(again, nodes) {
 		t.Fatalf("attempt 2 on %v, want each rank on the node of its part %v", again, nodes)
@@ -191,7 +204,9 @@ func TestGangCheckpointResumesWhole(t *testing.T) {
 		_, err := srv.ReportEvent(ctx, Principal{Node: n}, g.ID, 2, Event{Type: EventStarted, Rank: r, Node: n})
 		must(err)
 	}
-	fail(2, again)
+	fail(2, again, func() {
+		why(nodes[1]+" (rank 1's part) is Draining", "placed elsewhere, every rank starts from the beginning")
+	})
 	third := wholeJob(t, srv, g.ID).Status.Attempts[2].Nodes
 	if third[0] != nodes[0] || slices.Contains(third, nodes[1]) {
 		t.Fatalf("attempt 3 on %v, want rank 0 on %s and none on the drained %s", third, nodes[0], nodes[1])

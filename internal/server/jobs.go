@@ -274,6 +274,10 @@ type Why struct {
 	// which. Zero when none is known.
 	ExpectedRun      time.Duration
 	ExpectedRunBasis string
+	// Checkpoint says, for a queued job with a checkpoint, what it resumes
+	// from and whether the nodes of its parts may take it
+	// (explainCheckpoint); empty otherwise.
+	Checkpoint string
 	// Exposure is, for a job that holds capacity, what may preempt it
 	// (sched.Scheduler.Exposure); nil otherwise.
 	Exposure *sched.Exposure
@@ -354,6 +358,7 @@ func (s *Server) explainQueued(w *world, j *model.Job, now time.Time) Why {
 	if hold := j.HeldUntil(); now.Before(hold) && (why.EstimatedStart == nil || why.EstimatedStart.Before(hold)) {
 		why.EstimatedStart = &hold
 	}
+	why.Checkpoint = explainCheckpoint(w, s.cache.holding(), j)
 	why.Regions = s.weighRegions(w, j, now)
 	for i := range why.Regions {
 		// Chosen marks the region the core places the job in now.
