@@ -175,18 +175,18 @@ func (a *Agent) unlegacy(job, path string) string {
 // checkpoint at path on this node, or with no node when path lies in the
 // shared checkpoint root. rank, when set, makes it that rank's part of the
 // save step. A server older than this agent does not know the fields node,
-// rank and step and refuses them (400, unknown field): it is told the path
+// shared, rank and step and refuses them (400, unknown field): it is told the path
 // alone, as before, so that agents may be upgraded before the servers.
 func (a *Agent) reportCheckpoint(ctx context.Context, job, path string, rank *int, step string) error {
 	ctx, cancel := a.bounded(ctx)
 	defer cancel()
-	node := a.cfg.Node
+	ck := client.CheckpointRequest{Path: path, Node: a.cfg.Node, Rank: rank, Step: step}
 	if a.cfg.CheckpointRoot != "" && within(a.cfg.CheckpointRoot, path) {
-		node = "" // every host reaches it
+		ck.Node, ck.Shared = "", true // every host reaches it
 	}
-	_, err := a.cfg.Client.Checkpoint(ctx, job, client.CheckpointRequest{Path: path, Node: node, Rank: rank, Step: step})
+	_, err := a.cfg.Client.Checkpoint(ctx, job, ck)
 	var ae *client.APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && slices.Contains([]string{"node", "rank", "step"}, ae.Field) &&
+	if errors.As(err, &ae) && ae.Status == http.StatusBadRequest && slices.Contains([]string{"node", "shared", "rank", "step"}, ae.Field) &&
 		strings.Contains(ae.Message, "unknown field") {
 		_, err = a.cfg.Client.Checkpoint(ctx, job, client.CheckpointRequest{Path: path})
 	}

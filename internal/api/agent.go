@@ -217,7 +217,7 @@ func (h *handler) checkpoint(w http.ResponseWriter, r *http.Request, p server.Pr
 		!printable(w, "step", c.Step, MaxCheckpointPath) {
 		return
 	}
-	j, err := h.srv.ReportCheckpoint(r.Context(), p, r.PathValue("id"), server.CheckpointReport{Path: c.Path, Node: c.Node, Rank: c.Rank, Step: c.Step})
+	j, err := h.srv.ReportCheckpoint(r.Context(), p, r.PathValue("id"), server.CheckpointReport{Path: c.Path, Node: c.Node, Shared: c.Shared, Rank: c.Rank, Step: c.Step})
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -29,6 +29,7 @@ type agentLab struct {
 	url, admin, team string
 	dir              string
 	work             string // the agents' --work, which jobs under other uids can enter
+	ckpt             string // the agents' shared --checkpoint-root
 	log              *syncBuffer
 	tokens           map[string]string // node -> its node token
 
@@ -45,7 +46,7 @@ func startLab(t *testing.T, extra ...string) *agentLab {
 		t.Skip("allot server has no --agents flag")
 	}
 	dir := t.TempDir()
-	lab := &agentLab{dir: dir, work: workDir(t), log: &syncBuffer{}, agents: map[string]*exec.Cmd{}}
+	lab := &agentLab{dir: dir, work: workDir(t), ckpt: workDir(t), log: &syncBuffer{}, agents: map[string]*exec.Cmd{}}
 	args := append([]string{"server",
 		"--data", filepath.Join(dir, "data"), "--listen", "127.0.0.1:0",
 		"--fleet", filepath.Join(root, "internal/e2e/testdata/agent-fleet.yaml"),
@@ -79,11 +80,11 @@ func startLab(t *testing.T, extra ...string) *agentLab {
 // heartbeat every 300 ms and its token in the environment (a command line
 // is world-readable), given servers (one URL or several), its output
 // prefixed in log.
-func runAgent(t *testing.T, servers, node, token, data, work, nodeTimeout string, log *syncBuffer) *exec.Cmd {
+func runAgent(t *testing.T, servers, node, token, data, work, nodeTimeout string, log *syncBuffer, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(bin, "agent", "--server", servers, "--node", node,
+	cmd := exec.Command(bin, append([]string{"agent", "--server", servers, "--node", node,
 		"--gpus", "virtual:8xH100-80GB", "--data", data, "--heartbeat", "300ms",
-		"--address", "127.0.0.1", "--work", work, "--node-timeout", nodeTimeout)
+		"--address", "127.0.0.1", "--work", work, "--node-timeout", nodeTimeout}, extra...)...)
 	cmd.Env = append(cleanEnv(), "ALLOT_TOKEN="+token)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -135,9 +136,9 @@ func workDir(t *testing.T) string {
 func (l *agentLab) startAgent(t *testing.T, node string) {
 	t.Helper()
 	// The token in the environment: a command line is world-readable. All
-	// agents share one work directory, as hosts would share a file system
-	// for checkpoints.
-	cmd := runAgent(t, l.url, node, l.tokens[node], filepath.Join(l.dir, "agent-"+node), l.work, "2s", l.log)
+	// agents share one work directory and one checkpoint root, as hosts
+	// would share a file system for checkpoints.
+	cmd := runAgent(t, l.url, node, l.tokens[node], filepath.Join(l.dir, "agent-"+node), l.work, "2s", l.log, "--checkpoint-root", l.ckpt)
 	l.mu.Lock()
 	l.agents[node] = cmd
 	l.mu.Unlock()

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"time"
 )
@@ -29,6 +30,14 @@ type CheckpointPart struct {
 // rank that runs ahead of the others by more saves than this has its
 // oldest forgotten, and a save completes only from what is kept.
 const MaxPendingParts = 4
+
+// urlScheme matches a checkpoint named by a URL (s3://bucket/ckpt) rather
+// than by a path.
+var urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
+
+// IsCheckpointURL reports whether a checkpoint is a URL, which no node's
+// disk holds and every attempt reads as it is.
+func IsCheckpointURL(p string) bool { return urlScheme.MatchString(p) }
 
 // StepOf is the name a part's save goes by when the reporter gives none:
 // the last element of its path.

@@ -448,9 +448,11 @@ type CheckpointReport struct {
 	// Path is where: a URL, or a path in the job's checkpoint directory.
 	Path string
 	// Node is the node whose disk holds Path: a node token's own node (or
-	// empty for it), one of the nodes of the job's current attempt, or
-	// empty for a URL or storage every node reaches.
+	// empty for it), or one of the nodes of the job's current attempt.
 	Node string
+	// Shared says every node reaches Path (a checkpoint root all hosts
+	// mount): it is recorded without a node, as a URL always is.
+	Shared bool
 	// Rank, when set, makes Path that rank's part of a save the job's ranks
 	// each make (model.CheckpointPart); nil makes Path the checkpoint of
 	// every rank.
@@ -477,6 +479,9 @@ func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id string, c
 			return nil, refuse(CodeForbidden, "node", "a token of node %s may report only checkpoints on its own node, not on %s", p.Node, c.Node)
 		}
 		c.Node = p.Node
+	}
+	if c.Shared || model.IsCheckpointURL(c.Path) {
+		c.Node = "" // no node holds it; who may report for the job is updateJob's to check
 	}
 	if c.Step == "" {
 		c.Step = model.StepOf(c.Path)

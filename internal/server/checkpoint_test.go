@@ -219,3 +219,34 @@ func TestGangCheckpointResumesWhole(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint every host reaches (the agents' shared checkpoint root, or
+// a URL) is recorded without a node, though a node token reports it: the
+// next attempt resumes from it wherever it runs.
+func TestSharedCheckpointHasNoNode(t *testing.T) {
+	ctx := context.Background()
+	srv, _, must := labWithNodes(t)
+	specs, err := spec.ParseJobs("test", []byte(`{name: a, tenant: team, command: [x], resources: {gpus_per_instance: 8}}`), nil)
+	must(err)
+	a, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+	must(err)
+	must(srv.Cycle(ctx))
+	node := wholeJob(t, srv, a.ID).Status.Allocations[0].Node
+	for _, c := range []CheckpointReport{{Path: "/mnt/ckpt/ja/step-1", Shared: true}, {Path: "s3://bucket/a/step-2"}} {
+		j, err := srv.ReportCheckpoint(ctx, Principal{Node: node}, a.ID, c)
+		must(err)
+		if j.Status.CheckpointPath != c.Path || j.Status.CheckpointNode != "" {
+			t.Errorf("%+v recorded as %q on %q, want it without a node", c, j.Status.CheckpointPath, j.Status.CheckpointNode)
+		}
+		if rs, why := j.Status.ResumeOf([]string{"elsewhere"}); why != "" || rs[0].Path != c.Path {
+			t.Errorf("%+v: an attempt elsewhere resumes from %+v (%q)", c, rs, why)
+		}
+	}
+	other := "h100-01"
+	if other == node {
+		other = "h100-02"
+	}
+	if _, err := srv.ReportCheckpoint(ctx, Principal{Node: other}, a.ID, CheckpointReport{Path: "/mnt/ckpt/ja/step-3", Shared: true}); !isCode(err, CodeForbidden) {
+		t.Errorf("a node the job does not run on reported a shared checkpoint: %v, want Forbidden", err)
+	}
+}

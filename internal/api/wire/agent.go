@@ -101,6 +101,10 @@ type CheckpointRequest struct {
 	// Node is the node whose disk holds Path; empty for a node token's own
 	// node, or for a URL, which no node holds.
 	Node string `json:"node,omitempty"`
+	// Shared says every host reaches Path (the agents' shared checkpoint
+	// root): no node holds it, and the next attempt resumes from it
+	// wherever it runs. A URL is always so.
+	Shared bool `json:"shared,omitempty"`
 	// Rank, when set, makes Path that rank's part of a save every rank of
 	// the job makes; the save is the job's checkpoint once every rank's
 	// part is in. Absent, Path serves every rank.
