@@ -182,7 +182,9 @@ func TestGangCheckpointResumesWhole(t *testing.T) {
 			}
 		}
 	}
-	fail(1, nodes, func() { why("step-10, 2 parts on "+nodes[0]+", "+nodes[1]+", which may take it now: every rank resumes there") })
+	fail(1, nodes, func() {
+		why("step-10, 2 parts on " + nodes[0] + ", " + nodes[1] + ", which may take it now: every rank resumes there")
+	})
 	again := wholeJob(t, srv, g.ID).Status.Attempts[1].Nodes
 	if !slices.Equal(again, nodes) {
 		t.Fatalf("attempt 2 on %v, want each rank on the node of its part %v", again, nodes)
