@@ -486,7 +486,9 @@ func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPo
 			defer wg.Done()
 			cfg := agent.Config{Client: cl, Node: n.Name, GPUs: v, Data: filepath.Join(dir, n.Name),
 				Work: filepath.Join(work, n.Name), Address: "127.0.0.1", NodeTimeout: nodeTimeout,
-				Logger: log.With("agent", "virtual")}
+				// The whole system goes down with the process: its
+				// jobs stop, and nothing of them outlives it.
+				OnExit: agent.OnExitStop, Logger: log.With("agent", "virtual")}
 			jobs.apply(&cfg)
 			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {
