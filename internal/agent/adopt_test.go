@@ -83,6 +83,20 @@ func (l *lab) pidOf(t *testing.T, id string) int {
 	}
 }
 
+// leftRunning runs an agent on cfg (OnExitLeave) until the job doc runs and
+// has written its pid, then ends it: a job a previous run of the agent
+// left. It returns the job's ID and pid.
+func (l *lab) leftRunning(t *testing.T, cfg Config, doc string) (string, int) {
+	t.Helper()
+	first := start(cfg)
+	id := l.submit(t, doc)
+	t.Cleanup(func() { _, _ = l.cl.Cancel(context.Background(), id) })
+	l.waitState(t, id, "Running")
+	pid := l.pidOf(t, id)
+	first.stop(t)
+	return id, pid
+}
+
 // waitFor polls ok for up to within.
 func waitFor(t *testing.T, what string, within time.Duration, ok func() bool) {
 	t.Helper()
@@ -117,15 +131,11 @@ func TestAgentRestartAdoptsJob(t *testing.T) {
 			var logs syncBuffer
 			cfg := l.logged(t, "h100-01", &logs)
 			cfg.OnExit, cfg.Cgroups = OnExitLeave, tc.cgroups
-			first := start(cfg)
-			id := l.submit(t, fmt.Sprintf(`name: adopted
+			id, pid := l.leftRunning(t, cfg, fmt.Sprintf(`name: adopted
 tenant: team
 command: ["sh", "-c", 'echo "pid $$"; i=0; while [ $i -lt %d ]; do echo "line $i"; i=$((i+1)); sleep 0.1; done; exit 3']
 resources: {gpus_per_instance: 2}
 `, tc.lines))
-			l.waitState(t, id, "Running")
-			pid := l.pidOf(t, id)
-			first.stop(t)
 			if !alive(pid) {
 				t.Fatalf("the job (pid %d) did not outlive its agent", pid)
 			}
@@ -169,6 +179,14 @@ resources: {gpus_per_instance: 2}
 	}
 }
 
+// sleeper60 is a job that says its pid and sleeps a minute.
+const sleeper60 = `name: sleeper
+tenant: team
+command: ["sh", "-c", 'echo "pid $$"; exec sleep 60']
+resources: {gpus_per_instance: 8}
+checkpoint: {grace: 1s}
+`
+
 // An instance a previous run left that the server requeued meanwhile (the
 // agent stayed away past the node timeout) is fenced: killed, its files
 // removed, nothing reported.
@@ -177,17 +195,7 @@ func TestAgentRestartFencesRequeued(t *testing.T) {
 	var logs syncBuffer
 	cfg := l.logged(t, "h100-01", &logs)
 	cfg.OnExit = OnExitLeave // and no node timeout: the shim never fences the job itself
-	first := start(cfg)
-	id := l.submit(t, `name: requeued
-tenant: team
-command: ["sh", "-c", 'echo "pid $$"; exec sleep 60']
-resources: {gpus_per_instance: 8}
-checkpoint: {grace: 1s}
-`)
-	defer func() { _, _ = l.cl.Cancel(context.Background(), id) }()
-	l.waitState(t, id, "Running")
-	pid := l.pidOf(t, id)
-	first.stop(t)
+	id, pid := l.leftRunning(t, cfg, sleeper60)
 	waitFor(t, "requeued by the server", 15*time.Second, func() bool {
 		j, err := l.cl.GetJob(context.Background(), id)
 		return err == nil && len(j.AttemptHistory) > 0 && j.AttemptHistory[0].Reason == "NodeLost"
@@ -214,17 +222,7 @@ func TestAgentRestartReportsLostAttempt(t *testing.T) {
 	l := newLabTimeout(t, 5*time.Second)
 	cfg := l.config(t, "h100-01")
 	cfg.OnExit = OnExitLeave
-	first := start(cfg)
-	id := l.submit(t, `name: long
-tenant: team
-command: ["sh", "-c", 'echo "pid $$"; exec sleep 30']
-resources: {gpus_per_instance: 8}
-checkpoint: {grace: 1s}
-`)
-	defer func() { _, _ = l.cl.Cancel(context.Background(), id) }()
-	l.waitState(t, id, "Running")
-	pid := l.pidOf(t, id)
-	first.stop(t)
+	id, pid := l.leftRunning(t, cfg, sleeper60)
 	// The host crashes: the shim and the job die, and the shim writes
 	// nothing.
 	var r record

@@ -35,9 +35,9 @@ type Spec struct {
 	MasterPort    int
 	// Dir is the attempt's working directory and HOME; it must exist.
 	Dir string
-	// LogPath is the attempt's log: the agent opens it (0600, in a
-	// directory only the agent may enter) and copies into it what the
-	// process writes to its stdout and stderr, a pipe (logcap.go).
+	// LogPath is the attempt's log: Start opens it (0600, in a directory
+	// only the agent may enter) and copies into it what the process
+	// writes to its stdout and stderr, a pipe (logcap.go).
 	LogPath string
 	// LogLimit is how many bytes the attempt may add to its log; past it
 	// the log says so and the rest of the output is dropped (the process

@@ -116,7 +116,12 @@ func spawn(cgroup string) (cmd *exec.Cmd, in, answer *os.File, err error) {
 	if self, err := os.Executable(); err == nil {
 		cmd.Args[0] = self // what ps shows
 	}
-	cmd.Env = append(os.Environ(), EnvVar+"=1")
+	// The shim needs none of the agent's environment but PATH, where the
+	// job's command is looked up as the agent would.
+	cmd.Env = []string{EnvVar + "=1"}
+	if path, ok := os.LookupEnv("PATH"); ok {
+		cmd.Env = append(cmd.Env, "PATH="+path)
+	}
 	cmd.Dir = "/"
 	cmd.Stdin = inR
 	cmd.ExtraFiles = []*os.File{answerW}
