@@ -13,6 +13,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/allot-dev/allot/internal/agent/launch"
+	"github.com/allot-dev/allot/internal/agent/shim"
 )
 
 // run is one run of an agent: its end and the error Run returned.
@@ -186,6 +189,76 @@ command: ["sh", "-c", 'echo "pid $$"; exec sleep 60']
 resources: {gpus_per_instance: 8}
 checkpoint: {grace: 1s}
 `
+
+// A stop order's deadline outlives the agent that gave it: a job that
+// ignores SIGTERM, canceled with its grace of 2 s, is killed at the end of
+// it although its agent exited and another adopted it meanwhile, and the
+// adopted instance counts as stopping.
+func TestAgentRestartKeepsStopDeadline(t *testing.T) {
+	l := newLabTimeout(t, 5*time.Second)
+	var logs syncBuffer
+	cfg := l.logged(t, "h100-01", &logs)
+	cfg.OnExit = OnExitLeave
+	first := start(cfg)
+	id := l.submit(t, `name: stubborn
+tenant: team
+command: ["sh", "-c", 'trap "echo ignored TERM" TERM; echo "pid $$"; while :; do sleep 0.05; done']
+resources: {gpus_per_instance: 1}
+checkpoint: {grace: 2s}
+`)
+	l.waitState(t, id, "Running")
+	pid := l.pidOf(t, id)
+	if _, err := l.cl.Cancel(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stop order given", 5*time.Second, func() bool { return strings.Contains(logs.String(), "stopping instance") })
+	ordered := time.Now()
+	first.stop(t)
+	second := start(cfg)
+	defer second.stop(t)
+	waitFor(t, "adopted", 5*time.Second, func() bool { return strings.Contains(logs.String(), "stopping=true") })
+	waitFor(t, "the job killed", 10*time.Second, func() bool { return !alive(pid) })
+	if took := time.Since(ordered); took > 4*time.Second {
+		t.Errorf("the job was killed %s after its 2 s grace began, want about 2 s", took.Round(time.Millisecond))
+	}
+	if !strings.Contains(l.serverLog(t, id, 1), "ignored TERM") {
+		t.Error("the job never got SIGTERM")
+	}
+}
+
+// A job whose agent does not come back is stopped by its shim once the
+// agent's lease is older than the node timeout (SIGTERM, then its grace),
+// as the server then requeues it; the agent's next run reports nothing of
+// it and removes its files.
+func TestShimFencesJobOfGoneAgent(t *testing.T) {
+	l := newLab(t)
+	cfg := l.config(t, "h100-01")
+	cfg.OnExit, cfg.NodeTimeout = OnExitLeave, time.Second
+	id, pid := l.leftRunning(t, cfg, `name: orphan
+tenant: team
+command: ["sh", "-c", 'trap "echo got TERM; exit 0" TERM; echo "pid $$"; while :; do sleep 0.05; done']
+resources: {gpus_per_instance: 1}
+checkpoint: {grace: 5s}
+`)
+	left := time.Now()
+	if !alive(pid) {
+		t.Fatal("the job died with its agent")
+	}
+	waitFor(t, "the job stopped by its shim", 10*time.Second, func() bool { return !alive(pid) })
+	if took := time.Since(left); took < 700*time.Millisecond {
+		t.Errorf("the job stopped %s after its agent left, before the 1 s node timeout", took)
+	}
+	name := filepath.Join(cfg.Data, "state", id+".1.0")
+	if e, err := shim.ReadExit(name + ".exit.json"); err != nil || !e.Fenced || e.Outcome != launch.Stopped || e.Killed {
+		t.Errorf("exit %+v (%v), want fenced and stopped by SIGTERM", e, err)
+	}
+	second := start(cfg)
+	defer second.stop(t)
+	waitFor(t, "its files removed", 10*time.Second, func() bool {
+		left, _ := filepath.Glob(name + ".*")
+		return len(left) == 0
+	})
+}
 
 // An instance a previous run left that the server requeued meanwhile (the
 // agent stayed away past the node timeout) is fenced: killed, its files

@@ -201,8 +201,8 @@ type Agent struct {
 	// leaving is closed as an agent that leaves its instances running
 	// exits: their watchers return without a word.
 	leaving chan struct{}
-	// instances counts the goroutines that start, watch or fence an
-	// instance.
+	// instances counts the goroutines that start, watch, fence or report
+	// an instance.
 	instances sync.WaitGroup
 
 	// askKeep, when set, answers in place of the server which jobs'
@@ -465,7 +465,11 @@ func (a *Agent) reconcile(ctx context.Context, as client.Assignments) {
 			// (the host restarted, or its shim was killed).
 			a.finished[k] = true
 			a.log.Warn("assignment lost (nothing of it runs here); reporting", "job", k.job, "attempt", k.attempt, "rank", k.rank)
-			go a.report(a.reports, k, client.AttemptEvent{Type: "exited", ExitCode: -1, Outcome: "NodeLost"})
+			a.instances.Add(1)
+			go func() {
+				defer a.instances.Done()
+				a.report(a.reports, k, client.AttemptEvent{Type: "exited", ExitCode: -1, Outcome: "NodeLost"})
+			}()
 			continue
 		}
 		a.start(ctx, k, x)

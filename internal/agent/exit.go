@@ -97,8 +97,8 @@ func (a *Agent) waitAll(dones []chan struct{}) {
 	}
 }
 
-// waitInstances waits, up to limit, for the goroutines that start, watch
-// or fence instances to return.
+// waitInstances waits, up to limit, for the goroutines that start, watch,
+// fence or report instances to return.
 func (a *Agent) waitInstances(limit time.Duration) {
 	done := make(chan struct{})
 	go func() {
