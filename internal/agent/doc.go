@@ -1,8 +1,9 @@
 // Package agent runs a GPU host for an allot server: one Agent per node
 // discovers the node's GPUs (package gpu), registers them, heartbeats, and
 // long-polls the node's assignments; it starts each assigned instance of an
-// attempt (package launch) and reports what the server cannot see: started,
-// exited (exit code and outcome), checkpoints and log chunks.
+// attempt (under a shim: packages shim and launch) and reports what the
+// server cannot see: started, exited (exit code and outcome), checkpoints
+// and log chunks.
 //
 // Contract with the server (docs/api.md, "Agents"):
 //

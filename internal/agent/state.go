@@ -81,11 +81,16 @@ func (a *Agent) writeRecord(name string, r record) error {
 	return os.Rename(tmp, a.recordPath(name))
 }
 
+// shimFiles are the endings of the files an instance's shim reads and
+// writes beside its record, with those of their atomic replacements.
+var shimFiles = []string{".exit.json", ".order.json", ".exit.json.tmp", ".order.json.tmp"}
+
 // forget removes the instance's record and its shim's files: nothing of it
 // is left to adopt or to fence.
 func (a *Agent) forget(name string) {
-	for _, p := range []string{a.recordPath(name), a.exitPath(name), a.orderPath(name)} {
-		_ = os.Remove(p)
+	_ = os.Remove(a.recordPath(name))
+	for _, suffix := range shimFiles {
+		_ = os.Remove(filepath.Join(a.cfg.Data, "state", name+suffix))
 	}
 }
 
@@ -129,9 +134,7 @@ func (a *Agent) survey() {
 		base := filepath.Base(f)
 		name, isRecord := strings.CutSuffix(base, ".json")
 		switch {
-		case base == leaseFile:
-			continue
-		case strings.HasSuffix(base, ".exit.json"), strings.HasSuffix(base, ".order.json"):
+		case base == leaseFile, shimFile(base) != "":
 			continue // the shim's, beside its record
 		case !isRecord:
 			_ = os.Remove(f)
@@ -166,17 +169,25 @@ func (a *Agent) survey() {
 			"shim", r.Shim, "running", !ended(h))
 	}
 	for _, f := range files {
-		base := filepath.Base(f)
-		for _, suffix := range []string{".exit.json", ".order.json"} {
-			if name, ok := strings.CutSuffix(base, suffix); ok && !records[name] {
-				_ = os.Remove(f)
-			}
+		if name := shimFile(filepath.Base(f)); name != "" && !records[name] {
+			_ = os.Remove(f)
 		}
 	}
 	for _, r := range dead {
 		a.killRecord(r, !a.uidKept(r.UID))
 	}
 	a.fenceUnrecorded()
+}
+
+// shimFile is the name of the instance whose shim's file base is, "" when
+// it is none.
+func shimFile(base string) string {
+	for _, suffix := range shimFiles {
+		if name, ok := strings.CutSuffix(base, suffix); ok {
+			return name
+		}
+	}
+	return ""
 }
 
 // uidKept reports whether a kept leftover runs under uid.
