@@ -320,33 +320,41 @@ func TestAgentRestartReportsLostAttempt(t *testing.T) {
 // An agent that stops its jobs as it exits (OnExitStop) delivers every
 // report of their ends before Run returns: the checkpoint a job saves on
 // SIGTERM, its last log lines, and its exit, reported lost with its node so
-// that the job comes back from that checkpoint without a retry counted.
+// that the job comes back from that checkpoint without a retry counted. So
+// does one that supervises its jobs in its own process (InProcess), where
+// a job's parent is the agent's process, not a shim.
 func TestShutdownReportsCheckpointSavedOnStop(t *testing.T) {
-	l := newLab(t)
-	cfg := l.config(t, "h100-01")
-	cfg.StopTimeout = 10 * time.Second
-	r := start(cfg)
-	id := l.submit(t, `name: saver
+	for _, inProcess := range []bool{false, true} {
+		t.Run(map[bool]string{false: "Shim", true: "InProcess"}[inProcess], func(t *testing.T) {
+			l := newLab(t)
+			cfg := l.config(t, "h100-01")
+			cfg.StopTimeout, cfg.InProcess = 10*time.Second, inProcess
+			r := start(cfg)
+			id := l.submit(t, `name: saver
 tenant: team
-command: ["sh", "-c", 'trap "echo saved > \"\$ALLOT_CHECKPOINT_DIR/final\"; echo final > \"\$ALLOT_CHECKPOINT_DIR/CHECKPOINT\"; sleep 0.3; echo saved on TERM; exit 0" TERM; echo "pid $$"; while :; do sleep 0.1; done']
+command: ["sh", "-c", 'trap "echo saved > \"\$ALLOT_CHECKPOINT_DIR/final\"; echo final > \"\$ALLOT_CHECKPOINT_DIR/CHECKPOINT\"; sleep 0.3; echo saved on TERM; exit 0" TERM; echo "parent $PPID"; echo "pid $$"; while :; do sleep 0.1; done']
 resources: {gpus_per_instance: 1}
 checkpoint: {grace: 10s}
 `)
-	l.waitState(t, id, "Running")
-	l.pidOf(t, id)
-	r.stop(t)
-	j, err := l.cl.GetJob(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
+			l.waitState(t, id, "Running")
+			l.pidOf(t, id)
+			if parent := strings.Contains(l.serverLog(t, id, 1), fmt.Sprintf("parent %d\n", os.Getpid())); parent != inProcess {
+				t.Errorf("the job's parent is the agent's process: %v, want %v", parent, inProcess)
+			}
+			r.stop(t)
+			j, err := l.cl.GetJob(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := filepath.Join(cfg.Work, "jobs", jobDirName(id), "checkpoints", "final"); j.CheckpointPath != want {
+				t.Errorf("checkpoint %q when Run returned, want %s (saved on SIGTERM)", j.CheckpointPath, want)
+			}
+			if log := l.serverLog(t, id, 1); !strings.Contains(log, "saved on TERM") {
+				t.Errorf("the log's last line had not reached the server when Run returned:\n%s", log)
+			}
+			if len(j.AttemptHistory) != 1 || j.AttemptHistory[0].Reason != "NodeLost" || j.State == "Failed" {
+				t.Errorf("job %s, attempts %+v: want attempt 1 lost with its node and the job requeued", j.State, j.AttemptHistory)
+			}
+		})
 	}
-	if want := filepath.Join(cfg.Work, "jobs", jobDirName(id), "checkpoints", "final"); j.CheckpointPath != want {
-		t.Errorf("checkpoint %q when Run returned, want %s (saved on SIGTERM)", j.CheckpointPath, want)
-	}
-	if log := l.serverLog(t, id, 1); !strings.Contains(log, "saved on TERM") {
-		t.Errorf("the log's last line had not reached the server when Run returned:\n%s", log)
-	}
-	if len(j.AttemptHistory) != 1 || j.AttemptHistory[0].Reason != "NodeLost" || j.State == "Failed" {
-		t.Errorf("job %s, attempts %+v: want attempt 1 lost with its node and the job requeued", j.State, j.AttemptHistory)
-	}
-	_, _ = l.cl.Cancel(context.Background(), id)
 }

@@ -130,6 +130,14 @@ type Config struct {
 	// means OnExitStop, what an agent run inside another program (allot
 	// up) wants; 'allot agent' leaves them by default.
 	OnExit OnExit
+	// InProcess supervises each instance inside the agent's process (a
+	// goroutine: shim.Supervise) rather than under a shim process of its
+	// own: for an agent inside a program whose jobs end with it (allot
+	// up), where starting a shim, an exec of the whole program, would cost
+	// more than many jobs do. Its instances end with the process, and a
+	// later run fences what a crash left instead of adopting it. It needs
+	// OnExitStop.
+	InProcess bool
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
@@ -244,6 +252,9 @@ func Run(ctx context.Context, cfg Config) error {
 	case OnExitStop, OnExitLeave:
 	default:
 		return fmt.Errorf("agent: OnExit %q: want %q or %q", cfg.OnExit, OnExitStop, OnExitLeave)
+	}
+	if cfg.InProcess && cfg.OnExit != OnExitStop {
+		return errors.New("agent: InProcess needs OnExit stop: instances supervised in the agent's process end with it")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -20,6 +20,9 @@
 //     itself as 'allot agent shim' for each one, and the shim, not the
 //     agent, is the job's parent, holds its log and writes how it ended
 //     to DATA/state. An agent's exit therefore ends no job by itself.
+//     (Config.InProcess runs the same supervisor as a goroutine of the
+//     agent instead, for allot up, whose jobs end with its process: no
+//     exec of the program per job, and nothing to adopt after a crash.)
 //     Config.OnExit says what it does: OnExitLeave (what 'allot agent'
 //     does by default, as slurmd and kubelet do) leaves every instance
 //     running, one log line each; OnExitStop (the zero value, and what

@@ -92,10 +92,16 @@ func (a *Agent) launch(k key, p *proc) (launch.Spec, error) {
 	}
 	s := shim.Spec{Launch: spec, Cgroup: sb.cgroup, PidsMax: pidsMax, Exit: a.exitPath(sb.recordKey),
 		Order: a.orderPath(sb.recordKey), Lease: a.leasePath(), NodeTimeout: a.cfg.NodeTimeout}
-	h, err := shim.Start(s, a.shims, func(pid int, start uint64) error {
-		rec.Shim, rec.ShimStart = pid, start
-		return a.writeRecord(sb.recordKey, rec)
-	})
+	var h *shim.Handle
+	if a.cfg.InProcess {
+		// The record names no shim: a later run fences the instance.
+		h, err = shim.Supervise(s)
+	} else {
+		h, err = shim.Start(s, a.shims, func(pid int, start uint64) error {
+			rec.Shim, rec.ShimStart = pid, start
+			return a.writeRecord(sb.recordKey, rec)
+		})
+	}
 	if err != nil {
 		if sb.cgroup != "" {
 			a.killCgroup(sb.cgroup) // what a shim that did not answer may have started
@@ -198,23 +204,25 @@ func (a *Agent) watch(k key, p *proc) {
 func (a *Agent) ended(k key, p *proc) client.AttemptEvent {
 	e, err := p.h.Exit()
 	log := a.log.With("job", k.job, "attempt", k.attempt, "rank", k.rank)
+	lost := func(why string) client.AttemptEvent {
+		return client.AttemptEvent{Type: "exited", ExitCode: -1, Outcome: "NodeLost", Message: eventMessage("lost on " + a.cfg.Node + ": " + why)}
+	}
 	var ev client.AttemptEvent
 	switch {
 	case err != nil:
 		log.Warn("instance's shim ended without saying how the job ended: reporting it lost", "shim", p.h.Pid(), "err", err)
 		a.killRecord(p.rec, false)
-		return client.AttemptEvent{Type: "exited", ExitCode: -1, Outcome: "NodeLost"}
+		ev = lost("its supervisor ended without recording how the job ended")
 	case e.StartError != "":
 		log.Error("start failed", "err", e.StartError)
 		ev = client.AttemptEvent{Type: "exited", ExitCode: 127, Outcome: string(launch.Exited), Message: eventMessage("could not start: " + e.StartError)}
 	case e.Fenced:
-		log.Warn("instance stopped by its shim: the agent was gone for longer than the node timeout", "node_timeout", a.cfg.NodeTimeout)
-		return client.AttemptEvent{Type: "exited", ExitCode: -1, Outcome: "NodeLost",
-			Message: eventMessage("stopped on " + a.cfg.Node + ": its agent was gone for longer than the node timeout")}
+		log.Warn("instance stopped by its shim without the agent: the agent was gone for longer than the node timeout, or the host shut down",
+			"node_timeout", a.cfg.NodeTimeout)
+		ev = lost("stopped without its agent (gone for longer than the node timeout, or the host shut down); the job is requeued")
 	case e.Outcome == launch.Stopped && p.h.Order().Lost:
 		log.Info("instance stopped with its node", "exit_code", e.ExitCode, "signal", e.Signal, "killed", e.Killed)
-		ev = client.AttemptEvent{Type: "exited", ExitCode: -1, Outcome: "NodeLost",
-			Message: eventMessage("stopped on " + a.cfg.Node + ": its agent exited or lost the server; the job is requeued")}
+		ev = lost("stopped as its agent exited or lost the server; the job is requeued")
 	default:
 		log.Info("instance exited", "outcome", e.Outcome, "exit_code", e.ExitCode, "signal", e.Signal, "killed", e.Killed)
 		ev = client.AttemptEvent{Type: "exited", ExitCode: e.ExitCode, Outcome: string(e.Outcome), Killed: e.Killed, Message: exitMessage(e.Exit)}

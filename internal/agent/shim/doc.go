@@ -30,7 +30,8 @@
 //     shim also reads the file at every tick, so it obeys an order whose
 //     signal was lost, or one that the agent's next run wrote. A later order
 //     may bring the deadline nearer, never push it back. SIGTERM sent to the
-//     shim itself stops the job with its grace;
+//     shim itself (the host shuts down) stops the job with its grace, as a
+//     fence;
 //   - stops the job when its time-out passes (launch), outcome TimedOut;
 //   - fences the job itself (Exit.Fenced) when Spec.Lease has not changed
 //     for Spec.NodeTimeout: the agent renews the lease at every heartbeat
@@ -39,6 +40,10 @@
 //     stops it (SIGTERM, its grace, SIGKILL). The shim measures that time on
 //     its own monotonic clock, from when it last saw the lease change.
 //     Without a node timeout a shim never fences its job.
+//
+// Supervise runs the same supervisor as a goroutine of the agent's own
+// process, for an agent whose jobs end with its process (allot up): the
+// same files and orders, without the exec of the whole program per job.
 //
 // The files live in the agent's DATA/state (0700): only root or the agent's
 // user can write them, no job. The agent that started a shim is its parent

@@ -40,8 +40,9 @@ func (s Spec) tracker() launch.Tracker {
 // Exit is how a job ended, as its shim writes it.
 type Exit struct {
 	launch.Exit
-	// Fenced is set when the shim stopped the job itself: its agent had
-	// not renewed the lease for the node timeout.
+	// Fenced is set when the shim stopped the job of its own accord: its
+	// agent had not renewed the lease for the node timeout, or the shim
+	// got SIGTERM (the host shuts down). The job was lost with its node.
 	Fenced bool `json:"fenced,omitempty"`
 	// StartError says why the job could not start (then ExitCode is 127).
 	StartError string `json:"start_error,omitempty"`

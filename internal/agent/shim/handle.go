@@ -32,7 +32,8 @@ type Handle struct {
 	jobStart uint64
 	exit     string
 	order    string
-	child    *os.Process // set when this process started the shim
+	child    *os.Process    // set when this process started the shim
+	inside   chan os.Signal // set for a supervisor in this process (Supervise)
 	done     chan struct{}
 	closing  chan struct{}
 	once     sync.Once // closes closing
@@ -144,6 +145,31 @@ func spawn(cgroup string) (cmd *exec.Cmd, in, answer *os.File, err error) {
 	return cmd, in, answer, nil
 }
 
+// Supervise starts s's job under a supervisor inside this process, a
+// goroutine with a shim's loop, files and orders, instead of a shim
+// process of its own: for an agent inside a program whose jobs end with
+// it (allot up), where a shim's start, an exec of the whole program, would
+// cost more than many jobs' own. Nothing of it outlives the process, so
+// nothing of it can be adopted: a later run fences what a crash of the
+// process left. Its Pid is this process's; Destroy does nothing.
+func Supervise(s Spec) (*Handle, error) {
+	s.NodeTimeout = 0 // the agent is this process: it fences its own jobs
+	v, err := startJob(s)
+	if err != nil {
+		return nil, err
+	}
+	h := &Handle{pid: os.Getpid(), exit: s.Exit, order: s.Order, inside: make(chan os.Signal, 8),
+		done: make(chan struct{}), closing: make(chan struct{})}
+	h.start, _ = launch.StartTime(h.pid)
+	h.job = v.p.Pid()
+	h.jobStart, _ = launch.StartTime(h.job)
+	go func() {
+		_ = v.run(h.inside)
+		close(h.done)
+	}()
+	return h, nil
+}
+
 // Attach holds on to the shim a previous run of the agent started, named
 // by its PID and start time, with the paths of its Exit and Order. Done is
 // closed at once when that process no longer runs (pid 0 included).
@@ -223,6 +249,7 @@ func (h *Handle) Order() Order {
 
 // Destroy SIGKILLs the shim itself, for an agent that fences an instance
 // whose shim has not obeyed; the job's processes are the caller's to kill.
+// A supervisor in this process (Supervise) is left alone.
 func (h *Handle) Destroy() { h.signal(syscall.SIGKILL) }
 
 // Close stops watching the shim (Done then never closes for a Handle from
@@ -233,6 +260,15 @@ func (h *Handle) Close() { h.once.Do(func() { close(h.closing) }) }
 // since: through the process of a child (a pidfd), else a pidfd opened and
 // checked against the start time.
 func (h *Handle) signal(sig syscall.Signal) {
+	if h.inside != nil {
+		if sig != syscall.SIGKILL {
+			select {
+			case h.inside <- sig:
+			default: // an order waits already; the file says it
+			}
+		}
+		return
+	}
 	if h.child != nil {
 		_ = h.child.Signal(sig)
 		return

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,6 +243,21 @@ func TestShimFencesPastLease(t *testing.T) {
 			l.waitLog(t, "got TERM")
 		})
 	}
+}
+
+// A shim sent SIGTERM (the host shuts down) stops its job with its grace,
+// of its own accord: the job was lost with its node.
+func TestShimFencesOnSIGTERM(t *testing.T) {
+	l := newLab(t, `trap 'echo got TERM; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
+	h := l.start(t)
+	l.waitLog(t, "ready")
+	if err := syscall.Kill(h.Pid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if e := wait(t, h, 10*time.Second); !e.Fenced || e.Outcome != launch.Stopped || e.Killed {
+		t.Errorf("exit %+v, want Fenced and Stopped", e)
+	}
+	l.waitLog(t, "got TERM")
 }
 
 // A handle on a shim another process started (Attach) sees it end and

@@ -67,20 +67,30 @@ func Main() error {
 		return err
 	}
 	_ = os.Stdin.Close()
+	v, err := startJob(s)
+	if err != nil {
+		tell(answer, status{Error: err.Error()})
+		return err
+	}
+	start, _ := launch.StartTime(v.p.Pid())
+	tell(answer, status{PID: v.p.Pid(), Start: start})
+	_ = answer.Close()
+	return v.run(sigs)
+}
+
+// startJob starts s's job and returns its supervisor; a job that could not
+// start has its Exit written (code 127, and why).
+func startJob(s Spec) (*supervisor, error) {
 	spec := s.Launch
 	spec.Tracker = s.tracker()
 	p, err := launch.Start(spec)
 	if err != nil {
 		werr := writeJSON(s.Exit, Exit{Exit: launch.Exit{Outcome: launch.Exited, ExitCode: 127}, StartError: err.Error()})
-		tell(answer, status{Error: err.Error()})
-		return errors.Join(err, werr)
+		return nil, errors.Join(err, werr)
 	}
-	start, _ := launch.StartTime(p.Pid())
-	tell(answer, status{PID: p.Pid(), Start: start})
-	_ = answer.Close()
 	v := &supervisor{s: s, p: p, leaseSeen: time.Now()}
 	v.leaseMod = v.leaseTime()
-	return v.run(sigs)
+	return v, nil
 }
 
 // closeOnExec marks every descriptor from 3 on close-on-exec.
@@ -137,7 +147,9 @@ func (v *supervisor) run(sigs <-chan os.Signal) error {
 			case syscall.SIGUSR1:
 				v.obey(kill)
 			case syscall.SIGTERM:
-				v.stop(time.Now().Add(v.s.Launch.Grace), kill)
+				// Not the agent's way (it orders): the host shuts
+				// down, or a person stops the shim.
+				v.fence(kill)
 			}
 			// SIGHUP and SIGINT are the terminal's, which a shim in a
 			// session of its own has none of: ignored.
@@ -180,7 +192,7 @@ func (v *supervisor) stop(deadline time.Time, kill *time.Timer) {
 // the node timeout. A job already stopping on an order is not fenced: its
 // agent or the server asked for its end.
 func (v *supervisor) checkLease(kill *time.Timer) {
-	if v.s.NodeTimeout <= 0 || v.fenced || !v.deadline.IsZero() {
+	if v.s.NodeTimeout <= 0 || !v.deadline.IsZero() {
 		return
 	}
 	if mod := v.leaseTime(); !mod.Equal(v.leaseMod) {
@@ -188,9 +200,17 @@ func (v *supervisor) checkLease(kill *time.Timer) {
 		return
 	}
 	if time.Since(v.leaseSeen) > v.s.NodeTimeout {
-		v.fenced = true
-		v.stop(time.Now().Add(v.s.Launch.Grace), kill)
+		v.fence(kill)
 	}
+}
+
+// fence stops the job of the shim's own accord, with its grace; a job
+// already stopping on an order keeps that order's deadline and outcome.
+func (v *supervisor) fence(kill *time.Timer) {
+	if v.deadline.IsZero() {
+		v.fenced = true
+	}
+	v.stop(time.Now().Add(v.s.Launch.Grace), kill)
 }
 
 // leaseTime is the lease's modification time, zero when it cannot be read.
