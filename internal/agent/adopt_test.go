@@ -87,15 +87,19 @@ func (l *lab) pidOf(t *testing.T, id string) int {
 }
 
 // leftRunning runs an agent on cfg (OnExitLeave) until the job doc runs and
-// has written its pid, then ends it: a job a previous run of the agent
-// left. It returns the job's ID and pid.
-func (l *lab) leftRunning(t *testing.T, cfg Config, doc string) (string, int) {
+// has written its pid, and then, once meanwhile has returned (nil: at
+// once), ends it: a job a previous run of the agent left. It returns the
+// job's ID and pid.
+func (l *lab) leftRunning(t *testing.T, cfg Config, doc string, meanwhile func(id string)) (string, int) {
 	t.Helper()
 	first := start(cfg)
 	id := l.submit(t, doc)
 	t.Cleanup(func() { _, _ = l.cl.Cancel(context.Background(), id) })
 	l.waitState(t, id, "Running")
 	pid := l.pidOf(t, id)
+	if meanwhile != nil {
+		meanwhile(id)
+	}
 	first.stop(t)
 	return id, pid
 }
@@ -138,7 +142,7 @@ func TestAgentRestartAdoptsJob(t *testing.T) {
 tenant: team
 command: ["sh", "-c", 'echo "pid $$"; i=0; while [ $i -lt %d ]; do echo "line $i"; i=$((i+1)); sleep 0.1; done; exit 3']
 resources: {gpus_per_instance: 2}
-`, tc.lines))
+`, tc.lines), nil)
 			if !alive(pid) {
 				t.Fatalf("the job (pid %d) did not outlive its agent", pid)
 			}
@@ -199,21 +203,19 @@ func TestAgentRestartKeepsStopDeadline(t *testing.T) {
 	var logs syncBuffer
 	cfg := l.logged(t, "h100-01", &logs)
 	cfg.OnExit = OnExitLeave
-	first := start(cfg)
-	id := l.submit(t, `name: stubborn
+	var ordered time.Time
+	id, pid := l.leftRunning(t, cfg, `name: stubborn
 tenant: team
 command: ["sh", "-c", 'trap "echo ignored TERM" TERM; echo "pid $$"; while :; do sleep 0.05; done']
 resources: {gpus_per_instance: 1}
 checkpoint: {grace: 2s}
-`)
-	l.waitState(t, id, "Running")
-	pid := l.pidOf(t, id)
-	if _, err := l.cl.Cancel(context.Background(), id); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the stop order given", 5*time.Second, func() bool { return strings.Contains(logs.String(), "stopping instance") })
-	ordered := time.Now()
-	first.stop(t)
+`, func(id string) {
+		if _, err := l.cl.Cancel(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the stop order given", 5*time.Second, func() bool { return strings.Contains(logs.String(), "stopping instance") })
+		ordered = time.Now()
+	})
 	second := start(cfg)
 	defer second.stop(t)
 	waitFor(t, "adopted", 5*time.Second, func() bool { return strings.Contains(logs.String(), "stopping=true") })
@@ -239,7 +241,7 @@ tenant: team
 command: ["sh", "-c", 'trap "echo got TERM; exit 0" TERM; echo "pid $$"; while :; do sleep 0.05; done']
 resources: {gpus_per_instance: 1}
 checkpoint: {grace: 5s}
-`)
+`, nil)
 	left := time.Now()
 	if !alive(pid) {
 		t.Fatal("the job died with its agent")
@@ -268,7 +270,7 @@ func TestAgentRestartFencesRequeued(t *testing.T) {
 	var logs syncBuffer
 	cfg := l.logged(t, "h100-01", &logs)
 	cfg.OnExit = OnExitLeave // and no node timeout: the shim never fences the job itself
-	id, pid := l.leftRunning(t, cfg, sleeper60)
+	id, pid := l.leftRunning(t, cfg, sleeper60, nil)
 	waitFor(t, "requeued by the server", 15*time.Second, func() bool {
 		j, err := l.cl.GetJob(context.Background(), id)
 		return err == nil && len(j.AttemptHistory) > 0 && j.AttemptHistory[0].Reason == "NodeLost"
@@ -295,7 +297,7 @@ func TestAgentRestartReportsLostAttempt(t *testing.T) {
 	l := newLabTimeout(t, 5*time.Second)
 	cfg := l.config(t, "h100-01")
 	cfg.OnExit = OnExitLeave
-	id, pid := l.leftRunning(t, cfg, sleeper60)
+	id, pid := l.leftRunning(t, cfg, sleeper60, nil)
 	// The host crashes: the shim and the job die, and the shim writes
 	// nothing.
 	var r record

@@ -218,9 +218,12 @@ type Agent struct {
 	askKeep func(ctx context.Context, jobs []string) ([]string, error)
 }
 
-// Run runs the node's agent until ctx ends: discover, register, then
-// heartbeat and follow the assignments. It returns an error when the GPUs
-// cannot be discovered or the server refuses the registration.
+// Run runs the node's agent until ctx ends: discover, survey what a
+// previous run left, register, then heartbeat and follow the assignments
+// (the first ones settle what the previous run left); at the end, leave
+// the instances running or stop them, as Config.OnExit says. It returns
+// an error when the GPUs cannot be discovered or the server refuses the
+// registration.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Client == nil || cfg.Node == "" || cfg.GPUs == nil || cfg.Data == "" || cfg.Work == "" {
 		return errors.New("agent: Client, Node, GPUs, Data and Work are required")

@@ -212,52 +212,45 @@ func TestShimOrders(t *testing.T) {
 	}
 }
 
-// A shim whose agent stops renewing the lease for the node timeout stops
-// its job (SIGTERM, its grace, SIGKILL) and says so; one whose lease is
-// renewed runs on.
-func TestShimFencesPastLease(t *testing.T) {
-	for _, renew := range []bool{false, true} {
-		t.Run(map[bool]string{false: "Gone", true: "Renewed"}[renew], func(t *testing.T) {
+// A shim fences its job (SIGTERM, its grace, SIGKILL) and says so when
+// its agent stops renewing the lease for the node timeout, or when it is
+// sent SIGTERM itself (the host shuts down); one whose lease is renewed
+// runs on.
+func TestShimFences(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		renew, sigterm bool
+	}{{"LeaseGone", false, false}, {"LeaseRenewed", true, false}, {"SIGTERM", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			l := newLab(t, `trap 'echo got TERM; exit 1' TERM; echo ready; while :; do sleep 0.05; done`)
 			l.s.NodeTimeout = 400 * time.Millisecond
 			h := l.start(t)
 			l.waitLog(t, "ready")
+			if tc.sigterm {
+				if err := syscall.Kill(h.Pid(), syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			}
 			deadline := time.Now().Add(1500 * time.Millisecond)
 			for time.Now().Before(deadline) && !ended(h) {
-				if renew {
+				if tc.renew {
 					now := time.Now()
 					_ = os.Chtimes(l.s.Lease, now, now)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if renew {
+			if tc.renew && !tc.sigterm {
 				if ended(h) {
 					t.Fatal("the job ended although its lease was renewed")
 				}
 				return
 			}
-			e := wait(t, h, 5*time.Second)
-			if !e.Fenced || e.Outcome != launch.Stopped {
-				t.Errorf("exit %+v, want Fenced and Stopped", e)
+			if e := wait(t, h, 5*time.Second); !e.Fenced || e.Outcome != launch.Stopped || e.Killed {
+				t.Errorf("exit %+v, want Fenced and Stopped by SIGTERM", e)
 			}
 			l.waitLog(t, "got TERM")
 		})
 	}
-}
-
-// A shim sent SIGTERM (the host shuts down) stops its job with its grace,
-// of its own accord: the job was lost with its node.
-func TestShimFencesOnSIGTERM(t *testing.T) {
-	l := newLab(t, `trap 'echo got TERM; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
-	h := l.start(t)
-	l.waitLog(t, "ready")
-	if err := syscall.Kill(h.Pid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if e := wait(t, h, 10*time.Second); !e.Fenced || e.Outcome != launch.Stopped || e.Killed {
-		t.Errorf("exit %+v, want Fenced and Stopped", e)
-	}
-	l.waitLog(t, "got TERM")
 }
 
 // A handle on a shim another process started (Attach) sees it end and
