@@ -20,6 +20,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/agent/launch"
+	"github.com/allot-dev/allot/internal/agent/shim"
 	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/client"
 )
@@ -121,13 +122,43 @@ type Config struct {
 	// negative no bound.
 	PidsLimit int64
 	// StopTimeout bounds the grace of the instances still running when
-	// the agent exits (Run's ctx ends): past it, or past an instance's
-	// own shorter grace, each is killed with all its processes. 0 means
-	// DefaultStopTimeout.
+	// the agent exits (Run's ctx ends) with OnExitStop: past it, or past
+	// an instance's own shorter grace, each is killed with all its
+	// processes. 0 means DefaultStopTimeout.
 	StopTimeout time.Duration
+	// OnExit is what becomes of the instances when Run's ctx ends: ""
+	// means OnExitStop, what an agent run inside another program (allot
+	// up) wants; 'allot agent' leaves them by default.
+	OnExit OnExit
+	// InProcess supervises each instance inside the agent's process (a
+	// goroutine: shim.Supervise) rather than under a shim process of its
+	// own: for an agent inside a program whose jobs end with it (allot
+	// up), where starting a shim, an exec of the whole program, would cost
+	// more than many jobs do. Its instances end with the process, and a
+	// later run fences what a crash left instead of adopting it. It needs
+	// OnExitStop.
+	InProcess bool
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
+
+// OnExit is what an agent does with its instances as it exits.
+type OnExit string
+
+const (
+	// OnExitStop stops every instance (SIGTERM, SIGKILL after its grace or
+	// Config.StopTimeout) and delivers every report of their ends before
+	// Run returns: the agent's exit ends its work.
+	OnExitStop OnExit = "stop"
+	// OnExitLeave leaves every instance running under its shim, as slurmd
+	// and kubelet do: the agent's next run with the same Data adopts them
+	// (adopt.go), so a restart or an upgrade of the agent kills nothing.
+	OnExitLeave OnExit = "leave"
+)
+
+// reportSlack is how long, past Config.StopTimeout, an agent that stops
+// its instances as it exits still gives their last reports.
+const reportSlack = 5 * time.Second
 
 // key names one instance of one attempt.
 type key struct {
@@ -136,12 +167,14 @@ type key struct {
 	rank    int
 }
 
-// proc is an instance this agent started or is about to start.
+// proc is an instance this agent started, is about to start, or adopted.
 type proc struct {
 	a        client.Assignment
 	sb       sandbox
+	rec      record // as written in DATA/state; watch updates its marker
 	grace    time.Duration
-	p        *launch.Process // nil until started
+	h        *shim.Handle // nil until started
+	adopted  bool         // a previous run of the agent started it
 	stopping bool
 	killed   bool               // killed at once by a stop order without grace
 	cancel   context.CancelFunc // abandons a start that waits for GPUs
@@ -157,22 +190,40 @@ type Agent struct {
 	devs   []gpu.Device
 	ident  identity
 	cgroup string    // the agent's cgroup, parent of its instances'; "" without cgroups
+	shims  string    // the cgroup of the instances' shims, in cgroup; "" leaves them in the agent's
 	pids   pidsBound // how jobs' processes are bounded
 	allot  string    // the agent's executable where jobs can run it (WORK/bin/allot)
 
-	mu        sync.Mutex // guards procs, finished and firstSeen
+	mu        sync.Mutex // guards procs, left, finished and firstSeen
 	procs     map[key]*proc
+	left      map[key]*leftover    // what a previous run left, until the first assignments settle it
 	finished  map[key]bool         // instances this agent ran to their end
 	firstSeen map[string]time.Time // jobs with files but no logs, when a sweep first saw them
+
+	// reports is the context of the instances' reports (events, log,
+	// checkpoints): it outlives Run's ctx, so that an agent that stops its
+	// instances as it exits still reports how they ended, until
+	// endReports (reportSlack past the stop timeout at most).
+	reports    context.Context
+	endReports context.CancelFunc
+	// leaving is closed as an agent that leaves its instances running
+	// exits: their watchers return without a word.
+	leaving chan struct{}
+	// instances counts the goroutines that start, watch, fence or report
+	// an instance.
+	instances sync.WaitGroup
 
 	// askKeep, when set, answers in place of the server which jobs'
 	// files to keep (sweep.go; tests).
 	askKeep func(ctx context.Context, jobs []string) ([]string, error)
 }
 
-// Run runs the node's agent until ctx ends: discover, register, then
-// heartbeat and follow the assignments. It returns an error when the GPUs
-// cannot be discovered or the server refuses the registration.
+// Run runs the node's agent until ctx ends: discover, survey what a
+// previous run left, register, then heartbeat and follow the assignments
+// (the first ones settle what the previous run left); at the end, leave
+// the instances running or stop them, as Config.OnExit says. It returns
+// an error when the GPUs cannot be discovered or the server refuses the
+// registration.
 func Run(ctx context.Context, cfg Config) error {
 	if cfg.Client == nil || cfg.Node == "" || cfg.GPUs == nil || cfg.Data == "" || cfg.Work == "" {
 		return errors.New("agent: Client, Node, GPUs, Data and Work are required")
@@ -198,10 +249,23 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.StopTimeout <= 0 {
 		cfg.StopTimeout = DefaultStopTimeout
 	}
+	switch cfg.OnExit {
+	case "":
+		cfg.OnExit = OnExitStop
+	case OnExitStop, OnExitLeave:
+	default:
+		return fmt.Errorf("agent: OnExit %q: want %q or %q", cfg.OnExit, OnExitStop, OnExitLeave)
+	}
+	if cfg.InProcess && cfg.OnExit != OnExitStop {
+		return errors.New("agent: InProcess needs OnExit stop: instances supervised in the agent's process end with it")
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Node), procs: map[key]*proc{}, finished: map[key]bool{}}
+	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Node), procs: map[key]*proc{}, finished: map[key]bool{},
+		leaving: make(chan struct{})}
+	a.reports, a.endReports = context.WithCancel(context.WithoutCancel(ctx))
+	defer a.endReports()
 	if err := a.isolate(); err != nil {
 		return fmt.Errorf("agent %s: %w", cfg.Node, err)
 	}
@@ -210,10 +274,19 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent %s: discover GPUs: %w", cfg.Node, err)
 	}
 	a.devs = devs
-	a.fence()
+	a.survey()
 	if err := a.register(ctx); err != nil {
+		a.mu.Lock()
+		for _, lo := range a.left {
+			lo.h.Close() // they run on; their shims fence them past the node timeout
+			if lo.rec.Dynamic {
+				releaseUID(lo.rec.Job)
+			}
+		}
+		a.mu.Unlock()
 		return err
 	}
+	a.renewLease()
 	go a.heartbeats(ctx)
 	if cfg.GPUHealth != nil {
 		go func() {
@@ -225,9 +298,15 @@ func Run(ctx context.Context, cfg Config) error {
 	go a.healthChecks(ctx)
 	go a.sweepEveryHour(ctx)
 	a.follow(ctx)
+	if cfg.OnExit == OnExitLeave {
+		a.leaveAll()
+		return nil
+	}
 	a.shutdown()
 	if a.cgroup != "" {
-		_ = syscall.Rmdir(a.cgroup) // empty now, unless an instance outlived its minute
+		// Empty now, unless an instance outlived its minute.
+		_ = syscall.Rmdir(a.shims)
+		_ = syscall.Rmdir(a.cgroup)
 	}
 	return nil
 }
@@ -288,6 +367,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		switch {
 		case err == nil:
 			lastOK, fenced = time.Now(), false
+			a.renewLease()
 		case errors.As(err, &ae) && ae.Status < 500:
 			a.log.Warn("heartbeat refused", "err", err)
 		default:
@@ -359,17 +439,18 @@ func (a *Agent) reconcile(ctx context.Context, as client.Assignments) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.settleLeftovers(want, orders)
 	for k, p := range a.procs {
-		if _, ok := want[k]; ok || (p.p != nil && exited(p.p)) {
+		if _, ok := want[k]; ok || (p.h != nil && ended(p.h)) {
 			continue
 		}
 		if p.stopping {
 			// A stop order without grace (a forced cancel) kills what
 			// is still within its grace.
-			if o, ok := orders[k]; ok && noGrace(o) && p.p != nil && !p.killed {
+			if o, ok := orders[k]; ok && noGrace(o) && p.h != nil && !p.killed {
 				p.killed = true
 				a.log.Info("killing instance", "job", k.job, "attempt", k.attempt, "rank", k.rank, "why", o.Reason)
-				p.p.Kill()
+				a.order(k, p.h.Kill(false))
 			}
 			continue
 		}
@@ -382,25 +463,37 @@ func (a *Agent) reconcile(ctx context.Context, as client.Assignments) {
 			why = o.Reason
 		}
 		p.stopping = true
-		if p.p == nil {
+		if p.h == nil {
 			p.cancel()
 			continue
 		}
 		a.log.Info("stopping instance", "job", k.job, "attempt", k.attempt, "rank", k.rank, "why", why, "grace", grace)
-		p.p.Stop(grace)
+		a.order(k, p.h.Stop(grace, false))
 	}
 	for k, x := range want {
 		if _, ok := a.procs[k]; ok || a.finished[k] {
 			continue
 		}
 		if x.Started {
-			// The server says it runs here, but not in this agent: lost.
+			// The server says it runs here, but nothing of it does: lost
+			// (the host restarted, or its shim was killed).
 			a.finished[k] = true
-			a.log.Warn("assignment lost (agent restarted); reporting", "job", k.job, "attempt", k.attempt, "rank", k.rank)
-			go a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: -1, Outcome: "NodeLost"})
+			a.log.Warn("assignment lost (nothing of it runs here); reporting", "job", k.job, "attempt", k.attempt, "rank", k.rank)
+			a.instances.Add(1)
+			go func() {
+				defer a.instances.Done()
+				a.report(a.reports, k, client.AttemptEvent{Type: "exited", ExitCode: -1, Outcome: "NodeLost"})
+			}()
 			continue
 		}
 		a.start(ctx, k, x)
+	}
+}
+
+// order logs a stop order that could not be given (its file not written).
+func (a *Agent) order(k key, err error) {
+	if err != nil {
+		a.log.Error("stop order not given", "job", k.job, "attempt", k.attempt, "rank", k.rank, "err", err)
 	}
 }
 
@@ -408,124 +501,6 @@ func (a *Agent) reconcile(ctx context.Context, as client.Assignments) {
 func noGrace(o client.StopOrder) bool {
 	g, err := time.ParseDuration(o.Grace)
 	return err == nil && g == 0
-}
-
-// start launches x once the GPUs it needs are no longer held by stopping
-// processes. Called with a.mu held.
-func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
-	grace, _ := time.ParseDuration(x.Grace)
-	sctx, cancel := context.WithCancel(ctx)
-	p := &proc{a: x, grace: grace, cancel: cancel, done: make(chan struct{})}
-	a.procs[k] = p
-	var waitFor []chan struct{}
-	for ok, o := range a.procs {
-		if ok != k && o.stopping && overlaps(o.a.GPUs, x.GPUs) {
-			waitFor = append(waitFor, o.done)
-		}
-	}
-	go func() {
-		defer cancel()
-		for _, w := range waitFor {
-			select {
-			case <-w:
-			case <-sctx.Done():
-			}
-		}
-		a.mu.Lock()
-		if sctx.Err() != nil || p.stopping {
-			delete(a.procs, k)
-			close(p.done)
-			a.mu.Unlock()
-			return
-		}
-		spec, err := a.launch(k, p)
-		if err != nil {
-			a.finished[k] = true
-			delete(a.procs, k)
-			close(p.done)
-			a.mu.Unlock()
-			a.log.Error("start failed", "job", k.job, "attempt", k.attempt, "rank", k.rank, "err", err)
-			msg := eventMessage("could not start: " + err.Error())
-			a.tell(ctx, k, msg)
-			a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: 127, Outcome: "Exited", Message: msg})
-			return
-		}
-		noResume := p.noResume
-		a.mu.Unlock()
-		if noResume != "" {
-			a.tell(ctx, k, noResume)
-		}
-		a.log.Info("started instance", "job", k.job, "attempt", k.attempt, "rank", k.rank, "pid", p.p.Pid(),
-			"uid", p.sb.uid, "gpus", spec.GPUs, "resume_from", spec.ResumeFrom)
-		a.report(ctx, k, client.AttemptEvent{Type: "started"})
-		a.watch(ctx, k, p, spec)
-	}()
-}
-
-// launch builds the instance's sandbox, records it, and starts it. Called
-// with a.mu held.
-func (a *Agent) launch(k key, p *proc) (launch.Spec, error) {
-	sb, err := a.sandbox(k, p.a)
-	if err != nil {
-		return launch.Spec{}, err
-	}
-	rec := record{Job: k.job, Attempt: k.attempt, Rank: k.rank, UID: sb.uid, Dynamic: sb.dynamic, Cgroup: sb.cgroup}
-	if err := a.writeRecord(sb.recordKey, rec); err != nil {
-		a.release(sb)
-		return launch.Spec{}, fmt.Errorf("state record: %w", err)
-	}
-	spec, why := a.spec(k, p.a, sb)
-	p.noResume = why
-	p.markers = newMarkers(k, p.a, sb, a.cfg.CheckpointRoot != "")
-	lp, err := launch.Start(spec)
-	if err != nil {
-		a.removeRecord(sb.recordKey)
-		a.release(sb)
-		return launch.Spec{}, err
-	}
-	p.p, p.sb = lp, sb
-	rec.PID = lp.Pid()
-	rec.StartTime, _ = launch.StartTime(rec.PID)
-	if err := a.writeRecord(sb.recordKey, rec); err != nil {
-		a.log.Warn("state record not updated with the process", "job", k.job, "err", err)
-	}
-	return spec, nil
-}
-
-// watch ships the log and checkpoints of a running instance until it
-// exits, then reports the exit.
-func (a *Agent) watch(ctx context.Context, k key, p *proc, spec launch.Spec) {
-	t := time.NewTicker(a.cfg.ShipEvery)
-	defer t.Stop()
-	var off int64
-	for running := true; running; {
-		select {
-		case <-p.p.Done():
-			running = false
-		case <-t.C:
-		}
-		off = a.ship(ctx, k, spec.LogPath, off, !running)
-		a.checkMarkers(ctx, k, p.markers)
-	}
-	e := p.p.Exit()
-	a.log.Info("instance exited", "job", k.job, "attempt", k.attempt, "rank", k.rank, "outcome", e.Outcome,
-		"exit_code", e.ExitCode, "signal", e.Signal, "killed", e.Killed)
-	msg := exitMessage(e)
-	if msg != "" {
-		a.tell(ctx, k, msg)
-	}
-	a.report(ctx, k, client.AttemptEvent{Type: "exited", ExitCode: e.ExitCode, Outcome: string(e.Outcome), Killed: e.Killed, Message: msg})
-	now := time.Now()
-	_ = os.Chtimes(spec.LogPath, now, now) // when the job last ran here (sweep.go)
-	// launch killed and released what the instance left; nothing of it is
-	// left to fence.
-	a.removeRecord(p.sb.recordKey)
-	a.release(p.sb)
-	a.mu.Lock()
-	a.finished[k] = true
-	delete(a.procs, k)
-	close(p.done)
-	a.mu.Unlock()
 }
 
 // tell adds a line of the agent's own to the attempt's log, after what the
@@ -660,9 +635,9 @@ func (a *Agent) report(ctx context.Context, k key, e client.AttemptEvent) {
 	}
 }
 
-// spec is the launch spec of an assignment in its sandbox, and why the
-// instance does not resume from the job's checkpoint ("" when it does or
-// there is none).
+// spec is the launch spec of an assignment in its sandbox (its tracker
+// is the shim's to build: shim.Spec), and why the instance does not resume
+// from the job's checkpoint ("" when it does or there is none).
 func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, string) {
 	uuids := true
 	for _, g := range x.GPUs {
@@ -685,14 +660,6 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, strin
 	if why != "" {
 		a.log.Warn("not resuming", "job", k.job, "attempt", k.attempt, "rank", k.rank, "checkpoint", x.ResumeFrom, "why", why)
 	}
-	var track launch.Tracker = &launch.ProcessGroup{}
-	if sb.cgroup != "" {
-		c := &launch.Cgroup{Path: sb.cgroup}
-		if a.pids == pidsCgroup {
-			c.PidsMax = a.pidsLimit()
-		}
-		track = c
-	}
 	env := x.Env
 	if len(a.cfg.JobEnv) > 0 {
 		env = maps.Clone(a.cfg.JobEnv)
@@ -702,7 +669,7 @@ func (a *Agent) spec(k key, x client.Assignment, sb sandbox) (launch.Spec, strin
 		GPUMilli: x.GPUMilli, GPUMemoryMiB: a.memoryOf(x.GPUs), CheckpointDir: sb.ckptDir, JobCheckpointDir: sb.jobCkpt, ResumeFrom: resume,
 		Rank: x.Rank, WorldSize: x.WorldSize, MasterAddr: x.MasterAddr, MasterPort: x.MasterPort,
 		Dir: sb.dir, LogPath: sb.logPath, LogLimit: a.logLimit(filepath.Dir(sb.logPath)), Timeout: timeout, Grace: grace,
-		Credential: sb.cred, Tracker: track, Allot: a.allot}, why
+		Credential: sb.cred, Allot: a.allot}, why
 }
 
 // logLimit is what an instance starting now may add to its job's logs in
@@ -746,88 +713,11 @@ func (a *Agent) memoryOf(gpus []wire.AssignedGPU) int64 {
 	return least
 }
 
-// shutdown stops every instance as the agent exits, so that no process of
-// a job outlives it: SIGTERM, then SIGKILL of all the instance's processes
-// after its grace or StopTimeout, whichever is shorter (an instance already
-// stopping with a longer grace, as a preemption gave it, is cut short too).
-// It is the one path on which an agent's exit ends work: an agent that
-// should leave its jobs running for its next run to adopt would skip it
-// on purpose, here.
-func (a *Agent) shutdown() {
-	dones := a.stopEvery()
-	timeout := time.NewTimer(a.cfg.StopTimeout)
-	defer timeout.Stop()
-	for _, d := range dones {
-		select {
-		case <-d:
-			continue
-		case <-timeout.C:
-		}
-		n := a.killEvery()
-		a.log.Warn("instances outlived the stop timeout: killed", "instances", n, "stop_timeout", a.cfg.StopTimeout)
-		a.waitAll(dones)
-		return
-	}
-}
-
-// killEvery kills every instance that has started and not ended, at once,
-// and returns how many.
-func (a *Agent) killEvery() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	n := 0
-	for _, p := range a.procs {
-		if p.p != nil && !exited(p.p) {
-			p.p.Kill()
-			n++
-		}
-	}
-	return n
-}
-
-// stopEvery stops every instance (SIGTERM, SIGKILL after its grace) and
-// returns what closes when each has ended.
-func (a *Agent) stopEvery() []chan struct{} {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	var dones []chan struct{}
-	for _, p := range a.procs {
-		if !p.stopping {
-			p.stopping = true
-			if p.p == nil {
-				p.cancel()
-			} else {
-				p.p.Stop(p.grace)
-			}
-		}
-		dones = append(dones, p.done)
-	}
-	return dones
-}
-
-func (a *Agent) waitAll(dones []chan struct{}) {
-	for _, d := range dones {
-		select {
-		case <-d:
-		case <-time.After(time.Minute):
-		}
-	}
-}
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-func exited(p *launch.Process) bool {
-	select {
-	case <-p.Done():
-		return true
-	default:
-		return false
-	}
 }
 
 func overlaps(x, y []client.AssignedGPU) bool {

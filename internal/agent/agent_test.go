@@ -29,12 +29,18 @@ type lab struct {
 
 func newLab(t *testing.T) *lab {
 	t.Helper()
+	return newLabTimeout(t, time.Second)
+}
+
+// newLabTimeout is newLab with the server's node timeout nodeTimeout.
+func newLabTimeout(t *testing.T, nodeTimeout time.Duration) *lab {
+	t.Helper()
 	fleet, ten := servertest.Lab(t)
 	dir := t.TempDir()
 	st := servertest.Store(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: ten, Tick: 100 * time.Millisecond, RetryBackoff: 100 * time.Millisecond,
-		Nodes: server.Agents{Timeout: time.Second}})
+		Nodes: server.Agents{Timeout: nodeTimeout}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,49 +195,6 @@ func TestAgentRegistrationRefused(t *testing.T) {
 	err := Run(context.Background(), Config{Client: l.cl, Node: "h100-02", GPUs: v, Data: t.TempDir(), Work: workDir(t)})
 	if err == nil || !strings.Contains(err.Error(), "gpus") {
 		t.Fatalf("registering 4 A100s as an 8xH100 node: %v, want a refusal naming gpus", err)
-	}
-}
-
-func TestAgentRestartReportsLostAttempt(t *testing.T) {
-	l := newLab(t)
-	ctx1, stop1 := context.WithCancel(context.Background())
-	cfg := l.config(t, "h100-01")
-	done := make(chan struct{})
-	go func() {
-		_ = Run(ctx1, cfg)
-		close(done)
-	}()
-	id := l.submit(t, `name: long
-tenant: team
-command: ["sh", "-c", "sleep 30"]
-resources: {gpus_per_instance: 8}
-checkpoint: {grace: 1s}
-`)
-	l.waitState(t, id, "Running")
-	stop1() // the agent stops its processes and exits without reporting
-	<-done
-	ctx2, stop2 := context.WithCancel(context.Background())
-	defer stop2()
-	go func() { _ = Run(ctx2, cfg) }()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		j, err := l.cl.GetJob(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(j.AttemptHistory) >= 2 {
-			if r := j.AttemptHistory[0].Reason; r != "NodeLost" {
-				t.Fatalf("attempt 1 ended %s, want NodeLost", r)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no second attempt: %+v", j)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if _, err := l.cl.Cancel(context.Background(), id); err != nil {
-		t.Fatal(err)
 	}
 }
 

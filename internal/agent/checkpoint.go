@@ -199,7 +199,7 @@ func (a *Agent) reportCheckpoint(ctx context.Context, job, path string, rank *in
 // ALLOT_JOB_CHECKPOINT_DIR (one save for every rank, as DeepSpeed and
 // torch.distributed.checkpoint write to shared storage).
 type markers struct {
-	watches []*markerWatch
+	own, job *markerWatch // job is nil but for rank 0 of a gang on a shared root
 }
 
 // markerWatch is one marker being followed.
@@ -212,50 +212,65 @@ type markerWatch struct {
 	bad      string // the last path refused, logged once
 }
 
-// newMarkers follows the markers of instance k of assignment x in sb as
-// they are now.
-func newMarkers(k key, x client.Assignment, sb sandbox, shared bool) *markers {
-	m := &markers{}
-	own := &markerWatch{dir: sb.ckptDir}
-	if x.WorldSize > 1 {
-		rank := k.rank
-		own.rank = &rank
+// markersOf follows the markers of rank of a job of world instances: its
+// own in dir, and the job's in jobDir when jobDir is set, each from the
+// marker last seen there.
+func markersOf(dir, jobDir string, rank, world int, seen, jobSeen marker) *markers {
+	m := &markers{own: &markerWatch{dir: dir, reported: seen}}
+	if world > 1 {
+		m.own.rank = &rank
 	}
-	m.watches = append(m.watches, own)
-	if x.WorldSize > 1 && k.rank == 0 && shared {
-		m.watches = append(m.watches, &markerWatch{dir: sb.jobCkpt})
-	}
-	for _, w := range m.watches {
-		w.reported, _ = readMarker(w.dir)
+	if jobDir != "" {
+		m.job = &markerWatch{dir: jobDir, reported: jobSeen}
 	}
 	return m
 }
 
-// check reports each save a marker names that it has not reported yet.
-func (a *Agent) checkMarkers(ctx context.Context, k key, m *markers) {
-	for _, w := range m.watches {
-		cur, err := readMarker(w.dir)
-		if err != nil || cur.path == "" || cur.same(w.reported) {
-			continue
-		}
-		path, err := confine(w.dir, cur.path)
-		if err != nil {
-			if cur.path != w.bad {
-				w.bad = cur.path
-				a.log.Warn("checkpoint marker ignored: its path is not in the job's checkpoint directory", "job", k.job,
-					"path", truncate(cur.path, 200), "dir", w.dir, "err", err)
-			}
-			continue
-		}
-		step := ""
-		if w.rank != nil {
-			step, _ = filepath.Rel(w.dir, path)
-		}
-		if err := a.reportCheckpoint(ctx, k.job, path, w.rank, step); err != nil {
-			a.log.Warn("report checkpoint failed", "job", k.job, "rank", k.rank, "err", err)
-			continue
-		}
-		w.reported = cur
-		a.log.Info("checkpoint reported", "job", k.job, "rank", k.rank, "path", path, "part", w.rank != nil)
+// jobMarkerDir is the job's checkpoint directory when instance k of x
+// reports a marker there for every rank (rank 0 of a gang, on a shared
+// checkpoint root), else "".
+func (a *Agent) jobMarkerDir(k key, x client.Assignment, sb sandbox) string {
+	if x.WorldSize > 1 && k.rank == 0 && a.cfg.CheckpointRoot != "" {
+		return sb.jobCkpt
 	}
+	return ""
+}
+
+// checkMarkers reports each save a marker names that it has not reported
+// yet, and says whether it reported any.
+func (a *Agent) checkMarkers(ctx context.Context, k key, m *markers) bool {
+	reported := false
+	for _, w := range []*markerWatch{m.own, m.job} {
+		if w != nil && a.checkMarker(ctx, k, w) {
+			reported = true
+		}
+	}
+	return reported
+}
+
+func (a *Agent) checkMarker(ctx context.Context, k key, w *markerWatch) bool {
+	cur, err := readMarker(w.dir)
+	if err != nil || cur.path == "" || cur.same(w.reported) {
+		return false
+	}
+	path, err := confine(w.dir, cur.path)
+	if err != nil {
+		if cur.path != w.bad {
+			w.bad = cur.path
+			a.log.Warn("checkpoint marker ignored: its path is not in the job's checkpoint directory", "job", k.job,
+				"path", truncate(cur.path, 200), "dir", w.dir, "err", err)
+		}
+		return false
+	}
+	step := ""
+	if w.rank != nil {
+		step, _ = filepath.Rel(w.dir, path)
+	}
+	if err := a.reportCheckpoint(ctx, k.job, path, w.rank, step); err != nil {
+		a.log.Warn("report checkpoint failed", "job", k.job, "rank", k.rank, "err", err)
+		return false
+	}
+	w.reported = cur
+	a.log.Info("checkpoint reported", "job", k.job, "rank", k.rank, "path", path, "part", w.rank != nil)
+	return true
 }

@@ -1,8 +1,9 @@
 // Package agent runs a GPU host for an allot server: one Agent per node
 // discovers the node's GPUs (package gpu), registers them, heartbeats, and
 // long-polls the node's assignments; it starts each assigned instance of an
-// attempt (package launch) and reports what the server cannot see: started,
-// exited (exit code and outcome), checkpoints and log chunks.
+// attempt (under a shim: packages shim and launch) and reports what the
+// server cannot see: started, exited (exit code and outcome), checkpoints
+// and log chunks.
 //
 // Contract with the server (docs/api.md, "Agents"):
 //
@@ -11,17 +12,58 @@
 //     stopped: SIGTERM to its processes, SIGKILL after its grace. A newcomer
 //     whose GPUs are still held by a stopping process waits for it to exit.
 //   - Every process that ran is reported exited once, after its log has been
-//     shipped. An assignment the server says was started but that this agent
-//     does not run (the agent restarted) is reported exited with outcome
-//     NodeLost; the server requeues the job without counting a retry.
-//   - Fencing: an agent that starts kills, before it registers, every
-//     process of the instances a previous run of it left (state records in
-//     DATA/state and its cgroups), so nothing runs here that the server may
-//     have moved elsewhere once the node is Ready. An agent that has not
-//     reached the server (network errors, 5xx) for Config.NodeTimeout stops
-//     every instance: the server requeues them after its node timeout and
-//     their grace. A heartbeat answered 409 (the server forgot the node)
-//     stops every instance before the agent registers again.
+//     shipped. An assignment the server says was started but of which
+//     nothing runs here (the host restarted, its shim was killed) is
+//     reported exited with outcome NodeLost; the server requeues the job
+//     without counting a retry.
+//   - Instances run under shims (package shim): the agent re-executes
+//     itself as 'allot agent shim' for each one, and the shim, not the
+//     agent, is the job's parent, holds its log and writes how it ended
+//     to DATA/state. An agent's exit therefore ends no job by itself.
+//     (Config.InProcess runs the same supervisor as a goroutine of the
+//     agent instead, for allot up, whose jobs end with its process: no
+//     exec of the program per job, and nothing to adopt after a crash.)
+//     Config.OnExit says what it does: OnExitLeave (what 'allot agent'
+//     does by default, as slurmd and kubelet do) leaves every instance
+//     running, one log line each; OnExitStop (the zero value, and what
+//     allot up's in-process agents use: the whole system goes down)
+//     stops every one, SIGTERM, SIGKILL after its grace or StopTimeout,
+//     and returns once every report of their ends was delivered (the last
+//     log, the checkpoint a job saves on SIGTERM, the exit), on a context
+//     detached from Run's and bounded by StopTimeout and reportSlack. An
+//     instance stopped for the agent's own reasons (its exit, a server out
+//     of reach) is reported with outcome Stopped, whatever its exit code:
+//     the server requeues the job from its checkpoint without counting a
+//     retry or a lost attempt (and ignores news of an attempt it already
+//     gave up).
+//   - Adoption (adopt.go): an agent that starts reads DATA/state before it
+//     registers (survey, state.go). An instance whose shim still runs
+//     (by PID and start time), or whose shim wrote how it ended, is kept;
+//     the processes of any other record, and whatever lies in a cgroup
+//     of the agent's or among its shims that no kept record names, are
+//     killed then (fencing). The agent registers, and on its first
+//     assignments adopts every kept instance the server still has here,
+//     to run or to stop: it tracks the shim, ships the log on from the
+//     offset the server says it has (never more than the last MiB again),
+//     watches the checkpoints from the last marker reported, keeps a stop
+//     order's deadline (the order lies in DATA/state with it), and reports
+//     the exit the shim recorded; adopted instances hold their GPUs, so a
+//     new instance waits for one that stops. It fences the others, which
+//     the server requeued after its node timeout: the shim kills the job
+//     on order, or the agent kills its processes and the shim; nothing is
+//     reported.
+//   - Fencing without an agent: the agent renews DATA/state/lease at every
+//     heartbeat the server answers, and a shim whose lease has not changed
+//     for Config.NodeTimeout stops its job (SIGTERM, its grace, SIGKILL),
+//     which its agent's next run reports NodeLost, so a job whose agent
+//     never comes back does not run on while the server runs it elsewhere.
+//     Without a node timeout, shims never do: such a job runs until an
+//     agent comes back (and adopts or fences it) or it ends.
+//   - An agent that has not reached the server (network errors, 5xx) for
+//     Config.NodeTimeout stops every instance: the server requeues them
+//     after its node timeout and their grace. A heartbeat answered 409
+//     (the server forgot the node) stops every instance before the agent
+//     registers again.
 //   - The job's checkpoint directory (ALLOT_JOB_CHECKPOINT_DIR) is
 //     WORK/jobs/JOB/checkpoints, the same for every attempt of the job on
 //     this host; ALLOT_CHECKPOINT_DIR is that directory for a job of one
@@ -75,7 +117,8 @@
 //     the agent's, 0711: a job can pass through but not list them. WORK/jobs
 //     /JOB (0700, the job's user) holds checkpoints/ and a fresh attempt-N
 //     (attempt-N.rank-R in a gang), the process's working directory. The
-//     log is opened by the agent and handed over as stdout and stderr.
+//     log is opened by the job's shim, which copies the job's stdout and
+//     stderr (a pipe) into it.
 //   - Users: as root, every job runs under a dynamic uid and gid of its own
 //     (Config.UIDs, no passwd entry, no supplementary groups), the same for
 //     all its attempts and ranks here, so its next attempt reads its
@@ -86,10 +129,13 @@
 //     open them, which is what lets jobs use their GPUs; CUDA_VISIBLE_DEVICES
 //     is not an access control.
 //   - Processes: each instance starts inside a cgroup v2 of its own
-//     (CGROUP2/allot/NODE-H/JOB.ATTEMPT.RANK, H naming DATA; created with
-//     CLONE_INTO_CGROUP, so nothing forks before it is tracked); whatever
-//     is left in it when the leader exits is killed. Without a writable
-//     cgroup v2 the instance is a process group, and the last instance of a
-//     job ending also kills every process of its dynamic uid, which catches
-//     setsid and double-forked children.
+//     (CGROUP2/allot/NODE-H/TOKEN, H naming DATA and TOKEN random; created
+//     with CLONE_INTO_CGROUP, so nothing forks before it is tracked);
+//     whatever is left in it when the leader exits is killed. Its shim
+//     lives in CGROUP2/allot/NODE-H/shims, outside the job's cgroup and the
+//     agent's own. Without a writable cgroup v2 the instance is a process
+//     group, its shim stays in the agent's cgroup, and the last instance of
+//     a job ending also kills every process of its dynamic uid, which
+//     catches setsid and double-forked children. A job inherits no
+//     descriptor but its standard input (/dev/null) and its log.
 package agent

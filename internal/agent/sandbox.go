@@ -94,6 +94,27 @@ func acquireUID(r UIDRange, job string) uint32 {
 	return uid
 }
 
+// holdUID takes a hold on uid for job, for an instance a previous run of
+// the agent started under it, as acquireUID would have; false when another
+// job holds uid here, or job holds another.
+func holdUID(job string, uid uint32) bool {
+	dynamicUIDs.mu.Lock()
+	defer dynamicUIDs.mu.Unlock()
+	if h, ok := dynamicUIDs.byJob[job]; ok {
+		if h.uid != uid {
+			return false
+		}
+		h.n++
+		return true
+	}
+	if _, taken := dynamicUIDs.byUID[uid]; taken {
+		return false
+	}
+	dynamicUIDs.byJob[job] = &uidHold{uid: uid, n: 1}
+	dynamicUIDs.byUID[uid] = job
+	return true
+}
+
 // releaseUID drops one instance's hold on job's uid and reports whether it
 // was the last.
 func releaseUID(job string) (uid uint32, last bool) {
@@ -129,6 +150,7 @@ const (
 
 // sandbox is an instance's isolation.
 type sandbox struct {
+	job      string
 	uid, gid uint32
 	dynamic  bool
 	cred     *syscall.Credential // nil: the agent's user
@@ -352,7 +374,7 @@ func (a *Agent) sandbox(k key, x client.Assignment) (sandbox, error) {
 	}
 	name := instanceName(k, x.WorldSize)
 	sb := sandbox{
-		uid: uint32(os.Getuid()), gid: uint32(os.Getgid()),
+		job: k.job, uid: uint32(os.Getuid()), gid: uint32(os.Getgid()),
 		jobDir:    a.jobDir(k.job),
 		logPath:   filepath.Join(a.cfg.Data, "logs", k.job, name+".log"),
 		recordKey: fmt.Sprintf("%s.%d.%d", k.job, k.attempt, k.rank),
@@ -394,7 +416,7 @@ func (a *Agent) release(sb sandbox) {
 	if !sb.dynamic {
 		return
 	}
-	uid, last := releaseUID(strings.SplitN(sb.recordKey, ".", 2)[0])
+	uid, last := releaseUID(sb.job)
 	if last && a.cgroup == "" {
 		if n, err := launch.KillUID(uid); n > 0 || err != nil {
 			a.log.Warn("killed processes left under the job's uid", "uid", uid, "killed", n, "err", err)
@@ -407,7 +429,7 @@ func (a *Agent) release(sb sandbox) {
 // link the job may have put in its own directory.
 func (a *Agent) makeJobDirs(sb sandbox) error {
 	for _, dir := range []string{sb.jobDir, sb.jobCkpt} {
-		if err := a.adopt(dir, sb); err != nil {
+		if err := a.reown(dir, sb); err != nil {
 			return err
 		}
 	}
@@ -422,12 +444,12 @@ func (a *Agent) makeJobDirs(sb sandbox) error {
 	return ownedDir(sb.dir, sb.uid, sb.gid)
 }
 
-// adopt hands the job's directory dir to the uid the job has now when it
+// reown hands the job's directory dir to the uid the job has now when it
 // ran under another before (the probe moved it, or another host's agent
 // gave it another uid in a shared checkpoint root), unless another live
 // job holds the old one (its processes could swap links in while the tree
 // is walked).
-func (a *Agent) adopt(dir string, sb sandbox) error {
+func (a *Agent) reown(dir string, sb sandbox) error {
 	st, err := os.Lstat(dir)
 	if err != nil || !st.IsDir() {
 		return nil // made (or a planted link removed) by ownedDir
@@ -526,6 +548,16 @@ func (a *Agent) isolate() error {
 			a.log.Warn("cgroup v2 not writable: tracking jobs by process group", "cgroup", dir, "err", err)
 		} else {
 			a.cgroup = dir
+		}
+	}
+	if a.cgroup != "" {
+		// The shims live beside the instances, out of the agent's own
+		// cgroup, which a service manager may kill whole (package shim).
+		shims := filepath.Join(a.cgroup, "shims")
+		if err := os.Mkdir(shims, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			a.log.Warn("shims stay in the agent's cgroup: stop the agent alone (KillMode=process) for its jobs to outlive it", "cgroup", shims, "err", err)
+		} else {
+			a.shims = shims
 		}
 	}
 	a.pids = a.limitPids()

@@ -162,11 +162,14 @@ func (a *Agent) idleJobs(now time.Time, keep time.Duration, jobsDir, logsDir str
 	return idle, trash
 }
 
-// activeJobs is the set of jobs with an instance here. Called with a.mu
-// held.
+// activeJobs is the set of jobs with an instance here, those a previous
+// run left included. Called with a.mu held.
 func (a *Agent) activeJobs() map[string]bool {
 	active := map[string]bool{}
 	for k := range a.procs {
+		active[k.job] = true
+	}
+	for k := range a.left {
 		active[k.job] = true
 	}
 	return active

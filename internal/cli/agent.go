@@ -20,6 +20,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/agent"
 	"github.com/allot-dev/allot/internal/agent/gpu"
+	"github.com/allot-dev/allot/internal/agent/shim"
 	"github.com/allot-dev/allot/internal/client"
 	"github.com/allot-dev/allot/internal/server"
 )
@@ -46,6 +47,7 @@ type agentFlags struct {
 	checkpointRoot     string
 	jobEnv             []string // --job-env NAME[=VALUE]
 	jobEnvMap          map[string]string
+	onExit             string // --on-exit leave|stop
 	jobs               jobLimitFlags
 }
 
@@ -132,19 +134,34 @@ state records and logs). Run as root, the agent
 runs each job under a uid of its own from --uid-range (no passwd entry
 needed) and tracks its processes in a cgroup v2 where the host has one;
 not root, jobs run as the agent's user and can read its files and signal
-it. An agent that starts kills what a previous run of it left before it
-registers, and one that cannot reach the server for --node-timeout stops
+it. Each job runs under a small supervisor of its own (the agent's
+executable, as slurmstepd runs for slurmd and containerd-shim for kubelet)
+that holds its log and learns its exit, so the job does not depend on the
+agent process. An agent that cannot reach the server for --node-timeout stops
 its jobs: the server runs them elsewhere.
+
+An agent that exits (SIGINT, SIGTERM) leaves its jobs running by default
+(--on-exit leave), and its next run with the same --data adopts them: it
+registers, then takes back every job the server still runs here (its log
+goes on from where the server has it, its exit is reported), and kills
+those the server gave up meanwhile. So restart or upgrade an agent
+(stop it, replace the binary, start it) within --node-timeout, and no job
+notices. A job whose agent stays away longer is stopped by its supervisor
+(SIGTERM, its grace, SIGKILL) when --node-timeout passes, as the server
+then requeues it elsewhere; with --node-timeout 0 it runs on until an
+agent comes back. --on-exit stop stops every job before the agent exits
+instead (a host being retired, a test): SIGTERM, then SIGKILL of all their
+processes after each job's grace or --stop-timeout, whichever is shorter,
+so that none outlives it; what they report while stopping (their last
+output, a checkpoint saved on SIGTERM, their end) reaches the server
+before the agent exits, and each job is requeued without a retry counted.
 
 A job may have --job-pids processes and threads on the host at once (its
 cgroup's pids.max; where the cgroup has no pids controller and the agent
 is root, RLIMIT_NPROC of the job's own uid): a fork past it fails in the
 job. Its logs may hold --job-log-mib MiB on the host, all attempts
 together: past it the log says so, and the rest of its output here is
-dropped while the job runs on. On SIGINT or SIGTERM the agent stops its
-jobs before it exits: SIGTERM, then SIGKILL of all their processes after
-each job's grace or --stop-timeout, whichever is shorter, so that none
-outlives it.
+dropped while the job runs on.
 
 --gpus auto asks NVML for the GPUs, falling back to nvidia-smi ('allot
 agent discover' shows what it finds, and the SKUs it fits, before the host
@@ -217,6 +234,9 @@ Restart the agent after resetting a GPU that reported an XID.`,
 			if f.jobEnvMap, err = parseJobEnv(f.jobEnv, os.LookupEnv); err != nil {
 				return Usage(err)
 			}
+			if f.onExit != string(agent.OnExitLeave) && f.onExit != string(agent.OnExitStop) {
+				return Usage(fmt.Errorf("--on-exit %q: want leave or stop", f.onExit))
+			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -235,7 +255,7 @@ Restart the agent after resetting a GPU that reported an XID.`,
 	fl.StringVar(&f.work, "work", "", "directory of the jobs' checkpoints and working directories, outside --data (default: allot-work-HASH of --data in $TMPDIR)")
 	fl.StringVar(&f.uidRange, "uid-range", fmt.Sprintf("%d-%d", agent.DefaultUIDRange.First, agent.DefaultUIDRange.Last), "as root: dynamic uids jobs run as, one per job")
 	fl.StringVar(&f.runAs, "run-as", "", "as root: run every job as this user instead of a uid of its own (weaker: jobs share a uid)")
-	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "must match the server's --node-timeout: unable to reach the server this long, the agent stops its jobs")
+	fl.DurationVar(&f.nodeTimeout, "node-timeout", server.DefaultNodeTimeout, "must match the server's --node-timeout: unable to reach the server this long, the agent stops its jobs, and a job whose agent is gone this long is stopped by its supervisor (0: neither)")
 	fl.StringVar(&f.address, "address", "", "address gangs' rank 0 listens on (default: the host name)")
 	fl.DurationVar(&f.heartbeat, "heartbeat", agent.DefaultHeartbeat, "interval of heartbeats (keep it well under the server's --node-timeout)")
 	fl.DurationVar(&f.wait, "wait", agent.DefaultWait, "how long one assignments long-poll waits")
@@ -243,14 +263,29 @@ Restart the agent after resetting a GPU that reported an XID.`,
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.StringArrayVar(&f.jobEnv, "job-env", nil, "NAME=VALUE, or NAME for the agent's own value: a variable every job starts with, under its own env (repeatable; e.g. LD_LIBRARY_PATH where the driver's libraries are not in the loader's cache)")
 	fl.StringVar(&f.checkpointRoot, "checkpoint-root", "", "a directory every host mounts at the same path (NFS, Lustre): jobs' checkpoint directories go there (ROOT/NAME), so a job resumes from its last checkpoint on any host (must be the agent's user's, mode 0711)")
+	fl.StringVar(&f.onExit, "on-exit", string(agent.OnExitLeave), "what the agent's exit does to its jobs: leave (they run on, and its next run adopts them) or stop (SIGTERM, SIGKILL after their grace or --stop-timeout)")
 	fl.BoolVar(&f.gpuHealth, "gpu-health", true, "with --gpus auto, also drain the node while NVML reports a GPU gone, uncorrectable ECC errors, pages or rows waiting for a GPU reset, a failed row remap, or a critical XID since the agent started (checked every --health-check-every)")
 	fl.StringVar(&f.healthCheck, "health-check", "", "command (sh -c) that exits 0 when the host is fit for work; a failure drains the node, the next pass resumes it (as Slurm's HealthCheckProgram)")
 	fl.DurationVar(&f.healthCheckEvery, "health-check-every", agent.DefaultHealthCheckEvery, "interval of --health-check")
 	fl.DurationVar(&f.healthCheckTimeout, "health-check-timeout", agent.DefaultHealthCheckTimeout, "a --health-check that has not ended this long fails")
 	f.jobs.register(cmd)
 	_ = cmd.MarkFlagRequired("node")
-	cmd.AddCommand(newAgentDiscoverCmd())
+	cmd.AddCommand(newAgentDiscoverCmd(), newAgentShimCmd())
 	return cmd
+}
+
+// newAgentShimCmd is the supervisor the agent runs each job under
+// (package shim): the agent starts it, never a person, so it is hidden.
+func newAgentShimCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "shim",
+		Short:  "Supervise one job for the agent (started by the agent)",
+		Hidden: true,
+		Args:   noArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return shim.Main()
+		},
+	}
 }
 
 // parseJobEnv reads --job-env values: NAME=VALUE, or NAME for the value
@@ -329,7 +364,8 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 			cfg := agent.Config{Client: cl, Node: n.name, GPUs: n.gpus, Data: n.data, Work: n.work,
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
 				NodeTimeout: f.nodeTimeout, KeepJobFiles: off(f.keepFiles), HealthCheck: f.healthCheck,
-				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, CheckpointRoot: f.checkpointRoot, JobEnv: f.jobEnvMap, Logger: log}
+				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, CheckpointRoot: f.checkpointRoot, JobEnv: f.jobEnvMap,
+				OnExit: agent.OnExit(f.onExit), Logger: log}
 			f.jobs.apply(&cfg)
 			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {

@@ -22,7 +22,7 @@ func (f *jobLimitFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.Int64Var(&f.logMiB, "job-log-mib", agent.DefaultJobLogLimit>>20, "MiB of output one job's logs may hold on a host, its attempts and ranks together; past it the log says so and the rest of the job's output there is dropped (the job runs on)")
 	fl.Int64Var(&f.pids, "job-pids", agent.DefaultPidsLimit, "processes and threads one job may have on a host at once, a fork past it fails (the cgroup's pids.max; without a pids controller, RLIMIT_NPROC of the job's own uid when the agent runs as root)")
-	fl.DurationVar(&f.stopTimeout, "stop-timeout", agent.DefaultStopTimeout, "when the agent stops, the longest grace its jobs get between SIGTERM and SIGKILL of all their processes, whatever grace they asked for")
+	fl.DurationVar(&f.stopTimeout, "stop-timeout", agent.DefaultStopTimeout, "when the agent stops its jobs as it exits ('allot agent --on-exit stop'; always for the agents of 'allot up' and 'allot server'), the longest grace they get between SIGTERM and SIGKILL of all their processes, whatever grace they asked for")
 }
 
 // check refuses values that bound nothing.

@@ -506,7 +506,10 @@ func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPo
 			defer wg.Done()
 			cfg := agent.Config{Client: cl, Node: n.Name, GPUs: v, Data: filepath.Join(dir, n.Name),
 				Work: filepath.Join(work, n.Name), Address: "127.0.0.1", NodeTimeout: nodeTimeout, CheckpointRoot: ckptRoot,
-				Logger: log.With("agent", "virtual")}
+				// The whole system goes down with the process: its
+				// jobs stop with it, supervised inside it (a shim
+				// process per job would cost more than a demo's jobs).
+				OnExit: agent.OnExitStop, InProcess: true, Logger: log.With("agent", "virtual")}
 			jobs.apply(&cfg)
 			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {

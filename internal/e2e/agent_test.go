@@ -79,12 +79,13 @@ func startLab(t *testing.T, extra ...string) *agentLab {
 // runAgent starts 'allot agent' for node with 8 virtual H100 GPUs, a
 // heartbeat every 300 ms and its token in the environment (a command line
 // is world-readable), given servers (one URL or several), its output
-// prefixed in log.
+// prefixed in log. It stops its jobs as it exits (--on-exit stop), so that
+// none outlives a test; extra flags come last and win.
 func runAgent(t *testing.T, servers, node, token, data, work, nodeTimeout string, log *syncBuffer, extra ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"agent", "--server", servers, "--node", node,
 		"--gpus", "virtual:8xH100-80GB", "--data", data, "--heartbeat", "300ms",
-		"--address", "127.0.0.1", "--work", work, "--node-timeout", nodeTimeout}, extra...)...)
+		"--address", "127.0.0.1", "--work", work, "--node-timeout", nodeTimeout, "--on-exit", "stop"}, extra...)...)
 	cmd.Env = append(cleanEnv(), "ALLOT_TOKEN="+token)
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
@@ -132,13 +133,14 @@ func workDir(t *testing.T) string {
 }
 
 // startAgent runs 'allot agent' for node with its node token, its output
-// prefixed in the log.
-func (l *agentLab) startAgent(t *testing.T, node string) {
+// prefixed in the log, and the extra flags.
+func (l *agentLab) startAgent(t *testing.T, node string, extra ...string) {
 	t.Helper()
 	// The token in the environment: a command line is world-readable. All
 	// agents share one work directory and one checkpoint root, as hosts
 	// would share a file system for checkpoints.
-	cmd := runAgent(t, l.url, node, l.tokens[node], filepath.Join(l.dir, "agent-"+node), l.work, "2s", l.log, "--checkpoint-root", l.ckpt)
+	cmd := runAgent(t, l.url, node, l.tokens[node], filepath.Join(l.dir, "agent-"+node), l.work, "2s", l.log,
+		append([]string{"--checkpoint-root", l.ckpt}, extra...)...)
 	l.mu.Lock()
 	l.agents[node] = cmd
 	l.mu.Unlock()
@@ -147,13 +149,19 @@ func (l *agentLab) startAgent(t *testing.T, node string) {
 // killAgent SIGKILLs node's agent.
 func (l *agentLab) killAgent(t *testing.T, node string) {
 	t.Helper()
-	l.mu.Lock()
-	c := l.agents[node]
-	delete(l.agents, node)
-	l.mu.Unlock()
-	if err := c.Process.Kill(); err != nil {
+	if err := l.forgetAgent(node).Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// forgetAgent returns node's agent, which the lab no longer stops at its
+// end.
+func (l *agentLab) forgetAgent(node string) *exec.Cmd {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.agents[node]
+	delete(l.agents, node)
+	return c
 }
 
 func (l *agentLab) run(t *testing.T, token string, args ...string) result {
@@ -184,7 +192,9 @@ type labJob struct {
 		ExitCode int       `json:"exit_code"`
 		Reason   string    `json:"reason"`
 		Detail   string    `json:"detail"`
+		Rates    []float64 `json:"usd_per_hour"` // each instance's, fixed as it started
 	} `json:"attempt_history"`
+	Attempts       int    `json:"attempts"` // made, retries included
 	CheckpointPath string `json:"checkpoint_path"`
 	Preemptions    int    `json:"preemptions"`
 }

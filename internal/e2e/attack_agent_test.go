@@ -72,7 +72,8 @@ func (l *agentLab) registered(node string) int {
 }
 
 // restartAgent SIGKILLs node's agent, starts it again and waits until it
-// has registered (it fences what the killed one left before that).
+// has registered (it adopts what the killed one left that the server
+// still runs there, and kills the rest).
 func (l *agentLab) restartAgent(t *testing.T, node string) {
 	t.Helper()
 	before := l.registered(node)
@@ -231,8 +232,17 @@ checkpoint: {grace: 1s}
 	}
 }
 
+// A job whose agent was SIGKILLed and stayed away past the node timeout
+// has been requeued by the server: the restarted agent kills everything
+// of it, its setsid child included, though nothing else did (its agent
+// runs with --node-timeout 0, so its supervisor never fences it).
 func TestAttackAgentRestartFencing(t *testing.T) {
 	l := startLab(t)
+	for _, n := range labNodes {
+		l.stopAgent(t, n)
+		l.startAgent(t, n, "--node-timeout", "0")
+	}
+	l.waitNodesReady(t, labNodes...)
 	id := l.submit(t, `name: stayer
 tenant: team
 command: ["sh", "-c", '(setsid sh -c "echo child=\$\$; exec sleep 60" &); echo leader=$$; exec sleep 60']
@@ -249,11 +259,22 @@ checkpoint: {grace: 1s}
 	if !pidAlive(child) || !pidAlive(leader) {
 		t.Fatalf("job's processes %d and %d not running", leader, child)
 	}
-	l.restartAgent(t, j.Allocations[0].Node)
-	for what, pid := range map[string]int{"setsid child": child, "leader": leader} {
-		if pidAlive(pid) {
-			t.Errorf("the job's %s (pid %d) outlived its agent: running when the restarted agent registered", what, pid)
+	node := j.Allocations[0].Node
+	l.killAgent(t, node)
+	l.wait(t, id, "requeued after the node timeout", 20*time.Second, func(j labJob) bool {
+		return len(j.AttemptHistory) > 0 && j.AttemptHistory[0].Reason == "NodeLost"
+	})
+	if !pidAlive(child) || !pidAlive(leader) {
+		t.Fatal("the job's processes died without an agent: the test shows nothing")
+	}
+	l.startAgent(t, node, "--node-timeout", "0")
+	deadline := time.Now().Add(10 * time.Second)
+	for pidAlive(child) || pidAlive(leader) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's processes (leader %d alive %v, setsid child %d alive %v) outlived the restarted agent's fencing by 10s",
+				leader, pidAlive(leader), child, pidAlive(child))
 		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

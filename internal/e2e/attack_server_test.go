@@ -175,9 +175,11 @@ func allotMust(t *testing.T, url, token string, args ...string) string {
 // Attack 4: a job that takes its node's agent down with it (`kill -9
 // $PPID` where jobs run as the agent's user) makes every attempt be lost;
 // lost attempts never counted, so it looped forever. Here the test plays
-// the job's part: it SIGKILLs the agent whenever the job runs on it. The
-// job must end Failed (LostTooOften) past --max-lost-attempts, held back
-// for the back-off (10 s after the first loss) in between.
+// the job's part: it SIGKILLs the agent whenever the job runs on it, and
+// starts it again once the server gave the attempt up (an agent back
+// sooner adopts the job: nothing is lost). The job must end Failed
+// (LostTooOften) past --max-lost-attempts, held back for the back-off (10
+// s after the first loss) in between.
 func TestAttackCrashLoopingJob(t *testing.T) {
 	lab := startLab(t, "--max-lost-attempts", "1")
 	id := lab.submit(t, `name: crash-loop
@@ -204,8 +206,8 @@ checkpoint: {grace: 1s}
 		}
 		node := j.Allocations[0].Node
 		lab.killAgent(t, node)
-		lab.startAgent(t, node)
 		j = lab.wait(t, id, "requeued", 30*time.Second, func(j labJob) bool { return j.State != "Running" })
+		lab.startAgent(t, node)
 		if round == 1 && j.Reason != "BackingOff" {
 			t.Errorf("after the first lost attempt: %s (%s), want BackingOff", j.Reason, j.Detail)
 		}

@@ -39,9 +39,9 @@ type Spec struct {
 	MasterPort       int
 	// Dir is the attempt's working directory and HOME; it must exist.
 	Dir string
-	// LogPath is the attempt's log: the agent opens it (0600, in a
-	// directory only the agent may enter) and copies into it what the
-	// process writes to its stdout and stderr, a pipe (logcap.go).
+	// LogPath is the attempt's log: Start opens it (0600, in a directory
+	// only the agent may enter) and copies into it what the process
+	// writes to its stdout and stderr, a pipe (logcap.go).
 	LogPath string
 	// LogLimit is how many bytes the attempt may add to its log; past it
 	// the log says so and the rest of the output is dropped (the process
@@ -53,8 +53,9 @@ type Spec struct {
 	// agent's own user.
 	Credential *syscall.Credential
 	// Tracker holds on to the attempt's processes; nil means a
-	// ProcessGroup.
-	Tracker Tracker
+	// ProcessGroup. It does not travel as JSON (the agent hands a
+	// shim its spec so): the shim builds it from what it is told.
+	Tracker Tracker `json:"-"`
 	// Allot is the executable a command named allot runs (see Program);
 	// empty means the agent's own.
 	Allot string
@@ -71,10 +72,10 @@ const (
 
 // Exit is the end of an attempt.
 type Exit struct {
-	Outcome  Outcome
-	ExitCode int    // -1 when a signal ended it
-	Signal   string // the signal that ended it, if any
-	Killed   bool   // SIGKILL was needed after the grace
+	Outcome  Outcome `json:"outcome"`
+	ExitCode int     `json:"exit_code"`        // -1 when a signal ended it
+	Signal   string  `json:"signal,omitempty"` // the signal that ended it, if any
+	Killed   bool    `json:"killed,omitempty"` // SIGKILL was needed after the grace
 }
 
 // Process is a running attempt.

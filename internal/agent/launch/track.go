@@ -116,7 +116,7 @@ func (c *Cgroup) make() error {
 
 // Signal implements Tracker.
 func (c *Cgroup) Signal(sig syscall.Signal) {
-	for _, pid := range cgroupProcs(c.Path) {
+	for _, pid := range CgroupProcs(c.Path) {
 		_ = syscall.Kill(pid, sig)
 	}
 }
@@ -153,7 +153,7 @@ func KillCgroup(path string) error {
 			return nil
 		}
 		if !useKill {
-			for _, pid := range cgroupProcs(path) {
+			for _, pid := range CgroupProcs(path) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -164,7 +164,9 @@ func KillCgroup(path string) error {
 	}
 }
 
-func cgroupProcs(path string) []int {
+// CgroupProcs lists the processes in the cgroup at path (not in its
+// children); none when it cannot be read.
+func CgroupProcs(path string) []int {
 	b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
 	if err != nil {
 		return nil
@@ -183,7 +185,7 @@ func cgroupProcs(path string) []int {
 func cgroupPopulated(path string) bool {
 	b, err := os.ReadFile(filepath.Join(path, "cgroup.events"))
 	if err != nil {
-		return len(cgroupProcs(path)) > 0
+		return len(CgroupProcs(path)) > 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "populated "); ok {
@@ -311,20 +313,41 @@ func uidProcs(uid uint32) []int {
 // (field 22 of /proc/PID/stat): a PID and its start time name one process
 // for good, where a PID alone may be reused.
 func StartTime(pid int) (uint64, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := stat(pid)
 	if err != nil {
 		return 0, err
+	}
+	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// Alive reports whether the process that started at start (StartTime) as
+// pid still runs: a zombie, which has ended and waits for its parent to
+// reap it, does not.
+func Alive(pid int, start uint64) bool {
+	f, err := stat(pid)
+	if err != nil || f[0] == "Z" || f[0] == "X" {
+		return false
+	}
+	st, err := strconv.ParseUint(f[19], 10, 64)
+	return err == nil && st == start
+}
+
+// stat returns the fields of /proc/PID/stat from the third (the state)
+// on: f[0] is field 3, f[19] field 22.
+func stat(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
 	}
 	// comm may hold spaces and parentheses: the fields start after the
 	// last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("launch: /proc/%d/stat: no comm", pid)
+		return nil, fmt.Errorf("launch: /proc/%d/stat: no comm", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); start time is field 22.
 	if len(f) < 20 {
-		return 0, fmt.Errorf("launch: /proc/%d/stat: %d fields", pid, len(f)+2)
+		return nil, fmt.Errorf("launch: /proc/%d/stat: %d fields", pid, len(f)+2)
 	}
-	return strconv.ParseUint(f[19], 10, 64)
+	return f, nil
 }
