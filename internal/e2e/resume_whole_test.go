@@ -213,11 +213,17 @@ func TestGangResumesWholeUnderUp(t *testing.T) {
 	}
 	t.Logf("attempt %d resumed every rank from step %d", third, from)
 
-	// Restart 'allot up' under the running gang.
+	// Restart 'allot up' under the running gang: its agents stop the
+	// ranks, deliver the parts they save on SIGTERM, and the job comes back
+	// on the same nodes, each rank on its own.
+	before := nodesOf(t, up, job)
 	up.stop()
 	up = startUpAt(t, data, log)
 	logs, fourth := waitSteps(t, data, job, third, from+1, "after allot up restarted")
 	from = checkWhole(t, logs, fourth, "after allot up restarted")
+	if after := nodesOf(t, up, job); !slices.Equal(after, before) {
+		t.Errorf("after the restart the gang runs on %v, want each rank back on its node %v", after, before)
+	}
 	t.Logf("attempt %d (after the restart) resumed every rank from step %d", fourth, from)
 	t.Logf("history:\n%s", allotAtMust(t, up.url, up.admin, "job", "show", job))
 	allotAtMust(t, up.url, up.admin, "job", "cancel", "--force", job, blocker)
