@@ -251,6 +251,11 @@ checkpoint: {grace: 5s}
 		t.Errorf("the job stopped %s after its agent left, before the 1 s node timeout", took)
 	}
 	name := filepath.Join(cfg.Data, "state", id+".1.0")
+	// The shim writes how the job ended just after the job is gone.
+	waitFor(t, "the shim's exit record", 5*time.Second, func() bool {
+		_, err := shim.ReadExit(name + ".exit.json")
+		return err == nil
+	})
 	if e, err := shim.ReadExit(name + ".exit.json"); err != nil || !e.Fenced || e.Outcome != launch.Stopped || e.Killed {
 		t.Errorf("exit %+v (%v), want fenced and stopped by SIGTERM", e, err)
 	}
