@@ -53,6 +53,10 @@ type endpointSpecRecord struct {
 	PeakWindow  time.Duration      `json:"peak_window_ns,omitempty"`
 	MaxSurge    int                `json:"max_surge,omitempty"`
 	MaxUnavail  int                `json:"max_unavailable,omitempty"`
+	ServiceTime time.Duration      `json:"service_time_ns,omitempty"`
+	ReadyPath   string             `json:"readiness_path,omitempty"`
+	ReadyTime   time.Duration      `json:"readiness_timeout_ns,omitempty"`
+	Access      string             `json:"access,omitempty"`
 }
 
 type endpointStatusRecord struct {
@@ -115,6 +119,7 @@ func encodeEndpoint(e *Endpoint) []byte {
 	spec.ScaleInAft, spec.ScaleInInt = s.Autoscale.ScaleInAfter, s.Autoscale.ScaleInInterval
 	spec.LeadTime, spec.PeakWindow = s.Autoscale.LeadTime, s.Autoscale.PeakWindow
 	spec.MaxSurge, spec.MaxUnavail = s.Rollout.MaxSurge, s.Rollout.MaxUnavailable
+	spec.ServiceTime, spec.ReadyPath, spec.ReadyTime, spec.Access = s.ServiceTime, s.Readiness.Path, s.Readiness.Timeout, s.Access
 	r := endpointRecord{
 		Spec:  spec,
 		Token: e.token,
@@ -179,7 +184,8 @@ func specOfRecord(s endpointSpecRecord) model.EndpointSpec {
 		Throughput: s.Throughput,
 		Autoscale: model.EndpointAutoscale{ScaleInAfter: s.ScaleInAft, ScaleInInterval: s.ScaleInInt,
 			LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},
-		Rollout: model.EndpointRollout{MaxSurge: s.MaxSurge, MaxUnavailable: s.MaxUnavail},
+		Rollout:     model.EndpointRollout{MaxSurge: s.MaxSurge, MaxUnavailable: s.MaxUnavail},
+		ServiceTime: s.ServiceTime, Readiness: model.EndpointReadiness{Path: s.ReadyPath, Timeout: s.ReadyTime}, Access: s.Access,
 	}
 }
 
