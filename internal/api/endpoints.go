@@ -267,6 +267,7 @@ type MetricsReport struct {
 	P95Ms          float64 `json:"p95_ms"`
 	Utilisation    float64 `json:"utilisation"`
 	Replica        string  `json:"replica"`
+	Port           int     `json:"port,omitempty"`
 }
 
 func (h *handler) endpointMetrics(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -275,7 +276,7 @@ func (h *handler) endpointMetrics(w http.ResponseWriter, r *http.Request, p serv
 		return
 	}
 	err := h.srv.ReportEndpointMetrics(r.Context(), p, r.PathValue("name"), server.EndpointReport{
-		RequestsPerSec: req.RequestsPerSec, P95Ms: req.P95Ms, Utilisation: req.Utilisation, Replica: req.Replica})
+		RequestsPerSec: req.RequestsPerSec, P95Ms: req.P95Ms, Utilisation: req.Utilisation, Replica: req.Replica, Port: req.Port})
 	if err != nil {
 		h.fail(w, r, err)
 		return

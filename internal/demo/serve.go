@@ -39,6 +39,9 @@ type Report struct {
 	Utilisation float64 `json:"utilisation"`
 	// Replica names the replica: the job ID and attempt it runs as.
 	Replica string `json:"replica"`
+	// Port is the TCP port the server listens on, so that allot's
+	// gateways can route to it (on its node's address); 0 when unknown.
+	Port int `json:"port,omitempty"`
 }
 
 // maxLatencies bounds the latencies kept per interval; beyond it the
@@ -67,6 +70,8 @@ type Server struct {
 	cfg    ServeConfig
 	slots  chan struct{}
 	client *http.Client // posts the reports
+
+	port int // the port Run listens on, in reports
 
 	mu        sync.Mutex // guards the measurements of the current interval below
 	since     time.Time  // start of the interval
@@ -152,7 +157,7 @@ func (s *Server) Measure() Report {
 	arrivals, lat, busy := s.arrivals, s.latencies, s.busy
 	s.since, s.arrivals, s.latencies, s.busy = now, 0, nil, 0
 	s.mu.Unlock()
-	rep := Report{Replica: s.cfg.Replica, P95Ms: percentile(lat, 0.95)}
+	rep := Report{Replica: s.cfg.Replica, P95Ms: percentile(lat, 0.95), Port: s.port}
 	if sec := elapsed.Seconds(); sec > 0 {
 		rep.RequestsPerSec = float64(arrivals) / sec
 		rep.Utilisation = min(1, busy.Seconds()/(sec*float64(s.cfg.Concurrency)))
@@ -174,10 +179,22 @@ func percentile(v []float64, q float64) float64 {
 // Run serves on ln until ctx is done, printing a Report every
 // cfg.ReportEvery to out and posting it to cfg.ReportURL when set. A failed
 // post is printed and the next one tried; the server goes on serving.
+//
+// The first report goes out at once, before any request: it tells the
+// server the port, so that a gateway can route to the replica without
+// waiting a whole interval.
 func (s *Server) Run(ctx context.Context, ln net.Listener, out io.Writer) error {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.port = a.Port
+	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if s.cfg.ReportURL != "" {
+		if err := s.post(ctx, Report{Replica: s.cfg.Replica, Port: s.port}); err != nil {
+			fmt.Fprintf(out, "report to %s: %v\n", s.cfg.ReportURL, err)
+		}
+	}
 	var tick <-chan time.Time
 	if s.cfg.ReportEvery > 0 {
 		t := time.NewTicker(s.cfg.ReportEvery)

@@ -144,11 +144,27 @@ type endpointBook struct {
 	reports   map[string]map[string]replicaReport // endpoint -> reporter -> latest report
 	windows   map[string][]autoscale.Sample       // endpoint -> samples, oldest first
 	latest    map[string]string                   // endpoint -> reason of the latest decision
+	gateways  map[string]*gatewayBook             // endpoint -> what gateways measured (endpoint_gateway.go)
+	// gatewaysSeen is when each gateway last reported, by its name.
+	gatewaysSeen map[string]time.Time
+	// draining is, per endpoint, the replicas taken out of the routes to
+	// be stopped once drained, and since when (endpoint_drain.go).
+	draining map[string]map[string]time.Time
+	// routesChanged is closed (and replaced) when something gateways route
+	// by changed outside the jobs: a replica's address, a drain.
+	routesChanged chan struct{}
 }
 
 func newEndpointBook() *endpointBook {
 	return &endpointBook{kick: make(chan struct{}, 1), reports: map[string]map[string]replicaReport{},
-		windows: map[string][]autoscale.Sample{}, latest: map[string]string{}}
+		windows: map[string][]autoscale.Sample{}, latest: map[string]string{}, gateways: map[string]*gatewayBook{},
+		gatewaysSeen: map[string]time.Time{}, draining: map[string]map[string]time.Time{}, routesChanged: make(chan struct{})}
+}
+
+// changedRoutes wakes the gateways' watches; metricsMu is held.
+func (b *endpointBook) changedRoutes() {
+	close(b.routesChanged)
+	b.routesChanged = make(chan struct{})
 }
 
 // kickEndpoints asks for a reconcile soon.
