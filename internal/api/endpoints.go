@@ -39,6 +39,61 @@ type Endpoint struct {
 	// BackOff is the crash-loop back-off of failing replicas; nil while
 	// none failed since the last reset.
 	BackOff *EndpointBackOff `json:"back_off"`
+	// URL is where callers reach the endpoint through the gateways;
+	// empty when the server knows no gateway.
+	URL string `json:"url,omitempty"`
+	// Gateway is what the gateways measured over the last minute; nil
+	// when none reported the endpoint.
+	Gateway *EndpointGateway `json:"gateway"`
+}
+
+// EndpointGateway is what the gateways measured of an endpoint over the
+// last minute: requests/s, errors, requests in flight now, and latency
+// quantiles in ms of whole requests and to the first byte, in all and per
+// replica.
+type EndpointGateway struct {
+	RequestsPerSec float64                  `json:"requests_per_sec"`
+	Errors         uint64                   `json:"errors"`
+	InFlight       int                      `json:"in_flight"`
+	Latency        LatencyQuantiles         `json:"latency"`
+	FirstByte      LatencyQuantiles         `json:"first_byte"`
+	Replicas       []EndpointGatewayReplica `json:"replicas"`
+}
+
+// LatencyQuantiles are p50, p95 and p99 in ms.
+type LatencyQuantiles struct {
+	P50Ms float64 `json:"p50_ms"`
+	P95Ms float64 `json:"p95_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// EndpointGatewayReplica is one replica of EndpointGateway.
+type EndpointGatewayReplica struct {
+	Job            string           `json:"job"`
+	RequestsPerSec float64          `json:"requests_per_sec"`
+	Errors         uint64           `json:"errors"`
+	InFlight       int              `json:"in_flight"`
+	Routed         bool             `json:"routed"`
+	Ready          bool             `json:"ready"`
+	Latency        LatencyQuantiles `json:"latency"`
+}
+
+func quantilesMs(q server.Quantiles) LatencyQuantiles {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return LatencyQuantiles{P50Ms: ms(q.P50), P95Ms: ms(q.P95), P99Ms: ms(q.P99)}
+}
+
+func newEndpointGateway(g *server.GatewayMetrics) *EndpointGateway {
+	if g == nil {
+		return nil
+	}
+	out := &EndpointGateway{RequestsPerSec: g.RequestsPerSec, Errors: g.Errors, InFlight: g.InFlight,
+		Latency: quantilesMs(g.Latency), FirstByte: quantilesMs(g.FirstByte), Replicas: make([]EndpointGatewayReplica, len(g.Replicas))}
+	for i, r := range g.Replicas {
+		out.Replicas[i] = EndpointGatewayReplica{Job: r.Job, RequestsPerSec: r.RequestsPerSec, Errors: r.Errors, InFlight: r.InFlight,
+			Routed: r.Routed, Ready: r.Ready, Latency: quantilesMs(r.Latency)}
+	}
+	return out
 }
 
 // EndpointBackOff is an endpoint's crash-loop back-off: failures in a row
@@ -90,7 +145,7 @@ func newEndpoint(st server.EndpointStatus) Endpoint {
 		LeadTime: p.LeadTime, PeakWindow: p.PeakWindow}
 	out := Endpoint{Name: sp.Name, Tenant: sp.Tenant, Model: sp.Model, Spec: spec.EndpointDocumentOf(sp),
 		Desired: e.Desired, Template: st.Template, PreviousTemplate: st.PreviousTemplate, RolloutSince: timePtr(e.RolloutSince), Reason: st.Decision, Replicas: make([]EndpointReplica, len(st.Replicas)),
-		Events: make([]EndpointEvent, len(e.Events)), CreatedAt: timePtr(e.CreatedAt)}
+		Events: make([]EndpointEvent, len(e.Events)), CreatedAt: timePtr(e.CreatedAt), URL: st.URL, Gateway: newEndpointGateway(st.Gateway)}
 	for i, r := range st.Replicas {
 		out.Replicas[i] = EndpointReplica{Job: r.Job, State: string(r.State), Reason: r.Reason, Node: r.Node, GPUModel: r.GPUModel,
 			Template: r.Template, Outdated: r.Outdated}

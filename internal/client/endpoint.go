@@ -31,6 +31,39 @@ type Endpoint struct {
 	// BackOff is the crash-loop back-off of failing replicas; nil while
 	// none failed.
 	BackOff *EndpointBackOff `json:"back_off"`
+	// URL is where callers reach the endpoint through the gateways.
+	URL string `json:"url"`
+	// Gateway is what the gateways measured over the last minute.
+	Gateway *EndpointGateway `json:"gateway"`
+}
+
+// EndpointGateway is what the gateways measured of an endpoint over the
+// last minute.
+type EndpointGateway struct {
+	RequestsPerSec float64                  `json:"requests_per_sec"`
+	Errors         uint64                   `json:"errors"`
+	InFlight       int                      `json:"in_flight"`
+	Latency        LatencyQuantiles         `json:"latency"`
+	FirstByte      LatencyQuantiles         `json:"first_byte"`
+	Replicas       []EndpointGatewayReplica `json:"replicas"`
+}
+
+// LatencyQuantiles are p50, p95 and p99 in ms.
+type LatencyQuantiles struct {
+	P50Ms float64 `json:"p50_ms"`
+	P95Ms float64 `json:"p95_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// EndpointGatewayReplica is one replica of EndpointGateway.
+type EndpointGatewayReplica struct {
+	Job            string           `json:"job"`
+	RequestsPerSec float64          `json:"requests_per_sec"`
+	Errors         uint64           `json:"errors"`
+	InFlight       int              `json:"in_flight"`
+	Routed         bool             `json:"routed"`
+	Ready          bool             `json:"ready"`
+	Latency        LatencyQuantiles `json:"latency"`
 }
 
 // EndpointBackOff is an endpoint's crash-loop back-off: failures in a row

@@ -105,22 +105,28 @@ func (r *ring) add(at time.Time, rep *GatewayReplicaReport) {
 
 // sum merges the slots of the span before now's slot (whole slots only,
 // so a rate over them is not diluted by the one filling) and returns them
-// with the time they cover.
+// with the time they cover: the span, or less when the first report came
+// later (a rate over a minute is not diluted by the minute before the
+// first gateway reported).
 func (r *ring) sum(now time.Time, span time.Duration) (slot, time.Duration) {
 	var out slot
 	end := now.Truncate(r.width)
 	from := end.Add(-span)
+	first := end
 	for i := range r.slots {
 		s := &r.slots[i]
 		if s.start.Before(from) || !s.start.Before(end) {
 			continue
+		}
+		if s.start.Before(first) {
+			first = s.start
 		}
 		out.requests += s.requests
 		out.errors += s.errors
 		out.lat.Merge(&s.lat)
 		out.ttfb.Merge(&s.ttfb)
 	}
-	return out, span
+	return out, max(end.Sub(first), r.width)
 }
 
 // replicaWord is one gateway's latest word on one replica.

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -333,6 +334,12 @@ type EndpointStatus struct {
 	// and PreviousTemplate that of the template an undo rolls back to
 	// ("" when none).
 	Template, PreviousTemplate string
+	// URL is where callers reach the endpoint through the gateways; ""
+	// when the server knows no gateway (Config.GatewayURL).
+	URL string
+	// Gateway is what the gateways measured over the last minute; nil
+	// when none reported the endpoint.
+	Gateway *GatewayMetrics
 }
 
 // ReplicaStatus is one replica job of an endpoint.
@@ -397,6 +404,10 @@ func (s *Server) endpointStatus(e *Endpoint, jobs []*model.Job) EndpointStatus {
 			Template: t, Outdated: t != current})
 	}
 	st.Metrics, st.Decision = s.ep.last(e.Spec.Name)
+	st.Gateway = s.ep.gatewayMetrics(e.Spec.Name, s.clock.Now())
+	if s.cfg.GatewayURL != "" {
+		st.URL = strings.TrimSuffix(s.cfg.GatewayURL, "/") + "/" + url.PathEscape(e.Spec.Name) + "/"
+	}
 	if st.Decision == "" {
 		st.Decision = e.Reason
 	}
