@@ -143,3 +143,31 @@ func TestSteadyLoadConvergesToProfile(t *testing.T) {
 	}
 	t.Log(fmt.Sprintf("bounded: %d replicas at the end; unbounded: up to %d", steps[len(steps)-1].total, most))
 }
+
+// The backlog that queued while one replica served a load for four is
+// served late once the other three are ready: samples over the SLO for a
+// few seconds. Within Params.Settle of the last replica becoming ready
+// they neither add replicas nor teach the autoscaler; a miss after it
+// does both.
+func TestBacklogIsNotAMiss(t *testing.T) {
+	spec := endpoint("T4")
+	spec.MinReplicas, spec.MaxReplicas = 1, 16
+	spec.ServiceTime = 20 * time.Millisecond
+	spec.SLO.P95 = 100 * time.Millisecond
+	now := t0.Add(time.Hour)
+	four := repeat(Replica{GPUModel: "T4", Ready: true}, 4)
+	coming := append(repeat(Replica{GPUModel: "T4", Ready: true}, 1), repeat(Replica{GPUModel: "T4"}, 3)...)
+	// Replicas were coming 10 s ago; now all four are ready and the
+	// sample still shows the backlog.
+	_, st := Decide(spec, steady(now.Add(-10*time.Second), 400, 30, 1), coming, now.Add(-10*time.Second), State{})
+	backlog := steady(now, 400, 2800, 4)
+	d, st2 := Decide(spec, backlog, four, now, st)
+	if d.Desired != 4 || st2.Boost > 1 {
+		t.Errorf("within the settle time: %d replicas, boost %.2f (%s); want 4 and no boost", d.Desired, st2.Boost, d.Reason)
+	}
+	later := now.Add(DefaultParams.Settle)
+	d, st3 := Decide(spec, steady(later, 400, 2800, 4), four, later, st2)
+	if d.Desired <= 4 || st3.Boost <= 1 {
+		t.Errorf("a miss after the settle time: %d replicas, boost %.2f (%s); want more than 4 and a boost", d.Desired, st3.Boost, d.Reason)
+	}
+}

@@ -82,6 +82,11 @@ type State struct {
 	// from LastMiss on, so the State changes only when a minute misses.
 	Boost    float64
 	LastMiss time.Time
+	// Unsettled is the last time a decision saw a replica not ready yet:
+	// until Params.Settle after it, a sample over the SLO neither adds
+	// replicas (step 5) nor teaches (step 0), as it may be the backlog
+	// queued while the replicas were too few.
+	Unsettled time.Time
 }
 
 // Params tune the autoscaler; DefaultParams suits GPU replicas that take a
@@ -130,6 +135,13 @@ type Params struct {
 	// needed; bounded, a rise that goes on is still met one lead time at a
 	// time, as each new peak raises the bound.
 	MaxTrendShare float64
+	// Settle is how long every replica must have been ready before a
+	// sample over the SLO counts as the model's miss (steps 0 and 5): the
+	// requests that queued while the endpoint had too few replicas are
+	// served late after the new ones come, and that backlog, measured,
+	// scaled a converged endpoint from 4 replicas to 8 and taught it to
+	// plan 1.8 times the load.
+	Settle time.Duration
 }
 
 // DefaultParams are the parameters Decide uses.
@@ -148,6 +160,7 @@ var DefaultParams = Params{
 	MissBoostMax:    2,
 	MissHalfLife:    24 * time.Hour,
 	MaxTrendShare:   1,
+	Settle:          30 * time.Second,
 }
 
 // Decide is DefaultParams.Decide.
@@ -166,9 +179,13 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 			ready++
 		}
 	}
-	boost, next := p.learn(spec, window, replicas, ready, now, last)
-	d, st := p.decide(spec, window, replicas, now, next, boost)
-	st.Boost, st.LastMiss = next.Boost, next.LastMiss
+	if ready < len(replicas) || last.Unsettled.After(now) {
+		last.Unsettled = now
+	}
+	settled := last.Unsettled.IsZero() || now.Sub(last.Unsettled) >= p.Settle
+	boost, next := p.learn(spec, window, replicas, ready, now, last, settled)
+	d, st := p.decide(spec, window, replicas, now, next, boost, settled)
+	st.Boost, st.LastMiss, st.Unsettled = next.Boost, next.LastMiss, last.Unsettled
 	return d, st
 }
 
@@ -183,7 +200,7 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 // the load measured: a miss while the endpoint had too few replicas (a
 // ramp, replicas still starting) is explained by the count, not by bursts,
 // and learning from it planned a steady load up to twice over for a day.
-func (p Params) learn(spec model.EndpointSpec, window []Sample, replicas []Replica, ready int, now time.Time, last State) (float64, State) {
+func (p Params) learn(spec model.EndpointSpec, window []Sample, replicas []Replica, ready int, now time.Time, last State, settled bool) (float64, State) {
 	if p.MissBoost <= 0 {
 		last.Boost, last.LastMiss = 0, time.Time{}
 		return 1, last
@@ -206,7 +223,7 @@ func (p Params) learn(spec model.EndpointSpec, window []Sample, replicas []Repli
 	sloMs := float64(spec.SLO.P95) / float64(time.Millisecond)
 	if n := len(samples); n > 0 {
 		s := samples[n-1]
-		if s.At.After(last.LastMiss) && sloMs > 0 && s.P95Ms > sloMs && s.RequestsPerSec > 0 && s.Replicas >= ready &&
+		if settled && s.At.After(last.LastMiss) && sloMs > 0 && s.P95Ms > sloMs && s.RequestsPerSec > 0 && s.Replicas >= ready &&
 			p.explained(spec, samples, replicas, s.RequestsPerSec) {
 			last.Boost = min(boost(s.At)*(1+p.MissBoost), max(p.MissBoostMax, 1))
 			last.LastMiss = s.At
@@ -248,7 +265,7 @@ func serviceTime(spec model.EndpointSpec, samples []Sample) float64 {
 }
 
 // decide is Decide planning for boost times the forecast rate.
-func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now time.Time, last State, boost float64) (Decision, State) {
+func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now time.Time, last State, boost float64, settled bool) (Decision, State) {
 	// 1. Bounds.
 	current := len(replicas)
 	lo := max(spec.MinReplicas, 0)
@@ -323,7 +340,7 @@ func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	}
 
 	// 5. Observed.
-	breach := newest.P95Ms > sloMs && newest.RequestsPerSec > 0 && newest.Replicas >= ready
+	breach := newest.P95Ms > sloMs && newest.RequestsPerSec > 0 && newest.Replicas >= ready && (settled || coming > 0)
 	if breach && coming == 0 {
 		step := max(1, int(math.Ceil(p.BreachStep*float64(current))))
 		if current+step > out {

@@ -23,7 +23,9 @@
 //     The model plans for the p95 of a typical minute; an endpoint whose
 //     traffic comes in bursts misses more minutes than it foresees, and
 //     this is how the misses teach it the headroom such traffic needs.
-//     Only a miss the model did not foresee teaches: one where the model
+//     Only a miss the model did not foresee teaches: every replica has
+//     been ready for Params.Settle (else the miss may be the backlog
+//     queued while too few served), and the model
 //     says the ready replicas held the SLO at the rate measured. A miss
 //     while too few replicas served (a ramp) is the count's, not the
 //     traffic's.
@@ -46,7 +48,9 @@
 //  5. Observed: a sample whose p95 is above the SLO, measured with every
 //     ready replica reporting, adds Params.BreachStep of the replicas even
 //     when the model says the count suffices, unless replicas are still
-//     coming, which it waits for.
+//     coming, which it waits for, or came less than Params.Settle ago
+//     (State.Unsettled): the backlog they are still serving is not a
+//     miss of the model's.
 //  6. Scale in slowly: only when a count that holds the SLO with
 //     Params.ScaleInMargin more load than forecast has stayed below the
 //     current count for Params.Stabilisation, at most Params.ScaleInStep of

@@ -82,6 +82,17 @@ func (b *endpointBook) drained(name, job string, since, now time.Time) bool {
 	return true
 }
 
+// drainingOf returns the replicas of endpoint name that drain.
+func (b *endpointBook) drainingOf(name string) map[string]bool {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	out := make(map[string]bool, len(b.draining[name]))
+	for id := range b.draining[name] {
+		out[id] = true
+	}
+	return out
+}
+
 // keepDraining clears the drain of endpoint name's replicas that are not
 // in stop (the load rose again, a rollout changed its mind): they go back
 // into the route.

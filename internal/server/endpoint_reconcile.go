@@ -120,7 +120,13 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 	// 3. Decide.
 	w := s.world()
 	current, outdated := byTemplate(e, live)
-	counted := rolloutCounted(e.Desired, live, outdated)
+	// A draining replica is on its way out: counted, it would make a
+	// scale-in look undone, and the next decision would ask for it back.
+	draining := s.ep.drainingOf(name)
+	staying := func(js []*model.Job) []*model.Job {
+		return slices.DeleteFunc(slices.Clone(js), func(j *model.Job) bool { return draining[j.ID] })
+	}
+	counted := rolloutCounted(e.Desired, staying(live), staying(outdated))
 	replicas := make([]autoscale.Replica, len(counted))
 	for i, j := range counted {
 		_, gpu := replicaNode(w, j)

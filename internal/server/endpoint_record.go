@@ -89,6 +89,7 @@ type autoscaleStateRecord struct {
 	LastScaleIn time.Time `json:"last_scale_in,omitzero"`
 	Boost       float64   `json:"boost,omitempty"`
 	LastMiss    time.Time `json:"last_miss,omitzero"`
+	Unsettled   time.Time `json:"unsettled,omitzero"`
 }
 
 type endpointEventRecord struct {
@@ -126,7 +127,7 @@ func encodeEndpoint(e *Endpoint) []byte {
 		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason, RolloutSince: e.RolloutSince, Unlabelled: e.Unlabelled,
 			Restarted: e.Restarted, PreviousRestarted: e.PreviousRestarted, CrashLoop: crashLoopRecord(e.CrashLoop),
 			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn,
-				Boost: e.State.Boost, LastMiss: e.State.LastMiss}},
+				Boost: e.State.Boost, LastMiss: e.State.LastMiss, Unsettled: e.State.Unsettled}},
 		CreatedAt: e.CreatedAt,
 	}
 	if e.Previous != nil {
@@ -159,7 +160,7 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 		PreviousRestarted: r.Status.PreviousRestarted, CrashLoop: CrashLoop(r.Status.CrashLoop),
 		State: autoscale.State{LowSince: r.Status.Autoscaler.LowSince, LowMax: r.Status.Autoscaler.LowMax,
 			LastScaleIn: r.Status.Autoscaler.LastScaleIn, Boost: r.Status.Autoscaler.Boost,
-			LastMiss: r.Status.Autoscaler.LastMiss},
+			LastMiss: r.Status.Autoscaler.LastMiss, Unsettled: r.Status.Autoscaler.Unsettled},
 	}
 	if r.Status.Previous != nil {
 		prev := specOfRecord(*r.Status.Previous)
