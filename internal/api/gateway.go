@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/allot-dev/allot/internal/api/wire"
@@ -16,20 +17,10 @@ const maxRouteVersion = 64
 // routeTable serves GET /v1/routes?after=VERSION&wait=D: the route table once
 // its version differs from after, or after wait (at most MaxWait).
 func (h *handler) routeTable(w http.ResponseWriter, r *http.Request, p server.Principal) {
-	q := r.URL.Query()
-	after := q.Get("after")
-	if len(after) > maxRouteVersion {
-		writeError(w, codeInvalidSpec, "after", fmt.Sprintf("is %d bytes, over %d: pass back the version of the last table", len(after), maxRouteVersion))
+	after, wait, perr := parseRoutesQuery(r.URL.RawQuery)
+	if perr != nil {
+		writeError(w, perr.Code, perr.Field, perr.Message)
 		return
-	}
-	var wait time.Duration
-	if v := q.Get("wait"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			writeError(w, codeInvalidSpec, "wait", fmt.Sprintf("wait=%q: want a duration such as 30s", clip(v)))
-			return
-		}
-		wait = min(d, MaxWait)
 	}
 	t, err := h.srv.Routes(r.Context(), p, after, wait)
 	if err != nil {
@@ -40,6 +31,26 @@ func (h *handler) routeTable(w http.ResponseWriter, r *http.Request, p server.Pr
 		return
 	}
 	writeJSON(w, http.StatusOK, newRouteTable(t))
+}
+
+// parseRoutesQuery reads the after= and wait= of GET /v1/routes.
+func parseRoutesQuery(raw string) (after string, wait time.Duration, e *Error) {
+	q, err := url.ParseQuery(raw)
+	if err != nil {
+		return "", 0, &Error{Code: codeInvalidSpec, Message: "the query does not parse: " + err.Error()}
+	}
+	after = q.Get("after")
+	if len(after) > maxRouteVersion {
+		return "", 0, &Error{Code: codeInvalidSpec, Field: "after", Message: fmt.Sprintf("is %d bytes, over %d: pass back the version of the last table", len(after), maxRouteVersion)}
+	}
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return "", 0, &Error{Code: codeInvalidSpec, Field: "wait", Message: fmt.Sprintf("wait=%q: want a duration such as 30s", clip(v))}
+		}
+		wait = min(d, MaxWait)
+	}
+	return after, wait, nil
 }
 
 func newRouteTable(t server.RouteTable) wire.RouteTable {

@@ -140,6 +140,7 @@ type MetricsReport struct {
 	P95Ms          float64 `json:"p95_ms"`
 	Utilisation    float64 `json:"utilisation"`
 	Replica        string  `json:"replica"`
+	Port           int     `json:"port,omitempty"`
 }
 
 // CreateEndpoint creates the endpoint of doc, an endpoint document (YAML

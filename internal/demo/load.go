@@ -52,13 +52,20 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float6
 // as it would in production. It returns when the last arrival's request
 // has ended (or timed out), or when ctx is done.
 func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
+	res, _, err := LoadLatencies(ctx, cfg)
+	return res, err
+}
+
+// LoadLatencies is Load that also returns the latency of every request
+// answered 2xx, in the order they ended.
+func LoadLatencies(ctx context.Context, cfg LoadConfig) (LoadResult, []time.Duration, error) {
 	switch {
 	case cfg.URL == "":
-		return LoadResult{}, errors.New("no URL")
+		return LoadResult{}, nil, errors.New("no URL")
 	case !(cfg.RPS > 0) || cfg.RPS > 1e6:
-		return LoadResult{}, fmt.Errorf("rate must be above 0 and at most 1,000,000 requests/s, got %g", cfg.RPS)
+		return LoadResult{}, nil, fmt.Errorf("rate must be above 0 and at most 1,000,000 requests/s, got %g", cfg.RPS)
 	case cfg.Duration <= 0:
-		return LoadResult{}, errors.New("duration must be above 0")
+		return LoadResult{}, nil, errors.New("duration must be above 0")
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -133,10 +140,37 @@ loop:
 		}
 	}
 	wg.Wait()
-	res.AchievedRPS = float64(res.Sent) / cfg.Duration.Seconds()
-	q := func(p float64) time.Duration { return time.Duration(percentile(lat, p)) }
-	res.P50, res.P90, res.P95, res.P99, res.Max = q(0.50), q(0.90), q(0.95), q(0.99), q(1)
-	return res, ctx.Err()
+	out := make([]time.Duration, len(lat))
+	for i, v := range lat {
+		out[i] = time.Duration(v)
+	}
+	return Combine([]LoadResult{res}, out, cfg.Duration), out, ctx.Err()
+}
+
+// Combine is the result of runs rs of a load together, lasting d in all:
+// their counts added, the first error, and the percentiles of lat, the
+// latencies of all their answered requests.
+func Combine(rs []LoadResult, lat []time.Duration, d time.Duration) LoadResult {
+	var out LoadResult
+	for _, r := range rs {
+		out.Sent += r.Sent
+		out.OK += r.OK
+		out.Failed += r.Failed
+		out.Dropped += r.Dropped
+		if out.FirstError == "" {
+			out.FirstError = r.FirstError
+		}
+	}
+	if d > 0 {
+		out.AchievedRPS = float64(out.Sent) / d.Seconds()
+	}
+	v := make([]float64, len(lat))
+	for i, l := range lat {
+		v[i] = float64(l)
+	}
+	q := func(p float64) time.Duration { return time.Duration(percentile(v, p)) }
+	out.P50, out.P90, out.P95, out.P99, out.Max = q(0.50), q(0.90), q(0.95), q(0.99), q(1)
+	return out
 }
 
 // fetch GETs url and reads the answer, failing on a status other than 2xx.

@@ -154,7 +154,10 @@ func New(cfg Config) (*Gateway, error) {
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:       g.rewrite,
 		Transport:     roundTripper{g},
-		FlushInterval: -1,
+		// A response without a length (token streaming, server-sent
+		// events) is flushed at every write by the proxy itself; one with
+		// a length goes out in as few writes as it can.
+		FlushInterval: 0,
 		ErrorHandler:  g.proxyError,
 		ErrorLog:      slogLogger(cfg.Logger),
 	}

@@ -35,7 +35,7 @@ const (
 	gatewaySeen        = 10 * time.Second // a gateway silent longer than this is not waited for
 	maxGatewayName     = 253
 	maxGatewayReplicas = 4 * model.MaxReplicas // per endpoint in one report
-	maxGatewayEntries  = 10_000               // endpoints in one report
+	maxGatewayEntries  = 10_000                // endpoints in one report
 	maxGatewayInFlight = 1 << 30
 )
 
@@ -139,8 +139,8 @@ type replicaWord struct {
 
 // gatewayBook is what gateways measured of one endpoint.
 type gatewayBook struct {
-	endpoint *ring                            // slots of a second
-	replicas map[string]*ring                 // job -> slots of ten seconds
+	endpoint *ring                             // slots of a second
+	replicas map[string]*ring                  // job -> slots of ten seconds
 	words    map[string]map[string]replicaWord // job -> gateway -> latest word
 }
 

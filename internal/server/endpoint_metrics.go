@@ -46,7 +46,7 @@ const (
 
 // replicaReport is the latest report of one reporter.
 type replicaReport struct {
-	at  time.Time
+	at      time.Time
 	r       EndpointReport
 	job     string // the replica job it names, "" for another reporter
 	attempt int    // the attempt of job it names
