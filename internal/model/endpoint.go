@@ -58,6 +58,14 @@ type EndpointSpec struct {
 	Access string
 }
 
+// The labels of an endpoint's replica jobs that the scheduling core reads:
+// a job labelled LabelWorkload: WorkloadInference is placed off
+// InfiniBand nodes while others fit (package sched, placeAmong).
+const (
+	LabelWorkload     = "workload"
+	WorkloadInference = "inference"
+)
+
 // Who may call an endpoint through the gateway.
 const (
 	// AccessTenant: a bearer token of the endpoint's tenant; the gateway

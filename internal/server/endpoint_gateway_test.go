@@ -239,3 +239,36 @@ func FuzzGatewayReportValidate(f *testing.F) {
 		}
 	})
 }
+
+// job why says why an inference replica holds an InfiniBand node, and
+// says nothing of the kind for one off InfiniBand or for another job.
+func TestWhyInferenceOnInfiniBand(t *testing.T) {
+	h := newHarness(t)
+	w := h.srv.world()
+	var ib, eth string
+	for _, n := range w.fleet.Nodes {
+		reg, _ := w.fleet.Region(n.Region)
+		for _, c := range reg.Clusters {
+			if c.Name == n.Cluster && c.Fabric == model.FabricInfiniBand && ib == "" {
+				ib = n.Name
+			}
+			if c.Name == n.Cluster && c.Fabric == model.FabricEthernet && eth == "" {
+				eth = n.Name
+			}
+		}
+	}
+	job := func(node string, labels map[string]string) *model.Job {
+		return &model.Job{Spec: model.JobSpec{Labels: labels},
+			Status: model.JobStatus{State: model.StateRunning, Allocations: []model.Allocation{{Node: node}}}}
+	}
+	inference := map[string]string{model.LabelWorkload: model.WorkloadInference}
+	if got := explainInferencePlacement(w, job(ib, inference)); !strings.Contains(got, "keep off InfiniBand training nodes") || !strings.Contains(got, ib) {
+		t.Errorf("replica on %s: %q", ib, got)
+	}
+	if got := explainInferencePlacement(w, job(eth, inference)); got != "" {
+		t.Errorf("replica on %s (Ethernet): %q, want nothing", eth, got)
+	}
+	if got := explainInferencePlacement(w, job(ib, nil)); got != "" {
+		t.Errorf("training job on %s: %q, want nothing", ib, got)
+	}
+}

@@ -38,9 +38,10 @@ import (
 // Labels and env of replica jobs.
 const (
 	LabelEndpoint = "endpoint"
-	LabelWorkload = "workload"
-	// WorkloadInference is the workload label of replicas.
-	WorkloadInference = "inference"
+	LabelWorkload = model.LabelWorkload
+	// WorkloadInference is the workload label of replicas: the core keeps
+	// them off InfiniBand nodes while others fit.
+	WorkloadInference = model.WorkloadInference
 
 	EnvEndpoint           = "ALLOT_ENDPOINT"
 	EnvEndpointToken      = "ALLOT_ENDPOINT_TOKEN"
