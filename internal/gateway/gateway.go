@@ -152,8 +152,8 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, log: cfg.Logger, base: base, all: map[string]*replica{}, metrics: newMetrics()}
 	g.proxy = &httputil.ReverseProxy{
-		Rewrite:       g.rewrite,
-		Transport:     roundTripper{g},
+		Rewrite:   g.rewrite,
+		Transport: roundTripper{g},
 		// A response without a length (token streaming, server-sent
 		// events) is flushed at every write by the proxy itself; one with
 		// a length goes out in as few writes as it can.
