@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-dev/allot/internal/demo"
+	servemodel "github.com/allot-dev/allot/internal/sim/serving"
+	"github.com/allot-dev/allot/internal/trace/azurellm"
 )
 
 // exitError ends the command with its own exit status.
@@ -46,7 +49,7 @@ command: [allot, demo, train, --steps, "100"] on any host.`,
 }
 
 func newDemoServeCmd() *cobra.Command {
-	var listen, report string
+	var listen, report, gpu string
 	cfg := demo.ServeConfig{}
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--service-time D] [--concurrency N] [--report URL]",
@@ -80,6 +83,15 @@ Capacity is concurrency / service time: 32 slots of 20 ms serve at most
 			}
 			cfg.ReportCA = os.Getenv("ALLOT_ENDPOINT_CA")
 			cfg.Replica = replicaName()
+			if gpu != "" {
+				prof, err := servemodel.NewProfile(servemodel.DefaultModel, gpu, 1)
+				if err != nil {
+					return Usage(fmt.Errorf("--gpu: %w", err))
+				}
+				cfg.Tokens = func(context, generated float64, batch int) time.Duration {
+					return time.Duration(prof.ServiceTime(context, generated, batch) * float64(time.Second))
+				}
+			}
 			s, err := demo.NewServer(cfg)
 			if err != nil {
 				return Usage(err)
@@ -102,13 +114,16 @@ Capacity is concurrency / service time: 32 slots of 20 ms serve at most
 	f.IntVar(&cfg.Concurrency, "concurrency", 8, "requests served at once; more queue")
 	f.StringVar(&report, "report", "", "URL to POST each interval's measurements to (default $ALLOT_ENDPOINT_METRICS_URL)")
 	f.DurationVar(&cfg.ReportEvery, "report-every", 10*time.Second, "measurement and report interval")
+	f.StringVar(&gpu, "gpu", "", "turn a request's token counts (?context=C&generated=G, as demo load --trace sends) into its service time by the simulator's serving model of an 8B model on one GPU of this model (H100, A100, T4, …; internal/sim/serving); a request without counts takes --service-time")
 	return cmd
 }
 
 func newDemoLoadCmd() *cobra.Command {
 	cfg := demo.LoadConfig{}
+	var trace, traceDir string
+	var rateScale float64
 	cmd := &cobra.Command{
-		Use:   "load --url URL --rps R --duration D",
+		Use:   "load --url URL (--rps R | --trace azure-code|azure-conv [--rate-scale X]) --duration D",
 		Short: "Send requests at a rate (Poisson arrivals) and print latency percentiles",
 		Long: `load sends GET requests to --url for --duration, arriving as a Poisson process
 of --rps requests per second. Arrivals do not wait for earlier answers (an
@@ -116,12 +131,29 @@ open loop, as users do), so an overloaded server shows a growing queue rather
 than a slower client. At the end it prints the requests sent and the rate
 achieved, how many were answered 2xx, failed or dropped (more than
 --max-in-flight outstanding), and the latency percentiles of the answered
-ones.`,
-		Example: `  allot demo load --url http://127.0.0.1:8000/ --rps 300 --duration 30s`,
-		Args:    noArgs,
+ones.
+
+--trace azure-code or azure-conv replays the Azure LLM inference trace
+that the repository ships (--trace-dir, data/traces/azure-llm; sources in
+data/traces/SOURCES.md) instead of Poisson arrivals: its requests in order,
+the gaps between them divided by --rate-scale (10: ten times the trace's
+rate), each with its token counts in the query (?context=C&generated=G),
+from the start again when the trace ends. allot demo serve --gpu turns the
+counts into each request's service time by the simulator's serving model
+(internal/sim/serving, docs/serving-model.md).`,
+		Example: `  allot demo load --url http://127.0.0.1:8000/ --rps 300 --duration 30s
+  allot demo load --url http://127.0.0.1:8081/chat/ --trace azure-code --rate-scale 40 --duration 5m`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.URL == "" || cfg.RPS <= 0 || cfg.Duration <= 0 {
-				return Usage(errors.New("demo load needs --url, --rps above 0 and --duration above 0"))
+			if trace != "" {
+				reqs, err := readTrace(traceDir, trace, rateScale)
+				if err != nil {
+					return Usage(err)
+				}
+				cfg.Trace = reqs
+			}
+			if cfg.URL == "" || (cfg.RPS <= 0 && cfg.Trace == nil) || cfg.Duration <= 0 {
+				return Usage(errors.New("demo load needs --url, --rps above 0 or --trace, and --duration above 0"))
 			}
 			res, err := demo.Load(cmd.Context(), cfg)
 			fmt.Fprintln(cmd.OutOrStdout(), res)
@@ -138,7 +170,41 @@ ones.`,
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "limit of one request")
 	f.IntVar(&cfg.MaxInFlight, "max-in-flight", 10_000, "requests outstanding at most; arrivals beyond are dropped")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the arrival times")
+	f.StringVar(&trace, "trace", "", "replay a trace instead of Poisson arrivals: azure-code or azure-conv")
+	f.StringVar(&traceDir, "trace-dir", "data/traces/azure-llm", "directory of the Azure LLM inference trace files")
+	f.Float64Var(&rateScale, "rate-scale", 1, "with --trace: multiply the trace's arrival rate by this (divide its gaps)")
 	return cmd
+}
+
+// traceFiles names the file of each trace demo load replays.
+var traceFiles = map[string]string{
+	"azure-code": "AzureLLMInferenceTrace_code.csv",
+	"azure-conv": "AzureLLMInferenceTrace_conv.csv",
+}
+
+// readTrace reads trace name from dir as a load's requests, its gaps
+// divided by scale (the first request's gap is the trace's mean).
+func readTrace(dir, name string, scale float64) ([]demo.TraceRequest, error) {
+	file, ok := traceFiles[name]
+	if !ok {
+		return nil, fmt.Errorf("--trace %q: want azure-code or azure-conv", name)
+	}
+	if !(scale > 0) || scale > 1e6 {
+		return nil, fmt.Errorf("--rate-scale %g: want a number above 0 and at most 1,000,000", scale)
+	}
+	reqs, err := azurellm.ReadRequestsFile(filepath.Join(dir, file))
+	if err != nil {
+		return nil, notHere(err, "--trace-dir")
+	}
+	out := make([]demo.TraceRequest, len(reqs))
+	for i, r := range reqs {
+		gap := reqs[len(reqs)-1].At / time.Duration(len(reqs))
+		if i > 0 {
+			gap = r.At - reqs[i-1].At
+		}
+		out[i] = demo.TraceRequest{Gap: time.Duration(float64(gap) / scale), Context: r.Context, Generated: r.Generated}
+	}
+	return out, nil
 }
 
 func newDemoTrainCmd() *cobra.Command {

@@ -112,3 +112,41 @@ func TestDemoTrain(t *testing.T) {
 		t.Errorf("last checkpoint at step %d (%v), want the step SIGTERM came at (4 or later)", step, err)
 	}
 }
+
+// demo load --trace reads the repository's Azure trace: its gaps divided
+// by the rate scale, its token counts kept; bad names and scales are
+// refused naming the flag.
+func TestReadTrace(t *testing.T) {
+	dir := "../../data/traces/azure-llm"
+	one, err := readTrace(dir, "azure-code", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ten, err := readTrace(dir, "azure-code", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(one) != 8819 || len(ten) != len(one) {
+		t.Fatalf("%d and %d requests, want the file's 8,819", len(one), len(ten))
+	}
+	var span1, span10 time.Duration
+	for i := range one {
+		span1 += one[i].Gap
+		span10 += ten[i].Gap
+		if one[i].Context != ten[i].Context || one[i].Context < 1 {
+			t.Fatalf("request %d: context %d and %d", i, one[i].Context, ten[i].Context)
+		}
+	}
+	if span1 < 50*time.Minute || span1 > 60*time.Minute || span10*10 < span1-time.Second || span10*10 > span1+time.Second {
+		t.Errorf("the trace spans %s, at ten times the rate %s", span1, span10)
+	}
+	for _, tc := range []struct {
+		name  string
+		scale float64
+		want  string
+	}{{"azure-nope", 1, "--trace"}, {"azure-conv", 0, "--rate-scale"}, {"azure-conv", -1, "--rate-scale"}} {
+		if _, err := readTrace(dir, tc.name, tc.scale); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("readTrace(%s, %g): %v, want an error naming %s", tc.name, tc.scale, err, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -24,6 +25,31 @@ type LoadConfig struct {
 	// turn the open loop into a closed one. Zero means 10,000.
 	MaxInFlight int
 	Seed        uint64 // of the arrival times
+	// Trace, when not empty, replaces the Poisson arrivals: request i
+	// arrives Trace[i].Gap after the one before and carries its token
+	// counts in the query (context=, generated=), which allot demo serve
+	// --gpu turns into its service time; the trace repeats until Duration
+	// ends. RPS is then not read.
+	Trace []TraceRequest
+}
+
+// TraceRequest is one request of a replayed trace.
+type TraceRequest struct {
+	Gap                time.Duration // since the request before
+	Context, Generated int
+}
+
+// url is the URL of the i-th arrival.
+func (cfg LoadConfig) url(i int) string {
+	if len(cfg.Trace) == 0 {
+		return cfg.URL
+	}
+	r := cfg.Trace[i%len(cfg.Trace)]
+	sep := "?"
+	if strings.Contains(cfg.URL, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%scontext=%d&generated=%d", cfg.URL, sep, r.Context, r.Generated)
 }
 
 // LoadResult is what a load test measured.
@@ -62,10 +88,20 @@ func LoadLatencies(ctx context.Context, cfg LoadConfig) (LoadResult, []time.Dura
 	switch {
 	case cfg.URL == "":
 		return LoadResult{}, nil, errors.New("no URL")
-	case !(cfg.RPS > 0) || cfg.RPS > 1e6:
+	case len(cfg.Trace) == 0 && (!(cfg.RPS > 0) || cfg.RPS > 1e6):
 		return LoadResult{}, nil, fmt.Errorf("rate must be above 0 and at most 1,000,000 requests/s, got %g", cfg.RPS)
 	case cfg.Duration <= 0:
 		return LoadResult{}, nil, errors.New("duration must be above 0")
+	}
+	var span time.Duration
+	for _, r := range cfg.Trace {
+		if r.Gap < 0 {
+			return LoadResult{}, nil, fmt.Errorf("trace: a gap of %s; want gaps of 0 or more", r.Gap)
+		}
+		span += r.Gap
+	}
+	if len(cfg.Trace) > 0 && span <= 0 {
+		return LoadResult{}, nil, errors.New("trace: every request arrives at once; want a trace that spans some time")
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -87,11 +123,11 @@ func LoadLatencies(ctx context.Context, cfg LoadConfig) (LoadResult, []time.Dura
 		lat      []float64
 		inFlight = make(chan struct{}, maxInFlight)
 	)
-	get := func() {
+	get := func(url string) {
 		defer wg.Done()
 		defer func() { <-inFlight }()
 		start := time.Now()
-		err := fetch(ctx, client, cfg.URL)
+		err := fetch(ctx, client, url)
 		d := time.Since(start)
 		mu.Lock()
 		defer mu.Unlock()
@@ -112,9 +148,14 @@ func LoadLatencies(ctx context.Context, cfg LoadConfig) (LoadResult, []time.Dura
 	defer timer.Stop()
 	<-timer.C
 	next := start
+	arrival := 0
 loop:
-	for {
-		next = next.Add(time.Duration(rng.ExpFloat64() / cfg.RPS * float64(time.Second)))
+	for ; ; arrival++ {
+		if len(cfg.Trace) > 0 {
+			next = next.Add(cfg.Trace[arrival%len(cfg.Trace)].Gap)
+		} else {
+			next = next.Add(time.Duration(rng.ExpFloat64() / cfg.RPS * float64(time.Second)))
+		}
 		if next.After(end) {
 			break
 		}
@@ -132,7 +173,7 @@ loop:
 			res.Sent++
 			mu.Unlock()
 			wg.Add(1)
-			go get()
+			go get(cfg.url(arrival))
 		default:
 			mu.Lock()
 			res.Dropped++

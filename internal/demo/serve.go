@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -61,7 +62,15 @@ type ServeConfig struct {
 	// ReportCA, when set, is the PEM of the certificates an https report
 	// URL's certificate must chain to, instead of the system's roots.
 	ReportCA string
+	// Tokens, when set, turns a request's token counts (query context= and
+	// generated=, as allot demo load --trace sends them) into its service
+	// time, the batch being Concurrency; a request without them takes
+	// ServiceTime.
+	Tokens func(context, generated float64, batch int) time.Duration
 }
+
+// MaxTokens bounds the context= and generated= of a request.
+const MaxTokens = 1 << 20
 
 // Server is the demo inference server: an http.Handler answering
 // /healthz and / (the "inference": a wait for a free slot, then the
@@ -120,6 +129,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // how long each part took.
 func (s *Server) infer(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
+	service, err := s.serviceTime(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	s.mu.Lock()
 	s.arrivals++
 	s.mu.Unlock()
@@ -129,7 +143,7 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) {
 		return // the client left while queued
 	}
 	started := time.Now()
-	t := time.NewTimer(s.cfg.ServiceTime)
+	t := time.NewTimer(service)
 	select {
 	case <-t.C:
 	case <-r.Context().Done():
@@ -146,6 +160,25 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, "{\"replica\":%q,\"queue_ms\":%.3f,\"service_ms\":%.3f}\n", s.cfg.Replica,
 		float64(started.Sub(arrived))/float64(time.Millisecond), float64(done.Sub(started))/float64(time.Millisecond))
+}
+
+// serviceTime is what request r takes on a slot: ServiceTime, or what its
+// token counts cost under cfg.Tokens. A count that is not an integer from 0
+// to MaxTokens is an error naming it.
+func (s *Server) serviceTime(r *http.Request) (time.Duration, error) {
+	q := r.URL.Query()
+	if s.cfg.Tokens == nil || (!q.Has("context") && !q.Has("generated")) {
+		return s.cfg.ServiceTime, nil
+	}
+	var n [2]float64
+	for i, name := range []string{"context", "generated"} {
+		v, err := strconv.Atoi(q.Get(name))
+		if err != nil || v < 0 || v > MaxTokens {
+			return 0, fmt.Errorf("%s=%q: want a token count from 0 to %d", name, q.Get(name), MaxTokens)
+		}
+		n[i] = float64(v)
+	}
+	return s.cfg.Tokens(n[0], n[1], s.cfg.Concurrency), nil
 }
 
 // Measure returns the report of the interval since the last Measure (or

@@ -158,11 +158,25 @@ func New(cfg Config) (*Gateway, error) {
 		// events) is flushed at every write by the proxy itself; one with
 		// a length goes out in as few writes as it can.
 		FlushInterval: 0,
+		BufferPool:    &bufferPool{},
 		ErrorHandler:  g.proxyError,
 		ErrorLog:      slogLogger(cfg.Logger),
 	}
 	return g, nil
 }
+
+// bufferPool lends the proxy its copy buffers, so that a request does not
+// allocate (and the collector clear) 32 KiB.
+type bufferPool struct{ p sync.Pool }
+
+func (b *bufferPool) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
 // state is one request's, carried in its context from ServeHTTP to the
 // transport and the error handler.
