@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
@@ -44,53 +45,22 @@ type Endpoint struct {
 	URL string `json:"url,omitempty"`
 	// Gateway is what the gateways measured over the last minute; nil
 	// when none reported the endpoint.
-	Gateway *EndpointGateway `json:"gateway"`
+	Gateway *wire.EndpointGateway `json:"gateway"`
 }
 
-// EndpointGateway is what the gateways measured of an endpoint over the
-// last minute: requests/s, errors, requests in flight now, and latency
-// quantiles in ms of whole requests and to the first byte, in all and per
-// replica.
-type EndpointGateway struct {
-	RequestsPerSec float64                  `json:"requests_per_sec"`
-	Errors         uint64                   `json:"errors"`
-	InFlight       int                      `json:"in_flight"`
-	Latency        LatencyQuantiles         `json:"latency"`
-	FirstByte      LatencyQuantiles         `json:"first_byte"`
-	Replicas       []EndpointGatewayReplica `json:"replicas"`
-}
-
-// LatencyQuantiles are p50, p95 and p99 in ms.
-type LatencyQuantiles struct {
-	P50Ms float64 `json:"p50_ms"`
-	P95Ms float64 `json:"p95_ms"`
-	P99Ms float64 `json:"p99_ms"`
-}
-
-// EndpointGatewayReplica is one replica of EndpointGateway.
-type EndpointGatewayReplica struct {
-	Job            string           `json:"job"`
-	RequestsPerSec float64          `json:"requests_per_sec"`
-	Errors         uint64           `json:"errors"`
-	InFlight       int              `json:"in_flight"`
-	Routed         bool             `json:"routed"`
-	Ready          bool             `json:"ready"`
-	Latency        LatencyQuantiles `json:"latency"`
-}
-
-func quantilesMs(q server.Quantiles) LatencyQuantiles {
+func quantilesMs(q server.Quantiles) wire.LatencyQuantiles {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return LatencyQuantiles{P50Ms: ms(q.P50), P95Ms: ms(q.P95), P99Ms: ms(q.P99)}
+	return wire.LatencyQuantiles{P50Ms: ms(q.P50), P95Ms: ms(q.P95), P99Ms: ms(q.P99)}
 }
 
-func newEndpointGateway(g *server.GatewayMetrics) *EndpointGateway {
+func newEndpointGateway(g *server.GatewayMetrics) *wire.EndpointGateway {
 	if g == nil {
 		return nil
 	}
-	out := &EndpointGateway{RequestsPerSec: g.RequestsPerSec, Errors: g.Errors, InFlight: g.InFlight,
-		Latency: quantilesMs(g.Latency), FirstByte: quantilesMs(g.FirstByte), Replicas: make([]EndpointGatewayReplica, len(g.Replicas))}
+	out := &wire.EndpointGateway{RequestsPerSec: g.RequestsPerSec, Errors: g.Errors, InFlight: g.InFlight,
+		Latency: quantilesMs(g.Latency), FirstByte: quantilesMs(g.FirstByte), Replicas: make([]wire.EndpointGatewayReplica, len(g.Replicas))}
 	for i, r := range g.Replicas {
-		out.Replicas[i] = EndpointGatewayReplica{Job: r.Job, RequestsPerSec: r.RequestsPerSec, Errors: r.Errors, InFlight: r.InFlight,
+		out.Replicas[i] = wire.EndpointGatewayReplica{Job: r.Job, RequestsPerSec: r.RequestsPerSec, Errors: r.Errors, InFlight: r.InFlight,
 			Routed: r.Routed, Ready: r.Ready, Latency: quantilesMs(r.Latency)}
 	}
 	return out

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
 // Endpoint is an inference endpoint as the API shows it.
@@ -39,32 +41,13 @@ type Endpoint struct {
 
 // EndpointGateway is what the gateways measured of an endpoint over the
 // last minute.
-type EndpointGateway struct {
-	RequestsPerSec float64                  `json:"requests_per_sec"`
-	Errors         uint64                   `json:"errors"`
-	InFlight       int                      `json:"in_flight"`
-	Latency        LatencyQuantiles         `json:"latency"`
-	FirstByte      LatencyQuantiles         `json:"first_byte"`
-	Replicas       []EndpointGatewayReplica `json:"replicas"`
-}
-
-// LatencyQuantiles are p50, p95 and p99 in ms.
-type LatencyQuantiles struct {
-	P50Ms float64 `json:"p50_ms"`
-	P95Ms float64 `json:"p95_ms"`
-	P99Ms float64 `json:"p99_ms"`
-}
+type EndpointGateway = wire.EndpointGateway
 
 // EndpointGatewayReplica is one replica of EndpointGateway.
-type EndpointGatewayReplica struct {
-	Job            string           `json:"job"`
-	RequestsPerSec float64          `json:"requests_per_sec"`
-	Errors         uint64           `json:"errors"`
-	InFlight       int              `json:"in_flight"`
-	Routed         bool             `json:"routed"`
-	Ready          bool             `json:"ready"`
-	Latency        LatencyQuantiles `json:"latency"`
-}
+type EndpointGatewayReplica = wire.EndpointGatewayReplica
+
+// LatencyQuantiles are p50, p95 and p99 in ms.
+type LatencyQuantiles = wire.LatencyQuantiles
 
 // EndpointBackOff is an endpoint's crash-loop back-off: failures in a row
 // and until when no replica is submitted.

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 
 	"os"
 	"os/exec"
@@ -59,37 +58,8 @@ autoscale: {scale_in_after: 15s, scale_in_interval: 3s, lead_time: 10s, peak_win
 		t.Fatalf("endpoint create printed no URL:\n%s", out)
 	}
 	epURL := m[1]
-	get := func() client.Endpoint {
-		t.Helper()
-		var e client.Endpoint
-		if err := json.Unmarshal([]byte(allotMust(t, url, tok, "endpoint", "show", "chat", "-o", "json")), &e); err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	running := func(e client.Endpoint) (n int) {
-		for _, r := range e.Replicas {
-			if r.State == "Running" {
-				n++
-			}
-		}
-		return n
-	}
-	waitFor := func(what string, limit time.Duration, ok func(client.Endpoint) bool) client.Endpoint {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for {
-			e := get()
-			if ok(e) {
-				return e
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after %s: %s; endpoint: desired %d, replicas %+v, metrics %+v, gateway %+v\ndecision: %s\nevents: %+v",
-					limit, what, e.Desired, e.Replicas, e.Metrics, e.Gateway, e.Reason, e.Events)
-			}
-			time.Sleep(time.Second)
-		}
-	}
+	ep := endpointWatch{t: t, url: url, tok: tok, name: "chat"}
+	get, waitFor, running := ep.get, ep.waitFor, runningReplicas
 	waitFor("the first replica is routed and ready", 30*time.Second, func(e client.Endpoint) bool {
 		return e.Gateway != nil && len(e.Gateway.Replicas) == 1 && e.Gateway.Replicas[0].Ready
 	})

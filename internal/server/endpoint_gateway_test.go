@@ -23,6 +23,19 @@ func (h *harness) reportPort(name string, j *model.Job, port int) {
 	}
 }
 
+// routedPair creates endpoint chat with two running replicas that have
+// said their ports, and returns them.
+func (h *harness) routedPair() []*model.Job {
+	h.t.Helper()
+	h.createEndpoint(copilot, strings.Replace(chatEndpoint, "min_replicas: 1", "min_replicas: 2", 1))
+	h.cycle()
+	jobs := h.replicaJobsOf("chat")
+	for i, j := range jobs {
+		h.reportPort("chat", j, 9000+i)
+	}
+	return jobs
+}
+
 func (h *harness) routes() RouteTable {
 	h.t.Helper()
 	t, err := h.srv.Routes(context.Background(), gatewayToken, "", 0)
@@ -116,12 +129,7 @@ func TestRoutes(t *testing.T) {
 // the autoscaler's sample.
 func TestScaleInDrainsThroughGateways(t *testing.T) {
 	h := newHarness(t)
-	h.createEndpoint(copilot, strings.Replace(chatEndpoint, "min_replicas: 1", "min_replicas: 2", 1))
-	h.cycle()
-	jobs := h.replicaJobsOf("chat")
-	for i, j := range jobs {
-		h.reportPort("chat", j, 9000+i)
-	}
+	jobs := h.routedPair()
 	h.clock.Advance(time.Second)
 	h.gatewayWord("gw-1", jobs, nil, nil)
 	h.gatewayWord("gw-2", jobs, nil, nil)
@@ -175,12 +183,7 @@ func TestScaleInDrainsThroughGateways(t *testing.T) {
 // reports a request in flight is waited for at most DrainTimeout.
 func TestDrainIsBounded(t *testing.T) {
 	h := newHarness(t)
-	h.createEndpoint(copilot, strings.Replace(chatEndpoint, "min_replicas: 1", "min_replicas: 2", 1))
-	h.cycle()
-	jobs := h.replicaJobsOf("chat")
-	for i, j := range jobs {
-		h.reportPort("chat", j, 9000+i)
-	}
+	jobs := h.routedPair()
 	h.gatewayWord("gw-1", jobs, nil, nil)
 	if _, err := h.srv.ScaleEndpoint(context.Background(), copilot, "chat", 1, 1); err != nil {
 		t.Fatal(err)

@@ -61,3 +61,34 @@ type GatewayReplicaReport struct {
 	Latency   latency.Sparse `json:"latency,omitempty"`
 	FirstByte latency.Sparse `json:"first_byte,omitempty"`
 }
+
+// EndpointGateway is what the gateways measured of an endpoint over the
+// last minute (Endpoint.gateway): requests/s, errors, requests in flight
+// now, and latency quantiles in ms of whole requests and to the first
+// byte, in all and per replica.
+type EndpointGateway struct {
+	RequestsPerSec float64                  `json:"requests_per_sec"`
+	Errors         uint64                   `json:"errors"`
+	InFlight       int                      `json:"in_flight"`
+	Latency        LatencyQuantiles         `json:"latency"`
+	FirstByte      LatencyQuantiles         `json:"first_byte"`
+	Replicas       []EndpointGatewayReplica `json:"replicas"`
+}
+
+// LatencyQuantiles are p50, p95 and p99 in ms.
+type LatencyQuantiles struct {
+	P50Ms float64 `json:"p50_ms"`
+	P95Ms float64 `json:"p95_ms"`
+	P99Ms float64 `json:"p99_ms"`
+}
+
+// EndpointGatewayReplica is one replica of EndpointGateway.
+type EndpointGatewayReplica struct {
+	Job            string           `json:"job"`
+	RequestsPerSec float64          `json:"requests_per_sec"`
+	Errors         uint64           `json:"errors"`
+	InFlight       int              `json:"in_flight"`
+	Routed         bool             `json:"routed"`
+	Ready          bool             `json:"ready"`
+	Latency        LatencyQuantiles `json:"latency"`
+}
