@@ -98,4 +98,3 @@ func FuzzServiceTime(f *testing.F) {
 		}
 	})
 }
-
