@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
@@ -135,18 +136,20 @@ ones.
 
 --trace azure-code or azure-conv replays the Azure LLM inference trace
 that the repository ships (--trace-dir, data/traces/azure-llm; sources in
-data/traces/SOURCES.md) instead of Poisson arrivals: its requests in order,
-the gaps between them divided by --rate-scale (10: ten times the trace's
-rate), each with its token counts in the query (?context=C&generated=G),
-from the start again when the trace ends. allot demo serve --gpu turns the
-counts into each request's service time by the simulator's serving model
-(internal/sim/serving, docs/serving-model.md).`,
+data/traces/SOURCES.md) instead of Poisson arrivals, the way the simulator
+does (internal/sim/serving, Arrivals): the trace's gaps, normalised minute
+by minute, at --rps, or at --rate-scale times the trace's own mean rate
+(about 2.6 requests/s for code, 5.4 for conv), so that its bursts and token
+counts stay and the rate is steady over minutes. Each request carries its
+token counts in the query (?context=C&generated=G); allot demo serve --gpu
+turns them into its service time by the simulator's serving model
+(docs/serving-model.md).`,
 		Example: `  allot demo load --url http://127.0.0.1:8000/ --rps 300 --duration 30s
-  allot demo load --url http://127.0.0.1:8081/chat/ --trace azure-code --rate-scale 40 --duration 5m`,
+  allot demo load --url http://127.0.0.1:8081/chat/ --trace azure-code --rps 60 --duration 5m`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if trace != "" {
-				reqs, err := readTrace(traceDir, trace, rateScale)
+				reqs, err := readTrace(traceDir, trace, cfg.RPS, rateScale, cfg.Duration, cfg.Seed)
 				if err != nil {
 					return Usage(err)
 				}
@@ -172,7 +175,7 @@ counts into each request's service time by the simulator's serving model
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the arrival times")
 	f.StringVar(&trace, "trace", "", "replay a trace instead of Poisson arrivals: azure-code or azure-conv")
 	f.StringVar(&traceDir, "trace-dir", "data/traces/azure-llm", "directory of the Azure LLM inference trace files")
-	f.Float64Var(&rateScale, "rate-scale", 1, "with --trace: multiply the trace's arrival rate by this (divide its gaps)")
+	f.Float64Var(&rateScale, "rate-scale", 1, "with --trace and without --rps: replay at this times the trace's mean rate")
 	return cmd
 }
 
@@ -182,9 +185,14 @@ var traceFiles = map[string]string{
 	"azure-conv": "AzureLLMInferenceTrace_conv.csv",
 }
 
-// readTrace reads trace name from dir as a load's requests, its gaps
-// divided by scale (the first request's gap is the trace's mean).
-func readTrace(dir, name string, scale float64) ([]demo.TraceRequest, error) {
+// readTrace returns the requests of a load that replays trace name (read
+// from dir) for d at rps requests/s, or, when rps is 0, at scale times the
+// trace's own mean rate. The arrivals are the simulator's
+// (serving.Arrivals): the trace's gaps normalised minute by minute to a
+// mean of one and read in blocks from random offsets drawn from seed, so
+// the load keeps the trace's bursts and token counts at a rate that is
+// steady over minutes, as the simulator replays it.
+func readTrace(dir, name string, rps, scale float64, d time.Duration, seed uint64) ([]demo.TraceRequest, error) {
 	file, ok := traceFiles[name]
 	if !ok {
 		return nil, fmt.Errorf("--trace %q: want azure-code or azure-conv", name)
@@ -196,16 +204,31 @@ func readTrace(dir, name string, scale float64) ([]demo.TraceRequest, error) {
 	if err != nil {
 		return nil, notHere(err, "--trace-dir")
 	}
-	out := make([]demo.TraceRequest, len(reqs))
-	for i, r := range reqs {
-		gap := reqs[len(reqs)-1].At / time.Duration(len(reqs))
-		if i > 0 {
-			gap = r.At - reqs[i-1].At
-		}
-		out[i] = demo.TraceRequest{Gap: time.Duration(float64(gap) / scale), Context: r.Context, Generated: r.Generated}
+	p, err := azurellm.NewPattern(reqs, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	rate := rps
+	if rate <= 0 {
+		rate = scale * float64(len(reqs)-1) / (reqs[len(reqs)-1].At - reqs[0].At).Seconds()
+	}
+	if n := rate * d.Seconds(); n > maxTraceRequests {
+		return nil, fmt.Errorf("--duration %s at %.0f requests/s is %.0f requests, over %d: shorten it", d, rate, n, maxTraceRequests)
+	}
+	var out []demo.TraceRequest
+	prev := 0.0
+	servemodel.NewArrivals(p, rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))).Span(0, d.Seconds(), rate, 1, func(at float64, ctx, gen int) {
+		out = append(out, demo.TraceRequest{Gap: time.Duration((at - prev) * float64(time.Second)), Context: ctx, Generated: gen})
+		prev = at
+	})
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--trace %s: no request arrives in %s at %.2f requests/s", name, d, rate)
 	}
 	return out, nil
 }
+
+// maxTraceRequests bounds the requests a traced load holds.
+const maxTraceRequests = 20_000_000
 
 func newDemoTrainCmd() *cobra.Command {
 	cfg := demo.TrainConfig{}

@@ -174,12 +174,14 @@ func (b *endpointBook) sample(name string, ended []*model.Job, now time.Time, ke
 		sm.Utilisation /= float64(sm.Replicas)
 	}
 	// The gateways' measurement is the primary signal: what callers saw,
-	// queueing at the replica and the network included. The replicas'
-	// own reports stay an extra one: a rate the gateways did not carry
-	// (callers that reach a replica directly) still counts.
+	// queueing at the replica and the network included, over a window
+	// (gatewayWindow) long enough that a burst of a second is not read as
+	// the rate. The replicas' own reports stay an extra one: their
+	// utilisation, and their rate and p95 when no gateway reports the
+	// endpoint (callers that reach replicas directly).
 	b.forgetReplicas(name, ended)
 	if rate, p95, p50, ready, ok := b.gatewaySample(name, now); ok {
-		sm.RequestsPerSec = max(sm.RequestsPerSec, rate)
+		sm.RequestsPerSec = rate
 		if p95 > 0 {
 			sm.P95Ms, sm.P50Ms = p95, p50
 		}
