@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log"
@@ -53,11 +54,17 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			if st.tooLarge.Load() {
 				return nil, err // the caller's fault, not the replica's
 			}
+			if req.Context().Err() != nil {
+				// The caller left: what it waited counts as a latency it
+				// saw, not as the replica's failure.
+				r.finish(time.Since(start), 0, false)
+				return nil, err
+			}
 			r.finish(time.Since(start), 0, true)
 			st.replica = r
 			return nil, err
 		}
-		resp.Body = &measuredBody{rc: resp.Body, r: r, start: start, ttfb: time.Since(start), failed: resp.StatusCode >= 500}
+		resp.Body = &measuredBody{rc: resp.Body, r: r, start: start, ttfb: time.Since(start), failed: resp.StatusCode >= 500, ctx: req.Context()}
 		return resp, nil
 	}
 }
@@ -123,6 +130,7 @@ type measuredBody struct {
 	failed      bool
 	once        sync.Once
 	readFailure bool
+	ctx         context.Context // the request's: a read that failed because the caller left is not the replica's failure
 }
 
 func (b *measuredBody) Read(p []byte) (int, error) {
@@ -138,7 +146,7 @@ func (b *measuredBody) Close() error {
 	b.once.Do(func() {
 		b.r.inFlight.Add(-1)
 		b.r.m.inFlight.Dec()
-		b.r.finish(time.Since(b.start), b.ttfb, b.failed || b.readFailure)
+		b.r.finish(time.Since(b.start), b.ttfb, b.failed || (b.readFailure && b.ctx.Err() == nil))
 	})
 	return err
 }
