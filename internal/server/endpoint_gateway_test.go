@@ -275,3 +275,24 @@ func TestWhyInferenceOnInfiniBand(t *testing.T) {
 		t.Errorf("training job on %s: %q, want nothing", ib, got)
 	}
 }
+
+// Callers that reach a replica directly, past an idle gateway, still
+// count: the sample's rate is the larger of the gateways' and the
+// replicas' own.
+func TestLoadPastTheGatewayCounts(t *testing.T) {
+	h := newHarness(t)
+	jobs := h.routedPair()
+	h.clock.Advance(time.Second)
+	er := GatewayEndpointReport{Endpoint: "chat"}
+	for _, j := range jobs {
+		er.Replicas = append(er.Replicas, GatewayReplicaReport{Job: j.ID, Routed: true, Ready: true})
+	}
+	if err := h.srv.ReportGateway(context.Background(), gatewayToken, GatewayReport{Gateway: "gw", Endpoints: []GatewayEndpointReport{er}}); err != nil {
+		t.Fatal(err)
+	}
+	h.report("chat", 60)
+	h.reconcile()
+	if m := h.endpointStatus("chat").Metrics; m == nil || m.RequestsPerSec != 60 {
+		t.Fatalf("sample %+v, want the replicas' 60 req/s though the gateway carried none", m)
+	}
+}

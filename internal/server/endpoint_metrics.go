@@ -174,14 +174,14 @@ func (b *endpointBook) sample(name string, ended []*model.Job, now time.Time, ke
 		sm.Utilisation /= float64(sm.Replicas)
 	}
 	// The gateways' measurement is the primary signal: what callers saw,
-	// queueing at the replica and the network included, over a window
-	// (gatewayWindow) long enough that a burst of a second is not read as
-	// the rate. The replicas' own reports stay an extra one: their
-	// utilisation, and their rate and p95 when no gateway reports the
-	// endpoint (callers that reach replicas directly).
+	// queueing at the replica and the network included. The replicas' own
+	// reports stay an extra one: their utilisation, their p95 while the
+	// gateways measured no request, and their rate when it is the larger
+	// (callers that reach replicas directly, past the gateways, still
+	// count).
 	b.forgetReplicas(name, ended)
 	if rate, p95, p50, ready, ok := b.gatewaySample(name, now); ok {
-		sm.RequestsPerSec = rate
+		sm.RequestsPerSec = max(sm.RequestsPerSec, rate)
 		if p95 > 0 {
 			sm.P95Ms, sm.P50Ms = p95, p50
 		}
