@@ -277,8 +277,8 @@ func TestWhyInferenceOnInfiniBand(t *testing.T) {
 }
 
 // Callers that reach a replica directly, past an idle gateway, still
-// count: the sample's rate is the larger of the gateways' and the
-// replicas' own.
+// count: the sample's rate is the replicas' own when the gateways carried
+// less than half of it.
 func TestLoadPastTheGatewayCounts(t *testing.T) {
 	h := newHarness(t)
 	jobs := h.routedPair()

@@ -174,14 +174,19 @@ func (b *endpointBook) sample(name string, ended []*model.Job, now time.Time, ke
 		sm.Utilisation /= float64(sm.Replicas)
 	}
 	// The gateways' measurement is the primary signal: what callers saw,
-	// queueing at the replica and the network included. The replicas' own
-	// reports stay an extra one: their utilisation, their p95 while the
-	// gateways measured no request, and their rate when it is the larger
-	// (callers that reach replicas directly, past the gateways, still
-	// count).
+	// queueing at the replica and the network included, over a window
+	// (gatewayWindow) that a burst of a second does not fill. The
+	// replicas' own reports stay an extra one: their utilisation, their
+	// p95 while the gateways measured no request, and their rate when the
+	// gateways carried less than half of it: most callers then reach the
+	// replicas directly. (Taking the larger rate always let the replicas'
+	// reports of two seconds, bursty under a traced load, scale an
+	// endpoint that needed 4 replicas to 8.)
 	b.forgetReplicas(name, ended)
 	if rate, p95, p50, ready, ok := b.gatewaySample(name, now); ok {
-		sm.RequestsPerSec = max(sm.RequestsPerSec, rate)
+		if rate >= sm.RequestsPerSec/2 {
+			sm.RequestsPerSec = rate
+		}
 		if p95 > 0 {
 			sm.P95Ms, sm.P50Ms = p95, p50
 		}
