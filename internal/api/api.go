@@ -135,6 +135,10 @@ const (
 	// how much the caller reads (/metrics: server.MetricsFor). A
 	// metrics-reader token may call nothing else.
 	readers
+	// gateways: a gateway token (server.ScopeGateway) or the admin token;
+	// not rate limited, as agents are not: a gateway's watch and reports
+	// are what keeps every endpoint reachable.
+	gateways
 )
 
 // route is one endpoint: its ServeMux pattern, who may call it, and its
@@ -219,6 +223,8 @@ func (h *handler) routes() []route {
 		{"PUT /v1/endpoints/{name}", tenants, h.updateEndpoint},
 		{"DELETE /v1/endpoints/{name}", tenants, h.deleteEndpoint},
 		{"POST /v1/endpoints/{name}/metrics", meters, h.endpointMetrics},
+		{"GET /v1/routes", gateways, h.routeTable},
+		{"POST /v1/gateway/reports", gateways, h.gatewayReport},
 		{"POST /v1/nodes/{name}/register", agents, h.register},
 		{"POST /v1/nodes/{name}/heartbeat", agents, h.heartbeat},
 		{"POST /v1/nodes/{name}/health", agents, h.health},
@@ -278,7 +284,7 @@ func (h *handler) guard(rt route) http.Handler {
 		if c := connOf(r); c != nil {
 			c.authenticated()
 		}
-		if p.Node == "" && rt.scope != agents {
+		if p.Node == "" && rt.scope != agents && rt.scope != gateways {
 			if ok, wait := h.limit.allow(p.Name()); !ok {
 				w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
 				writeError(w, codeRateLimited, "", "too many requests from "+p.Name()+
@@ -348,6 +354,12 @@ func refusal(s scope, p server.Principal, r *http.Request) string {
 	}
 	if p.Metrics && s != readers {
 		return "a metrics-reader token may only GET /metrics"
+	}
+	if p.Gateway != (s == gateways) && !(s == gateways && p.Admin) {
+		if p.Gateway {
+			return "a gateway token may only GET /v1/routes and POST /v1/gateway/reports"
+		}
+		return "this endpoint needs a gateway token (scope gateway) or the admin token"
 	}
 	switch s {
 	case tenants, meters:

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
@@ -39,6 +40,30 @@ type Endpoint struct {
 	// BackOff is the crash-loop back-off of failing replicas; nil while
 	// none failed since the last reset.
 	BackOff *EndpointBackOff `json:"back_off"`
+	// URL is where callers reach the endpoint through the gateways;
+	// empty when the server knows no gateway.
+	URL string `json:"url,omitempty"`
+	// Gateway is what the gateways measured over the last minute; nil
+	// when none reported the endpoint.
+	Gateway *wire.EndpointGateway `json:"gateway"`
+}
+
+func quantilesMs(q server.Quantiles) wire.LatencyQuantiles {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return wire.LatencyQuantiles{P50Ms: ms(q.P50), P95Ms: ms(q.P95), P99Ms: ms(q.P99)}
+}
+
+func newEndpointGateway(g *server.GatewayMetrics) *wire.EndpointGateway {
+	if g == nil {
+		return nil
+	}
+	out := &wire.EndpointGateway{RequestsPerSec: g.RequestsPerSec, Errors: g.Errors, InFlight: g.InFlight,
+		Latency: quantilesMs(g.Latency), FirstByte: quantilesMs(g.FirstByte), Replicas: make([]wire.EndpointGatewayReplica, len(g.Replicas))}
+	for i, r := range g.Replicas {
+		out.Replicas[i] = wire.EndpointGatewayReplica{Job: r.Job, RequestsPerSec: r.RequestsPerSec, Errors: r.Errors, InFlight: r.InFlight,
+			Routed: r.Routed, Ready: r.Ready, Latency: quantilesMs(r.Latency)}
+	}
+	return out
 }
 
 // EndpointBackOff is an endpoint's crash-loop back-off: failures in a row
@@ -90,7 +115,7 @@ func newEndpoint(st server.EndpointStatus) Endpoint {
 		LeadTime: p.LeadTime, PeakWindow: p.PeakWindow}
 	out := Endpoint{Name: sp.Name, Tenant: sp.Tenant, Model: sp.Model, Spec: spec.EndpointDocumentOf(sp),
 		Desired: e.Desired, Template: st.Template, PreviousTemplate: st.PreviousTemplate, RolloutSince: timePtr(e.RolloutSince), Reason: st.Decision, Replicas: make([]EndpointReplica, len(st.Replicas)),
-		Events: make([]EndpointEvent, len(e.Events)), CreatedAt: timePtr(e.CreatedAt)}
+		Events: make([]EndpointEvent, len(e.Events)), CreatedAt: timePtr(e.CreatedAt), URL: st.URL, Gateway: newEndpointGateway(st.Gateway)}
 	for i, r := range st.Replicas {
 		out.Replicas[i] = EndpointReplica{Job: r.Job, State: string(r.State), Reason: r.Reason, Node: r.Node, GPUModel: r.GPUModel,
 			Template: r.Template, Outdated: r.Outdated}
@@ -267,6 +292,7 @@ type MetricsReport struct {
 	P95Ms          float64 `json:"p95_ms"`
 	Utilisation    float64 `json:"utilisation"`
 	Replica        string  `json:"replica"`
+	Port           int     `json:"port,omitempty"`
 }
 
 func (h *handler) endpointMetrics(w http.ResponseWriter, r *http.Request, p server.Principal) {
@@ -275,7 +301,7 @@ func (h *handler) endpointMetrics(w http.ResponseWriter, r *http.Request, p serv
 		return
 	}
 	err := h.srv.ReportEndpointMetrics(r.Context(), p, r.PathValue("name"), server.EndpointReport{
-		RequestsPerSec: req.RequestsPerSec, P95Ms: req.P95Ms, Utilisation: req.Utilisation, Replica: req.Replica})
+		RequestsPerSec: req.RequestsPerSec, P95Ms: req.P95Ms, Utilisation: req.Utilisation, Replica: req.Replica, Port: req.Port})
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -29,10 +29,10 @@ func parseTokenRequest(body []byte) (server.TokenOptions, *Error) {
 	}
 	o := server.TokenOptions{Tenant: req.Tenant, Node: req.Node, Name: req.Name, Scope: req.Scope}
 	switch {
-	case req.Scope != "" && req.Scope != server.ScopeMetrics:
-		return o, &Error{Code: codeInvalidSpec, Field: "scope", Message: fmt.Sprintf("%q: want %q (a metrics reader) or none", clip(req.Scope), server.ScopeMetrics)}
+	case req.Scope != "" && req.Scope != server.ScopeMetrics && req.Scope != server.ScopeGateway:
+		return o, &Error{Code: codeInvalidSpec, Field: "scope", Message: fmt.Sprintf("%q: want %q (a metrics reader), %q (a gateway) or none", clip(req.Scope), server.ScopeMetrics, server.ScopeGateway)}
 	case req.Scope != "" && (req.Node != "" || req.Tenant != ""):
-		return o, &Error{Code: codeInvalidSpec, Field: "scope", Message: "a metrics token has no tenant or node"}
+		return o, &Error{Code: codeInvalidSpec, Field: "scope", Message: "a " + clip(req.Scope) + " token has no tenant or node"}
 	case req.Scope != "":
 	case req.Node != "" && req.Tenant != "":
 		return o, &Error{Code: codeInvalidSpec, Field: "node", Message: "give tenant or node, not both"}

@@ -151,6 +151,9 @@ type Why struct {
 	// Checkpoint says, for a queued job with a checkpoint, what it resumes
 	// from and whether the nodes of its parts may take it now.
 	Checkpoint string `json:"checkpoint,omitempty"`
+	// Placement says why an inference replica runs on an InfiniBand node;
+	// empty otherwise.
+	Placement string `json:"placement,omitempty"`
 	// For a job that holds capacity: where it runs, since when, until
 	// when it is protected from preemption, and what may preempt it.
 	RunningOn      []string   `json:"running_on,omitempty"`
@@ -207,6 +210,7 @@ func newWhy(why server.Why) Why {
 		out.ExpectedRunSeconds, out.ExpectedRunBasis = why.ExpectedRun.Seconds(), why.ExpectedRunBasis
 	}
 	out.Checkpoint = why.Checkpoint
+	out.Placement = why.Placement
 	if e := why.Exposure; e != nil {
 		for _, a := range j.Status.Allocations {
 			out.RunningOn = append(out.RunningOn, a.Node)

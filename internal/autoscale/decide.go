@@ -17,6 +17,10 @@ type Sample struct {
 	P95Ms          float64   // p95 latency of the requests of the interval, in ms; 0 when there were none
 	Utilisation    float64   // busy share of the reporting replicas' capacity, 0 to 1
 	Replicas       int       // replicas that reported in the interval
+	// P50Ms is the median latency of the interval in ms, 0 when not
+	// measured; the lowest in the window stands for the service time of an
+	// endpoint that does not state one (queue.go).
+	P50Ms float64
 }
 
 // Replica is one replica of the endpoint as the caller knows it.
@@ -78,6 +82,11 @@ type State struct {
 	// from LastMiss on, so the State changes only when a minute misses.
 	Boost    float64
 	LastMiss time.Time
+	// Unsettled is the last time a decision saw a replica not ready yet:
+	// until Params.Settle after it, a sample over the SLO neither adds
+	// replicas (step 5) nor teaches (step 0), as it may be the backlog
+	// queued while the replicas were too few.
+	Unsettled time.Time
 }
 
 // Params tune the autoscaler; DefaultParams suits GPU replicas that take a
@@ -118,6 +127,21 @@ type Params struct {
 	MissBoost    float64
 	MissBoostMax float64
 	MissHalfLife time.Duration
+	// MaxTrendShare bounds the extrapolation: the trend adds at most this
+	// share of the peak (1: the forecast is at most twice the peak
+	// measured in the peak window, whatever the slope). A ramp that the median slope reads as
+	// 18 req/s per s over a lead of three minutes added 3,300 req/s to a
+	// peak of 1,100 and scaled the endpoint to four times what the load
+	// needed; bounded, a rise that goes on is still met one lead time at a
+	// time, as each new peak raises the bound.
+	MaxTrendShare float64
+	// Settle is how long every replica must have been ready before a
+	// sample over the SLO counts as the model's miss (steps 0 and 5): the
+	// requests that queued while the endpoint had too few replicas are
+	// served late after the new ones come, and that backlog, measured,
+	// scaled a converged endpoint from 4 replicas to 8 and taught it to
+	// plan 1.8 times the load.
+	Settle time.Duration
 }
 
 // DefaultParams are the parameters Decide uses.
@@ -135,6 +159,8 @@ var DefaultParams = Params{
 	MissBoost:       0.1,
 	MissBoostMax:    2,
 	MissHalfLife:    24 * time.Hour,
+	MaxTrendShare:   1,
+	Settle:          30 * time.Second,
 }
 
 // Decide is DefaultParams.Decide.
@@ -153,9 +179,13 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 			ready++
 		}
 	}
-	boost, next := p.learn(spec, window, ready, now, last)
-	d, st := p.decide(spec, window, replicas, now, next, boost)
-	st.Boost, st.LastMiss = next.Boost, next.LastMiss
+	if ready < len(replicas) || last.Unsettled.After(now) {
+		last.Unsettled = now
+	}
+	settled := last.Unsettled.IsZero() || now.Sub(last.Unsettled) >= p.Settle
+	boost, next := p.learn(spec, window, replicas, ready, now, last, settled)
+	d, st := p.decide(spec, window, replicas, now, next, boost, settled)
+	st.Boost, st.LastMiss, st.Unsettled = next.Boost, next.LastMiss, last.Unsettled
 	return d, st
 }
 
@@ -165,7 +195,12 @@ func (p Params) Decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 // step 5 asks) and is newer than the last miss counted, raises the boost
 // by Params.MissBoost; the boost's excess over 1 halves every
 // Params.MissHalfLife since the last miss.
-func (p Params) learn(spec model.EndpointSpec, window []Sample, ready int, now time.Time, last State) (float64, State) {
+//
+// A miss counts only when the model says the ready replicas sufficed for
+// the load measured: a miss while the endpoint had too few replicas (a
+// ramp, replicas still starting) is explained by the count, not by bursts,
+// and learning from it planned a steady load up to twice over for a day.
+func (p Params) learn(spec model.EndpointSpec, window []Sample, replicas []Replica, ready int, now time.Time, last State, settled bool) (float64, State) {
 	if p.MissBoost <= 0 {
 		last.Boost, last.LastMiss = 0, time.Time{}
 		return 1, last
@@ -188,7 +223,8 @@ func (p Params) learn(spec model.EndpointSpec, window []Sample, ready int, now t
 	sloMs := float64(spec.SLO.P95) / float64(time.Millisecond)
 	if n := len(samples); n > 0 {
 		s := samples[n-1]
-		if s.At.After(last.LastMiss) && sloMs > 0 && s.P95Ms > sloMs && s.RequestsPerSec > 0 && s.Replicas >= ready {
+		if settled && s.At.After(last.LastMiss) && sloMs > 0 && s.P95Ms > sloMs && s.RequestsPerSec > 0 && s.Replicas >= ready &&
+			p.explained(spec, samples, replicas, s.RequestsPerSec) {
 			last.Boost = min(boost(s.At)*(1+p.MissBoost), max(p.MissBoostMax, 1))
 			last.LastMiss = s.At
 		}
@@ -196,8 +232,40 @@ func (p Params) learn(spec model.EndpointSpec, window []Sample, ready int, now t
 	return boost(now), last
 }
 
+// explained reports whether the model predicts that the ready replicas hold
+// the SLO at rate: then a miss at that rate is one the model did not
+// foresee.
+func (p Params) explained(spec model.EndpointSpec, samples []Sample, replicas []Replica, rate float64) bool {
+	var serving []Replica
+	for _, r := range replicas {
+		if r.Ready {
+			serving = append(serving, r)
+		}
+	}
+	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, serving, spec.SLO.P95.Seconds(), serviceTime(spec, samples), 1)
+	return ok && len(serving) > 0 && fl.p95(len(serving), rate) <= spec.SLO.P95.Seconds()
+}
+
+// serviceTime is D of the model in seconds (queue.go): the spec's, or the
+// lowest median latency measured in samples, or 0.
+func serviceTime(spec model.EndpointSpec, samples []Sample) float64 {
+	if spec.ServiceTime > 0 {
+		return spec.ServiceTime.Seconds()
+	}
+	d := math.Inf(1)
+	for _, s := range samples {
+		if s.P50Ms > 0 && s.RequestsPerSec > 0 {
+			d = min(d, s.P50Ms/1000)
+		}
+	}
+	if math.IsInf(d, 1) {
+		return 0
+	}
+	return d
+}
+
 // decide is Decide planning for boost times the forecast rate.
-func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now time.Time, last State, boost float64) (Decision, State) {
+func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Replica, now time.Time, last State, boost float64, settled bool) (Decision, State) {
 	// 1. Bounds.
 	current := len(replicas)
 	lo := max(spec.MinReplicas, 0)
@@ -229,13 +297,13 @@ func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	}
 	slo := spec.SLO.P95.Seconds()
 	sloMs := slo * 1000
-	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, replicas, slo, p.Headroom)
+	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, replicas, slo, serviceTime(spec, samples), p.Headroom)
 	if !ok {
 		return p.hold(current, lo, hi, fmt.Sprintf("no usable throughput profile or SLO: holding %s", count(current, "replica"))), State{LastScaleIn: last.LastScaleIn}
 	}
 
 	// 3. Forecast.
-	fc := predict(samples, p.PeakWindow, p.TrendWindow, p.LeadTime)
+	fc := predict(samples, p.PeakWindow, p.TrendWindow, p.LeadTime, p.MaxTrendShare)
 	fc.rate *= boost
 	d := Decision{Forecast: fc.rate}
 	targetText := fmt.Sprintf("%s (SLO %s × %g)", ms(sloMs*p.Headroom), ms(sloMs), p.Headroom)
@@ -244,6 +312,10 @@ func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	}
 	forecastText := fmt.Sprintf("forecast %.0f req/s (peak %.0f in the last %s + trend %.2f req/s per s over the %s lead time)",
 		fc.rate, fc.peak, p.PeakWindow, fc.trend, p.LeadTime)
+	if fc.capped {
+		forecastText = fmt.Sprintf("forecast %.0f req/s (peak %.0f in the last %s + trend %.2f req/s per s over the %s lead time, bounded to %g%% of the peak)",
+			fc.rate, fc.peak, p.PeakWindow, fc.trend, p.LeadTime, p.MaxTrendShare*100)
+	}
 	if boost > 1.005 {
 		forecastText = fmt.Sprintf("forecast %.0f req/s (peak %.0f in the last %s + trend %.2f req/s per s over the %s lead time, × %.2f learnt from minutes that missed the SLO, the last at %s)",
 			fc.rate, fc.peak, p.PeakWindow, fc.trend, p.LeadTime, boost, last.LastMiss.UTC().Format(time.RFC3339))
@@ -268,7 +340,7 @@ func (p Params) decide(spec model.EndpointSpec, window []Sample, replicas []Repl
 	}
 
 	// 5. Observed.
-	breach := newest.P95Ms > sloMs && newest.RequestsPerSec > 0 && newest.Replicas >= ready
+	breach := newest.P95Ms > sloMs && newest.RequestsPerSec > 0 && newest.Replicas >= ready && (settled || coming > 0)
 	if breach && coming == 0 {
 		step := max(1, int(math.Ceil(p.BreachStep*float64(current))))
 		if current+step > out {

@@ -17,7 +17,7 @@ func TestModelMatchesProfile(t *testing.T) {
 			for i := range reps {
 				reps[i] = Replica{GPUModel: m, Ready: true}
 			}
-			fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, reps, spec.SLO.P95.Seconds(), 1)
+			fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, reps, spec.SLO.P95.Seconds(), 0, 1)
 			if !ok {
 				t.Fatal("newFleet: not ok")
 			}

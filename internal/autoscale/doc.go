@@ -23,6 +23,12 @@
 //     The model plans for the p95 of a typical minute; an endpoint whose
 //     traffic comes in bursts misses more minutes than it foresees, and
 //     this is how the misses teach it the headroom such traffic needs.
+//     Only a miss the model did not foresee teaches: every replica has
+//     been ready for Params.Settle (else the miss may be the backlog
+//     queued while too few served), and the model
+//     says the ready replicas held the SLO at the rate measured. A miss
+//     while too few replicas served (a ramp) is the count's, not the
+//     traffic's.
 //  1. Bounds: the desired count stays within [min_replicas, max_replicas].
 //  2. Samples: without a sample, or with the newest one older than
 //     Params.StaleAfter, the count holds (within the bounds) and the reason
@@ -31,14 +37,20 @@
 //     asked for now is ready: the peak of the last Params.PeakWindow plus
 //     the rising trend (the median of the slopes between every two samples
 //     of Params.TrendWindow, never negative, and none until the samples
-//     span half of it: a step is not a trend) times Params.LeadTime.
+//     span half of it: a step is not a trend) times Params.LeadTime. The
+//     extrapolation is bounded: the trend adds at most Params.MaxTrendShare
+//     of the peak (by default the forecast is at most twice the peak
+//     measured), so a ramp cannot run the forecast away.
 //  4. Model: the smallest replica count whose predicted p95 at the forecast
 //     is at most SLO × Params.Headroom (queue.go has the queueing model).
-//     Replicas not yet ready count: their capacity is coming.
+//     Replicas not yet ready count: their capacity is coming. The model's
+//     p95 is never below the endpoint's service time (queue.go).
 //  5. Observed: a sample whose p95 is above the SLO, measured with every
 //     ready replica reporting, adds Params.BreachStep of the replicas even
 //     when the model says the count suffices, unless replicas are still
-//     coming, which it waits for.
+//     coming, which it waits for, or came less than Params.Settle ago
+//     (State.Unsettled): the backlog they are still serving is not a
+//     miss of the model's.
 //  6. Scale in slowly: only when a count that holds the SLO with
 //     Params.ScaleInMargin more load than forecast has stayed below the
 //     current count for Params.Stabilisation, at most Params.ScaleInStep of

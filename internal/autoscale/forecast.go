@@ -10,7 +10,9 @@ import (
 type forecast struct {
 	peak  float64 // highest rate in the peak window, requests/s
 	trend float64 // rising slope over the trend window, requests/s per second; never negative
-	rate  float64 // peak + trend × lead time
+	rate  float64 // peak + trend × lead time, at most peak × (1 + the trend share)
+	// capped is true when the bound on extrapolation cut the trend.
+	capped bool
 }
 
 // maxTrendSamples bounds the samples the slope is fitted on (the server
@@ -37,7 +39,11 @@ const maxTrendSamples = 256
 // median slope is the edge of a step (an endpoint whose load went from
 // nothing to 600 req/s in ten seconds, sampled every five, rose 40 req/s
 // per s, which over three minutes planned for 7,800 req/s).
-func predict(samples []Sample, peakWindow, trendWindow, lead time.Duration) forecast {
+//
+// The extrapolation is bounded: the trend adds at most share × peak
+// (Params.MaxTrendShare), so the forecast never exceeds (1 + share) × the
+// peak actually measured; a share of 0 or less means no bound.
+func predict(samples []Sample, peakWindow, trendWindow, lead time.Duration, share float64) forecast {
 	newest := samples[len(samples)-1].At
 	var f forecast
 	var window []Sample
@@ -56,7 +62,11 @@ func predict(samples []Sample, peakWindow, trendWindow, lead time.Duration) fore
 	if math.IsNaN(f.trend) || math.IsInf(f.trend, 0) {
 		f.trend = 0
 	}
-	f.rate = f.peak + f.trend*lead.Seconds()
+	add := f.trend * lead.Seconds()
+	if share > 0 && add > share*f.peak {
+		add, f.capped = share*f.peak, true
+	}
+	f.rate = f.peak + add
 	if math.IsInf(f.rate, 0) || math.IsNaN(f.rate) {
 		f.rate = f.peak
 	}

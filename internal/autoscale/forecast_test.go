@@ -34,7 +34,7 @@ func TestPredict(t *testing.T) {
 		{"a rise of more samples than are fitted", rampOf(0.5), 0.5, 60 + 90},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := predict(tc.samples, w, w, 3*time.Minute)
+			f := predict(tc.samples, w, w, 3*time.Minute, 0)
 			if math.Abs(f.trend-tc.trend) > 1e-9 || math.Abs(f.rate-tc.rate) > 1e-6 {
 				t.Errorf("trend %.3f rate %.1f, want %.3f and %.1f", f.trend, f.rate, tc.trend, tc.rate)
 			}

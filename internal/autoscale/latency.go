@@ -12,7 +12,7 @@ import (
 // capacity. The simulator uses it as the latency the endpoint's users
 // see, so the autoscaler is judged by the model it plans with.
 func PredictP95(spec model.EndpointSpec, serving []Replica, load float64) float64 {
-	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, serving, spec.SLO.P95.Seconds(), 1)
+	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, serving, spec.SLO.P95.Seconds(), spec.ServiceTime.Seconds(), 1)
 	if !ok || len(serving) == 0 {
 		return math.Inf(1)
 	}
@@ -25,7 +25,7 @@ func PredictP95(spec model.EndpointSpec, serving []Replica, load float64) float6
 // Capacity is the requests/s the serving replicas sustain before their
 // queues grow without bound (Σμ of the model).
 func Capacity(spec model.EndpointSpec, serving []Replica) float64 {
-	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, serving, spec.SLO.P95.Seconds(), 1)
+	fl, ok := newFleet(spec.Throughput, spec.Resources.GPUModels, serving, spec.SLO.P95.Seconds(), spec.ServiceTime.Seconds(), 1)
 	if !ok {
 		return 0
 	}

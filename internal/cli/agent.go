@@ -51,29 +51,38 @@ type agentFlags struct {
 	jobs               jobLimitFlags
 }
 
-// errTokenInArgv is the answer to 'allot agent --token'.
-var errTokenInArgv = errors.New("--token is refused: an agent runs for long, and its command line is world-readable " +
+// errTokenInArgv is the answer to 'allot agent --token' and 'allot
+// gateway --token'.
+var errTokenInArgv = errors.New("--token is refused: a daemon runs for long, and its command line is world-readable " +
 	"(/proc/PID/cmdline), jobs included; pass the token in $ALLOT_TOKEN or with --token-file FILE (mode 0600)")
 
 // agentToken is the agent's token: from --token-file, else $ALLOT_TOKEN
 // (then removed from the environment), else the CLI's config file.
 func agentToken(conn *connection, f agentFlags) (server, token string, err error) {
+	return daemonToken(conn, f.tokenFile, "a node token: allot token create --node NAME")
+}
+
+// daemonToken is the token of a long-running command (the agent, the
+// gateway): from tokenFile, else $ALLOT_TOKEN (then removed from the
+// environment, so that nothing it starts inherits it), else the CLI's
+// config file; which names the token it needs in the error without one.
+func daemonToken(conn *connection, tokenFile, which string) (server, token string, err error) {
 	if conn.token != "" {
 		return "", "", Usage(errTokenInArgv)
 	}
-	if f.tokenFile != "" {
-		b, err := os.ReadFile(f.tokenFile)
+	if tokenFile != "" {
+		b, err := os.ReadFile(tokenFile)
 		if err != nil {
 			return "", "", Usage(fmt.Errorf("--token-file: %w", err))
 		}
 		if conn.token = strings.TrimSpace(string(b)); conn.token == "" {
-			return "", "", Usage(fmt.Errorf("--token-file %s is empty", f.tokenFile))
+			return "", "", Usage(fmt.Errorf("--token-file %s is empty", tokenFile))
 		}
 	}
 	server, token, err = conn.resolve(os.Getenv)
 	_ = os.Unsetenv("ALLOT_TOKEN")
 	if err == nil && token == "" {
-		err = Usage(errors.New("no token: pass it in $ALLOT_TOKEN or with --token-file FILE (a node token: allot token create --node NAME)"))
+		err = Usage(fmt.Errorf("no token: pass it in $ALLOT_TOKEN or with --token-file FILE (%s)", which))
 	}
 	return server, token, err
 }

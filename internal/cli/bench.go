@@ -31,7 +31,7 @@ func newBenchCmd() *cobra.Command {
 		Short: "Measure allot's own performance",
 	}
 	b.AddCommand(newBenchAPICmd(), newBenchE2ECmd())
-	b.AddCommand(newBenchSchedCmd())
+	b.AddCommand(newBenchSchedCmd(), newBenchGatewayCmd())
 	return b
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/allot-dev/allot/internal/demo"
+	servemodel "github.com/allot-dev/allot/internal/sim/serving"
+	"github.com/allot-dev/allot/internal/trace/azurellm"
 )
 
 // exitError ends the command with its own exit status.
@@ -46,7 +50,7 @@ command: [allot, demo, train, --steps, "100"] on any host.`,
 }
 
 func newDemoServeCmd() *cobra.Command {
-	var listen, report string
+	var listen, report, gpu string
 	cfg := demo.ServeConfig{}
 	cmd := &cobra.Command{
 		Use:   "serve [--listen ADDR] [--service-time D] [--concurrency N] [--report URL]",
@@ -80,6 +84,15 @@ Capacity is concurrency / service time: 32 slots of 20 ms serve at most
 			}
 			cfg.ReportCA = os.Getenv("ALLOT_ENDPOINT_CA")
 			cfg.Replica = replicaName()
+			if gpu != "" {
+				prof, err := servemodel.NewProfile(servemodel.DefaultModel, gpu, 1)
+				if err != nil {
+					return Usage(fmt.Errorf("--gpu: %w", err))
+				}
+				cfg.Tokens = func(context, generated float64, batch int) time.Duration {
+					return time.Duration(prof.ServiceTime(context, generated, batch) * float64(time.Second))
+				}
+			}
 			s, err := demo.NewServer(cfg)
 			if err != nil {
 				return Usage(err)
@@ -102,13 +115,16 @@ Capacity is concurrency / service time: 32 slots of 20 ms serve at most
 	f.IntVar(&cfg.Concurrency, "concurrency", 8, "requests served at once; more queue")
 	f.StringVar(&report, "report", "", "URL to POST each interval's measurements to (default $ALLOT_ENDPOINT_METRICS_URL)")
 	f.DurationVar(&cfg.ReportEvery, "report-every", 10*time.Second, "measurement and report interval")
+	f.StringVar(&gpu, "gpu", "", "turn a request's token counts (?context=C&generated=G, as demo load --trace sends) into its service time by the simulator's serving model of an 8B model on one GPU of this model (H100, A100, T4, …; internal/sim/serving); a request without counts takes --service-time")
 	return cmd
 }
 
 func newDemoLoadCmd() *cobra.Command {
 	cfg := demo.LoadConfig{}
+	var trace, traceDir string
+	var rateScale float64
 	cmd := &cobra.Command{
-		Use:   "load --url URL --rps R --duration D",
+		Use:   "load --url URL (--rps R | --trace azure-code|azure-conv [--rate-scale X]) --duration D",
 		Short: "Send requests at a rate (Poisson arrivals) and print latency percentiles",
 		Long: `load sends GET requests to --url for --duration, arriving as a Poisson process
 of --rps requests per second. Arrivals do not wait for earlier answers (an
@@ -116,12 +132,31 @@ open loop, as users do), so an overloaded server shows a growing queue rather
 than a slower client. At the end it prints the requests sent and the rate
 achieved, how many were answered 2xx, failed or dropped (more than
 --max-in-flight outstanding), and the latency percentiles of the answered
-ones.`,
-		Example: `  allot demo load --url http://127.0.0.1:8000/ --rps 300 --duration 30s`,
-		Args:    noArgs,
+ones.
+
+--trace azure-code or azure-conv replays the Azure LLM inference trace
+that the repository ships (--trace-dir, data/traces/azure-llm; sources in
+data/traces/SOURCES.md) instead of Poisson arrivals, the way the simulator
+does (internal/sim/serving, Arrivals): the trace's gaps, normalised minute
+by minute, at --rps, or at --rate-scale times the trace's own mean rate
+(about 2.6 requests/s for code, 5.4 for conv), so that its bursts and token
+counts stay and the rate is steady over minutes. Each request carries its
+token counts in the query (?context=C&generated=G); allot demo serve --gpu
+turns them into its service time by the simulator's serving model
+(docs/serving-model.md).`,
+		Example: `  allot demo load --url http://127.0.0.1:8000/ --rps 300 --duration 30s
+  allot demo load --url http://127.0.0.1:8081/chat/ --trace azure-code --rps 60 --duration 5m`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if cfg.URL == "" || cfg.RPS <= 0 || cfg.Duration <= 0 {
-				return Usage(errors.New("demo load needs --url, --rps above 0 and --duration above 0"))
+			if trace != "" {
+				reqs, err := readTrace(traceDir, trace, cfg.RPS, rateScale, cfg.Duration, cfg.Seed)
+				if err != nil {
+					return Usage(err)
+				}
+				cfg.Trace = reqs
+			}
+			if cfg.URL == "" || (cfg.RPS <= 0 && cfg.Trace == nil) || cfg.Duration <= 0 {
+				return Usage(errors.New("demo load needs --url, --rps above 0 or --trace, and --duration above 0"))
 			}
 			res, err := demo.Load(cmd.Context(), cfg)
 			fmt.Fprintln(cmd.OutOrStdout(), res)
@@ -138,8 +173,62 @@ ones.`,
 	f.DurationVar(&cfg.Timeout, "timeout", 10*time.Second, "limit of one request")
 	f.IntVar(&cfg.MaxInFlight, "max-in-flight", 10_000, "requests outstanding at most; arrivals beyond are dropped")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the arrival times")
+	f.StringVar(&trace, "trace", "", "replay a trace instead of Poisson arrivals: azure-code or azure-conv")
+	f.StringVar(&traceDir, "trace-dir", "data/traces/azure-llm", "directory of the Azure LLM inference trace files")
+	f.Float64Var(&rateScale, "rate-scale", 1, "with --trace and without --rps: replay at this times the trace's mean rate")
 	return cmd
 }
+
+// traceFiles names the file of each trace demo load replays.
+var traceFiles = map[string]string{
+	"azure-code": "AzureLLMInferenceTrace_code.csv",
+	"azure-conv": "AzureLLMInferenceTrace_conv.csv",
+}
+
+// readTrace returns the requests of a load that replays trace name (read
+// from dir) for d at rps requests/s, or, when rps is 0, at scale times the
+// trace's own mean rate. The arrivals are the simulator's
+// (serving.Arrivals): the trace's gaps normalised minute by minute to a
+// mean of one and read in blocks from random offsets drawn from seed, so
+// the load keeps the trace's bursts and token counts at a rate that is
+// steady over minutes, as the simulator replays it.
+func readTrace(dir, name string, rps, scale float64, d time.Duration, seed uint64) ([]demo.TraceRequest, error) {
+	file, ok := traceFiles[name]
+	if !ok {
+		return nil, fmt.Errorf("--trace %q: want azure-code or azure-conv", name)
+	}
+	if !(scale > 0) || scale > 1e6 {
+		return nil, fmt.Errorf("--rate-scale %g: want a number above 0 and at most 1,000,000", scale)
+	}
+	reqs, err := azurellm.ReadRequestsFile(filepath.Join(dir, file))
+	if err != nil {
+		return nil, notHere(err, "--trace-dir")
+	}
+	p, err := azurellm.NewPattern(reqs, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	rate := rps
+	if rate <= 0 {
+		rate = scale * float64(len(reqs)-1) / (reqs[len(reqs)-1].At - reqs[0].At).Seconds()
+	}
+	if n := rate * d.Seconds(); n > maxTraceRequests {
+		return nil, fmt.Errorf("--duration %s at %.0f requests/s is %.0f requests, over %d: shorten it", d, rate, n, maxTraceRequests)
+	}
+	var out []demo.TraceRequest
+	prev := 0.0
+	servemodel.NewArrivals(p, rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))).Span(0, d.Seconds(), rate, 1, func(at float64, ctx, gen int) {
+		out = append(out, demo.TraceRequest{Gap: time.Duration((at - prev) * float64(time.Second)), Context: ctx, Generated: gen})
+		prev = at
+	})
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--trace %s: no request arrives in %s at %.2f requests/s", name, d, rate)
+	}
+	return out, nil
+}
+
+// maxTraceRequests bounds the requests a traced load holds.
+const maxTraceRequests = 20_000_000
 
 func newDemoTrainCmd() *cobra.Command {
 	cfg := demo.TrainConfig{}

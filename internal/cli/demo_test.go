@@ -112,3 +112,42 @@ func TestDemoTrain(t *testing.T) {
 		t.Errorf("last checkpoint at step %d (%v), want the step SIGTERM came at (4 or later)", step, err)
 	}
 }
+
+// demo load --trace replays the repository's Azure trace as the
+// simulator does: at the rate asked for, with the trace's token counts;
+// bad names, scales and sizes are refused naming the flag.
+func TestReadTrace(t *testing.T) {
+	dir := "../../data/traces/azure-llm"
+	reqs, err := readTrace(dir, "azure-code", 50, 1, time.Minute, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var span time.Duration
+	for _, r := range reqs {
+		span += r.Gap
+		if r.Context < 1 || r.Gap < 0 {
+			t.Fatalf("request %+v", r)
+		}
+	}
+	if n := len(reqs); n < 2000 || n > 4000 || span > time.Minute { // bursts: the rate holds over minutes, not within one
+		t.Errorf("%d requests over %s at 50 requests/s for a minute, want about 3,000", n, span)
+	}
+	scaled, err := readTrace(dir, "azure-conv", 0, 10, time.Minute, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(scaled); n < 2400 || n > 4200 { // 10 × the conversation trace's 5.4 requests/s
+		t.Errorf("%d requests at 10 times the conversation trace's rate for a minute", n)
+	}
+	for _, tc := range []struct {
+		name       string
+		rps, scale float64
+		d          time.Duration
+		want       string
+	}{{"azure-nope", 1, 1, time.Second, "--trace"}, {"azure-conv", 0, 0, time.Second, "--rate-scale"},
+		{"azure-conv", 0, -1, time.Second, "--rate-scale"}, {"azure-code", 1e6, 1, time.Hour, "--duration"}} {
+		if _, err := readTrace(dir, tc.name, tc.rps, tc.scale, tc.d, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("readTrace(%s, %g, %g, %s): %v, want an error naming %s", tc.name, tc.rps, tc.scale, tc.d, err, tc.want)
+		}
+	}
+}

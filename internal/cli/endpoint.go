@@ -182,15 +182,18 @@ func replicaCounts(e client.Endpoint) string {
 }
 
 func endpointTable(eps []client.Endpoint, now time.Time) table {
-	t := table{header: []string{"NAME", "TENANT", "MODEL", "REPLICAS", "MIN-MAX", "REQ/S", "P95", "SLO", "ROLLOUT", "AGE"}}
+	t := table{header: []string{"NAME", "TENANT", "MODEL", "REPLICAS", "MIN-MAX", "REQ/S", "P95", "SLO", "ROLLOUT", "AGE", "URL"}}
 	for _, e := range eps {
 		s := e.Summary()
 		rps, p95 := "-", "-"
-		if m := e.Metrics; m != nil {
+		switch g, m := e.Gateway, e.Metrics; {
+		case g != nil: // what callers saw, over the last minute
+			rps, p95 = strconv.FormatFloat(g.RequestsPerSec, 'f', 1, 64), millis(g.Latency.P95Ms)
+		case m != nil:
 			rps, p95 = strconv.FormatFloat(m.RequestsPerSec, 'f', 1, 64), millis(m.P95Ms)
 		}
 		t.add(e.Name, e.Tenant, e.Model, replicaCounts(e), fmt.Sprintf("%d-%d", s.MinReplicas, s.MaxReplicas),
-			rps, p95, millis(s.SLO.P95Ms), rolloutCell(e), age(e.CreatedAt, now))
+			rps, p95, millis(s.SLO.P95Ms), rolloutCell(e), age(e.CreatedAt, now), orDash(e.URL))
 	}
 	return t
 }
@@ -311,6 +314,14 @@ func endpointSections(e client.Endpoint) sections {
 	f.add("Autoscale", fmt.Sprintf("scale in after %s, then at most every %s; lead time %s; peak window %s",
 		orDash(s.Autoscale["scale_in_after"]), orDash(s.Autoscale["scale_in_interval"]), orDash(s.Autoscale["lead_time"]),
 		orDash(s.Autoscale["peak_window"])))
+	f.add("URL", orDash(e.URL))
+	if g := e.Gateway; g != nil {
+		f.add("Gateway", fmt.Sprintf("last minute: %.1f req/s, %d errors, %d in flight; latency p50 %s p95 %s p99 %s; first byte p50 %s p95 %s p99 %s",
+			g.RequestsPerSec, g.Errors, g.InFlight, millis(g.Latency.P50Ms), millis(g.Latency.P95Ms), millis(g.Latency.P99Ms),
+			millis(g.FirstByte.P50Ms), millis(g.FirstByte.P95Ms), millis(g.FirstByte.P99Ms)))
+	} else {
+		f.add("Gateway", "- (no gateway has reported in the last minute)")
+	}
 	if m := e.Metrics; m != nil {
 		f.add("Metrics", fmt.Sprintf("%.1f req/s, p95 %s, utilisation %.2f, from %d replicas at %s", m.RequestsPerSec,
 			millis(m.P95Ms), m.Utilisation, m.Replicas, timestamp(m.At)))
@@ -323,13 +334,27 @@ func endpointSections(e client.Endpoint) sections {
 	}
 	f.add("Created", timestamp(e.CreatedAt))
 
-	reps := table{header: []string{"REPLICA", "STATE", "REASON", "NODE", "GPU", "TEMPLATE"}}
+	reps := table{header: []string{"REPLICA", "STATE", "REASON", "NODE", "GPU", "TEMPLATE", "ROUTED", "REQ/S", "IN-FLIGHT", "P95"}}
+	measured := map[string]client.EndpointGatewayReplica{}
+	if g := e.Gateway; g != nil {
+		for _, r := range g.Replicas {
+			measured[r.Job] = r
+		}
+	}
 	for _, r := range e.Replicas {
 		t := orDash(r.Template)
 		if r.Outdated {
 			t += " (outdated)"
 		}
-		reps.add(r.Job, r.State, orDash(r.Reason), orDash(r.Node), orDash(r.GPUModel), t)
+		routed, rps, inFlight, p95 := "-", "-", "-", "-"
+		if m, ok := measured[r.Job]; ok {
+			routed = map[bool]string{true: "ready", false: "no"}[m.Routed && m.Ready]
+			if m.Routed && !m.Ready {
+				routed = "not ready"
+			}
+			rps, inFlight, p95 = strconv.FormatFloat(m.RequestsPerSec, 'f', 1, 64), strconv.Itoa(m.InFlight), millis(m.Latency.P95Ms)
+		}
+		reps.add(r.Job, r.State, orDash(r.Reason), orDash(r.Node), orDash(r.GPUModel), t, routed, rps, inFlight, p95)
 	}
 	evs := table{header: []string{"AT", "EVENT", "DESIRED", "REASON"}}
 	for _, ev := range e.Events {

@@ -68,6 +68,9 @@ func whyPrinter(w client.Why, now time.Time) printer {
 	if len(w.RunningOn) > 0 {
 		fs.add("Runs on", strings.Join(w.RunningOn, ", "))
 	}
+	if w.Placement != "" {
+		fs.add("Placement", w.Placement)
+	}
 	if !w.RunningSince.IsZero() {
 		fs.add("Since", fmt.Sprintf("%s (%s ago)", timestamp(w.RunningSince), span(now.Sub(w.RunningSince.Time))))
 	}

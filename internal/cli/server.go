@@ -25,6 +25,7 @@ import (
 	"github.com/allot-dev/allot/internal/api"
 	"github.com/allot-dev/allot/internal/client"
 	"github.com/allot-dev/allot/internal/forecast"
+	"github.com/allot-dev/allot/internal/gateway"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/server"
@@ -67,6 +68,9 @@ type serveFlags struct {
 	advertise                    string        // --advertise-url
 	termTTL                      time.Duration // --leader-ttl (hidden)
 	jobs                         jobLimitFlags // of the in-process agents (--agents virtual)
+	gatewayURL                   string        // --gateway-url: where callers reach the gateways
+	gatewayListen                string        // up's --gateway-listen: its in-process gateway ("none": no gateway)
+	gatewayReport                time.Duration // up's --gateway-report-every (hidden, tests)
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
@@ -121,6 +125,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	_ = fl.MarkHidden("alert-for")
 	fl.StringVar(&f.checkpointRoot, "checkpoint-root", "", "with --agents virtual: the directory every virtual node shares for jobs' checkpoints (ROOT/JOB), as a fleet shares NFS or Lustre, so that a job resumes from its checkpoint on any node; 'none' keeps each node's on its own disk, so that a job resumes only where its parts lie (default: WORK/.checkpoints beside the virtual nodes' work directories)")
 	f.jobs.register(cmd)
+	fl.StringVar(&f.gatewayURL, "gateway-url", "", "where callers reach the gateways in front of the endpoints (allot gateway, or a load balancer before several): an endpoint's URL is GATEWAY-URL/NAME/ (default with up: its own gateway's)")
 }
 
 func newServerCmd() *cobra.Command {
@@ -315,12 +320,28 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	default:
 		return Usage(fmt.Errorf("--agents %q: want external, virtual or simulated", f.agents))
 	}
-	// Listen first: the server tells endpoint replicas its own URL.
+	// Listen first: the server tells endpoint replicas its own URL, and
+	// endpoints the gateway's.
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	defer ln.Close()
+	gatewayURL := f.gatewayURL
+	var gwLn net.Listener
+	if up && f.gatewayListen != "none" {
+		at := f.gatewayListen
+		if at == "" {
+			at = nextPort(f.listen)
+		}
+		if gwLn, err = net.Listen("tcp", at); err != nil {
+			return fmt.Errorf("gateway: listen: %w", err)
+		}
+		defer gwLn.Close()
+		if gatewayURL == "" {
+			gatewayURL = selfURL(gwLn.Addr(), false)
+		}
+	}
 	advertise := f.advertise
 	if advertise == "" {
 		advertise = selfURL(ln.Addr(), apiTLS != nil)
@@ -337,7 +358,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		Sched:   f.schedConfig(),
 		MaxLost: f.maxLost, MaxGrace: f.maxGrace, MaxReservationLead: f.reservationLead, RetryBackoff: off(f.retryBackoff), DrainAfterFailures: off(f.drainAfterFailures), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: off(f.maxJobsPerTenant), JobRetention: f.jobRetention, AuditRetention: f.auditRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
-		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor})
+		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor, GatewayURL: gatewayURL})
 	if err != nil {
 		return err
 	}
@@ -394,7 +415,22 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 				f.checkpointRoot, f.nodeTimeout, f.jobs, log)
 		}()
 	}
+	gwErr := make(chan error, 1)
+	gwCtx, stopGateway := context.WithCancel(runCtx)
+	defer stopGateway()
+	if gwLn != nil {
+		// up's gateway runs in this process with the admin token, as its
+		// virtual agents do; 'allot gateway' elsewhere takes a gateway token.
+		g, err := newLocalGateway(url, token, certPool(ownCerts), f.gatewayReport, log)
+		if err != nil {
+			return err
+		}
+		go func() { gwErr <- serveGateway(gwCtx, g, gwLn) }()
+	}
 	fmt.Fprintf(out, "listening on %s\n", url)
+	if gwLn != nil {
+		fmt.Fprintf(out, "gateway on %s (an endpoint is at %s/NAME/)\n", gatewayURL, gatewayURL)
+	}
 	switch {
 	case created && (up || isTerminal(out)):
 		fmt.Fprintf(out, "admin token (shown once; also in %s): %s\n", tokenPath, token)
@@ -431,11 +467,18 @@ Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 			failed = fmt.Errorf("virtual agents: %w", err)
 		}
 		agentsErr <- nil
+	case err := <-gwErr:
+		failed = fmt.Errorf("gateway: %w", err)
+		gwErr <- nil
 	}
 	// Shut down from the edge in: the in-process agents first (they stop
 	// their jobs' processes while the API still hears their reports),
 	// then the API, the scheduling loop and the store.
 	log.Info("shutting down")
+	stopGateway()
+	if gwLn != nil {
+		<-gwErr
+	}
 	stopAgents()
 	if f.agents == "virtual" {
 		select {
@@ -460,6 +503,9 @@ Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 	return failed
 }
 
+// newLocalGateway returns up's in-process gateway, talking to the API at
+// url with token.
+//
 // runVirtualAgents runs an in-process agent with virtual GPUs of its SKU
 // for every fleet node the fleet file does not mark down, keeping their
 // state in dir/NODE and their jobs' files in work/NODE (outside the
@@ -467,6 +513,18 @@ Metrics: %[1]s/metrics   API: %[1]s/v1/openapi.json   Stop: Ctrl-C
 // jobs' checkpoints go to ckptRoot, which they share as the hosts of a
 // fleet share a file system (default work/.checkpoints; "none" for each
 // node's own work directory).
+func newLocalGateway(url, token string, trust *x509.CertPool, reportEvery time.Duration, log *slog.Logger) (*gateway.Gateway, error) {
+	cl, err := client.New(url, token)
+	if err != nil {
+		return nil, err
+	}
+	cl.HTTP.Timeout = gateway.DefaultWait + 15*time.Second
+	if trust != nil {
+		cl.Trust(trust)
+	}
+	return gateway.New(gateway.Config{Source: cl, Name: "up", ReportEvery: reportEvery, Logger: log.With("gateway", "up")})
+}
+
 func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPool, fleet *model.Fleet, dir, work, ckptRoot string,
 	nodeTimeout time.Duration, jobs jobLimitFlags, log *slog.Logger) error {
 	switch ckptRoot {
@@ -520,6 +578,17 @@ func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPo
 	wg.Wait()
 	close(errs)
 	return <-errs
+}
+
+// nextPort is the address after listen's port on its host (port 0 stays
+// 0: a free one), where up's gateway listens by default.
+func nextPort(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	n, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || n == 0 || n >= 65535 {
+		return net.JoinHostPort(host, "0")
+	}
+	return net.JoinHostPort(host, strconv.Itoa(n+1))
 }
 
 // selfURL is the URL under which processes on this host reach the API

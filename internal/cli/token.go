@@ -22,10 +22,10 @@ so a token is shown once; 'token list' shows what is known of each token
 
 func newTokenCreateCmd(conn *connection) *cobra.Command {
 	var tenant, node, name, ttl string
-	var metrics bool
+	var metrics, gw bool
 	cmd := &cobra.Command{
-		Use:   "create --tenant T | --node N | --metrics [--name NAME] [--ttl 720h]",
-		Short: "Create a token for a tenant, a node's agent or Prometheus and print it",
+		Use:   "create --tenant T | --node N | --metrics | --gateway [--name NAME] [--ttl 720h]",
+		Short: "Create a token for a tenant, a node's agent, Prometheus or a gateway and print it",
 		Long: `create asks the server for a new token of a tenant, and prints the token
 alone on standard output, so a script can capture it. It needs an admin
 token. A tenant token sees and changes only its tenant's jobs, reservations
@@ -35,22 +35,29 @@ checkpoints of the jobs running there, nothing else. A metrics-reader token
 (--metrics) is for Prometheus: it reads every series of /metrics, every
 tenant's included, and nothing else (without a token /metrics serves only
 the series of no tenant in particular; with a tenant's token, that tenant's
-too); deploy/prometheus/prometheus.yml reads it from a file. --ttl makes the
+too); deploy/prometheus/prometheus.yml reads it from a file. A gateway token
+(--gateway) is for 'allot gateway': it reads the routes of every tenant's
+endpoints (their replicas' addresses and the hashes of the tokens that may
+call them) and reports what the gateway measured, nothing else. --ttl makes the
 token expire (a request with it is then refused: 401, "token expired"); --name
 labels it in 'allot token list'.`,
 		Example: `  allot token create --tenant acme --token "$(cat data/admin-token)"
   export ALLOT_TOKEN=$(allot token create --tenant acme --token "$ADMIN")
   allot token create --node eastus-h100-01 --token "$ADMIN"
   allot token create --metrics --name prometheus > /etc/prometheus/allot-token
+  allot token create --gateway --name gw-1 > /etc/allot/gateway-token
   allot token create --tenant acme --name ci --ttl 720h`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if n := btoi(tenant != "") + btoi(node != "") + btoi(metrics); n != 1 {
-				return Usage(fmt.Errorf("give --tenant, --node or --metrics (one of them)"))
+			if n := btoi(tenant != "") + btoi(node != "") + btoi(metrics) + btoi(gw); n != 1 {
+				return Usage(fmt.Errorf("give --tenant, --node, --metrics or --gateway (one of them)"))
 			}
 			scope := ""
-			if metrics {
+			switch {
+			case metrics:
 				scope = "metrics"
+			case gw:
+				scope = "gateway"
 			}
 			cl, f, err := conn.client()
 			if err != nil {
@@ -67,6 +74,8 @@ labels it in 'allot token list'.`,
 					who = "node " + tok.Node
 				case metrics:
 					who = "reading /metrics"
+				case gw:
+					who = "a gateway"
 				}
 				fmt.Fprintf(cmd.ErrOrStderr(), "token for %s; it is shown once, keep it secret\n", who)
 				return table{rows: [][]string{{tok.Token}}}
@@ -76,6 +85,7 @@ labels it in 'allot token list'.`,
 	cmd.Flags().StringVar(&tenant, "tenant", "", "the tenant the token acts for")
 	cmd.Flags().StringVar(&node, "node", "", "the fleet node whose agent the token is for")
 	cmd.Flags().BoolVar(&metrics, "metrics", false, "a metrics-reader token, for Prometheus: it reads every series of /metrics and nothing else")
+	cmd.Flags().BoolVar(&gw, "gateway", false, "a gateway token, for 'allot gateway': it reads every endpoint's routes and reports measurements, nothing else")
 	cmd.Flags().StringVar(&name, "name", "", "a name for the token, shown by 'token list' (letters, digits, - _ .)")
 	cmd.Flags().StringVar(&ttl, "ttl", "", "how long the token is valid, e.g. 720h or 30d (default: until revoked)")
 	return cmd

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/allot-dev/allot/internal/gateway"
 )
 
 func newUpCmd() *cobra.Command {
@@ -23,6 +25,8 @@ each job runs under a uid of its own and in a cgroup v2 where the host has
 one, so it cannot read the admin token or signal the server; not root,
 jobs run as your user and can do both (a warning says so). The first start creates an admin token, prints
 it and writes it to DATA/admin-token; later starts say where it is. It
+runs a gateway (allot gateway) on --gateway-listen, so that every endpoint
+has a URL (GATEWAY/NAME/; 'endpoint create' prints it). It
 prints the URL, the dashboard's URL (/ui/) and the commands to try next,
 and stops on Ctrl-C or 'allot down' (SIGTERM to the PID it writes to
 DATA/allot.pid), after stopping every job (SIGKILL at --stop-timeout at
@@ -36,6 +40,9 @@ most, whatever the job's grace).`,
 		},
 	}
 	f.register(cmd, "./allot-data")
+	cmd.Flags().StringVar(&f.gatewayListen, "gateway-listen", "", "address of the in-process gateway that routes callers to endpoints' replicas (allot gateway); none: no gateway (default: the --listen host on the next port, 8081 for the default --listen; a free one when --listen's port is 0)")
+	cmd.Flags().DurationVar(&f.gatewayReport, "gateway-report-every", gateway.DefaultReportEvery, "interval of the in-process gateway's reports (tests)")
+	_ = cmd.Flags().MarkHidden("gateway-report-every")
 	cmd.Flags().StringVar(&f.agents, "agents", "virtual", "node layer: virtual (in-process agents with virtual GPUs: submitted jobs run their commands), external or simulated")
 	return cmd
 }

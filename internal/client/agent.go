@@ -167,3 +167,17 @@ func (c *Client) Logs(ctx context.Context, id string, n int, follow bool, w io.W
 	}
 	return err
 }
+
+// Routes long-polls the gateways' route table: it returns at once when
+// its version is not after, else when it changes or after wait.
+func (c *Client) Routes(ctx context.Context, after string, wait time.Duration) (wire.RouteTable, error) {
+	var t wire.RouteTable
+	q := url.Values{"after": {after}, "wait": {wait.String()}}
+	err := c.do(ctx, request{method: http.MethodGet, path: "/v1/routes", query: q, out: &t})
+	return t, err
+}
+
+// ReportGateway posts what a gateway measured.
+func (c *Client) ReportGateway(ctx context.Context, r wire.GatewayReport) error {
+	return c.do(ctx, request{method: http.MethodPost, path: "/v1/gateway/reports", body: jsonBody(r), contentType: "application/json"})
+}

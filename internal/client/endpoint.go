@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
 // Endpoint is an inference endpoint as the API shows it.
@@ -31,7 +33,21 @@ type Endpoint struct {
 	// BackOff is the crash-loop back-off of failing replicas; nil while
 	// none failed.
 	BackOff *EndpointBackOff `json:"back_off"`
+	// URL is where callers reach the endpoint through the gateways.
+	URL string `json:"url"`
+	// Gateway is what the gateways measured over the last minute.
+	Gateway *EndpointGateway `json:"gateway"`
 }
+
+// EndpointGateway is what the gateways measured of an endpoint over the
+// last minute.
+type EndpointGateway = wire.EndpointGateway
+
+// EndpointGatewayReplica is one replica of EndpointGateway.
+type EndpointGatewayReplica = wire.EndpointGatewayReplica
+
+// LatencyQuantiles are p50, p95 and p99 in ms.
+type LatencyQuantiles = wire.LatencyQuantiles
 
 // EndpointBackOff is an endpoint's crash-loop back-off: failures in a row
 // and until when no replica is submitted.
@@ -107,6 +123,7 @@ type MetricsReport struct {
 	P95Ms          float64 `json:"p95_ms"`
 	Utilisation    float64 `json:"utilisation"`
 	Replica        string  `json:"replica"`
+	Port           int     `json:"port,omitempty"`
 }
 
 // CreateEndpoint creates the endpoint of doc, an endpoint document (YAML

@@ -88,6 +88,8 @@ type Why struct {
 	// Checkpoint says, for a queued job with a checkpoint, what it resumes
 	// from and whether the nodes of its parts may take it now.
 	Checkpoint string `json:"checkpoint"`
+	// Placement says why an inference replica runs on an InfiniBand node.
+	Placement string `json:"placement"`
 	// For a job that holds capacity: where it runs, since when, until
 	// when it is protected from preemption, and what may preempt it.
 	RunningOn      []string `json:"running_on"`

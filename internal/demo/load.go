@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -24,6 +25,31 @@ type LoadConfig struct {
 	// turn the open loop into a closed one. Zero means 10,000.
 	MaxInFlight int
 	Seed        uint64 // of the arrival times
+	// Trace, when not empty, replaces the Poisson arrivals: request i
+	// arrives Trace[i].Gap after the one before and carries its token
+	// counts in the query (context=, generated=), which allot demo serve
+	// --gpu turns into its service time; the trace repeats until Duration
+	// ends. RPS is then not read.
+	Trace []TraceRequest
+}
+
+// TraceRequest is one request of a replayed trace.
+type TraceRequest struct {
+	Gap                time.Duration // since the request before
+	Context, Generated int
+}
+
+// url is the URL of the i-th arrival.
+func (cfg LoadConfig) url(i int) string {
+	if len(cfg.Trace) == 0 {
+		return cfg.URL
+	}
+	r := cfg.Trace[i%len(cfg.Trace)]
+	sep := "?"
+	if strings.Contains(cfg.URL, "?") {
+		sep = "&"
+	}
+	return fmt.Sprintf("%s%scontext=%d&generated=%d", cfg.URL, sep, r.Context, r.Generated)
 }
 
 // LoadResult is what a load test measured.
@@ -52,13 +78,30 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float6
 // as it would in production. It returns when the last arrival's request
 // has ended (or timed out), or when ctx is done.
 func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
+	res, _, err := LoadLatencies(ctx, cfg)
+	return res, err
+}
+
+// LoadLatencies is Load that also returns the latency of every request
+// answered 2xx, in the order they ended.
+func LoadLatencies(ctx context.Context, cfg LoadConfig) (LoadResult, []time.Duration, error) {
 	switch {
 	case cfg.URL == "":
-		return LoadResult{}, errors.New("no URL")
-	case !(cfg.RPS > 0) || cfg.RPS > 1e6:
-		return LoadResult{}, fmt.Errorf("rate must be above 0 and at most 1,000,000 requests/s, got %g", cfg.RPS)
+		return LoadResult{}, nil, errors.New("no URL")
+	case len(cfg.Trace) == 0 && (!(cfg.RPS > 0) || cfg.RPS > 1e6):
+		return LoadResult{}, nil, fmt.Errorf("rate must be above 0 and at most 1,000,000 requests/s, got %g", cfg.RPS)
 	case cfg.Duration <= 0:
-		return LoadResult{}, errors.New("duration must be above 0")
+		return LoadResult{}, nil, errors.New("duration must be above 0")
+	}
+	var span time.Duration
+	for _, r := range cfg.Trace {
+		if r.Gap < 0 {
+			return LoadResult{}, nil, fmt.Errorf("trace: a gap of %s; want gaps of 0 or more", r.Gap)
+		}
+		span += r.Gap
+	}
+	if len(cfg.Trace) > 0 && span <= 0 {
+		return LoadResult{}, nil, errors.New("trace: every request arrives at once; want a trace that spans some time")
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -80,11 +123,11 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		lat      []float64
 		inFlight = make(chan struct{}, maxInFlight)
 	)
-	get := func() {
+	get := func(url string) {
 		defer wg.Done()
 		defer func() { <-inFlight }()
 		start := time.Now()
-		err := fetch(ctx, client, cfg.URL)
+		err := fetch(ctx, client, url)
 		d := time.Since(start)
 		mu.Lock()
 		defer mu.Unlock()
@@ -105,9 +148,14 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 	defer timer.Stop()
 	<-timer.C
 	next := start
+	arrival := 0
 loop:
-	for {
-		next = next.Add(time.Duration(rng.ExpFloat64() / cfg.RPS * float64(time.Second)))
+	for ; ; arrival++ {
+		if len(cfg.Trace) > 0 {
+			next = next.Add(cfg.Trace[arrival%len(cfg.Trace)].Gap)
+		} else {
+			next = next.Add(time.Duration(rng.ExpFloat64() / cfg.RPS * float64(time.Second)))
+		}
 		if next.After(end) {
 			break
 		}
@@ -125,7 +173,7 @@ loop:
 			res.Sent++
 			mu.Unlock()
 			wg.Add(1)
-			go get()
+			go get(cfg.url(arrival))
 		default:
 			mu.Lock()
 			res.Dropped++
@@ -133,10 +181,37 @@ loop:
 		}
 	}
 	wg.Wait()
-	res.AchievedRPS = float64(res.Sent) / cfg.Duration.Seconds()
-	q := func(p float64) time.Duration { return time.Duration(percentile(lat, p)) }
-	res.P50, res.P90, res.P95, res.P99, res.Max = q(0.50), q(0.90), q(0.95), q(0.99), q(1)
-	return res, ctx.Err()
+	out := make([]time.Duration, len(lat))
+	for i, v := range lat {
+		out[i] = time.Duration(v)
+	}
+	return Combine([]LoadResult{res}, out, cfg.Duration), out, ctx.Err()
+}
+
+// Combine is the result of runs rs of a load together, lasting d in all:
+// their counts added, the first error, and the percentiles of lat, the
+// latencies of all their answered requests.
+func Combine(rs []LoadResult, lat []time.Duration, d time.Duration) LoadResult {
+	var out LoadResult
+	for _, r := range rs {
+		out.Sent += r.Sent
+		out.OK += r.OK
+		out.Failed += r.Failed
+		out.Dropped += r.Dropped
+		if out.FirstError == "" {
+			out.FirstError = r.FirstError
+		}
+	}
+	if d > 0 {
+		out.AchievedRPS = float64(out.Sent) / d.Seconds()
+	}
+	v := make([]float64, len(lat))
+	for i, l := range lat {
+		v[i] = float64(l)
+	}
+	q := func(p float64) time.Duration { return time.Duration(percentile(v, p)) }
+	out.P50, out.P90, out.P95, out.P99, out.Max = q(0.50), q(0.90), q(0.95), q(0.99), q(1)
+	return out
 }
 
 // fetch GETs url and reads the answer, failing on a status other than 2xx.

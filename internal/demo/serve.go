@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -39,6 +40,9 @@ type Report struct {
 	Utilisation float64 `json:"utilisation"`
 	// Replica names the replica: the job ID and attempt it runs as.
 	Replica string `json:"replica"`
+	// Port is the TCP port the server listens on, so that allot's
+	// gateways can route to it (on its node's address); 0 when unknown.
+	Port int `json:"port,omitempty"`
 }
 
 // maxLatencies bounds the latencies kept per interval; beyond it the
@@ -58,7 +62,15 @@ type ServeConfig struct {
 	// ReportCA, when set, is the PEM of the certificates an https report
 	// URL's certificate must chain to, instead of the system's roots.
 	ReportCA string
+	// Tokens, when set, turns a request's token counts (query context= and
+	// generated=, as allot demo load --trace sends them) into its service
+	// time, the batch being Concurrency; a request without them takes
+	// ServiceTime.
+	Tokens func(context, generated float64, batch int) time.Duration
 }
+
+// MaxTokens bounds the context= and generated= of a request.
+const MaxTokens = 1 << 20
 
 // Server is the demo inference server: an http.Handler answering
 // /healthz and / (the "inference": a wait for a free slot, then the
@@ -67,6 +79,8 @@ type Server struct {
 	cfg    ServeConfig
 	slots  chan struct{}
 	client *http.Client // posts the reports
+
+	port int // the port Run listens on, in reports
 
 	mu        sync.Mutex // guards the measurements of the current interval below
 	since     time.Time  // start of the interval
@@ -115,6 +129,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // how long each part took.
 func (s *Server) infer(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
+	service, err := s.serviceTime(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	s.mu.Lock()
 	s.arrivals++
 	s.mu.Unlock()
@@ -124,7 +143,7 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) {
 		return // the client left while queued
 	}
 	started := time.Now()
-	t := time.NewTimer(s.cfg.ServiceTime)
+	t := time.NewTimer(service)
 	select {
 	case <-t.C:
 	case <-r.Context().Done():
@@ -143,6 +162,25 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) {
 		float64(started.Sub(arrived))/float64(time.Millisecond), float64(done.Sub(started))/float64(time.Millisecond))
 }
 
+// serviceTime is what request r takes on a slot: ServiceTime, or what its
+// token counts cost under cfg.Tokens. A count that is not an integer from 0
+// to MaxTokens is an error naming it.
+func (s *Server) serviceTime(r *http.Request) (time.Duration, error) {
+	q := r.URL.Query()
+	if s.cfg.Tokens == nil || (!q.Has("context") && !q.Has("generated")) {
+		return s.cfg.ServiceTime, nil
+	}
+	var n [2]float64
+	for i, name := range []string{"context", "generated"} {
+		v, err := strconv.Atoi(q.Get(name))
+		if err != nil || v < 0 || v > MaxTokens {
+			return 0, fmt.Errorf("%s=%q: want a token count from 0 to %d", name, q.Get(name), MaxTokens)
+		}
+		n[i] = float64(v)
+	}
+	return s.cfg.Tokens(n[0], n[1], s.cfg.Concurrency), nil
+}
+
 // Measure returns the report of the interval since the last Measure (or
 // NewServer) and starts the next one.
 func (s *Server) Measure() Report {
@@ -152,7 +190,7 @@ func (s *Server) Measure() Report {
 	arrivals, lat, busy := s.arrivals, s.latencies, s.busy
 	s.since, s.arrivals, s.latencies, s.busy = now, 0, nil, 0
 	s.mu.Unlock()
-	rep := Report{Replica: s.cfg.Replica, P95Ms: percentile(lat, 0.95)}
+	rep := Report{Replica: s.cfg.Replica, P95Ms: percentile(lat, 0.95), Port: s.port}
 	if sec := elapsed.Seconds(); sec > 0 {
 		rep.RequestsPerSec = float64(arrivals) / sec
 		rep.Utilisation = min(1, busy.Seconds()/(sec*float64(s.cfg.Concurrency)))
@@ -174,10 +212,22 @@ func percentile(v []float64, q float64) float64 {
 // Run serves on ln until ctx is done, printing a Report every
 // cfg.ReportEvery to out and posting it to cfg.ReportURL when set. A failed
 // post is printed and the next one tried; the server goes on serving.
+//
+// The first report goes out at once, before any request: it tells the
+// server the port, so that a gateway can route to the replica without
+// waiting a whole interval.
 func (s *Server) Run(ctx context.Context, ln net.Listener, out io.Writer) error {
+	if a, ok := ln.Addr().(*net.TCPAddr); ok {
+		s.port = a.Port
+	}
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if s.cfg.ReportURL != "" {
+		if err := s.post(ctx, Report{Replica: s.cfg.Replica, Port: s.port}); err != nil {
+			fmt.Fprintf(out, "report to %s: %v\n", s.cfg.ReportURL, err)
+		}
+	}
 	var tick <-chan time.Time
 	if s.cfg.ReportEvery > 0 {
 		t := time.NewTicker(s.cfg.ReportEvery)

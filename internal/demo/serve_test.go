@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -108,7 +109,7 @@ func TestServePaths(t *testing.T) {
 }
 
 // Run posts a Report with the documented field names and the bearer
-// token every interval, and stops when its context ends.
+// token at once (the port) and every interval, and stops when its context ends.
 func TestRunReports(t *testing.T) {
 	got := make(chan map[string]any, 16)
 	var auth string
@@ -150,8 +151,9 @@ func TestRunReports(t *testing.T) {
 		case <-deadline:
 			t.Fatal("no report with the requests within 5 s")
 		}
-		if len(m) != 4 || m["replica"] != "job-1.2" {
-			t.Fatalf("report %v, want exactly requests_per_sec, p95_ms, utilisation and replica", m)
+		port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+		if len(m) != 5 || m["replica"] != "job-1.2" || fmt.Sprint(m["port"]) != port {
+			t.Fatalf("report %v, want exactly requests_per_sec, p95_ms, utilisation, replica and port %s", m, port)
 		}
 		for _, k := range []string{"requests_per_sec", "p95_ms", "utilisation"} {
 			if _, ok := m[k].(float64); !ok {

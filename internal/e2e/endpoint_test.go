@@ -45,39 +45,8 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s, lead_time: 10s, peak_win
 	}
 	allotMust(t, url, tok, "endpoint", "create", "-f", file)
 
-	get := func() client.Endpoint {
-		t.Helper()
-		var e client.Endpoint
-		if err := json.Unmarshal([]byte(allotMust(t, url, tok, "endpoint", "show", "chat", "-o", "json")), &e); err != nil {
-			t.Fatal(err)
-		}
-		return e
-	}
-	running := func(e client.Endpoint) int {
-		n := 0
-		for _, r := range e.Replicas {
-			if r.State == "Running" {
-				n++
-			}
-		}
-		return n
-	}
-	waitFor := func(what string, limit time.Duration, ok func(client.Endpoint) bool) client.Endpoint {
-		t.Helper()
-		deadline := time.Now().Add(limit)
-		for {
-			e := get()
-			if ok(e) {
-				return e
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after %s: %s; endpoint: desired %d, replicas %+v, metrics %+v\ndecision: %s\nevents: %+v",
-					limit, what, e.Desired, e.Replicas, e.Metrics, e.Reason, e.Events)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-	}
-
+	ep := endpointWatch{t: t, url: url, tok: tok, name: "chat"}
+	waitFor, running := ep.waitFor, runningReplicas
 	// 1. The first replica runs and says where it listens.
 	e := waitFor("the first replica runs", 20*time.Second, func(e client.Endpoint) bool { return running(e) == 1 })
 	first := e.Replicas[0].Job
@@ -168,4 +137,48 @@ autoscale: {scale_in_after: 10s, scale_in_interval: 2s, lead_time: 10s, peak_win
 		t.Fatalf("endpoint show after delete: %s", r.out)
 	}
 	t.Logf("%s in all", time.Since(start).Round(time.Second))
+}
+
+// endpointWatch reads an endpoint through the CLI with a token.
+type endpointWatch struct {
+	t              *testing.T
+	url, tok, name string
+}
+
+// get is 'allot endpoint show NAME -o json'.
+func (w endpointWatch) get() client.Endpoint {
+	w.t.Helper()
+	var e client.Endpoint
+	if err := json.Unmarshal([]byte(allotMust(w.t, w.url, w.tok, "endpoint", "show", w.name, "-o", "json")), &e); err != nil {
+		w.t.Fatal(err)
+	}
+	return e
+}
+
+// waitFor reads the endpoint every half second until ok says it is as
+// wanted, failing the test after limit with what it is instead.
+func (w endpointWatch) waitFor(what string, limit time.Duration, ok func(client.Endpoint) bool) client.Endpoint {
+	w.t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		e := w.get()
+		if ok(e) {
+			return e
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("after %s: %s; endpoint: desired %d, replicas %+v, metrics %+v, gateway %+v\ndecision: %s\nevents: %+v",
+				limit, what, e.Desired, e.Replicas, e.Metrics, e.Gateway, e.Reason, e.Events)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// runningReplicas counts the endpoint's replicas that run.
+func runningReplicas(e client.Endpoint) (n int) {
+	for _, r := range e.Replicas {
+		if r.State == "Running" {
+			n++
+		}
+	}
+	return n
 }

@@ -51,6 +51,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"post", "/v1/quota-requests/{id}/approve", "200"}, {"post", "/v1/quota-requests/{id}/deny", "200"}, {"get", "/v1/audit", "200"},
 		{"post", "/v1/nodes/{name}/drain", "200"}, {"post", "/v1/nodes/{name}/resume", "200"},
 		{"post", "/v1/nodes/{name}/job-files", "200"}, {"post", "/v1/jobs/{id}/checkpoint", "200"},
+		{"get", "/v1/routes", "200"}, {"post", "/v1/gateway/reports", "204"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -74,7 +75,9 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		"AuditRecord": client.AuditRecord{}, "AuditLog": client.AuditLog{},
 		"Instance": client.Instance{}, "InstanceRequest": client.InstanceRequest{},
 		"Assignment": wire.Assignment{}, "CheckpointRequest": wire.CheckpointRequest{}, "JobFilesRequest": wire.JobFilesRequest{},
-		"JobFiles": wire.JobFiles{}} {
+		"JobFiles": wire.JobFiles{}, "EndpointGateway": client.EndpointGateway{}, "EndpointGatewayReplica": client.EndpointGatewayReplica{},
+		"LatencyQuantiles": client.LatencyQuantiles{}, "RouteTable": wire.RouteTable{}, "Route": wire.Route{}, "RouteReplica": wire.RouteReplica{},
+		"GatewayReport": wire.GatewayReport{}, "GatewayEndpointReport": wire.GatewayEndpointReport{}, "GatewayReplicaReport": wire.GatewayReplicaReport{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)

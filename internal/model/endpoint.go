@@ -3,6 +3,7 @@ package model
 import (
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -45,6 +46,59 @@ type EndpointSpec struct {
 	// Rollout bounds how a change of what shapes a replica replaces the
 	// replicas; zero is the default (EndpointRollout).
 	Rollout EndpointRollout
+	// ServiceTime is how long one request takes on an idle replica: the
+	// part of its latency no count of replicas shortens. The autoscaler's
+	// model never predicts a p95 below it; zero when not known.
+	ServiceTime time.Duration
+	// Readiness is how the gateway learns that a new replica may take
+	// traffic; zero is the default (EndpointReadiness).
+	Readiness EndpointReadiness
+	// Access is who may call the endpoint through the gateway: AccessTenant
+	// (the default, "" too) or AccessPublic.
+	Access string
+}
+
+// The labels of an endpoint's replica jobs that the scheduling core reads:
+// a job labelled LabelWorkload: WorkloadInference is placed off
+// InfiniBand nodes while others fit (package sched, placeAmong).
+const (
+	LabelWorkload     = "workload"
+	WorkloadInference = "inference"
+)
+
+// Who may call an endpoint through the gateway.
+const (
+	// AccessTenant: a bearer token of the endpoint's tenant; the gateway
+	// never forwards it to a replica.
+	AccessTenant = "tenant"
+	// AccessPublic: anyone who reaches the gateway.
+	AccessPublic = "public"
+)
+
+// EndpointReadiness is the check a replica must pass before the gateway
+// sends it traffic: a GET of Path answered 2xx within Timeout.
+type EndpointReadiness struct {
+	Path    string
+	Timeout time.Duration
+}
+
+// Defaults of EndpointReadiness, and the bound of its timeout.
+const (
+	DefaultReadinessPath    = "/healthz"
+	DefaultReadinessTimeout = 2 * time.Second
+	MaxReadinessTimeout     = time.Minute
+	maxReadinessPath        = 1024
+)
+
+// Or returns r with the defaults for the fields left zero.
+func (r EndpointReadiness) Or() EndpointReadiness {
+	if r.Path == "" {
+		r.Path = DefaultReadinessPath
+	}
+	if r.Timeout == 0 {
+		r.Timeout = DefaultReadinessTimeout
+	}
+	return r
 }
 
 // EndpointRollout is how a rolling update replaces an endpoint's
@@ -171,6 +225,18 @@ func (s *EndpointSpec) Validate() error {
 		if f.d < 0 || f.d > MaxAutoscaleDuration {
 			return fieldErr(f.field, "must be a duration between 0 (the default) and %s, got %s", MaxAutoscaleDuration, f.d)
 		}
+	}
+	if s.ServiceTime < 0 || s.ServiceTime >= s.SLO.P95 {
+		return fieldErr("service_time_ms", "must be between 0 (not known) and below slo.p95_ms (%d ms): a replica must be able to meet the SLO idle, got %s",
+			s.SLO.P95.Milliseconds(), s.ServiceTime)
+	}
+	if rd := s.Readiness; rd.Path != "" && (rd.Path[0] != '/' || len(rd.Path) > maxReadinessPath || strings.ContainsAny(rd.Path, " ?#\x00\r\n")) {
+		return fieldErr("readiness.path", "must be an absolute path of at most %d bytes without spaces, query or fragment, such as /healthz, got %q", maxReadinessPath, rd.Path)
+	} else if rd.Timeout < 0 || rd.Timeout > MaxReadinessTimeout {
+		return fieldErr("readiness.timeout", "must be a duration between 0 (the default, %s) and %s, got %s", DefaultReadinessTimeout, MaxReadinessTimeout, rd.Timeout)
+	}
+	if s.Access != "" && s.Access != AccessTenant && s.Access != AccessPublic {
+		return fieldErr("access", "must be %q (a token of the endpoint's tenant) or %q (anyone), got %q", AccessTenant, AccessPublic, s.Access)
 	}
 	if r := s.Rollout; r.MaxSurge < 0 || r.MaxSurge > MaxReplicas {
 		return fieldErr("rollout.max_surge", "must be between 0 and %d replicas, got %d", MaxReplicas, r.MaxSurge)

@@ -46,7 +46,10 @@
 //     interconnect) and a pluggable Scorer; a gang of several instances is
 //     placed all or nothing on one GPU model in one cluster (so on one
 //     fabric, the cluster's; InfiniBand when it asks for infiniband), on the
-//     fewest leaf groups. A job whose checkpoint lies on one node's disk
+//     fewest leaf groups. An inference replica (label workload:
+//     inference) goes off InfiniBand when a node of another fabric fits
+//     it, ahead of the scorer's choice: IB nodes are the training fleet's
+//     gangs'; on one only when nothing else fits. A job whose checkpoint lies on one node's disk
 //     (JobStatus.CheckpointNode) goes back to that node when it may run
 //     there, ahead of the scorer's choice, and a gang puts each rank on the
 //     node of its part (JobStatus.CheckpointParts; rank 0 on the node of a

@@ -210,9 +210,35 @@ func (st *state) unavoided(a *attempt, cands []*NodeInfo) []*NodeInfo {
 	return kept
 }
 
-// placeAmong places a single instance on one of cands, preferring the
-// job's data region.
+// placeAmong places a single instance on one of cands. An inference
+// replica (label workload: inference) goes to a node off InfiniBand when one
+// fits, whatever the scorer prefers: InfiniBand nodes are the training
+// fleet's, where a gang needs whole nodes of one fabric, and a replica there
+// (five one-GPU replicas on an idle H100 IB node, best packed by the
+// scorer) splits a node a gang could have had. Only when no other node fits
+// does a replica land on one; 'job why' says so. Within that, the job's
+// data region first.
 func (st *state) placeAmong(a *attempt, cands []*NodeInfo, filter func(*NodeInfo) bool) (placement, bool) {
+	if a.job.Spec.Labels[model.LabelWorkload] == model.WorkloadInference {
+		off := st.offIB[:0]
+		for _, n := range cands {
+			if n.Fabric != model.FabricInfiniBand {
+				off = append(off, n)
+			}
+		}
+		st.offIB = off
+		if len(off) < len(cands) {
+			if p, ok := st.placeInRegion(a, off, filter); ok {
+				return p, true
+			}
+		}
+	}
+	return st.placeInRegion(a, cands, filter)
+}
+
+// placeInRegion places a single instance on one of cands, preferring the
+// job's data region.
+func (st *state) placeInRegion(a *attempt, cands []*NodeInfo, filter func(*NodeInfo) bool) (placement, bool) {
 	if dr := a.job.Spec.Placement.DataRegion; dr != "" {
 		local := st.local[:0]
 		for _, n := range cands {

@@ -206,6 +206,7 @@ type state struct {
 	cands      []*NodeInfo // scratch: the nodes that passed the filters
 	candGroups []*group    // scratch: the groups cands came from, in order
 	local      []*NodeInfo // scratch: candidates in the job's data region
+	offIB      []*NodeInfo // scratch: candidates off InfiniBand, for inference replicas
 	kept       []*NodeInfo // scratch: candidates where no attempt of the job failed
 	keyBuf     []byte      // scratch: the shape key of the job being scheduled
 	stamp      uint64      // numbers calls that keep scratch marks (gangDomains, startVictims, room)

@@ -246,7 +246,7 @@ func (c *cache) putLocked(key string, value []byte, modRev int64) {
 			use = new(atomic.Int64)
 		}
 		c.tokens[h] = tokenEntry{p: Principal{Tenant: t.Tenant, Admin: t.Admin, Node: t.Node, Endpoint: t.Endpoint, Token: t.Name,
-			Metrics: t.Scope == ScopeMetrics},
+			Metrics: t.Scope == ScopeMetrics, Gateway: t.Scope == ScopeGateway},
 			expires: t.ExpiresAt, lastUse: use, modRev: modRev}
 	case strings.HasPrefix(key, prefixNodes):
 		n := key[len(prefixNodes):]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +27,10 @@ type EndpointReport struct {
 	// Replica names the reporter: "JOB.ATTEMPT" for a replica job (what
 	// allot demo serve sends), any name for another reporter.
 	Replica string
+	// Port is the TCP port the replica serves on, on its node's address;
+	// 0 when it does not say. A gateway routes to a replica only once it
+	// has said (endpoint_routes.go).
+	Port int
 }
 
 // Bounds of reports and of what is kept of them.
@@ -41,9 +46,10 @@ const (
 
 // replicaReport is the latest report of one reporter.
 type replicaReport struct {
-	at  time.Time
-	r   EndpointReport
-	job string // the replica job it names, "" for another reporter
+	at      time.Time
+	r       EndpointReport
+	job     string // the replica job it names, "" for another reporter
+	attempt int    // the attempt of job it names
 }
 
 // ReportEndpointMetrics records a report for endpoint name from p: the
@@ -69,17 +75,18 @@ func (s *Server) ReportEndpointMetrics(ctx context.Context, p Principal, name st
 	if err := r.validate(); err != nil {
 		return err
 	}
-	job := ""
-	if id, _, _ := strings.Cut(r.Replica, "."); id != "" {
+	job, attempt := "", 0
+	if id, n, _ := strings.Cut(r.Replica, "."); id != "" {
 		if ref, _, found := s.cache.job(id); found && ref.job != nil && isReplica(e, ref.job) {
 			job = id
+			attempt, _ = strconv.Atoi(n)
 		}
 	}
 	key := r.Replica
 	if job != "" {
 		key = job // the latest attempt's report replaces the earlier ones'
 	}
-	s.ep.record(name, key, replicaReport{at: s.clock.Now(), r: r, job: job}, 2*e.Spec.MaxReplicas+16)
+	s.ep.record(name, key, replicaReport{at: s.clock.Now(), r: r, job: job, attempt: attempt}, 2*e.Spec.MaxReplicas+16)
 	return nil
 }
 
@@ -91,6 +98,9 @@ func (r EndpointReport) validate() error {
 		if !(f.v >= 0 && f.v <= f.limit) {
 			return refuse(CodeInvalidSpec, f.field, "must be a number between 0 and %g, got %g", f.limit, f.v)
 		}
+	}
+	if r.Port < 0 || r.Port > 65535 {
+		return refuse(CodeInvalidSpec, "port", "must be a TCP port, 1 to 65535 (or 0: not said), got %d", r.Port)
 	}
 	if len(r.Replica) > maxReplicaName {
 		return refuse(CodeInvalidSpec, "replica", "must be at most %d bytes", maxReplicaName)
@@ -110,6 +120,9 @@ func (b *endpointBook) record(name, key string, rep replicaReport, limit int) {
 	if rs == nil {
 		rs = map[string]replicaReport{}
 		b.reports[name] = rs
+	}
+	if old, ok := rs[key]; !ok || old.r.Port != rep.r.Port || old.attempt != rep.attempt {
+		b.changedRoutes()
 	}
 	rs[key] = rep
 	for len(rs) > limit {
@@ -157,10 +170,31 @@ func (b *endpointBook) sample(name string, ended []*model.Job, now time.Time, ke
 		sm.Utilisation += r.r.Utilisation
 		sm.Replicas++
 	}
+	if sm.Replicas > 0 {
+		sm.Utilisation /= float64(sm.Replicas)
+	}
+	// The gateways' measurement is the primary signal: what callers saw,
+	// queueing at the replica and the network included, over a window
+	// (gatewayWindow) that a burst of a second does not fill. The
+	// replicas' own reports stay an extra one: their utilisation, their
+	// p95 while the gateways measured no request, and their rate when the
+	// gateways carried less than half of it: most callers then reach the
+	// replicas directly. (Taking the larger rate always let the replicas'
+	// reports of two seconds, bursty under a traced load, scale an
+	// endpoint that needed 4 replicas to 8.)
+	b.forgetReplicas(name, ended)
+	if rate, p95, p50, ready, ok := b.gatewaySample(name, now); ok {
+		if rate >= sm.RequestsPerSec/2 {
+			sm.RequestsPerSec = rate
+		}
+		if p95 > 0 {
+			sm.P95Ms, sm.P50Ms = p95, p50
+		}
+		sm.Replicas = max(sm.Replicas, ready)
+	}
 	w := b.windows[name]
 	if sm.Replicas > 0 {
 		sm.At = now
-		sm.Utilisation /= float64(sm.Replicas)
 		if n := len(w); n > 0 && now.Sub(w[n-1].At) < minSampleGap {
 			w[n-1] = sm
 		} else {
@@ -202,18 +236,22 @@ func (b *endpointBook) forget(name string) {
 	delete(b.reports, name)
 	delete(b.windows, name)
 	delete(b.latest, name)
+	delete(b.gateways, name)
+	delete(b.draining, name)
 }
 
 // forgetAllBut drops what is kept of endpoints not in names.
 func (b *endpointBook) forgetAllBut(names map[string]bool) {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
-	for _, m := range []map[string]bool{keys(b.reports), keys(b.windows), keys(b.latest)} {
+	for _, m := range []map[string]bool{keys(b.reports), keys(b.windows), keys(b.latest), keys(b.gateways), keys(b.draining)} {
 		for n := range m {
 			if !names[n] {
 				delete(b.reports, n)
 				delete(b.windows, n)
 				delete(b.latest, n)
+				delete(b.gateways, n)
+				delete(b.draining, n)
 			}
 		}
 	}

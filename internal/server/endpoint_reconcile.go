@@ -53,7 +53,8 @@ func (s *Server) reconcileEndpointsEvery(ctx context.Context) {
 //     an event with the decision's reason.
 //  4. Act: submit replicas up to the desired count (held back as in
 //     step 1), or stop the extras:
-//     queued ones first, then those starting, then the newest running;
+//     queued ones first, then those starting, then the newest running,
+//     a running one only once it is drained (endpoint_drain.go);
 //     while replicas of an earlier template live, roll them over to the
 //     endpoint's (endpoint_rollout.go).
 //  5. Persist the record when something in it changed.
@@ -119,7 +120,13 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 	// 3. Decide.
 	w := s.world()
 	current, outdated := byTemplate(e, live)
-	counted := rolloutCounted(e.Desired, live, outdated)
+	// A draining replica is on its way out: counted, it would make a
+	// scale-in look undone, and the next decision would ask for it back.
+	draining := s.ep.drainingOf(name)
+	staying := func(js []*model.Job) []*model.Job {
+		return slices.DeleteFunc(slices.Clone(js), func(j *model.Job) bool { return draining[j.ID] })
+	}
+	counted := rolloutCounted(e.Desired, staying(live), staying(outdated))
 	replicas := make([]autoscale.Replica, len(counted))
 	for i, j := range counted {
 		_, gpu := replicaNode(w, j)
@@ -142,12 +149,14 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 	add, stop := rolloutStep(e.Desired, surge, unavailable, current, outdated, s.servesFor(e, now))
 	var actErr error
 	left := len(outdated)
+	s.ep.keepDraining(name, stop)
 	for _, j := range stop {
-		if err := s.stopReplica(ctx, e, j); err != nil {
+		stopped, err := s.drainOrStop(ctx, e, j, now)
+		if err != nil {
 			actErr = err
 			break
 		}
-		if slices.Contains(outdated, j) {
+		if stopped && slices.Contains(outdated, j) {
 			left--
 			s.log.Info("endpoint replica replaced", "endpoint", name, "job", j.ID, "template", replicaTemplate(e, j))
 		}

@@ -53,6 +53,10 @@ type endpointSpecRecord struct {
 	PeakWindow  time.Duration      `json:"peak_window_ns,omitempty"`
 	MaxSurge    int                `json:"max_surge,omitempty"`
 	MaxUnavail  int                `json:"max_unavailable,omitempty"`
+	ServiceTime time.Duration      `json:"service_time_ns,omitempty"`
+	ReadyPath   string             `json:"readiness_path,omitempty"`
+	ReadyTime   time.Duration      `json:"readiness_timeout_ns,omitempty"`
+	Access      string             `json:"access,omitempty"`
 }
 
 type endpointStatusRecord struct {
@@ -85,6 +89,7 @@ type autoscaleStateRecord struct {
 	LastScaleIn time.Time `json:"last_scale_in,omitzero"`
 	Boost       float64   `json:"boost,omitempty"`
 	LastMiss    time.Time `json:"last_miss,omitzero"`
+	Unsettled   time.Time `json:"unsettled,omitzero"`
 }
 
 type endpointEventRecord struct {
@@ -115,13 +120,14 @@ func encodeEndpoint(e *Endpoint) []byte {
 	spec.ScaleInAft, spec.ScaleInInt = s.Autoscale.ScaleInAfter, s.Autoscale.ScaleInInterval
 	spec.LeadTime, spec.PeakWindow = s.Autoscale.LeadTime, s.Autoscale.PeakWindow
 	spec.MaxSurge, spec.MaxUnavail = s.Rollout.MaxSurge, s.Rollout.MaxUnavailable
+	spec.ServiceTime, spec.ReadyPath, spec.ReadyTime, spec.Access = s.ServiceTime, s.Readiness.Path, s.Readiness.Timeout, s.Access
 	r := endpointRecord{
 		Spec:  spec,
 		Token: e.token,
 		Status: endpointStatusRecord{Desired: e.Desired, Reason: e.Reason, RolloutSince: e.RolloutSince, Unlabelled: e.Unlabelled,
 			Restarted: e.Restarted, PreviousRestarted: e.PreviousRestarted, CrashLoop: crashLoopRecord(e.CrashLoop),
 			Autoscaler: autoscaleStateRecord{LowSince: e.State.LowSince, LowMax: e.State.LowMax, LastScaleIn: e.State.LastScaleIn,
-				Boost: e.State.Boost, LastMiss: e.State.LastMiss}},
+				Boost: e.State.Boost, LastMiss: e.State.LastMiss, Unsettled: e.State.Unsettled}},
 		CreatedAt: e.CreatedAt,
 	}
 	if e.Previous != nil {
@@ -154,7 +160,7 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 		PreviousRestarted: r.Status.PreviousRestarted, CrashLoop: CrashLoop(r.Status.CrashLoop),
 		State: autoscale.State{LowSince: r.Status.Autoscaler.LowSince, LowMax: r.Status.Autoscaler.LowMax,
 			LastScaleIn: r.Status.Autoscaler.LastScaleIn, Boost: r.Status.Autoscaler.Boost,
-			LastMiss: r.Status.Autoscaler.LastMiss},
+			LastMiss: r.Status.Autoscaler.LastMiss, Unsettled: r.Status.Autoscaler.Unsettled},
 	}
 	if r.Status.Previous != nil {
 		prev := specOfRecord(*r.Status.Previous)
@@ -179,7 +185,8 @@ func specOfRecord(s endpointSpecRecord) model.EndpointSpec {
 		Throughput: s.Throughput,
 		Autoscale: model.EndpointAutoscale{ScaleInAfter: s.ScaleInAft, ScaleInInterval: s.ScaleInInt,
 			LeadTime: s.LeadTime, PeakWindow: s.PeakWindow},
-		Rollout: model.EndpointRollout{MaxSurge: s.MaxSurge, MaxUnavailable: s.MaxUnavail},
+		Rollout:     model.EndpointRollout{MaxSurge: s.MaxSurge, MaxUnavailable: s.MaxUnavail},
+		ServiceTime: s.ServiceTime, Readiness: model.EndpointReadiness{Path: s.ReadyPath, Timeout: s.ReadyTime}, Access: s.Access,
 	}
 }
 

@@ -140,8 +140,10 @@ func rolloutCounted(desired int, live, outdated []*model.Job) []*model.Job {
 	return append(run, rest...)[:desired]
 }
 
-// servesFor returns whether a replica of e serves at now: it runs, and has
-// reported its load since it started, or has run for the endpoint's lead
+// servesFor returns whether a replica of e serves at now: it runs, and a
+// gateway found it ready when gateways route to the endpoint; without
+// gateways, it has reported its load since it started, or has run for the
+// endpoint's lead
 // time (from asking for a replica to its serving), so that a replica that
 // never reports does not hold a rollout up for ever.
 func (s *Server) servesFor(e *Endpoint, now time.Time) func(*model.Job) bool {
@@ -149,6 +151,12 @@ func (s *Server) servesFor(e *Endpoint, now time.Time) func(*model.Job) bool {
 	return func(j *model.Job) bool {
 		if j.Status.State != model.StateRunning {
 			return false
+		}
+		if s.ep.gatewayRoutes(e.Spec.Name, now) {
+			// Gateways route to the endpoint: only a replica they found
+			// ready serves, or the rollout would drain the old replicas
+			// while the new ones take no traffic yet.
+			return s.ep.gatewayReady(e.Spec.Name, j.ID, now)
 		}
 		return !now.Before(j.Status.StartedAt.Add(lead)) || s.ep.reportedSince(e.Spec.Name, j.ID, j.Status.StartedAt)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,9 +38,10 @@ import (
 // Labels and env of replica jobs.
 const (
 	LabelEndpoint = "endpoint"
-	LabelWorkload = "workload"
-	// WorkloadInference is the workload label of replicas.
-	WorkloadInference = "inference"
+	LabelWorkload = model.LabelWorkload
+	// WorkloadInference is the workload label of replicas: the core keeps
+	// them off InfiniBand nodes while others fit.
+	WorkloadInference = model.WorkloadInference
 
 	EnvEndpoint           = "ALLOT_ENDPOINT"
 	EnvEndpointToken      = "ALLOT_ENDPOINT_TOKEN"
@@ -144,11 +146,27 @@ type endpointBook struct {
 	reports   map[string]map[string]replicaReport // endpoint -> reporter -> latest report
 	windows   map[string][]autoscale.Sample       // endpoint -> samples, oldest first
 	latest    map[string]string                   // endpoint -> reason of the latest decision
+	gateways  map[string]*gatewayBook             // endpoint -> what gateways measured (endpoint_gateway.go)
+	// gatewaysSeen is when each gateway last reported, by its name.
+	gatewaysSeen map[string]time.Time
+	// draining is, per endpoint, the replicas taken out of the routes to
+	// be stopped once drained, and since when (endpoint_drain.go).
+	draining map[string]map[string]time.Time
+	// routesChanged is closed (and replaced) when something gateways route
+	// by changed outside the jobs: a replica's address, a drain.
+	routesChanged chan struct{}
 }
 
 func newEndpointBook() *endpointBook {
 	return &endpointBook{kick: make(chan struct{}, 1), reports: map[string]map[string]replicaReport{},
-		windows: map[string][]autoscale.Sample{}, latest: map[string]string{}}
+		windows: map[string][]autoscale.Sample{}, latest: map[string]string{}, gateways: map[string]*gatewayBook{},
+		gatewaysSeen: map[string]time.Time{}, draining: map[string]map[string]time.Time{}, routesChanged: make(chan struct{})}
+}
+
+// changedRoutes wakes the gateways' watches; metricsMu is held.
+func (b *endpointBook) changedRoutes() {
+	close(b.routesChanged)
+	b.routesChanged = make(chan struct{})
 }
 
 // kickEndpoints asks for a reconcile soon.
@@ -317,6 +335,12 @@ type EndpointStatus struct {
 	// and PreviousTemplate that of the template an undo rolls back to
 	// ("" when none).
 	Template, PreviousTemplate string
+	// URL is where callers reach the endpoint through the gateways; ""
+	// when the server knows no gateway (Config.GatewayURL).
+	URL string
+	// Gateway is what the gateways measured over the last minute; nil
+	// when none reported the endpoint.
+	Gateway *GatewayMetrics
 }
 
 // ReplicaStatus is one replica job of an endpoint.
@@ -381,6 +405,10 @@ func (s *Server) endpointStatus(e *Endpoint, jobs []*model.Job) EndpointStatus {
 			Template: t, Outdated: t != current})
 	}
 	st.Metrics, st.Decision = s.ep.last(e.Spec.Name)
+	st.Gateway = s.ep.gatewayMetrics(e.Spec.Name, s.clock.Now())
+	if s.cfg.GatewayURL != "" {
+		st.URL = strings.TrimSuffix(s.cfg.GatewayURL, "/") + "/" + url.PathEscape(e.Spec.Name) + "/"
+	}
 	if st.Decision == "" {
 		st.Decision = e.Reason
 	}

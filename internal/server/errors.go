@@ -76,6 +76,9 @@ type Principal struct {
 	// Metrics is set for a metrics-reader token (ScopeMetrics): it may
 	// read every series of /metrics and call nothing else.
 	Metrics bool
+	// Gateway is set for a gateway token (ScopeGateway): it may read the
+	// routes of every endpoint and report what it measured, nothing else.
+	Gateway bool
 }
 
 // Name is the principal's name in logs and rate limits: the tenant,
@@ -92,6 +95,8 @@ func (p Principal) Name() string {
 		return "node:" + p.Node
 	case p.Metrics:
 		return "metrics:" + p.Token
+	case p.Gateway:
+		return "gateway:" + p.Token
 	}
 	return p.Tenant
 }

@@ -294,6 +294,10 @@ type Why struct {
 	// capable nodes): why they are out of service, by whom, since when.
 	// Nodes are the administrator's: a tenant gets none.
 	Drains []NamedDrain
+	// Placement says why an inference replica runs on an InfiniBand node,
+	// which replicas keep off while other nodes fit (sched, placeAmong);
+	// empty otherwise.
+	Placement string
 }
 
 // NamedDrain is the drain of one node.
@@ -340,10 +344,34 @@ func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, erro
 		w.Exposure = s.exposure(j)
 	}
 	w.Policies = s.jobPolicies(j.ID)
+	w.Placement = explainInferencePlacement(s.world(), j)
 	if p.Admin && w.Job.Status.State == model.StateQueued {
 		w.Drains = s.drainsIn(w.Job.Status.Detail)
 	}
 	return w, nil
+}
+
+// explainInferencePlacement says why inference replica j holds a node of
+// an InfiniBand cluster: none of another fabric had room when the core
+// placed it. "" for any other job or node.
+func explainInferencePlacement(w *world, j *model.Job) string {
+	if j.Spec.Labels[model.LabelWorkload] != model.WorkloadInference || !j.Status.State.Holds() {
+		return ""
+	}
+	for _, a := range j.Status.Allocations {
+		n, ok := w.nodes[a.Node]
+		if !ok {
+			continue
+		}
+		reg, _ := w.fleet.Region(n.Region)
+		for _, c := range reg.Clusters {
+			if c.Name == n.Cluster && c.Fabric == model.FabricInfiniBand {
+				return fmt.Sprintf("on %s, a node of InfiniBand cluster %s: inference replicas keep off InfiniBand training nodes "+
+					"while a node of another fabric fits them, and none did when this one was placed", n.Name, c.Name)
+			}
+		}
+	}
+	return ""
 }
 
 // explainQueued is the Why of queued job j: its estimated start and the

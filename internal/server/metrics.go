@@ -115,7 +115,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}),
 		epP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "allot_endpoint_p95_latency_seconds",
-			Help: "Worst p95 request latency the endpoint's replicas reported in the last minute, as of the last reconcile.",
+			Help: "p95 request latency of the autoscaler's last sample: the gateways' over the last 10 s, else the worst the replicas reported in the last minute.",
 		}, []string{"endpoint"}),
 		epSLO: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "allot_endpoint_slo_p95_seconds",

@@ -96,6 +96,10 @@ type Config struct {
 	// set once it listens; endpoint replicas report their metrics there.
 	// Empty: replicas get no ALLOT_ENDPOINT_METRICS_URL.
 	URL string
+	// GatewayURL is where callers reach the gateways (allot gateway, or
+	// the load balancer in front of several): an endpoint's URL is
+	// GatewayURL/NAME/. Empty: endpoints show no URL.
+	GatewayURL string
 	// CA is the PEM of certificates an https URL's certificate chains to
 	// (allot server gives those of --tls-cert); endpoint replicas get it as
 	// ALLOT_ENDPOINT_CA, so that they can check the server they report to.

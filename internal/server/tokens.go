@@ -28,6 +28,13 @@ const tokenIDLen = 12
 // included, and may call nothing else.
 const ScopeMetrics = "metrics"
 
+// ScopeGateway is the scope of a gateway token: what allot gateway reads
+// the routes of every tenant's endpoints with (GET /v1/routes, which
+// carries the hashes of the tokens that may call each endpoint) and posts
+// its measurements with (POST /v1/gateway/reports). It may call nothing
+// else: no job, no endpoint's spec, no token.
+const ScopeGateway = "gateway"
+
 // TokenOptions says what token CreateTokenFor makes: for Tenant, for Node,
 // or of Scope ScopeMetrics (one of them), named Name, valid for TTL (0:
 // until revoked).
@@ -42,7 +49,7 @@ type TokenOptions struct {
 type TokenInfo struct {
 	ID        string
 	Name      string
-	Kind      string // admin, tenant, node, endpoint or metrics
+	Kind      string // admin, tenant, node, endpoint, metrics or gateway
 	Tenant    string
 	Node      string
 	Endpoint  string
@@ -80,8 +87,8 @@ func (s *Server) TokenExpired(token string) (time.Time, bool) {
 // hash, and returns it with what a listing shows of it.
 func (s *Server) CreateTokenFor(ctx context.Context, o TokenOptions) (string, TokenInfo, error) {
 	switch {
-	case o.Scope != "" && o.Scope != ScopeMetrics:
-		return "", TokenInfo{}, refuse(CodeInvalidSpec, "scope", "%q: want %q (a metrics reader) or none", o.Scope, ScopeMetrics)
+	case o.Scope != "" && o.Scope != ScopeMetrics && o.Scope != ScopeGateway:
+		return "", TokenInfo{}, refuse(CodeInvalidSpec, "scope", "%q: want %q (a metrics reader), %q (a gateway) or none", o.Scope, ScopeMetrics, ScopeGateway)
 	case o.Scope != "" && (o.Tenant != "" || o.Node != ""):
 		return "", TokenInfo{}, refuse(CodeInvalidSpec, "scope", "a %s token has no tenant or node", o.Scope)
 	case o.Scope == "" && (o.Tenant == "") == (o.Node == ""):
@@ -139,6 +146,8 @@ func tokenInfo(hash string, r tokenRecord) TokenInfo {
 		t.Kind = "endpoint"
 	case r.Scope == ScopeMetrics:
 		t.Kind = "metrics"
+	case r.Scope == ScopeGateway:
+		t.Kind = "gateway"
 	default:
 		t.Kind = "tenant"
 	}

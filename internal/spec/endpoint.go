@@ -29,6 +29,16 @@ type endpointFile struct {
 	Throughput  throughput        `yaml:"throughput"`
 	Autoscale   autoscaleEntry    `yaml:"autoscale"`
 	Rollout     *rolloutEntry     `yaml:"rollout"`
+	ServiceTime milliseconds      `yaml:"service_time_ms"`
+	Readiness   readinessEntry    `yaml:"readiness"`
+	Access      string            `yaml:"access"`
+}
+
+// readinessEntry is the check a new replica passes before the gateway
+// routes to it; a field left out takes the default.
+type readinessEntry struct {
+	Path    string   `yaml:"path"`
+	Timeout duration `yaml:"timeout"`
 }
 
 // rolloutEntry bounds a rolling update; a field left out is 0, and a
@@ -228,6 +238,9 @@ func (d *decoder) endpoint(root, n *yaml.Node, path, tenant string) (model.Endpo
 		Autoscale: model.EndpointAutoscale{ScaleInAfter: time.Duration(e.Autoscale.ScaleInAfter),
 			ScaleInInterval: time.Duration(e.Autoscale.ScaleInInterval), LeadTime: time.Duration(e.Autoscale.LeadTime),
 			PeakWindow: time.Duration(e.Autoscale.PeakWindow)},
+		ServiceTime: time.Duration(e.ServiceTime),
+		Readiness:   model.EndpointReadiness{Path: e.Readiness.Path, Timeout: time.Duration(e.Readiness.Timeout)},
+		Access:      e.Access,
 	}
 	if e.MaxReplicas != nil {
 		s.MaxReplicas = *e.MaxReplicas

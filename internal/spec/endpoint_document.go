@@ -24,6 +24,15 @@ type EndpointDocument struct {
 	Throughput  map[string]float64 `json:"throughput"`
 	Autoscale   *autoscaleDoc      `json:"autoscale,omitempty"`
 	Rollout     *rolloutDoc        `json:"rollout,omitempty"`
+	ServiceTime float64            `json:"service_time_ms,omitempty"`
+	Readiness   *readinessDoc      `json:"readiness,omitempty"`
+	Access      string             `json:"access,omitempty"`
+}
+
+// readinessDoc is the readiness section of an endpoint file.
+type readinessDoc struct {
+	Path    string `json:"path,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // rolloutDoc is the rollout section of an endpoint file.
@@ -74,5 +83,10 @@ func EndpointDocumentOf(s model.EndpointSpec) EndpointDocument {
 	if r := s.Rollout; r != (model.EndpointRollout{}) {
 		d.Rollout = &rolloutDoc{MaxSurge: r.MaxSurge, MaxUnavailable: r.MaxUnavailable}
 	}
+	d.ServiceTime = float64(s.ServiceTime) / float64(time.Millisecond)
+	if rd := s.Readiness; rd != (model.EndpointReadiness{}) {
+		d.Readiness = &readinessDoc{Path: rd.Path, Timeout: durationText(rd.Timeout)}
+	}
+	d.Access = s.Access
 	return d
 }

@@ -153,6 +153,21 @@ func (p Profile) Capacity(ctx, gen float64) float64 {
 	return 1 / (ctx/p.PrefillTokensPerSec + gen*step/b)
 }
 
+// ServiceTime is how long one request of ctx context and gen generated
+// tokens takes on the replica in a batch of batch requests like it: its
+// prefill (ctx ÷ PrefillTokensPerSec) and gen decode steps of that batch
+// (Step, the batch holding batch × (ctx + gen) KV tokens, at most what
+// memory holds). It leaves out the queueing for the prefill stage and for
+// room in the batch, which the caller's slots model. allot demo serve
+// --gpu turns a traced request's token counts into its service time with
+// it, so that a load replayed through a live endpoint costs what it costs
+// in the simulator.
+func (p Profile) ServiceTime(ctx, gen float64, batch int) float64 {
+	batch = max(1, min(batch, p.MaxBatch))
+	kv := min(float64(batch)*(ctx+gen), p.KVTokens)
+	return ctx/p.PrefillTokensPerSec + gen*p.Step(batch, kv)
+}
+
 func gpuNames() []string {
 	var out []string
 	for n := range GPUs {

@@ -63,3 +63,22 @@ func TestProfileRefusesWhatDoesNotFit(t *testing.T) {
 		t.Errorf("70B INT8 on two H100 should fit: %v", err)
 	}
 }
+
+// A request's service time is its prefill plus its decode steps: longer
+// for more tokens and a fuller batch, never below the prefill alone.
+func TestServiceTime(t *testing.T) {
+	p, err := NewProfile(DefaultModel, "H100", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := p.ServiceTime(2000, 20, 8)
+	if prefill := 2000 / p.PrefillTokensPerSec; base <= prefill {
+		t.Errorf("service time %.4f s, not above the prefill %.4f s", base, prefill)
+	}
+	if p.ServiceTime(2000, 200, 8) <= base || p.ServiceTime(2000, 20, 64) < base || p.ServiceTime(4000, 20, 8) <= base {
+		t.Errorf("service time does not grow with tokens or the batch")
+	}
+	if got := p.ServiceTime(2000, 20, 0); got != p.ServiceTime(2000, 20, 1) {
+		t.Errorf("a batch of 0 is not taken as 1: %g", got)
+	}
+}

@@ -1,0 +1,405 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/allot-dev/allot/internal/latency"
+	"github.com/allot-dev/allot/internal/model"
+)
+
+// What gateways measured (internal/gateway): every gateway posts, every
+// report interval, per endpoint and replica the requests it completed, the
+// errors among them, the requests in flight, whether it routes to the
+// replica and whether the replica passed its readiness check, and two
+// latency histograms (time to first byte, whole request). The server keeps
+// them in memory (a restart forgets them; gateways report again within a
+// second), merged across gateways into slots of time:
+//
+//   - per endpoint, slots of a second over the last minute: the requests/s
+//     and the p50/p95/p99 that endpoint show prints and the autoscaler's
+//     sample takes (the last gatewayWindow of them: the gateway's
+//     measurement is the autoscaler's primary signal, the replicas' own
+//     reports an extra one, endpoint_metrics.go);
+//   - per replica, slots of ten seconds over the last minute, and each
+//     gateway's latest word on it (in flight, routed, ready), which the
+//     drain of a replica waits for (endpoint_drain.go).
+
+// Bounds of gateway reports and of what is kept of them.
+const (
+	gatewayWindow      = 10 * time.Second // the autoscaler's sample spans this much of the gateways' measurement
+	gatewayMinute      = time.Minute      // what endpoint show reports over
+	gatewaySeen        = 10 * time.Second // a gateway silent longer than this is not waited for
+	maxGatewayName     = 253
+	maxGatewayReplicas = 4 * model.MaxReplicas // per endpoint in one report
+	maxGatewayEntries  = 10_000                // endpoints in one report
+	maxGatewayInFlight = 1 << 30
+)
+
+// GatewayReport is what one gateway measured over its last interval (the
+// body of POST /v1/gateway/reports).
+type GatewayReport struct {
+	Gateway   string // the gateway's name: several gateways run at once
+	Endpoints []GatewayEndpointReport
+}
+
+// GatewayEndpointReport is one endpoint in a GatewayReport.
+type GatewayEndpointReport struct {
+	Endpoint string
+	Replicas []GatewayReplicaReport
+}
+
+// GatewayReplicaReport is one replica in a GatewayReport.
+type GatewayReplicaReport struct {
+	Job string
+	// Requests completed in the interval and Errors among them (a failed
+	// connection, a 5xx, an answer that was not HTTP).
+	Requests, Errors uint64
+	InFlight         int
+	// Routed: the gateway sends the replica new requests; Ready: it passed
+	// its readiness check.
+	Routed, Ready bool
+	// Latency of the whole request and FirstByte until the response's
+	// headers; each holds Requests latencies at most.
+	Latency, FirstByte latency.Histogram
+}
+
+// slot is what gateways measured in one span of time.
+type slot struct {
+	start            time.Time
+	requests, errors uint64
+	lat, ttfb        latency.Histogram
+}
+
+// ring is slots of width over the last gatewayMinute (and one more, so
+// that the minute before the current slot is whole).
+type ring struct {
+	width time.Duration
+	slots []slot
+}
+
+func newRing(width time.Duration) *ring {
+	return &ring{width: width, slots: make([]slot, int(gatewayMinute/width)+1)}
+}
+
+func (r *ring) slot(at time.Time) *slot {
+	start := at.Truncate(r.width)
+	s := &r.slots[int(start.UnixNano()/int64(r.width))%len(r.slots)]
+	if !s.start.Equal(start) {
+		*s = slot{start: start}
+	}
+	return s
+}
+
+// add counts rep at time at.
+func (r *ring) add(at time.Time, rep *GatewayReplicaReport) {
+	s := r.slot(at)
+	s.requests += rep.Requests
+	s.errors += rep.Errors
+	s.lat.Merge(&rep.Latency)
+	s.ttfb.Merge(&rep.FirstByte)
+}
+
+// sum merges the slots of the span before now's slot (whole slots only,
+// so a rate over them is not diluted by the one filling) and returns them
+// with the time they cover: the span, or less when the first report came
+// later (a rate over a minute is not diluted by the minute before the
+// first gateway reported).
+func (r *ring) sum(now time.Time, span time.Duration) (slot, time.Duration) {
+	var out slot
+	end := now.Truncate(r.width)
+	from := end.Add(-span)
+	first := end
+	for i := range r.slots {
+		s := &r.slots[i]
+		if s.start.Before(from) || !s.start.Before(end) {
+			continue
+		}
+		if s.start.Before(first) {
+			first = s.start
+		}
+		out.requests += s.requests
+		out.errors += s.errors
+		out.lat.Merge(&s.lat)
+		out.ttfb.Merge(&s.ttfb)
+	}
+	return out, max(end.Sub(first), r.width)
+}
+
+// replicaWord is one gateway's latest word on one replica.
+type replicaWord struct {
+	at             time.Time
+	inFlight       int
+	routed, ready  bool
+	requests, errs uint64
+}
+
+// gatewayBook is what gateways measured of one endpoint.
+type gatewayBook struct {
+	endpoint *ring                             // slots of a second
+	replicas map[string]*ring                  // job -> slots of ten seconds
+	words    map[string]map[string]replicaWord // job -> gateway -> latest word
+}
+
+func newGatewayBook() *gatewayBook {
+	return &gatewayBook{endpoint: newRing(time.Second), replicas: map[string]*ring{}, words: map[string]map[string]replicaWord{}}
+}
+
+// ReportGateway records what a gateway measured. Only a gateway token or
+// the administrator may report; reports of endpoints that do not exist
+// and of jobs that are not their replicas are dropped, since a gateway's
+// routes may be a moment older than the server's.
+func (s *Server) ReportGateway(ctx context.Context, p Principal, r GatewayReport) error {
+	if !p.Admin && !p.Gateway {
+		return refuse(CodeForbidden, "", "only a gateway token (scope %q) or the admin token may report gateway measurements", ScopeGateway)
+	}
+	if err := r.validate(); err != nil {
+		return err
+	}
+	now := s.clock.Now()
+	jobs := s.replicaJobs()
+	known := s.endpointsKnown(ctx)
+	s.ep.metricsMu.Lock()
+	defer s.ep.metricsMu.Unlock()
+	s.ep.gatewaysSeen[r.Gateway] = now
+	for _, er := range r.Endpoints {
+		e := known[er.Endpoint]
+		if e == nil {
+			continue
+		}
+		mine := map[string]bool{}
+		for _, j := range jobs[er.Endpoint] {
+			if isReplica(e, j) {
+				mine[j.ID] = true
+			}
+		}
+		g := s.ep.gateways[er.Endpoint]
+		if g == nil {
+			g = newGatewayBook()
+			s.ep.gateways[er.Endpoint] = g
+		}
+		for i := range er.Replicas {
+			rep := &er.Replicas[i]
+			if !mine[rep.Job] {
+				continue
+			}
+			g.endpoint.add(now, rep)
+			rr := g.replicas[rep.Job]
+			if rr == nil {
+				rr = newRing(10 * time.Second)
+				g.replicas[rep.Job] = rr
+			}
+			rr.add(now, rep)
+			w := g.words[rep.Job]
+			if w == nil {
+				w = map[string]replicaWord{}
+				g.words[rep.Job] = w
+			}
+			w[r.Gateway] = replicaWord{at: now, inFlight: rep.InFlight, routed: rep.Routed, ready: rep.Ready,
+				requests: rep.Requests, errs: rep.Errors}
+		}
+	}
+	return nil
+}
+
+// endpointsKnown returns the stored endpoints by name.
+func (s *Server) endpointsKnown(ctx context.Context) map[string]*Endpoint {
+	out := map[string]*Endpoint{}
+	kvs, _, err := s.st.List(ctx, prefixEndpoints)
+	if err != nil {
+		return out
+	}
+	for _, kv := range kvs {
+		if e, err := decodeEndpoint(kv.Value); err == nil {
+			out[e.Spec.Name] = e
+		}
+	}
+	return out
+}
+
+func (r GatewayReport) validate() error {
+	if r.Gateway == "" || len(r.Gateway) > maxGatewayName {
+		return refuse(CodeInvalidSpec, "gateway", "must name the gateway in 1 to %d printable bytes", maxGatewayName)
+	}
+	if err := model.Printable("gateway", r.Gateway); err != nil {
+		return fromField(err)
+	}
+	if len(r.Endpoints) > maxGatewayEntries {
+		return refuse(CodeInvalidSpec, "endpoints", "holds %d endpoints, over %d", len(r.Endpoints), maxGatewayEntries)
+	}
+	for i, e := range r.Endpoints {
+		field := fmt.Sprintf("endpoints[%d]", i)
+		if !validName.MatchString(e.Endpoint) {
+			return refuse(CodeInvalidSpec, field+".endpoint", "is not an endpoint name")
+		}
+		if len(e.Replicas) > maxGatewayReplicas {
+			return refuse(CodeInvalidSpec, field+".replicas", "holds %d replicas, over %d", len(e.Replicas), maxGatewayReplicas)
+		}
+		for k, rep := range e.Replicas {
+			rf := fmt.Sprintf("%s.replicas[%d]", field, k)
+			switch {
+			case rep.Job == "" || len(rep.Job) > maxReplicaName:
+				return refuse(CodeInvalidSpec, rf+".job", "must name a job in 1 to %d bytes", maxReplicaName)
+			case rep.Errors > rep.Requests:
+				return refuse(CodeInvalidSpec, rf+".errors", "%d errors among %d requests", rep.Errors, rep.Requests)
+			case rep.InFlight < 0 || rep.InFlight > maxGatewayInFlight:
+				return refuse(CodeInvalidSpec, rf+".in_flight", "must be between 0 and %d, got %d", maxGatewayInFlight, rep.InFlight)
+			case rep.Latency.Count() > rep.Requests || rep.FirstByte.Count() > rep.Requests:
+				return refuse(CodeInvalidSpec, rf+".latency", "holds more latencies than the %d requests", rep.Requests)
+			}
+		}
+	}
+	return nil
+}
+
+// GatewayMetrics is what the gateways measured of an endpoint over the
+// last minute.
+type GatewayMetrics struct {
+	RequestsPerSec float64
+	Errors         uint64
+	InFlight       int
+	// Latency of whole requests and FirstByte (until the headers): p50,
+	// p95, p99.
+	Latency, FirstByte Quantiles
+	Replicas           []GatewayReplicaMetrics
+}
+
+// Quantiles are a latency distribution's p50, p95 and p99.
+type Quantiles struct{ P50, P95, P99 time.Duration }
+
+func quantiles(h *latency.Histogram) Quantiles {
+	return Quantiles{P50: h.Quantile(0.50), P95: h.Quantile(0.95), P99: h.Quantile(0.99)}
+}
+
+// GatewayReplicaMetrics is one replica of GatewayMetrics.
+type GatewayReplicaMetrics struct {
+	Job            string
+	RequestsPerSec float64
+	Errors         uint64
+	InFlight       int
+	Routed, Ready  bool // by every gateway that reported it lately
+	Latency        Quantiles
+}
+
+// gatewayMetrics returns the gateways' last minute of endpoint name; nil
+// when no gateway reported it in that minute.
+func (b *endpointBook) gatewayMetrics(name string, now time.Time) *GatewayMetrics {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	g := b.gateways[name]
+	if g == nil {
+		return nil
+	}
+	sum, span := g.endpoint.sum(now, gatewayMinute)
+	out := &GatewayMetrics{RequestsPerSec: float64(sum.requests) / span.Seconds(), Errors: sum.errors,
+		Latency: quantiles(&sum.lat), FirstByte: quantiles(&sum.ttfb)}
+	heard := false
+	for job, r := range g.replicas {
+		rs, span := r.sum(now, gatewayMinute)
+		m := GatewayReplicaMetrics{Job: job, RequestsPerSec: float64(rs.requests) / span.Seconds(), Errors: rs.errors,
+			Latency: quantiles(&rs.lat), Routed: true, Ready: true}
+		fresh := false
+		for _, w := range g.words[job] {
+			if now.Sub(w.at) > gatewaySeen {
+				continue
+			}
+			fresh, heard = true, true
+			m.InFlight += w.inFlight
+			m.Routed = m.Routed && w.routed
+			m.Ready = m.Ready && w.ready
+		}
+		if !fresh {
+			m.Routed, m.Ready = false, false
+			if rs.requests == 0 {
+				continue
+			}
+		}
+		out.InFlight += m.InFlight
+		out.Replicas = append(out.Replicas, m)
+	}
+	if !heard && sum.requests == 0 {
+		return nil
+	}
+	slices.SortFunc(out.Replicas, func(a, b GatewayReplicaMetrics) int { return strings.Compare(a.Job, b.Job) })
+	return out
+}
+
+// gatewaySample is the gateways' part of an autoscaler sample of endpoint
+// name at now: the requests/s over the last gatewayWindow, their p95 and
+// p50 in ms (0 without requests), and how many replicas the gateways
+// found ready. ok is false when no gateway reported the endpoint lately.
+func (b *endpointBook) gatewaySample(name string, now time.Time) (rate, p95, p50 float64, ready int, ok bool) {
+	g := b.gateways[name]
+	if g == nil {
+		return 0, 0, 0, 0, false
+	}
+	for _, words := range g.words {
+		fresh, all := false, true
+		for _, w := range words {
+			if now.Sub(w.at) <= gatewaySeen {
+				fresh, ok = true, true
+				all = all && w.ready
+			}
+		}
+		if fresh && all {
+			ready++
+		}
+	}
+	if !ok {
+		return 0, 0, 0, 0, false
+	}
+	sum, span := g.endpoint.sum(now, gatewayWindow)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return float64(sum.requests) / span.Seconds(), ms(sum.lat.Quantile(0.95)), ms(sum.lat.Quantile(0.50)), ready, true
+}
+
+// gatewayReady reports whether a gateway that reported replica job of
+// endpoint name lately found it ready.
+func (b *endpointBook) gatewayReady(name, job string, now time.Time) bool {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	g := b.gateways[name]
+	if g == nil {
+		return false
+	}
+	for _, w := range g.words[job] {
+		if now.Sub(w.at) <= gatewaySeen && w.ready {
+			return true
+		}
+	}
+	return false
+}
+
+// gatewayRoutes reports whether a gateway reported endpoint name lately.
+func (b *endpointBook) gatewayRoutes(name string, now time.Time) bool {
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	g := b.gateways[name]
+	if g == nil {
+		return false
+	}
+	for _, words := range g.words {
+		for _, w := range words {
+			if now.Sub(w.at) <= gatewaySeen {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// forgetReplicas drops what gateways said of the replicas of endpoint
+// name in ended.
+func (b *endpointBook) forgetReplicas(name string, ended []*model.Job) {
+	g := b.gateways[name]
+	if g == nil {
+		return
+	}
+	for _, j := range ended {
+		delete(g.replicas, j.ID)
+		delete(g.words, j.ID)
+	}
+}
