@@ -143,24 +143,22 @@ autoscale: {scale_in_after: 15s, scale_in_interval: 3s, lead_time: 10s, peak_win
 	// 5. Kill a replica's process during load: at most its requests in
 	// flight fail (the demo server has 4 slots; at 200 req/s on 2 or 3
 	// replicas it holds a few at once), and the rest go to the others.
-	e = get()
-	victim := ""
-	for _, r := range e.Replicas {
-		if r.State == "Running" {
-			victim = r.Job
-		}
-	}
-	pid := replicaPID(t, victim)
 	load = startLoad(t, epURL, "--rps", "200", "--duration", "12s")
 	time.Sleep(4 * time.Second)
-	inFlight := -1
+	// The victim is a replica the gateway routes to now: one the scale-in
+	// above chose drains and stops by itself.
+	victim, inFlight := "", -1
 	if g := get().Gateway; g != nil {
 		for _, r := range g.Replicas {
-			if r.Job == victim {
-				inFlight = r.InFlight
+			if r.Routed && r.Ready {
+				victim, inFlight = r.Job, r.InFlight
 			}
 		}
 	}
+	if victim == "" {
+		t.Fatalf("no replica routed to under load: %+v", get().Gateway)
+	}
+	pid := replicaPID(t, victim)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill replica %s (pid %d): %v", victim, pid, err)
 	}
