@@ -8,13 +8,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/allot-dev/allot/internal/client"
+	"github.com/allot-dev/allot/internal/model"
 )
 
 // maxMarker bounds what the agent reads of a CHECKPOINT marker.
@@ -113,10 +113,6 @@ func within(dir, path string) bool {
 	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
 }
 
-// urlScheme matches a checkpoint named by a URL (s3://bucket/ckpt) rather
-// than by a path.
-var urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*://`)
-
 // resumeFrom is what an instance of assignment x gets as ALLOT_RESUME_FROM,
 // with dir the job's checkpoint directory here (that holds every rank's
 // own), and why it gets nothing when the job has a checkpoint ("" otherwise).
@@ -133,7 +129,7 @@ func (a *Agent) resumeFrom(x client.Assignment, dir string) (string, string) {
 		}
 		return "", ""
 	}
-	if urlScheme.MatchString(x.ResumeFrom) {
+	if model.IsCheckpointURL(x.ResumeFrom) {
 		return x.ResumeFrom, ""
 	}
 	why := func(here string) string {
@@ -156,7 +152,7 @@ func (a *Agent) resumeFrom(x client.Assignment, dir string) (string, string) {
 // directories by its ID, in the directory moveLegacy renamed them to; any
 // other path is returned as it is.
 func (a *Agent) unlegacy(job, path string) string {
-	if path == "" || urlScheme.MatchString(path) {
+	if path == "" || model.IsCheckpointURL(path) {
 		return path
 	}
 	path = filepath.Clean(path)
