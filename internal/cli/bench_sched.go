@@ -151,9 +151,13 @@ type benchSchedResult struct {
 	PeakRSSMiB          float64 `json:"peak_rss_mib"`
 	// PlansSHA256 digests every Plan of the run (as JSON, in order): two
 	// builds that decide alike print the same digest.
-	PlansSHA256    string `json:"plans_sha256"`
-	GOMAXPROCS     int    `json:"gomaxprocs"`
-	LoadAvgAtStart string `json:"loadavg_at_start"`
+	PlansSHA256 string `json:"plans_sha256"`
+	// DecisionsSHA256 digests only the binds and preemptions of every
+	// Plan: two builds that place and evict alike print the same one, even
+	// where they word a pending job's detail differently.
+	DecisionsSHA256 string `json:"decisions_sha256"`
+	GOMAXPROCS      int    `json:"gomaxprocs"`
+	LoadAvgAtStart  string `json:"loadavg_at_start"`
 }
 
 // decisionClock times the core's decisions through sched.Observer and
@@ -221,7 +225,7 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 			r.RunningAtStart++
 		}
 	}
-	digest := sha256.New()
+	digest, decided := sha256.New(), sha256.New()
 	clock := &decisionClock{}
 	s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime, Observer: clock})
 	stopProfile, err := startProfile(f.cpuProfile)
@@ -254,6 +258,9 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 		d := time.Since(start) + reported
 		clock.sampleHeap()
 		if err := json.NewEncoder(digest).Encode(p); err != nil {
+			return 0, 0, p, err
+		}
+		if err := json.NewEncoder(decided).Encode(sched.Plan{Binds: p.Binds, Preemptions: p.Preemptions}); err != nil {
 			return 0, 0, p, err
 		}
 		if err := b.Apply(p); err != nil {
@@ -322,6 +329,7 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 	r.PeakHeapMiB = float64(clock.peakHeap) / (1 << 20)
 	_, r.PeakRSSMiB = rssMiB()
 	r.PlansSHA256 = hex.EncodeToString(digest.Sum(nil))
+	r.DecisionsSHA256 = hex.EncodeToString(decided.Sum(nil))
 	if err := writeBenchSched(out, r, f.output); err != nil {
 		return err
 	}
@@ -351,7 +359,7 @@ func writeBenchSched(out io.Writer, r benchSchedResult, format string) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(out, "plans sha256 %s\nGOMAXPROCS %d, load average at start %s\n", r.PlansSHA256[:16], r.GOMAXPROCS, r.LoadAvgAtStart)
+	_, err := fmt.Fprintf(out, "plans sha256 %s, decisions sha256 %s\nGOMAXPROCS %d, load average at start %s\n", r.PlansSHA256[:16], r.DecisionsSHA256[:16], r.GOMAXPROCS, r.LoadAvgAtStart)
 	return err
 }
 

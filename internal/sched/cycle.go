@@ -51,6 +51,8 @@ func (st *state) cycle(jobs []*model.Job) Plan {
 	}
 	st.chooseHolders(jobs)
 	st.clearKept()
+	st.clearMisses()
+	st.listSKUSizes()
 	obs := st.cfg.Observer
 	if obs != nil {
 		obs.Prepared()
@@ -115,11 +117,11 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 	key := string(st.keyBuf)
 	a := st.newAttempt(j, t, res)
 	// 2–3. Admit and place.
-	p, reason, detail := st.place(a)
+	p, reason, detail := st.placeOrBlind(a)
 	if reason != ReasonNone {
 		// 4. Preempt.
 		counts := st.counts
-		victims, until := st.preempt(a)
+		victims, until, missed := st.preemptOrMiss(a)
 		if len(victims) == 0 {
 			st.counts = counts // every victim tried out was restored: use is as it was
 			if !until.IsZero() {
@@ -128,7 +130,11 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 				st.keep(a, until)
 			}
 			// 5. Explain.
-			failed[key] = failure{Pending: Pending{Reason: reason, Detail: detail}, groups: st.shapeGroups(a)}
+			groups := st.shapeGroups(a)
+			failed[key] = failure{Pending: Pending{Reason: reason, Detail: detail}, groups: groups}
+			if !missed {
+				st.addMiss(a, until, groups)
+			}
 			pend(reason, detail)
 			return
 		}
@@ -155,6 +161,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 				delete(failed, k)
 			}
 		}
+		st.dropMisses(freed)
 		p, reason, detail = st.place(a)
 		if reason != ReasonNone {
 			// Cannot happen: preempt checked this very placement.

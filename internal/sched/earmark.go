@@ -1,7 +1,6 @@
 package sched
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -104,23 +103,31 @@ func (st *state) mayPrecede(a *attempt, rs *reservationState) bool {
 }
 
 // earmarkKey appends to b what a job's shape key gains while reservations
-// earmark nodes: how long after now its timeout ends it (endsBy; jobs
-// alike in every other filter differ in which earmarked nodes they may
-// use). Within a cycle now is fixed, so the duration stands for the end.
+// earmark nodes: for each reservation that earmarks some, whether the job's
+// timeout ends it by the reservation's start (mayPrecede's test of time;
+// its owner and class are in the shape key already). Jobs alike in every
+// other filter and in these answers may use the same earmarked nodes, so
+// a job's exact end need not split them: keys stay few however varied the
+// queue's timeouts are.
 func (st *state) earmarkKey(b []byte, j *model.Job) []byte {
 	if !st.earmarked {
 		return b
 	}
-	return appendEndsBy(b, j, st.now)
+	end, ok := endsBy(j, st.now)
+	for i := range st.res {
+		if rs := &st.res[i]; len(rs.earmarks) > 0 {
+			b = appendBit(b, ok && !end.After(rs.Start))
+		}
+	}
+	return b
 }
 
-// appendEndsBy appends to a key how long after now j surely ends
-// (endsBy), or a mark that it may not.
-func appendEndsBy(b []byte, j *model.Job, now time.Time) []byte {
-	if end, ok := endsBy(j, now); ok {
-		return binary.LittleEndian.AppendUint64(append(b, 'e'), uint64(end.Sub(now)))
+// appendBit appends one yes-or-no answer to a key.
+func appendBit(b []byte, yes bool) []byte {
+	if yes {
+		return append(b, 'y')
 	}
-	return append(b, '-')
+	return append(b, 'n')
 }
 
 // earmarkNote names the reservations ahead whose earmarked nodes a's job

@@ -365,8 +365,13 @@ func (st *state) holdKey(b []byte, j *model.Job) []byte {
 	if checkpoints(j) {
 		b = append(b, 'c')
 	}
-	if slices.ContainsFunc(st.holds, func(x holdState) bool { return x.shadow > 0 }) {
-		b = appendEndsBy(b, j, st.now)
+	// Backfill onto held nodes asks only whether the job surely ends by
+	// each holder's shadow time (mayUseHeld).
+	end, ok := endsBy(j, st.now)
+	for h := range st.holds {
+		if x := &st.holds[h]; x.shadow > 0 {
+			b = appendBit(b, ok && end.UnixNano() <= x.shadow)
+		}
 	}
 	return b
 }

@@ -93,6 +93,7 @@ func (st *state) place(a *attempt) (placement, Reason, string) {
 			v = st.candidates(a, false)
 		}
 		r, d := st.explain(a, &v)
+		st.blindable = a.count == 1 && cpuBlind(a, &v)
 		return placement{}, r, d
 	}
 	if a.count == 1 {

@@ -246,6 +246,13 @@ type state struct {
 	regionGroups                         map[string][]uint64
 	freed                                []uint64 // scratch of scheduleJob
 	room                                 room     // scratch of preempt
+	// misses are the cycle's preemptions that found no victims to make
+	// room, by the shape key without CPU and memory (missKey).
+	misses    map[string][]preemptMiss
+	blind     map[string]failure // placements that failed whatever the CPU and memory asked, by missKey
+	blindable bool               // set by place: its failure was one for blind
+	missBuf   []byte             // scratch of missKey
+	skuSizes  []skuSize          // listSKUSizes
 }
 
 // newState builds a cycle's state from scratch: the fleet and tenancy,
