@@ -27,6 +27,7 @@ type benchSchedFlags struct {
 	output                string
 	cpuProfile            string
 	baseline              string
+	scratch               bool
 }
 
 // benchSchedFigures are what --baseline compares for bench sched.
@@ -97,7 +98,10 @@ Reported:
 
 The same flags and seed give the same world and the same Plans (their
 digest is printed, so two builds can be checked to decide alike); the times
-are the machine's. A progress bar goes to stderr when it is a terminal.`,
+are the machine's. --scratch plans every cycle from scratch instead
+(sched.Scheduler.Schedule on the whole world, nothing carried between
+cycles): its digests are the Session's, and its times what carrying the
+state saves. A progress bar goes to stderr when it is a terminal.`,
 		Example: `  allot bench sched                              # 100,000 GPUs, 50,000 queued, 90 % full
   allot bench sched --gpus 8000 --pending 2000 --cycles 20 -o json
   allot bench sched --fill 0 --cycles 0           # the empty fleet of BenchmarkCycle`,
@@ -112,6 +116,7 @@ are the machine's. A progress bar goes to stderr when it is a terminal.`,
 	fl.Float64Var(&f.fill, "fill", 0.9, "share of the GPUs running work holds before the first cycle, 0 to 1")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the world and of its churn")
 	fl.IntVar(&f.cycles, "cycles", 100, "steady-state cycles after the first")
+	fl.BoolVar(&f.scratch, "scratch", false, "plan every cycle from a Snapshot of the whole world, carrying nothing between cycles")
 	addBenchFlags(cmd, &f.output, &f.cpuProfile, &f.baseline, "the measured cycles")
 	return cmd
 }
@@ -246,6 +251,15 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 			}
 		}
 		start := time.Now()
+		if f.scratch {
+			p := s.Schedule(b.World.Snapshot(), b.Now)
+			d := time.Since(start)
+			clock.sampleHeap()
+			if err := digestPlan(digest, decided, p); err != nil {
+				return 0, 0, p, err
+			}
+			return d, len(queued), p, b.Apply(p)
+		}
 		if session == nil {
 			session = s.NewSession(&b.World.Fleet, &b.World.Tenancy)
 			for _, j := range b.World.Jobs {
@@ -257,10 +271,7 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 		p := session.Schedule(queued, b.Now)
 		d := time.Since(start) + reported
 		clock.sampleHeap()
-		if err := json.NewEncoder(digest).Encode(p); err != nil {
-			return 0, 0, p, err
-		}
-		if err := json.NewEncoder(decided).Encode(sched.Plan{Binds: p.Binds, Preemptions: p.Preemptions}); err != nil {
+		if err := digestPlan(digest, decided, p); err != nil {
 			return 0, 0, p, err
 		}
 		if err := b.Apply(p); err != nil {
@@ -304,7 +315,9 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 		b.Step()
 		start := time.Now()
 		for _, j := range b.Done {
-			session.Release(j.ID)
+			if session != nil {
+				session.Release(j.ID)
+			}
 		}
 		reported += time.Since(start)
 		d, n, p, err = cycle()
@@ -361,6 +374,15 @@ func writeBenchSched(out io.Writer, r benchSchedResult, format string) error {
 	}
 	_, err := fmt.Fprintf(out, "plans sha256 %s, decisions sha256 %s\nGOMAXPROCS %d, load average at start %s\n", r.PlansSHA256[:16], r.DecisionsSHA256[:16], r.GOMAXPROCS, r.LoadAvgAtStart)
 	return err
+}
+
+// digestPlan adds p to the digest of whole Plans and its binds and
+// preemptions to the digest of decisions.
+func digestPlan(plans, decisions io.Writer, p sched.Plan) error {
+	if err := json.NewEncoder(plans).Encode(p); err != nil {
+		return err
+	}
+	return json.NewEncoder(decisions).Encode(sched.Plan{Binds: p.Binds, Preemptions: p.Preemptions})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -33,7 +33,7 @@ func TestBenchSched(t *testing.T) {
 	}
 	if r.GPUs != 1600 || r.Nodes != 200 || r.Cycles != 3 || r.FirstCycleDecisions != 400 || r.HeldAtStart < 0.8 ||
 		r.FirstCycleMs <= 0 || r.SteadyP99Ms < r.SteadyP50Ms || r.DecisionsPerSec <= 0 || r.SingleNodeDecisions == 0 ||
-		r.PeakHeapMiB <= 0 || len(r.PlansSHA256) != 64 {
+		r.PeakHeapMiB <= 0 || len(r.PlansSHA256) != 64 || len(r.DecisionsSHA256) != 64 {
 		t.Fatalf("report %+v", r)
 	}
 	// The same flags give the same Plans.
@@ -41,6 +41,13 @@ func TestBenchSched(t *testing.T) {
 	var r2 benchSchedResult
 	if err := json.Unmarshal([]byte(again), &r2); err != nil || r2.PlansSHA256 != r.PlansSHA256 {
 		t.Fatalf("a second run decided otherwise: %v %s vs %s", err, r2.PlansSHA256, r.PlansSHA256)
+	}
+	// Planned from scratch every cycle, the world is planned alike: the
+	// Session carries nothing that changes a Plan.
+	scratch, _, _ := run(t, "bench", "sched", "--gpus", "1600", "--pending", "400", "--cycles", "3", "--scratch", "-o", "json")
+	var r3 benchSchedResult
+	if err := json.Unmarshal([]byte(scratch), &r3); err != nil || r3.PlansSHA256 != r.PlansSHA256 || r3.DecisionsSHA256 != r.DecisionsSHA256 {
+		t.Fatalf("--scratch decided otherwise: %v %s vs %s", err, r3.PlansSHA256, r.PlansSHA256)
 	}
 	if _, errOut, code := run(t, "bench", "sched", "--fill", "2"); code != ExitUsage {
 		t.Fatalf("--fill 2: exit %d: %s", code, errOut)
