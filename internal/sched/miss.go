@@ -58,8 +58,21 @@ func (st *state) preemptOrMiss(a *attempt) (victims []victim, until time.Time, m
 			return nil, m.until, true
 		}
 	}
+	st.missAll = false
 	victims, until = st.preempt(a)
 	return victims, until, false
+}
+
+// roomCouldNotHoldAny reports, once roomCouldHold found that releasing
+// every victim of rest could not let a in, whether that holds for a job
+// like a that asks no CPU and no memory, and so for every job of a's
+// missKey: the room bound is a relaxation, and asking nothing of a node's
+// CPU and memory relaxes it further. It counts the room anew for that job.
+func (st *state) roomCouldNotHoldAny(a *attempt, rest []victim) bool {
+	bare := *a
+	bare.req.CPU, bare.req.Memory = 0, 0
+	st.startRoom(&bare)
+	return !st.roomCouldHold(&bare, rest)
 }
 
 // addMiss records that a's preemption found no victims to make room.
@@ -72,8 +85,11 @@ func (st *state) addMiss(a *attempt, until time.Time, groups []uint64) {
 	}
 	r := &a.job.Spec.Resources
 	k := string(st.missKey(r))
-	st.misses[k] = append(st.misses[k], preemptMiss{cpu: r.CPUMilli, mem: r.MemoryMiB, until: until,
-		protectedOn: slices.Clone(st.protectedOn), groups: groups})
+	m := preemptMiss{cpu: r.CPUMilli, mem: r.MemoryMiB, until: until, protectedOn: slices.Clone(st.protectedOn), groups: groups}
+	if st.missAll {
+		m.cpu, m.mem = 0, 0 // it misses whatever CPU and memory it asks
+	}
+	st.misses[k] = append(st.misses[k], m)
 }
 
 // missKey is the shape key in st.keyBuf (scheduleJob's) with its CPU and

@@ -31,12 +31,14 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 	// answers those before the stream is read in order.
 	found := st.scanVictims()
 	if found == 0 {
+		st.missAll = true // nobody to evict, whatever the job asks
 		return nil, vs.until
 	}
 	bounded := false // the whole list is short and could make room
 	if found <= roomShortList {
 		st.startRoom(a)
 		if !st.roomCouldHold(a, vs.scan) {
+			st.missAll = st.roomCouldNotHoldAny(a, vs.scan)
 			return nil, vs.until
 		}
 		bounded = true

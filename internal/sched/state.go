@@ -250,6 +250,7 @@ type state struct {
 	// room, by the shape key without CPU and memory (missKey).
 	misses    map[string][]preemptMiss
 	blind     map[string]failure // placements that failed whatever the CPU and memory asked, by missKey
+	missAll   bool               // set by preempt: its miss holds whatever CPU and memory a job asks
 	blindable bool               // set by place: its failure was one for blind
 	missBuf   []byte             // scratch of missKey
 	skuSizes  []skuSize          // listSKUSizes
