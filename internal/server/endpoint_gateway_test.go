@@ -2,12 +2,12 @@ package server
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/latency"
 	"github.com/allot-dev/allot/internal/model"
 )
@@ -17,8 +17,8 @@ var gatewayToken = Principal{Gateway: true, Token: "gw"}
 // reportPort posts, as replica j of endpoint name, the port it serves on.
 func (h *harness) reportPort(name string, j *model.Job, port int) {
 	h.t.Helper()
-	p, _ := h.srv.Authenticate(j.Spec.Env[EnvEndpointToken])
-	if err := h.srv.ReportEndpointMetrics(context.Background(), p, name, EndpointReport{Replica: j.ID + ".1", Port: port}); err != nil {
+	p, _ := h.srv.Authenticate(j.Spec.Env[endpoint.EnvEndpointToken])
+	if err := h.srv.ReportEndpointMetrics(context.Background(), p, name, endpoint.Report{Replica: j.ID + ".1", Port: port}); err != nil {
 		h.t.Fatalf("report port: %v", err)
 	}
 }
@@ -36,7 +36,7 @@ func (h *harness) routedPair() []*model.Job {
 	return jobs
 }
 
-func (h *harness) routes() RouteTable {
+func (h *harness) routes() endpoint.RouteTable {
 	h.t.Helper()
 	t, err := h.srv.Routes(context.Background(), gatewayToken, "", 0)
 	if err != nil {
@@ -45,7 +45,7 @@ func (h *harness) routes() RouteTable {
 	return t
 }
 
-func routeOf(t RouteTable, name string) *Route {
+func routeOf(t endpoint.RouteTable, name string) *endpoint.Route {
 	for i := range t.Routes {
 		if t.Routes[i].Endpoint == name {
 			return &t.Routes[i]
@@ -59,16 +59,16 @@ func routeOf(t RouteTable, name string) *Route {
 // requests in flight.
 func (h *harness) gatewayWord(gw string, jobs []*model.Job, gone map[string]bool, inFlight map[string]int) {
 	h.t.Helper()
-	er := GatewayEndpointReport{Endpoint: "chat"}
+	er := endpoint.GatewayEndpointReport{Endpoint: "chat"}
 	for _, j := range jobs {
 		var lat latency.Histogram
 		for range 10 {
 			lat.Add(20 * time.Millisecond)
 		}
-		er.Replicas = append(er.Replicas, GatewayReplicaReport{Job: j.ID, Requests: 10, InFlight: inFlight[j.ID], Routed: !gone[j.ID],
+		er.Replicas = append(er.Replicas, endpoint.GatewayReplicaReport{Job: j.ID, Requests: 10, InFlight: inFlight[j.ID], Routed: !gone[j.ID],
 			Ready: true, Latency: lat, FirstByte: lat})
 	}
-	if err := h.srv.ReportGateway(context.Background(), gatewayToken, GatewayReport{Gateway: gw, Endpoints: []GatewayEndpointReport{er}}); err != nil {
+	if err := h.srv.ReportGateway(context.Background(), gatewayToken, endpoint.GatewayReport{Gateway: gw, Endpoints: []endpoint.GatewayEndpointReport{er}}); err != nil {
 		h.t.Fatal(err)
 	}
 }
@@ -94,7 +94,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("callers %v lack the hash of copilot's new token", r.Callers)
 	}
 	jobs := h.replicaJobsOf("chat")
-	woke := make(chan RouteTable, 1)
+	woke := make(chan endpoint.RouteTable, 1)
 	go func() {
 		t, _ := h.srv.Routes(context.Background(), gatewayToken, before.Version, 10*time.Second)
 		woke <- t
@@ -114,10 +114,10 @@ func TestRoutes(t *testing.T) {
 	if _, err := h.srv.Routes(context.Background(), copilot, "", 0); !isCode(err, CodeForbidden) {
 		t.Fatalf("a tenant reads the routes: %v, want Forbidden", err)
 	}
-	if err := h.srv.ReportGateway(context.Background(), copilot, GatewayReport{Gateway: "x"}); !isCode(err, CodeForbidden) {
+	if err := h.srv.ReportGateway(context.Background(), copilot, endpoint.GatewayReport{Gateway: "x"}); !isCode(err, CodeForbidden) {
 		t.Fatalf("a tenant reports as a gateway: %v, want Forbidden", err)
 	}
-	if err := h.srv.ReportEndpointMetrics(context.Background(), copilot, "chat", EndpointReport{Port: 70000}); !isCode(err, CodeInvalidSpec) ||
+	if err := h.srv.ReportEndpointMetrics(context.Background(), copilot, "chat", endpoint.Report{Port: 70000}); !isCode(err, CodeInvalidSpec) ||
 		!strings.Contains(err.Error(), "port") {
 		t.Fatalf("port 70000: %v, want InvalidSpec naming port", err)
 	}
@@ -216,33 +216,6 @@ func TestDrainIsBounded(t *testing.T) {
 	}
 }
 
-// Whatever counts a gateway sends, validate answers nil or an
-// InvalidSpec naming the field; what it accepts is consistent.
-func FuzzGatewayReportValidate(f *testing.F) {
-	f.Add("gw", "chat", "j1", uint64(10), uint64(1), 2, uint64(10))
-	f.Add("", "chat", "j1", uint64(1), uint64(2), -1, uint64(3))
-	f.Add("gw\x00", "no/such", "", uint64(0), uint64(0), 1<<31, uint64(0))
-	f.Fuzz(func(t *testing.T, gw, endpoint, job string, requests, errs uint64, inFlight int, latencies uint64) {
-		var lat latency.Histogram
-		for range min(latencies, 100) {
-			lat.Add(time.Millisecond)
-		}
-		r := GatewayReport{Gateway: gw, Endpoints: []GatewayEndpointReport{{Endpoint: endpoint,
-			Replicas: []GatewayReplicaReport{{Job: job, Requests: requests, Errors: errs, InFlight: inFlight, Latency: lat}}}}}
-		err := r.validate()
-		if err != nil {
-			var se *Error
-			if !errors.As(err, &se) || se.Code != CodeInvalidSpec || se.Field == "" {
-				t.Fatalf("validate: %v, want InvalidSpec naming a field", err)
-			}
-			return
-		}
-		if errs > requests || inFlight < 0 || lat.Count() > requests || gw == "" || job == "" {
-			t.Fatalf("accepted %+v", r)
-		}
-	})
-}
-
 // job why says why an inference replica holds an InfiniBand node, and
 // says nothing of the kind for one off InfiniBand or for another job.
 func TestWhyInferenceOnInfiniBand(t *testing.T) {
@@ -283,11 +256,11 @@ func TestLoadPastTheGatewayCounts(t *testing.T) {
 	h := newHarness(t)
 	jobs := h.routedPair()
 	h.clock.Advance(time.Second)
-	er := GatewayEndpointReport{Endpoint: "chat"}
+	er := endpoint.GatewayEndpointReport{Endpoint: "chat"}
 	for _, j := range jobs {
-		er.Replicas = append(er.Replicas, GatewayReplicaReport{Job: j.ID, Routed: true, Ready: true})
+		er.Replicas = append(er.Replicas, endpoint.GatewayReplicaReport{Job: j.ID, Routed: true, Ready: true})
 	}
-	if err := h.srv.ReportGateway(context.Background(), gatewayToken, GatewayReport{Gateway: "gw", Endpoints: []GatewayEndpointReport{er}}); err != nil {
+	if err := h.srv.ReportGateway(context.Background(), gatewayToken, endpoint.GatewayReport{Gateway: "gw", Endpoints: []endpoint.GatewayEndpointReport{er}}); err != nil {
 		t.Fatal(err)
 	}
 	h.report("chat", 60)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/api"
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/server/servertest"
@@ -118,11 +119,11 @@ func scrapeLoaded(t *testing.T) map[string]*family {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ok := srv.Authenticate(rep.Spec.Env[server.EnvEndpointToken])
+	p, ok := srv.Authenticate(rep.Spec.Env[endpoint.EnvEndpointToken])
 	if !ok {
 		t.Fatal("the replica's endpoint token does not authenticate")
 	}
-	if err := srv.ReportEndpointMetrics(ctx, p, "chat", server.EndpointReport{RequestsPerSec: 10, P95Ms: 40,
+	if err := srv.ReportEndpointMetrics(ctx, p, "chat", endpoint.Report{RequestsPerSec: 10, P95Ms: 40,
 		Utilisation: 0.1, Replica: rep.ID + ".1"}); err != nil {
 		t.Fatal(err)
 	}
