@@ -167,11 +167,15 @@ func (h *fakeHost) Audit(_ context.Context, c Caller, owner, action, object, _ s
 }
 
 // start runs every queued replica, as a scheduling cycle would.
-func (h *fakeHost) start() {
+func (h *fakeHost) start() { h.startBefore(h.now.Add(time.Nanosecond)) }
+
+// startBefore runs the queued replicas submitted before t.
+func (h *fakeHost) startBefore(t time.Time) {
 	for _, j := range h.jobs {
-		if j.Status.State == model.StateQueued {
+		if j.Status.State == model.StateQueued && j.Status.SubmittedAt.Before(t) {
 			j.Status.State, j.Status.StartedAt = model.StateRunning, h.now
 			j.Status.Allocations = []model.Allocation{{Node: "t4-" + j.ID}}
+			j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: []string{"t4-" + j.ID}})
 		}
 	}
 }

@@ -63,6 +63,7 @@ func TestReconcileThroughHost(t *testing.T) {
 	old := slices.Clone(h.jobs)
 	for step := 0; ; step++ {
 		h.now = h.now.Add(2 * time.Second)
+		h.startBefore(h.now.Add(-2 * time.Second)) // a replica is queued for a reconcile before it runs
 		report(t, b, h, 60)
 		reconcile()
 		live, running := h.live()
@@ -82,7 +83,6 @@ func TestReconcileThroughHost(t *testing.T) {
 		if step == 20 {
 			t.Fatalf("no end of the rollout after %d steps: %+v", step, st.Replicas)
 		}
-		h.start()
 	}
 	for _, j := range old {
 		if j.Status.State != model.StateCanceled {
