@@ -57,7 +57,7 @@ func New(host Host, cfg Config) *Book {
 	b := &Book{host: host, cfg: cfg, log: cfg.Log, kick: make(chan struct{}, 1), reports: map[string]map[string]replicaReport{},
 		windows: map[string][]autoscale.Sample{}, latest: map[string]string{}, gateways: map[string]*gatewayBook{},
 		gatewaysSeen: map[string]time.Time{}, draining: map[string]map[string]time.Time{}, routesChanged: make(chan struct{})}
-	b.m = newMetrics(cfg.Registry)
+	b.m = newMetrics(cfg.Registry, b)
 	return b
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/allot-dev/allot/internal/latency"
 	"github.com/allot-dev/allot/internal/model"
 )
@@ -16,13 +18,14 @@ type gatewayLab struct {
 	t    *testing.T
 	h    *fakeHost
 	b    *Book
+	reg  *prometheus.Registry // the Book's series
 	jobs []*model.Job
 }
 
 func newGatewayLab(t *testing.T) *gatewayLab {
 	t.Helper()
-	l := &gatewayLab{t: t, h: newFakeHost(t)}
-	l.b = New(l.h, Config{})
+	l := &gatewayLab{t: t, h: newFakeHost(t), reg: prometheus.NewRegistry()}
+	l.b = New(l.h, Config{Registry: l.reg})
 	if _, err := l.b.Create(context.Background(), tenant("copilot"), parseEndpoint(t, strings.Replace(chatEndpoint, "min_replicas: 1", "min_replicas: 2", 1))); err != nil {
 		t.Fatal(err)
 	}

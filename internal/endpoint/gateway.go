@@ -258,9 +258,10 @@ func (r GatewayReport) validate() error {
 type GatewayMetrics struct {
 	RequestsPerSec float64
 	Errors         uint64
+	ErrorsPerSec   float64
 	InFlight       int
 	// Latency of whole requests and FirstByte (until the headers): p50,
-	// p95, p99.
+	// p95, p99; zero without requests.
 	Latency, FirstByte Quantiles
 	Replicas           []GatewayReplicaMetrics
 }
@@ -277,9 +278,22 @@ type GatewayReplicaMetrics struct {
 	Job            string
 	RequestsPerSec float64
 	Errors         uint64
+	ErrorsPerSec   float64
 	InFlight       int
 	Routed, Ready  bool // by every gateway that reported it lately
-	Latency        Quantiles
+	// Latency of whole requests and FirstByte: p50, p95, p99; zero
+	// without requests.
+	Latency, FirstByte Quantiles
+	// Gateways is each gateway's latest word on the replica, of those
+	// that reported it lately, by name.
+	Gateways []GatewayWord
+}
+
+// GatewayWord is one gateway's latest word on a replica.
+type GatewayWord struct {
+	Gateway       string
+	InFlight      int
+	Routed, Ready bool
 }
 
 // gatewayMetrics returns the gateways' last minute of endpoint name; nil
@@ -293,14 +307,15 @@ func (b *Book) gatewayMetrics(name string, now time.Time) *GatewayMetrics {
 	}
 	sum, span := g.endpoint.sum(now, gatewayMinute)
 	out := &GatewayMetrics{RequestsPerSec: float64(sum.requests) / span.Seconds(), Errors: sum.errors,
-		Latency: quantiles(&sum.lat), FirstByte: quantiles(&sum.ttfb)}
+		ErrorsPerSec: float64(sum.errors) / span.Seconds(), Latency: quantiles(&sum.lat), FirstByte: quantiles(&sum.ttfb)}
 	heard := false
 	for job, r := range g.replicas {
 		rs, span := r.sum(now, gatewayMinute)
 		m := GatewayReplicaMetrics{Job: job, RequestsPerSec: float64(rs.requests) / span.Seconds(), Errors: rs.errors,
-			Latency: quantiles(&rs.lat), Routed: true, Ready: true}
+			ErrorsPerSec: float64(rs.errors) / span.Seconds(), Latency: quantiles(&rs.lat),
+			FirstByte: quantiles(&rs.ttfb), Routed: true, Ready: true}
 		fresh := false
-		for _, w := range g.words[job] {
+		for gw, w := range g.words[job] {
 			if now.Sub(w.at) > gatewaySeen {
 				continue
 			}
@@ -308,7 +323,9 @@ func (b *Book) gatewayMetrics(name string, now time.Time) *GatewayMetrics {
 			m.InFlight += w.inFlight
 			m.Routed = m.Routed && w.routed
 			m.Ready = m.Ready && w.ready
+			m.Gateways = append(m.Gateways, GatewayWord{Gateway: gw, InFlight: w.inFlight, Routed: w.routed, Ready: w.ready})
 		}
+		slices.SortFunc(m.Gateways, func(a, b GatewayWord) int { return strings.Compare(a.Gateway, b.Gateway) })
 		if !fresh {
 			m.Routed, m.Ready = false, false
 			if rs.requests == 0 {

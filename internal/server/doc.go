@@ -79,7 +79,8 @@
 // (a committed plan's publish step, O(binds and preemptions); a heartbeat;
 // an endpoint reconcile), the gauges of GPUs, queues and nodes are computed
 // from the world and the cache when Prometheus scrapes. Labels come from
-// configuration and fixed sets, never job IDs.
+// configuration and fixed sets, never job IDs (but for the live replicas
+// of endpoints in package endpoint's series of what gateways measured).
 //
 // Built-in alerts (alerts.go, alert_webhook.go; docs/alerts.md): every
 // Config.AlertEvery a goroutine gathers those same metrics and runs the

@@ -19,7 +19,8 @@ import (
 // Labels are bounded by configuration, never by traffic: regions, clusters,
 // GPU models, partitions, tenants and nodes come from the fleet and tenants
 // files, endpoints from the stored endpoints, reasons and classes from
-// fixed sets. No job ID is ever a label.
+// fixed sets. No job ID is a label here; package endpoint labels what the
+// gateways measured by live replica (its metrics.go).
 type metrics struct {
 	cycle      prometheus.Histogram
 	jobs       *prometheus.GaugeVec
