@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,12 +66,7 @@ readiness: {path: /healthz, timeout: 1s}
 		return true
 	})
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	tab, cancelTab := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	defer cancelTab()
+	tab := newTab(t, browser)
 	openDashboard(t, tab, url, tok)
 
 	const panel = `#endpoints tr.gateway[data-gateway="chat"]`

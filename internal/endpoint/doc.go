@@ -15,8 +15,8 @@
 // server's clock and its audit log. A Caller is who asks (the server's
 // principal): Sees says which tenants' endpoints it may see and change.
 // Refusals are refusal.Error, as the server's own; any other error is a
-// failure. The package never imports the server (imports_test.go), and a
-// fake Host drives it in the tests (host_test.go).
+// failure. The package never imports the server (it cannot: the server
+// imports it), and a fake Host drives it in the tests (host_test.go).
 //
 // # Endpoints and replicas
 //
