@@ -19,7 +19,7 @@ import (
 // as agents watch their assignments), never read per request.
 //
 // A replica is in its endpoint's route when its job runs, its current
-// attempt has said which port it serves on (EndpointReport.Port, which
+// attempt has said which port it serves on (Report.Port, which
 // allot demo serve sends), and it is not draining (drain.go). Its
 // address is its node's address, as the node's agent registered it, with
 // that port: a replica names only a port, never a host, so a tenant cannot
