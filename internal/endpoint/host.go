@@ -69,8 +69,8 @@ type Fleet interface {
 	Tenant(name string) bool
 	// GPUModel returns the GPU model of node ("" when unknown).
 	GPUModel(node string) string
-	// Address returns the address node's agent registered ("" not known:
-	// the node's name).
+	// Address returns the address node's agent registered, or the node's
+	// name when it registered none.
 	Address(node string) string
 	// Callers returns, per tenant, the SHA-256 (hex) of its tokens that
 	// may call its endpoints, sorted.
