@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/api/wire"
+	"github.com/allot-dev/allot/internal/autoscale"
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
@@ -48,12 +50,12 @@ type Endpoint struct {
 	Gateway *wire.EndpointGateway `json:"gateway"`
 }
 
-func quantilesMs(q server.Quantiles) wire.LatencyQuantiles {
+func quantilesMs(q endpoint.Quantiles) wire.LatencyQuantiles {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	return wire.LatencyQuantiles{P50Ms: ms(q.P50), P95Ms: ms(q.P95), P99Ms: ms(q.P99)}
 }
 
-func newEndpointGateway(g *server.GatewayMetrics) *wire.EndpointGateway {
+func newEndpointGateway(g *endpoint.GatewayMetrics) *wire.EndpointGateway {
 	if g == nil {
 		return nil
 	}
@@ -107,10 +109,10 @@ type EndpointEvent struct {
 	Reason string     `json:"reason"`
 }
 
-func newEndpoint(st server.EndpointStatus) Endpoint {
+func newEndpoint(st endpoint.Status) Endpoint {
 	e := st.Endpoint
 	sp := e.Spec
-	p := server.EndpointParams(sp)
+	p := autoscale.ForEndpoint(sp)
 	sp.Autoscale = model.EndpointAutoscale{ScaleInAfter: p.Stabilisation, ScaleInInterval: p.ScaleInInterval,
 		LeadTime: p.LeadTime, PeakWindow: p.PeakWindow}
 	out := Endpoint{Name: sp.Name, Tenant: sp.Tenant, Model: sp.Model, Spec: spec.EndpointDocumentOf(sp),
@@ -240,7 +242,7 @@ func (h *handler) scaleEndpoint(w http.ResponseWriter, r *http.Request, p server
 // endpointAction serves a POST with no body that changes the endpoint the
 // path names by do (server.RestartEndpoint, server.UndoEndpoint) and
 // answers with the endpoint.
-func (h *handler) endpointAction(do func(context.Context, server.Principal, string) (*server.Endpoint, error)) func(http.ResponseWriter, *http.Request, server.Principal) {
+func (h *handler) endpointAction(do func(context.Context, server.Principal, string) (*endpoint.Endpoint, error)) func(http.ResponseWriter, *http.Request, server.Principal) {
 	return func(w http.ResponseWriter, r *http.Request, p server.Principal) {
 		name := r.PathValue("name")
 		if _, err := do(r.Context(), p, name); err != nil {
@@ -300,7 +302,7 @@ func (h *handler) endpointMetrics(w http.ResponseWriter, r *http.Request, p serv
 	if !h.decodeBody(w, r, &req) {
 		return
 	}
-	err := h.srv.ReportEndpointMetrics(r.Context(), p, r.PathValue("name"), server.EndpointReport{
+	err := h.srv.ReportEndpointMetrics(r.Context(), p, r.PathValue("name"), endpoint.Report{
 		RequestsPerSec: req.RequestsPerSec, P95Ms: req.P95Ms, Utilisation: req.Utilisation, Replica: req.Replica, Port: req.Port})
 	if err != nil {
 		h.fail(w, r, err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/api/wire"
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/latency"
 	"github.com/allot-dev/allot/internal/server"
 )
@@ -53,7 +54,7 @@ func parseRoutesQuery(raw string) (after string, wait time.Duration, e *Error) {
 	return after, wait, nil
 }
 
-func newRouteTable(t server.RouteTable) wire.RouteTable {
+func newRouteTable(t endpoint.RouteTable) wire.RouteTable {
 	out := wire.RouteTable{Version: t.Version, Routes: make([]wire.Route, len(t.Routes))}
 	for i, r := range t.Routes {
 		wr := wire.Route{Endpoint: r.Endpoint, Tenant: r.Tenant, Access: r.Access, Callers: r.Callers,
@@ -87,21 +88,21 @@ func (h *handler) gatewayReport(w http.ResponseWriter, r *http.Request, p server
 
 // parseGatewayReport turns the wire report into the server's, reading the
 // histograms; the server checks the rest.
-func parseGatewayReport(req wire.GatewayReport) (server.GatewayReport, *Error) {
-	out := server.GatewayReport{Gateway: req.Gateway, Endpoints: make([]server.GatewayEndpointReport, len(req.Endpoints))}
+func parseGatewayReport(req wire.GatewayReport) (endpoint.GatewayReport, *Error) {
+	out := endpoint.GatewayReport{Gateway: req.Gateway, Endpoints: make([]endpoint.GatewayEndpointReport, len(req.Endpoints))}
 	for i, e := range req.Endpoints {
-		ge := server.GatewayEndpointReport{Endpoint: e.Endpoint, Replicas: make([]server.GatewayReplicaReport, len(e.Replicas))}
+		ge := endpoint.GatewayEndpointReport{Endpoint: e.Endpoint, Replicas: make([]endpoint.GatewayReplicaReport, len(e.Replicas))}
 		for k, rep := range e.Replicas {
 			field := fmt.Sprintf("endpoints[%d].replicas[%d]", i, k)
 			lat, err := latency.FromSparse(field+".latency", rep.Latency)
 			if err != nil {
-				return server.GatewayReport{}, &Error{Code: codeInvalidSpec, Field: field + ".latency", Message: err.Error()}
+				return endpoint.GatewayReport{}, &Error{Code: codeInvalidSpec, Field: field + ".latency", Message: err.Error()}
 			}
 			ttfb, err := latency.FromSparse(field+".first_byte", rep.FirstByte)
 			if err != nil {
-				return server.GatewayReport{}, &Error{Code: codeInvalidSpec, Field: field + ".first_byte", Message: err.Error()}
+				return endpoint.GatewayReport{}, &Error{Code: codeInvalidSpec, Field: field + ".first_byte", Message: err.Error()}
 			}
-			ge.Replicas[k] = server.GatewayReplicaReport{Job: rep.Job, Requests: rep.Requests, Errors: rep.Errors, InFlight: rep.InFlight,
+			ge.Replicas[k] = endpoint.GatewayReplicaReport{Job: rep.Job, Requests: rep.Requests, Errors: rep.Errors, InFlight: rep.InFlight,
 				Routed: rep.Routed, Ready: rep.Ready, Latency: lat, FirstByte: ttfb}
 		}
 		out.Endpoints[i] = ge

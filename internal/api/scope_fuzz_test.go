@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/server/servertest"
@@ -117,8 +118,8 @@ func newScopeLab(t testing.TB) *scopeLab {
 		}
 		lab.eps = append(lab.eps, name)
 		for _, j := range mustJobs(t, srv, admin, server.JobFilter{Tenant: tn}) {
-			if j.Spec.Labels[server.LabelEndpoint] == name {
-				lab.tokens["endpoint:"+name] = j.Spec.Env[server.EnvEndpointToken]
+			if j.Spec.Labels[endpoint.LabelEndpoint] == name {
+				lab.tokens["endpoint:"+name] = j.Spec.Env[endpoint.EnvEndpointToken]
 			}
 		}
 		if lab.tokens["endpoint:"+name] == "" {

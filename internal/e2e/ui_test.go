@@ -104,12 +104,7 @@ func TestUIDashboard(t *testing.T) {
 	defer allotAt(t, url, admin, "job", "cancel", step)
 	blocked := await(step, "Blocked", func(j labJob) bool { return j.State == "Blocked" && j.Reason != "" })
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
-		chromedp.Headless, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
-	defer cancelBrowser()
+	browserCtx := newTab(t, browser)
 
 	// The operator's tab.
 	ops := browserCtx
@@ -216,6 +211,19 @@ func findChromium(t *testing.T) string {
 	t.Fatal("no Chromium on PATH: the dashboard test needs a headless browser; install Debian's chromium " +
 		"(apt-get install -y --no-install-recommends chromium), as .ci/run does")
 	return ""
+}
+
+// newTab starts the headless Chromium at path and returns its first tab;
+// both close when the test ends.
+func newTab(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.Headless, chromedp.DisableGPU, chromedp.Flag("disable-dev-shm-usage", true), chromedp.WindowSize(1400, 1000))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancelAlloc)
+	tab, cancelTab := chromedp.NewContext(actx, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(cancelTab)
+	return tab
 }
 
 // screenshotDir is where the test's screenshots go: $ALLOT_TEST_ARTIFACTS/TEST

@@ -99,7 +99,7 @@ const MaxAccountingPeriod = 10 * 365 * 24 * time.Hour
 // attempts on the day they started), largest first. It reads every job
 // record once.
 func (s *Server) Accounting(ctx context.Context, p Principal, q AccountingQuery) ([]AccountingRow, error) {
-	if q.Tenant != "" && !p.sees(q.Tenant) {
+	if q.Tenant != "" && !p.Sees(q.Tenant) {
 		return nil, refuse(CodeForbidden, "tenant", "a tenant token sees only its own usage")
 	}
 	if q.By != ByJob && q.By != ByTenant {
@@ -119,7 +119,7 @@ func (s *Server) Accounting(ctx context.Context, p Principal, q AccountingQuery)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", kv.Key, err)
 		}
-		if !p.sees(j.Spec.Tenant) || (q.Tenant != "" && j.Spec.Tenant != q.Tenant) {
+		if !p.Sees(j.Spec.Tenant) || (q.Tenant != "" && j.Spec.Tenant != q.Tenant) {
 			continue
 		}
 		secs, n := GPUSeconds(j, q.Since, q.Until)
@@ -144,7 +144,7 @@ func (s *Server) Accounting(ctx context.Context, p Principal, q AccountingQuery)
 	}
 	if q.By == ByTenant { // deleted jobs are not listed by job (RetentionWarning)
 		err := s.usageDays(ctx, q.Since, q.Until, func(tenant string) bool {
-			return p.sees(tenant) && (q.Tenant == "" || tenant == q.Tenant)
+			return p.Sees(tenant) && (q.Tenant == "" || tenant == q.Tenant)
 		}, func(tenant string, u usageRow) {
 			r, ok := rows[tenant]
 			if !ok {

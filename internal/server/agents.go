@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/store"
 )
@@ -620,8 +621,8 @@ func (f NodeFailure) origin() string {
 // program, however many of them fail, so that one tenant's crashing
 // endpoint weighs as one job; any other job is itself.
 func failureSource(j *model.Job) string {
-	if replicaLabels(j.Spec.Labels) {
-		return "endpoint " + j.Spec.Tenant + "/" + j.Spec.Labels[LabelEndpoint]
+	if name := endpoint.ReplicaOf(j.Spec.Labels); name != "" {
+		return "endpoint " + j.Spec.Tenant + "/" + name
 	}
 	return j.ID
 }

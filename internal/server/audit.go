@@ -48,15 +48,10 @@ const (
 	ActionNodeResume     = "node.resume"
 	// Changes of a tenant's job or endpoint by someone else (the
 	// administrator); the owner's own are not recorded.
-	ActionJobHold         = "job.hold"
-	ActionJobRelease      = "job.release"
-	ActionJobUpdate       = "job.update"
-	ActionEndpointCreate  = "endpoint.create"
-	ActionEndpointUpdate  = "endpoint.update"
-	ActionEndpointScale   = "endpoint.scale"
-	ActionEndpointRestart = "endpoint.restart"
-	ActionEndpointUndo    = "endpoint.undo"
-	ActionEndpointDelete  = "endpoint.delete"
+	// (The endpoint.* actions are package endpoint's.)
+	ActionJobHold    = "job.hold"
+	ActionJobRelease = "job.release"
+	ActionJobUpdate  = "job.update"
 )
 
 // AuditRecord is one entry of the audit log.

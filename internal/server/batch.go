@@ -17,7 +17,7 @@ import (
 // regions chosen so far in a batch by job shape, so that the members of an
 // array (alike but for their index) cost one forecast, not one each.
 func (s *Server) newJob(w *world, p Principal, spec model.JobSpec, now time.Time, chosen map[string]string) (*model.Job, []byte, error) {
-	if !p.sees(spec.Tenant) {
+	if !p.Sees(spec.Tenant) {
 		return nil, nil, refuse(CodeForbidden, "tenant", "a token of tenant %q may not submit jobs of tenant %q", p.Tenant, spec.Tenant)
 	}
 	if err := spec.Validate(); err != nil {

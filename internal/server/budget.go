@@ -312,7 +312,7 @@ func (s *Server) Budgets(ctx context.Context, p Principal, tenant string, now ti
 	if err != nil {
 		return nil, nil, err
 	}
-	keep := func(t string) bool { return p.sees(t) && (tenant == "" || t == tenant) }
+	keep := func(t string) bool { return p.Sees(t) && (tenant == "" || t == tenant) }
 	var out []BudgetStatus
 	for _, b := range st {
 		if keep(b.Tenant) {

@@ -127,7 +127,7 @@ func attemptRates(j *model.Job, a *model.Attempt, w *world, tb *price.Table) ([]
 // jobs deleted past the retention, for the days the period covers whole.
 // Rows come largest first. It reads every job record once.
 func (s *Server) Cost(ctx context.Context, p Principal, q CostQuery) ([]CostRow, error) {
-	if q.Tenant != "" && !p.sees(q.Tenant) {
+	if q.Tenant != "" && !p.Sees(q.Tenant) {
 		return nil, refuse(CodeForbidden, "tenant", "a tenant token sees only its own cost")
 	}
 	switch q.By {
@@ -140,7 +140,7 @@ func (s *Server) Cost(ctx context.Context, p Principal, q CostQuery) ([]CostRow,
 			q.Since.Format(time.RFC3339), q.Until.Format(time.RFC3339), MaxAccountingPeriod)
 	}
 	rows, err := s.costRows(ctx, q, func(tenant string) bool {
-		return p.sees(tenant) && (q.Tenant == "" || tenant == q.Tenant)
+		return p.Sees(tenant) && (q.Tenant == "" || tenant == q.Tenant)
 	})
 	if err != nil {
 		return nil, err

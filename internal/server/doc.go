@@ -6,8 +6,8 @@
 // whole nodes of a SKU as jobs and answers their creation after running a
 // cycle), reservations created through the
 // API under /reservations/<name>, inference endpoints under
-// /endpoints/<name> (endpoints.go: their replicas are jobs the server
-// submits, scaled by a reconcile loop), API tokens under /tokens/<sha256
+// /endpoints/<name> (package endpoint, wired in endpoints.go: their
+// replicas are jobs the server submits, scaled by a reconcile loop), API tokens under /tokens/<sha256
 // hex of the token>, node health under /nodes/<name> and the scheduling fence at
 // /sched/fence, all as JSON of this package's record types. The fleet and the
 // tenancy come from files given at start; API reservations are added to the
@@ -79,7 +79,8 @@
 // (a committed plan's publish step, O(binds and preemptions); a heartbeat;
 // an endpoint reconcile), the gauges of GPUs, queues and nodes are computed
 // from the world and the cache when Prometheus scrapes. Labels come from
-// configuration and fixed sets, never job IDs.
+// configuration and fixed sets, never job IDs (but for the live replicas
+// of endpoints in package endpoint's series of what gateways measured).
 //
 // Built-in alerts (alerts.go, alert_webhook.go; docs/alerts.md): every
 // Config.AlertEvery a goroutine gathers those same metrics and runs the
@@ -88,14 +89,13 @@
 // Config.AlertWebhook, which another goroutine POSTs with retries. Neither
 // touches a cycle. The alerts' state lives in memory only.
 //
-// Inference endpoints (endpoints.go, endpoint_reconcile.go) are stored
-// objects whose replicas are ordinary jobs: a reconcile loop feeds the
-// replicas' reported load to the autoscaler (package autoscale) and submits
-// or cancels replicas to match its decision. An update of what shapes a
-// replica is rolled out, replicas of the new template replacing the others
-// within the endpoint's rollout bounds (endpoint_rollout.go); a restart
-// rolls out the same spec anew, and an undo the template before the last
-// change (endpoint_update.go).
+// Inference endpoints are package endpoint's: stored objects whose
+// replicas are ordinary jobs, scaled by a reconcile loop on what gateways
+// and replicas measured, rolled out and drained (its doc.go). The server
+// is its Host (endpoints.go): it keeps the records in its store at their
+// revisions, submits and cancels replicas as the endpoint's principal
+// (endpoint:NAME), audits changes, and checks a principal's scope before
+// it passes a report or a route watch on.
 //
 // Cost (cost.go, budget.go; docs/cost.md): when a cycle binds a job it
 // fixes the new attempt's price on the attempt (package price: how it

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unique"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/store"
 )
@@ -22,11 +23,7 @@ import (
 
 // compact reports whether the cache keeps only j's listing fields.
 func compact(j *model.Job) bool {
-	return j.Status.State.Terminal() && !replicaLabels(j.Spec.Labels)
-}
-
-func replicaLabels(l map[string]string) bool {
-	return l[LabelEndpoint] != "" && l[LabelWorkload] == WorkloadInference
+	return j.Status.State.Terminal() && endpoint.ReplicaOf(j.Spec.Labels) == ""
 }
 
 // entryOf returns the cache entry of j at modRev: j itself while it runs,
@@ -96,7 +93,7 @@ func decodeEntry(b []byte, modRev int64) (id string, e jobEntry, run runSample, 
 		return "", jobEntry{}, runSample{}, false, err
 	}
 	st := knownState(model.State(h.Status.State))
-	if h.ID != "" && st.Terminal() && !replicaLabels(h.Spec.Labels) {
+	if h.ID != "" && st.Terminal() && endpoint.ReplicaOf(h.Spec.Labels) == "" {
 		e := jobEntry{modRev: modRev, tenant: unique.Make(h.Spec.Tenant), state: st, submitted: h.Status.SubmittedAt.UTC()}
 		if !h.Status.EndedAt.IsZero() {
 			e.ended = h.Status.EndedAt.Unix()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 )
 
@@ -47,12 +48,12 @@ func TestEndpointUndo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := e.Events[len(e.Events)-1]; ev.Kind != EventRolledBack || !strings.Contains(ev.Reason, "copilot rolled the endpoint back from template "+t2) {
+	if ev := e.Events[len(e.Events)-1]; ev.Kind != endpoint.EventRolledBack || !strings.Contains(ev.Reason, "copilot rolled the endpoint back from template "+t2) {
 		t.Errorf("undo event %+v", ev)
 	}
-	if e.template() != t1 || e.Spec.MaxReplicas != 3 || len(e.Spec.Env) != 0 {
+	if h.endpointStatus("chat").Template != t1 || e.Spec.MaxReplicas != 3 || len(e.Spec.Env) != 0 {
 		t.Errorf("after the undo: template %s (want %s), max_replicas %d (want 3: bounds stay), env %v (want none)",
-			e.template(), t1, e.Spec.MaxReplicas, e.Spec.Env)
+			h.endpointStatus("chat").Template, t1, e.Spec.MaxReplicas, e.Spec.Env)
 	}
 	h.restart()
 	st = h.endpointStatus("chat")
@@ -65,7 +66,7 @@ func TestEndpointUndo(t *testing.T) {
 		h.report("chat", 1)
 	}
 	st = h.endpointStatus("chat")
-	if countOutdated(st) != 0 || len(st.Replicas) != 2 || st.Events[len(st.Events)-1].Kind != EventRolledOut {
+	if countOutdated(st) != 0 || len(st.Replicas) != 2 || st.Events[len(st.Events)-1].Kind != endpoint.EventRolledOut {
 		t.Fatalf("after the undo rolled out: %+v, last event %+v", st.Replicas, st.Events[len(st.Events)-1])
 	}
 	for _, j := range first {
@@ -78,15 +79,15 @@ func TestEndpointUndo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.template() != t2 || e.Spec.Env["MODEL_REVISION"] != "2" {
-		t.Errorf("a second undo: template %s, env %v; want %s with MODEL_REVISION 2", e.template(), e.Spec.Env, t2)
+	if h.endpointStatus("chat").Template != t2 || e.Spec.Env["MODEL_REVISION"] != "2" {
+		t.Errorf("a second undo: template %s, env %v; want %s with MODEL_REVISION 2", h.endpointStatus("chat").Template, e.Spec.Env, t2)
 	}
 	// A restart is undone too: the restart time is part of the template.
 	h.clock.Advance(time.Minute)
-	if e, err = h.srv.RestartEndpoint(ctx, copilot, "chat"); err != nil || e.template() == t2 {
-		t.Fatalf("restart: %v, template %s", err, e.template())
+	if e, err = h.srv.RestartEndpoint(ctx, copilot, "chat"); err != nil || h.endpointStatus("chat").Template == t2 {
+		t.Fatalf("restart: %v, template %s", err, h.endpointStatus("chat").Template)
 	}
-	if e, err = h.srv.UndoEndpoint(ctx, copilot, "chat"); err != nil || e.template() != t2 {
-		t.Errorf("undo of a restart: %v, template %s, want %s", err, e.template(), t2)
+	if e, err = h.srv.UndoEndpoint(ctx, copilot, "chat"); err != nil || h.endpointStatus("chat").Template != t2 {
+		t.Errorf("undo of a restart: %v, template %s, want %s", err, h.endpointStatus("chat").Template, t2)
 	}
 }

@@ -2,11 +2,11 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 )
 
@@ -33,11 +33,11 @@ func TestUpdateEndpoint(t *testing.T) {
 	}
 	ev := e.Events[len(e.Events)-1]
 	if e.Spec.SLO.P95 != 120*time.Millisecond || e.Spec.Throughput["T4"] != 12 || e.Spec.MaxReplicas != 2 || e.Desired != 2 ||
-		ev.Kind != EventUpdated || ev.From != 3 || ev.To != 2 ||
+		ev.Kind != endpoint.EventUpdated || ev.From != 3 || ev.To != 2 ||
 		ev.Reason != "copilot changed min_replicas 3 → 2, max_replicas 4 → 2, slo.p95 150ms → 120ms, throughput: desired 3 → 2" {
 		t.Fatalf("updated: %+v desired %d, event %+v", e.Spec, e.Desired, ev)
 	}
-	stored, _, err := h.srv.loadEndpoint(ctx, admin, "chat")
+	stored, err := h.srv.Endpoint(ctx, admin, "chat")
 	if err != nil || stored.Spec.SLO.P95 != 120*time.Millisecond || stored.Desired != 2 {
 		t.Fatalf("stored: %+v, %v", stored, err)
 	}
@@ -73,7 +73,7 @@ func TestUpdateEndpoint(t *testing.T) {
 	if _, err := h.srv.UpdateEndpoint(ctx, copilot, bad); !isCode(err, CodeInvalidSpec) || err.(*Error).Field != "max_replicas" {
 		t.Errorf("max_replicas under min_replicas: %v", err)
 	}
-	if after, _, _ := h.srv.loadEndpoint(ctx, admin, "chat"); len(after.Events) != len(e.Events) || after.Spec.Priority != e.Spec.Priority {
+	if after := h.endpointStatus("chat"); len(after.Events) != len(e.Events) || after.Spec.Priority != e.Spec.Priority {
 		t.Errorf("a refused update changed the endpoint: %+v", after)
 	}
 }
@@ -90,7 +90,7 @@ func TestEndpointRollingUpdate(t *testing.T) {
 	h.createEndpoint(copilot, three)
 	h.cycle()
 	first := h.replicaJobsOf("chat")
-	oldTemplate := first[0].Spec.Labels[LabelTemplate]
+	oldTemplate := first[0].Spec.Labels[endpoint.LabelTemplate]
 	if len(first) != 3 || oldTemplate == "" {
 		t.Fatalf("%d replicas, template label %q", len(first), oldTemplate)
 	}
@@ -100,8 +100,8 @@ func TestEndpointRollingUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newTemplate := e.template()
-	if ev := e.Events[len(e.Events)-1]; ev.Kind != EventUpdated || !strings.Contains(ev.Reason, "copilot changed command; rolling out template "+newTemplate) ||
+	newTemplate := h.endpointStatus("chat").Template
+	if ev := e.Events[len(e.Events)-1]; ev.Kind != endpoint.EventUpdated || !strings.Contains(ev.Reason, "copilot changed command; rolling out template "+newTemplate) ||
 		e.RolloutSince.IsZero() || e.Unlabelled != oldTemplate {
 		t.Fatalf("update: %+v, rollout since %v, unlabelled %q", ev, e.RolloutSince, e.Unlabelled)
 	}
@@ -153,13 +153,13 @@ func TestEndpointRollingUpdate(t *testing.T) {
 	}
 	st := h.endpointStatus("chat")
 	ev := st.Events[len(st.Events)-1]
-	if ev.Kind != EventRolledOut || !strings.Contains(ev.Reason, "every replica runs template "+newTemplate+" (3 live)") ||
+	if ev.Kind != endpoint.EventRolledOut || !strings.Contains(ev.Reason, "every replica runs template "+newTemplate+" (3 live)") ||
 		!st.RolloutSince.IsZero() || len(st.Replicas) != 3 || steps < 2 {
 		t.Fatalf("after %d steps: %d replicas, last event %+v, rollout since %v", steps, len(st.Replicas), ev, st.RolloutSince)
 	}
 	for _, r := range st.Replicas {
 		j := h.job(r.Job)
-		if r.Outdated || j.Spec.Labels[LabelTemplate] != newTemplate || j.Spec.Command[len(j.Spec.Command)-1] != "--v2" {
+		if r.Outdated || j.Spec.Labels[endpoint.LabelTemplate] != newTemplate || j.Spec.Command[len(j.Spec.Command)-1] != "--v2" {
 			t.Errorf("replica %s after the rollout: %+v %v", r.Job, r, j.Spec.Command)
 		}
 	}
@@ -184,7 +184,7 @@ func TestEndpointRollingUpdate(t *testing.T) {
 	}
 	h.reconcile()
 	st = h.endpointStatus("chat")
-	if ev := st.Events[len(st.Events)-1]; len(st.Replicas) != 3 || ev.Kind != EventRolledOut {
+	if ev := st.Events[len(st.Events)-1]; len(st.Replicas) != 3 || ev.Kind != endpoint.EventRolledOut {
 		t.Fatalf("back to v2: %+v, last event %+v", st.Replicas, ev)
 	}
 	for _, r := range st.Replicas {
@@ -194,7 +194,7 @@ func TestEndpointRollingUpdate(t *testing.T) {
 	}
 }
 
-func countOutdated(st EndpointStatus) int {
+func countOutdated(st endpoint.Status) int {
 	n := 0
 	for _, r := range st.Replicas {
 		if r.Outdated {
@@ -202,100 +202,6 @@ func countOutdated(st EndpointStatus) int {
 		}
 	}
 	return n
-}
-
-// rolloutStep keeps desired replicas running, at most surge beyond it
-// live, stops outdated replicas that do not run at once, and scales in
-// current ones as before.
-func TestRolloutStep(t *testing.T) {
-	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	n := 0
-	mk := func(state model.State, count int) []*model.Job {
-		var out []*model.Job
-		for range count {
-			n++
-			j := &model.Job{ID: fmt.Sprintf("r%d", n), Status: model.JobStatus{State: state, SubmittedAt: at}}
-			if state == model.StateRunning {
-				j.Status.StartedAt = at.Add(time.Duration(n) * time.Minute)
-			}
-			out = append(out, j)
-		}
-		return out
-	}
-	ids := func(js []*model.Job) string {
-		var s []string
-		for _, j := range js {
-			s = append(s, j.ID)
-		}
-		return strings.Join(s, " ")
-	}
-	for _, c := range []struct {
-		name              string
-		desired           int
-		current, outdated func() []*model.Job
-		add               int
-		stop              string
-		notServing        string // a running replica that does not serve yet
-		rollout           model.EndpointRollout
-	}{
-		{"no rollout, fill", 3, func() []*model.Job { return mk(model.StateRunning, 1) }, nil, 2, "", "", model.EndpointRollout{}},
-		{"no rollout, scale in the newest", 1, func() []*model.Job { return mk(model.StateRunning, 2) }, nil, 0, "r2", "", model.EndpointRollout{}},
-		{"start: one beyond", 3, nil, func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "", "", model.EndpointRollout{}},
-		{"new one queued: wait", 3, func() []*model.Job { return mk(model.StateQueued, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 3) }, 0, "", "", model.EndpointRollout{}},
-		{"new one runs: the oldest old one stops, the next starts", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "r2", "", model.EndpointRollout{}},
-		{"new one runs but does not serve yet: wait", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 3) }, 0, "", "r1", model.EndpointRollout{}},
-		{"old ones not running stop at once", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
-			func() []*model.Job { return append(mk(model.StateQueued, 1), mk(model.StateRunning, 2)...) }, 1, "r2", "", model.EndpointRollout{}},
-		{"eight: a surge of two", 8, nil, func() []*model.Job { return mk(model.StateRunning, 8) }, 2, "", "", model.EndpointRollout{}},
-		{"scale to zero mid-way", 0, func() []*model.Job { return mk(model.StateQueued, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 2) }, 0, "r2 r3 r1", "", model.EndpointRollout{}},
-		{"scale in mid-way", 1, func() []*model.Job { return mk(model.StateRunning, 2) },
-			func() []*model.Job { return mk(model.StateRunning, 1) }, 0, "r3 r2", "", model.EndpointRollout{}},
-		{"in place: the oldest stops, one starts", 3, nil, func() []*model.Job { return mk(model.StateRunning, 3) }, 1, "r1", "",
-			model.EndpointRollout{MaxUnavailable: 1}},
-		{"in place: wait for the new one to serve", 3, func() []*model.Job { return mk(model.StateQueued, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 2) }, 0, "", "", model.EndpointRollout{MaxUnavailable: 1}},
-		{"in place: it serves, the next goes", 3, func() []*model.Job { return mk(model.StateRunning, 1) },
-			func() []*model.Job { return mk(model.StateRunning, 2) }, 1, "r2", "", model.EndpointRollout{MaxUnavailable: 1}},
-		{"surge 2 and 1 unavailable at once", 4, nil, func() []*model.Job { return mk(model.StateRunning, 4) }, 3, "r1", "",
-			model.EndpointRollout{MaxSurge: 2, MaxUnavailable: 1}},
-	} {
-		n = 0
-		var cur, old []*model.Job
-		if c.current != nil {
-			cur = c.current()
-		}
-		if c.outdated != nil {
-			old = c.outdated()
-		}
-		surge, unavailable := c.rollout.Bounds(c.desired)
-		add, stop := rolloutStep(c.desired, surge, unavailable, cur, old, func(j *model.Job) bool { return j.Status.State == model.StateRunning && j.ID != c.notServing })
-		if add != c.add || ids(stop) != c.stop {
-			t.Errorf("%s: add %d, stop [%s]; want %d, [%s]", c.name, add, ids(stop), c.add, c.stop)
-		}
-	}
-}
-
-// A replica submitted before templates were labelled has the endpoint's
-// template until the first change, then the one before it.
-func TestUnlabelledReplicaTemplate(t *testing.T) {
-	e := &Endpoint{Spec: parseEndpoint(t, chatEndpoint)}
-	bare := &model.Job{Spec: model.JobSpec{Labels: map[string]string{LabelEndpoint: "chat"}}}
-	if cur, old := byTemplate(e, []*model.Job{bare}); len(cur) != 1 || len(old) != 0 {
-		t.Fatalf("before any change: current %d, outdated %d", len(cur), len(old))
-	}
-	e.Unlabelled = e.template()
-	e.Spec.Env = map[string]string{"MODEL_REVISION": "2"}
-	if cur, old := byTemplate(e, []*model.Job{bare}); len(cur) != 0 || len(old) != 1 {
-		t.Fatalf("after a change: current %d, outdated %d", len(cur), len(old))
-	}
-	e.Spec.Env = map[string]string{} // empty is no env, as the store keeps it
-	if cur, _ := byTemplate(e, []*model.Job{bare}); len(cur) != 1 {
-		t.Fatal("an empty env is another template than none")
-	}
 }
 
 // A restart rolls every replica over to a new template of the same spec,
@@ -313,16 +219,17 @@ func TestEndpointRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev := e.Events[len(e.Events)-1]; ev.Kind != EventRestarted || !strings.Contains(ev.Reason, "copilot restarted the endpoint") ||
-		e.template() == before || e.RolloutSince.IsZero() {
-		t.Fatalf("restart: %+v, template %s (was %s)", ev, e.template(), before)
+	if ev := e.Events[len(e.Events)-1]; ev.Kind != endpoint.EventRestarted || !strings.Contains(ev.Reason, "copilot restarted the endpoint") ||
+		h.endpointStatus("chat").Template == before || e.RolloutSince.IsZero() {
+		t.Fatalf("restart: %+v, template %s (was %s)", ev, h.endpointStatus("chat").Template, before)
 	}
 	if _, err := h.srv.RestartEndpoint(ctx, Principal{Tenant: "acme"}, "chat"); !isCode(err, CodeForbidden) {
 		t.Errorf("another tenant's restart: %v", err)
 	}
+	restarted := h.endpointStatus("chat").Template
 	h.restart()
-	if got := h.endpointStatus("chat").Template; got != e.template() {
-		t.Fatalf("template after a server restart %s, want %s", got, e.template())
+	if got := h.endpointStatus("chat").Template; got != restarted {
+		t.Fatalf("template after a server restart %s, want %s", got, restarted)
 	}
 	for range 10 {
 		h.reconcile()
@@ -333,7 +240,7 @@ func TestEndpointRestart(t *testing.T) {
 		h.report("chat", 1)
 	}
 	st := h.endpointStatus("chat")
-	if ev := st.Events[len(st.Events)-1]; ev.Kind != EventRolledOut || len(st.Replicas) != 2 {
+	if ev := st.Events[len(st.Events)-1]; ev.Kind != endpoint.EventRolledOut || len(st.Replicas) != 2 {
 		t.Fatalf("after the restart: %+v, last event %+v", st.Replicas, ev)
 	}
 	for _, j := range first {
@@ -395,7 +302,7 @@ func TestEndpointRolloutInPlace(t *testing.T) {
 			t.Fatalf("step %d: %d live, %d running; want at most 4 and at least 3: %+v", step, len(st.Replicas), running, st.Replicas)
 		}
 		if countOutdated(st) == 0 {
-			if ev := st.Events[len(st.Events)-1]; ev.Kind != EventRolledOut || len(st.Replicas) != 4 {
+			if ev := st.Events[len(st.Events)-1]; ev.Kind != endpoint.EventRolledOut || len(st.Replicas) != 4 {
 				t.Fatalf("done: %+v, last event %+v", st.Replicas, ev)
 			}
 			break
@@ -405,20 +312,5 @@ func TestEndpointRolloutInPlace(t *testing.T) {
 		}
 		h.cycle()
 		h.report("hobby", 1)
-	}
-}
-
-// A template's name must not change between versions of allot for the same
-// spec: every replica of every endpoint would be replaced on an upgrade. A
-// field added to what shapes a replica must leave the names of existing
-// templates alone (omitempty in templateRecord).
-func TestTemplateNameIsStable(t *testing.T) {
-	e := &Endpoint{Spec: parseEndpoint(t, chatEndpoint)}
-	if got := e.template(); got != "59753b677f" {
-		t.Fatalf("the template of chatEndpoint is %s, was 59753b677f: an upgrade would roll every endpoint's replicas", got)
-	}
-	e.Restarted = time.Date(2026, 6, 1, 12, 0, 0, 0, time.FixedZone("CEST", 2*3600))
-	if got := e.template(); got != templateOf(e.Spec, e.Restarted.UTC()) || got == "59753b677f" {
-		t.Fatalf("a restarted template is %s", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/spec"
 )
@@ -17,7 +18,7 @@ const chatEndpoint = `{name: chat, tenant: copilot, model: llama, resources: {gp
   min_replicas: 1, max_replicas: 4, slo: {p95_ms: 150}, throughput: {T4: 15},
   autoscale: {scale_in_after: 10s, scale_in_interval: 2s, lead_time: 10s, peak_window: 10s}}`
 
-func (h *harness) createEndpoint(p Principal, doc string) *Endpoint {
+func (h *harness) createEndpoint(p Principal, doc string) *endpoint.Endpoint {
 	h.t.Helper()
 	e, err := h.srv.CreateEndpoint(context.Background(), p, parseEndpoint(h.t, doc))
 	if err != nil {
@@ -42,7 +43,7 @@ func (h *harness) reconcile() {
 	}
 }
 
-func (h *harness) endpointStatus(name string) EndpointStatus {
+func (h *harness) endpointStatus(name string) endpoint.Status {
 	h.t.Helper()
 	st, err := h.srv.Endpoint(context.Background(), admin, name)
 	if err != nil {
@@ -66,11 +67,11 @@ func (h *harness) replicaJobsOf(name string) []*model.Job {
 func (h *harness) report(name string, rps float64) {
 	h.t.Helper()
 	for i, j := range h.replicaJobsOf(name) {
-		p, ok := h.srv.Authenticate(j.Spec.Env[EnvEndpointToken])
+		p, ok := h.srv.Authenticate(j.Spec.Env[endpoint.EnvEndpointToken])
 		if !ok {
 			h.t.Fatalf("the token in replica %s's env does not authenticate", j.ID)
 		}
-		r := EndpointReport{P95Ms: 21, Replica: j.ID + ".1"}
+		r := endpoint.Report{P95Ms: 21, Replica: j.ID + ".1"}
 		if i == 0 {
 			r.RequestsPerSec, r.Utilisation = rps, rps/400
 		}
@@ -80,7 +81,7 @@ func (h *harness) report(name string, rps float64) {
 	}
 }
 
-func kinds(evs []EndpointEvent) []string {
+func kinds(evs []endpoint.Event) []string {
 	var out []string
 	for _, e := range evs {
 		out = append(out, e.Kind)
@@ -89,10 +90,9 @@ func kinds(evs []EndpointEvent) []string {
 }
 
 func TestEndpointCreateStartsMinReplicas(t *testing.T) {
-	h := newHarness(t)
-	h.srv.cfg.URL = "http://allot.example:8080"
+	h := newHarnessWith(t, func(c *Config) { c.URL = "http://allot.example:8080" })
 	e := h.createEndpoint(copilot, strings.Replace(chatEndpoint, "min_replicas: 1", "min_replicas: 2", 1))
-	if e.Desired != 2 || len(e.Events) != 1 || e.Events[0].Kind != EventCreated || e.Events[0].To != 2 {
+	if e.Desired != 2 || len(e.Events) != 1 || e.Events[0].Kind != endpoint.EventCreated || e.Events[0].To != 2 {
 		t.Fatalf("created: desired %d, events %+v", e.Desired, e.Events)
 	}
 	reps := h.replicaJobsOf("chat")
@@ -100,12 +100,12 @@ func TestEndpointCreateStartsMinReplicas(t *testing.T) {
 		t.Fatalf("%d replicas, want min_replicas 2", len(reps))
 	}
 	j := reps[0]
-	tok := j.Spec.Env[EnvEndpointToken]
+	tok := j.Spec.Env[endpoint.EnvEndpointToken]
 	if j.Spec.Name != "chat-replica" || j.Spec.Tenant != "copilot" || j.Spec.Resources.InstanceCount != 1 ||
 		j.Spec.Resources.GPUMilli != 250 || !slices.Equal(j.Spec.Command, model.DefaultEndpointCommand) ||
-		j.Spec.Labels[LabelEndpoint] != "chat" || j.Spec.Labels[LabelWorkload] != WorkloadInference ||
-		j.Spec.Env[EnvEndpoint] != "chat" || tok == "" ||
-		j.Spec.Env[EnvEndpointMetricsURL] != "http://allot.example:8080/v1/endpoints/chat/metrics" {
+		j.Spec.Labels[endpoint.LabelEndpoint] != "chat" || j.Spec.Labels[model.LabelWorkload] != model.WorkloadInference ||
+		j.Spec.Env[endpoint.EnvEndpoint] != "chat" || tok == "" ||
+		j.Spec.Env[endpoint.EnvEndpointMetricsURL] != "http://allot.example:8080/v1/endpoints/chat/metrics" {
 		t.Fatalf("replica spec: %+v", j.Spec)
 	}
 	if p, ok := h.srv.Authenticate(tok); !ok || p != (Principal{Endpoint: "chat"}) {
@@ -158,7 +158,7 @@ func TestEndpointScalesOutAndIn(t *testing.T) {
 	if st.Desired != 4 || len(st.Replicas) != 4 || st.Metrics == nil || st.Metrics.RequestsPerSec != 60 {
 		t.Fatalf("under load: desired %d, %d replicas, metrics %+v; decision %s", st.Desired, len(st.Replicas), st.Metrics, st.Decision)
 	}
-	if k := kinds(st.Events); !slices.Equal(k, []string{EventCreated, "ScaleOut"}) || st.Events[1].From != 1 || st.Events[1].To != 4 ||
+	if k := kinds(st.Events); !slices.Equal(k, []string{endpoint.EventCreated, "ScaleOut"}) || st.Events[1].From != 1 || st.Events[1].To != 4 ||
 		!strings.Contains(st.Events[1].Reason, "capped at max_replicas 4") {
 		t.Fatalf("events %+v", st.Events)
 	}
@@ -195,7 +195,7 @@ func TestEndpointScalesOutAndIn(t *testing.T) {
 	if d := firstIn.Sub(stop); d < 20*time.Second || d > 26*time.Second {
 		t.Fatalf("first scale-in %s after the load stopped, want 20s to 26s", d)
 	}
-	var ins []EndpointEvent
+	var ins []endpoint.Event
 	for _, ev := range st.Events {
 		if ev.Kind == "ScaleIn" {
 			ins = append(ins, ev)
@@ -255,10 +255,10 @@ func TestEndpointReplacesFailedReplica(t *testing.T) {
 	}
 	// The failure starts the back-off: no replica for 10 s.
 	st, _ = srv.Endpoint(ctx, team, "gen")
-	if last := st.Events[len(st.Events)-1]; len(st.Replicas) != 0 || st.CrashLoop.Failures != 1 || last.Kind != EventBackOff {
+	if last := st.Events[len(st.Events)-1]; len(st.Replicas) != 0 || st.CrashLoop.Failures != 1 || last.Kind != endpoint.EventBackOff {
 		t.Fatalf("right after the failure: replicas %+v, back-off %+v, last event %+v", st.Replicas, st.CrashLoop, last)
 	}
-	clock.Advance(crashLoopFirst)
+	clock.Advance(10 * time.Second) // the first back-off
 	if err := srv.ReconcileEndpoints(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestEndpointReplacesFailedReplica(t *testing.T) {
 		t.Fatalf("after the failure: replicas %+v, desired %d", st.Replicas, st.Desired)
 	}
 	last := st.Events[len(st.Events)-1]
-	if last.Kind != EventReplicaReplaced || !strings.Contains(last.Reason, first+" ended Failed") {
+	if last.Kind != endpoint.EventReplicaReplaced || !strings.Contains(last.Reason, first+" ended Failed") {
 		t.Fatalf("last event %+v", last)
 	}
 }
@@ -280,7 +280,7 @@ func TestEndpointScaleAndDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last := e.Events[len(e.Events)-1]; e.Desired != 3 || last.Kind != EventScaled || last.From != 1 || last.To != 3 {
+	if last := e.Events[len(e.Events)-1]; e.Desired != 3 || last.Kind != endpoint.EventScaled || last.From != 1 || last.To != 3 {
 		t.Fatalf("scaled: desired %d, events %+v", e.Desired, e.Events)
 	}
 	if _, err := h.srv.ScaleEndpoint(ctx, copilot, "chat", 4, 2); !isCode(err, CodeInvalidSpec) {
@@ -295,7 +295,7 @@ func TestEndpointScaleAndDelete(t *testing.T) {
 	if len(reps) != 3 {
 		t.Fatalf("%d replicas after scaling to min 3", len(reps))
 	}
-	tok := reps[0].Spec.Env[EnvEndpointToken]
+	tok := reps[0].Spec.Env[endpoint.EnvEndpointToken]
 	if err := h.srv.DeleteEndpoint(ctx, copilot, "chat"); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestEndpointScopes(t *testing.T) {
 	if err := h.srv.DeleteEndpoint(ctx, acme, "chat"); !isCode(err, CodeForbidden) {
 		t.Fatalf("acme deleting chat: %v", err)
 	}
-	if err := h.srv.ReportEndpointMetrics(ctx, acme, "chat", EndpointReport{RequestsPerSec: 1000}); !isCode(err, CodeForbidden) {
+	if err := h.srv.ReportEndpointMetrics(ctx, acme, "chat", endpoint.Report{RequestsPerSec: 1000}); !isCode(err, CodeForbidden) {
 		t.Fatalf("acme reporting for chat: %v", err)
 	}
 	for _, tc := range []struct {
@@ -362,12 +362,12 @@ func TestEndpointScopes(t *testing.T) {
 		}
 	}
 
-	chatTok, _ := h.srv.Authenticate(h.replicaJobsOf("chat")[0].Spec.Env[EnvEndpointToken])
-	if err := h.srv.ReportEndpointMetrics(ctx, chatTok, "chat", EndpointReport{RequestsPerSec: 5, Replica: "r"}); err != nil {
+	chatTok, _ := h.srv.Authenticate(h.replicaJobsOf("chat")[0].Spec.Env[endpoint.EnvEndpointToken])
+	if err := h.srv.ReportEndpointMetrics(ctx, chatTok, "chat", endpoint.Report{RequestsPerSec: 5, Replica: "r"}); err != nil {
 		t.Fatalf("chat's token reporting for chat: %v", err)
 	}
 	for _, name := range []string{"support", "nope"} {
-		if err := h.srv.ReportEndpointMetrics(ctx, chatTok, name, EndpointReport{RequestsPerSec: 5}); !isCode(err, CodeForbidden) {
+		if err := h.srv.ReportEndpointMetrics(ctx, chatTok, name, endpoint.Report{RequestsPerSec: 5}); !isCode(err, CodeForbidden) {
 			t.Fatalf("chat's token reporting for %s: %v, want Forbidden", name, err)
 		}
 	}
@@ -380,7 +380,7 @@ func TestEndpointScopes(t *testing.T) {
 	if _, err := h.srv.Submit(ctx, chatTok, parseJob(t, chat)); !isCode(err, CodeForbidden) {
 		t.Fatalf("chat's token submitting a job: %v", err)
 	}
-	for _, r := range []EndpointReport{{RequestsPerSec: -1}, {P95Ms: 1e12}, {Utilisation: 1.5}, {Replica: "a\x1bb"}} {
+	for _, r := range []endpoint.Report{{RequestsPerSec: -1}, {P95Ms: 1e12}, {Utilisation: 1.5}, {Replica: "a\x1bb"}} {
 		if err := h.srv.ReportEndpointMetrics(ctx, chatTok, "chat", r); !isCode(err, CodeInvalidSpec) {
 			t.Errorf("report %+v: %v, want InvalidSpec", r, err)
 		}
@@ -401,22 +401,4 @@ func parseJob(t *testing.T, doc string) model.JobSpec {
 		t.Fatal(err)
 	}
 	return specs[0]
-}
-
-// TestReplicaGetsTheServersCA checks that a server on https gives its
-// replicas the certificates to check it by, and that a replica's env
-// never carries an ALLOT_ENDPOINT_CA the server did not set.
-func TestReplicaGetsTheServersCA(t *testing.T) {
-	h := newHarness(t)
-	h.srv.cfg.URL, h.srv.cfg.CA = "https://allot.example:8443", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-	h.createEndpoint(copilot, chatEndpoint)
-	if env := h.replicaJobsOf("chat")[0].Spec.Env; env[EnvEndpointCA] != h.srv.cfg.CA ||
-		!strings.HasPrefix(env[EnvEndpointMetricsURL], "https://allot.example:8443/") {
-		t.Fatalf("replica env %v, want the server's CA and https URL", env)
-	}
-	h.srv.cfg.URL, h.srv.cfg.CA = "http://allot.example:8080", ""
-	sp := h.srv.replicaSpec(&Endpoint{Spec: model.EndpointSpec{Name: "x", Env: map[string]string{EnvEndpointCA: "forged"}}})
-	if v, ok := sp.Env[EnvEndpointCA]; ok {
-		t.Fatalf("replica env keeps %s=%q from the spec", EnvEndpointCA, v)
-	}
 }

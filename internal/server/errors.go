@@ -1,59 +1,37 @@
 package server
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/refusal"
 )
 
-// Code classifies a refused request; the API maps each to an HTTP status.
-type Code string
+// Code classifies a refused request; the API maps each to an HTTP status
+// (package refusal).
+type Code = refusal.Code
 
 // Codes of refused requests (docs/api.md).
 const (
-	CodeInvalidSpec     Code = "InvalidSpec"
-	CodeSkuNotAvailable Code = "SkuNotAvailable"
-	CodeQuotaExceeded   Code = "QuotaExceeded"
-	CodeForbidden       Code = "Forbidden"
-	CodeNotFound        Code = "NotFound"
-	CodeConflict        Code = "Conflict"
-	// CodeTooLarge: the object would be larger than the store keeps.
-	CodeTooLarge Code = "BodyTooLarge"
-
-	// CodeResidencyForbidden and CodeTopologyUnsatisfiable refuse a job
-	// that can never run, with the core's reason of the same name.
-	CodeResidencyForbidden    Code = "ResidencyForbidden"
-	CodeTopologyUnsatisfiable Code = "TopologyUnsatisfiable"
+	CodeInvalidSpec           = refusal.InvalidSpec
+	CodeSkuNotAvailable       = refusal.SkuNotAvailable
+	CodeQuotaExceeded         = refusal.QuotaExceeded
+	CodeForbidden             = refusal.Forbidden
+	CodeNotFound              = refusal.NotFound
+	CodeConflict              = refusal.Conflict
+	CodeTooLarge              = refusal.TooLarge
+	CodeResidencyForbidden    = refusal.ResidencyForbidden
+	CodeTopologyUnsatisfiable = refusal.TopologyUnsatisfiable
 )
 
 // Error is a request the server refuses, as opposed to a failure of the
 // server itself (any other error).
-type Error struct {
-	Code  Code
-	Field string // the field at fault, when one is
-	Msg   string
-}
-
-func (e *Error) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("%s: %s", e.Code, e.Msg)
-}
+type Error = refusal.Error
 
 func refuse(code Code, field, format string, args ...any) *Error {
-	return &Error{Code: code, Field: field, Msg: fmt.Sprintf(format, args...)}
+	return refusal.New(code, field, format, args...)
 }
 
 // fromField turns a model validation error into an InvalidSpec refusal.
-func fromField(err error) error {
-	var fe *model.FieldError
-	if errors.As(err, &fe) {
-		return &Error{Code: CodeInvalidSpec, Field: fe.Field, Msg: fe.Msg}
-	}
-	return &Error{Code: CodeInvalidSpec, Msg: err.Error()}
-}
+func fromField(err error) error { return refusal.FromField(err) }
 
 // Principal is who a token speaks for: one tenant, the administrator, the
 // agent of one node, or the replicas of one inference endpoint.
@@ -108,7 +86,7 @@ func (p Principal) Runs(node string) bool { return p.Admin || (p.Node != "" && p
 // mayReport reports whether p may report facts about j: its tenant, the
 // administrator, or the agent of a node of j's current attempt.
 func (p Principal) mayReport(j *model.Job) bool {
-	if p.sees(j.Spec.Tenant) {
+	if p.Sees(j.Spec.Tenant) {
 		return true
 	}
 	if p.Node == "" || len(j.Status.Attempts) == 0 {
@@ -122,5 +100,5 @@ func (p Principal) mayReport(j *model.Job) bool {
 	return false
 }
 
-// sees reports whether p may see objects of tenant.
-func (p Principal) sees(tenant string) bool { return p.Admin || p.Tenant == tenant }
+// Sees reports whether p may see objects of tenant.
+func (p Principal) Sees(tenant string) bool { return p.Admin || p.Tenant == tenant }

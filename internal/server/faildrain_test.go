@@ -11,6 +11,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server/servertest"
 	"github.com/allot-dev/allot/internal/spec"
@@ -19,7 +20,7 @@ import (
 // replicaFailure is f as a failure of a replica of team's endpoint chat.
 func replicaFailure(f NodeFailure) NodeFailure {
 	f.source = failureSource(&model.Job{ID: f.Job, Spec: model.JobSpec{Tenant: f.Tenant,
-		Labels: map[string]string{LabelEndpoint: "chat", LabelWorkload: WorkloadInference}}})
+		Labels: map[string]string{endpoint.LabelEndpoint: "chat", model.LabelWorkload: model.WorkloadInference}}})
 	return f
 }
 

@@ -148,7 +148,7 @@ func (s *Server) UpdateQueued(ctx context.Context, p Principal, id string, c Que
 // what names the action in a refusal.
 func (s *Server) changeQueued(ctx context.Context, p Principal, id, what string, change func(*model.Job) bool) (*model.Job, error) {
 	old, j, rev, err := s.rewriteJob(ctx, id, what, func(old *model.Job) (*model.Job, error) {
-		if !p.sees(old.Spec.Tenant) {
+		if !p.Sees(old.Spec.Tenant) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
 		}
 		if old.Status.State != model.StateQueued {

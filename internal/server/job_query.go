@@ -73,7 +73,7 @@ func (q JobQuery) matchName(name string) bool {
 // QueryJobs returns every job p may see that matches q, newest first. Jobs
 // that ended are read from the store, one Get each.
 func (s *Server) QueryJobs(ctx context.Context, p Principal, q JobQuery) ([]*model.Job, error) {
-	keep := func(tenant string, st model.State) bool { return p.sees(tenant) && q.matchTenantState(tenant, st) }
+	keep := func(tenant string, st model.State) bool { return p.Sees(tenant) && q.matchTenantState(tenant, st) }
 	refs := s.cache.jobList(keep)
 	out := make([]*model.Job, 0, len(refs))
 	for _, ref := range refs {
@@ -82,7 +82,7 @@ func (s *Server) QueryJobs(ctx context.Context, p Principal, q JobQuery) ([]*mod
 			return nil, err
 		}
 		// The store may be ahead of the cache: match what it holds.
-		if ok && p.sees(j.Spec.Tenant) && q.Match(j) {
+		if ok && p.Sees(j.Spec.Tenant) && q.Match(j) {
 			out = append(out, j)
 		}
 	}
@@ -148,7 +148,7 @@ func (s *Server) PageJobs(ctx context.Context, p Principal, q JobQuery, from *Jo
 				return JobPage{}, fmt.Errorf("read %s: %w", kv.Key, err)
 			}
 			after = j.ID
-			if p.sees(j.Spec.Tenant) && q.Match(j) {
+			if p.Sees(j.Spec.Tenant) && q.Match(j) {
 				page.Jobs = append(page.Jobs, j)
 			}
 			if len(page.Jobs) == limit || scanned >= maxPageScan {

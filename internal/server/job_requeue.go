@@ -20,7 +20,7 @@ const ReasonRequeued = "Requeued"
 // empties a drained node with it; a tenant restarts a job that hangs.
 func (s *Server) Requeue(ctx context.Context, p Principal, id string) (*model.Job, error) {
 	old, j, rev, err := s.rewriteJob(ctx, id, "requeue", func(old *model.Job) (*model.Job, error) {
-		if !p.sees(old.Spec.Tenant) {
+		if !p.Sees(old.Spec.Tenant) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
 		}
 		switch st := old.Status.State; st {

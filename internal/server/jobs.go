@@ -143,7 +143,7 @@ func (s *Server) Job(ctx context.Context, p Principal, id string) (*model.Job, e
 	if !ok {
 		return nil, refuse(CodeNotFound, "", "no job %q", id)
 	}
-	if !p.sees(j.Spec.Tenant) {
+	if !p.Sees(j.Spec.Tenant) {
 		return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
 	}
 	return j, nil
@@ -159,7 +159,7 @@ type JobFilter struct {
 // ended are read from the store, one Get each.
 func (s *Server) Jobs(ctx context.Context, p Principal, f JobFilter) ([]*model.Job, error) {
 	match := func(tenant string, st model.State) bool {
-		return p.sees(tenant) && (f.State == "" || st == f.State) && (f.Tenant == "" || tenant == f.Tenant)
+		return p.Sees(tenant) && (f.State == "" || st == f.State) && (f.Tenant == "" || tenant == f.Tenant)
 	}
 	refs := s.cache.jobList(match)
 	out := make([]*model.Job, 0, len(refs))
@@ -239,7 +239,7 @@ func (s *Server) ForceCancel(ctx context.Context, p Principal, id string) (*mode
 
 func (s *Server) cancel(ctx context.Context, p Principal, id string, force bool) (*model.Job, error) {
 	old, j, rev, err := s.rewriteJob(ctx, id, "cancel", func(old *model.Job) (*model.Job, error) {
-		if !p.sees(old.Spec.Tenant) {
+		if !p.Sees(old.Spec.Tenant) {
 			return nil, refuse(CodeForbidden, "", "job %q belongs to another tenant", id)
 		}
 		if old.Status.State.Terminal() {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +19,8 @@ import (
 // Labels are bounded by configuration, never by traffic: regions, clusters,
 // GPU models, partitions, tenants and nodes come from the fleet and tenants
 // files, endpoints from the stored endpoints, reasons and classes from
-// fixed sets. No job ID is ever a label.
+// fixed sets. No job ID is a label here; package endpoint labels what the
+// gateways measured by live replica (its metrics.go).
 type metrics struct {
 	cycle      prometheus.Histogram
 	jobs       *prometheus.GaugeVec
@@ -38,12 +38,6 @@ type metrics struct {
 	logsDropped prometheus.Counter // logs dropped to stay within Config.LogMemory
 	jobsPurged  prometheus.Counter // ended jobs deleted past Config.JobRetention
 
-	epP95      *prometheus.GaugeVec // by endpoint
-	epSLO      *prometheus.GaugeVec
-	epReplicas *prometheus.GaugeVec // by endpoint and kind (desired, live, ready)
-
-	epMu    sync.Mutex      // guards epNames
-	epNames map[string]bool // endpoints with series, so that deleted ones lose theirs
 }
 
 // preemptReasons are the reasons the core preempts for; each has a series
@@ -113,22 +107,9 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_jobs_purged_total",
 			Help: "Ended jobs deleted from the store past --job-retention.",
 		}),
-		epP95: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "allot_endpoint_p95_latency_seconds",
-			Help: "p95 request latency of the autoscaler's last sample: the gateways' over the last 10 s, else the worst the replicas reported in the last minute.",
-		}, []string{"endpoint"}),
-		epSLO: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "allot_endpoint_slo_p95_seconds",
-			Help: "The endpoint's p95 latency objective.",
-		}, []string{"endpoint"}),
-		epReplicas: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "allot_endpoint_replicas",
-			Help: "The endpoint's replicas: desired by the autoscaler, live (not ended) and ready (running).",
-		}, []string{"endpoint", "kind"}),
-		epNames: map[string]bool{},
 	}
 	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader, m.nodeFailed,
-		m.logBytes, m.logsDropped, m.jobsPurged, m.epP95, m.epSLO, m.epReplicas,
+		m.logBytes, m.logsDropped, m.jobsPurged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range model.States {
 		m.jobs.WithLabelValues(string(s)).Set(0)
@@ -168,41 +149,4 @@ func queuedFor(j *model.Job, now time.Time) time.Duration {
 		since = j.Status.Attempts[n-1].Ended
 	}
 	return max(0, now.Sub(since))
-}
-
-// endpointView is what one reconcile measured of an endpoint.
-type endpointView struct {
-	p95                  time.Duration // 0: no fresh report
-	slo                  time.Duration
-	desired, live, ready int
-}
-
-// endpoint sets the series of endpoint name.
-func (m *metrics) endpoint(name string, v endpointView) {
-	m.epMu.Lock()
-	defer m.epMu.Unlock()
-	m.epNames[name] = true
-	if v.p95 > 0 {
-		m.epP95.WithLabelValues(name).Set(v.p95.Seconds())
-	} else {
-		m.epP95.DeleteLabelValues(name)
-	}
-	m.epSLO.WithLabelValues(name).Set(v.slo.Seconds())
-	m.epReplicas.WithLabelValues(name, "desired").Set(float64(v.desired))
-	m.epReplicas.WithLabelValues(name, "live").Set(float64(v.live))
-	m.epReplicas.WithLabelValues(name, "ready").Set(float64(v.ready))
-}
-
-// keepEndpoints drops the series of endpoints not in names.
-func (m *metrics) keepEndpoints(names map[string]bool) {
-	m.epMu.Lock()
-	defer m.epMu.Unlock()
-	for n := range m.epNames {
-		if !names[n] {
-			m.epP95.DeleteLabelValues(n)
-			m.epSLO.DeleteLabelValues(n)
-			m.epReplicas.DeletePartialMatch(prometheus.Labels{"endpoint": n})
-			delete(m.epNames, n)
-		}
-	}
 }

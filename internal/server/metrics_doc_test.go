@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/api"
+	"github.com/allot-dev/allot/internal/endpoint"
+	"github.com/allot-dev/allot/internal/latency"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/server/servertest"
@@ -118,14 +120,31 @@ func scrapeLoaded(t *testing.T) map[string]*family {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, ok := srv.Authenticate(rep.Spec.Env[server.EnvEndpointToken])
+	p, ok := srv.Authenticate(rep.Spec.Env[endpoint.EnvEndpointToken])
 	if !ok {
 		t.Fatal("the replica's endpoint token does not authenticate")
 	}
-	if err := srv.ReportEndpointMetrics(ctx, p, "chat", server.EndpointReport{RequestsPerSec: 10, P95Ms: 40,
+	if err := srv.ReportEndpointMetrics(ctx, p, "chat", endpoint.Report{RequestsPerSec: 10, P95Ms: 40,
 		Utilisation: 0.1, Replica: rep.ID + ".1"}); err != nil {
 		t.Fatal(err)
 	}
+	// A gateway carried 20 requests of 30 ms to the replica 11 s ago, 4 of
+	// them failed, and says now that it has 2 in flight: a minute's series,
+	// out of the 10 s the autoscaler's sample reads.
+	var lat latency.Histogram
+	for range 20 {
+		lat.Add(30 * time.Millisecond)
+	}
+	gw := func(r endpoint.GatewayReplicaReport) {
+		r.Job, r.Routed, r.Ready = rep.ID, true, true
+		if err := srv.ReportGateway(ctx, server.Principal{Admin: true}, endpoint.GatewayReport{Gateway: "gw-1",
+			Endpoints: []endpoint.GatewayEndpointReport{{Endpoint: "chat", Replicas: []endpoint.GatewayReplicaReport{r}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gw(endpoint.GatewayReplicaReport{Requests: 20, Errors: 4, Latency: lat, FirstByte: lat})
+	clock.Advance(11 * time.Second)
+	gw(endpoint.GatewayReplicaReport{InFlight: 2})
 	if err := srv.ReconcileEndpoints(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -361,6 +380,14 @@ func TestMetricsDocumented(t *testing.T) {
 			}
 		}
 	}
+	// The replica the gateway reported, by its series.
+	replica := ""
+	if f := fams["allot_endpoint_replica_gateway_in_flight"]; f != nil {
+		for k := range f.values {
+			_, rest, _ := strings.Cut(k, `replica="`)
+			replica, _, _ = strings.Cut(rest, `"`)
+		}
+	}
 	// What the work in scrapeLoaded shows: 8 + 4 + 0.5 GPUs held by the
 	// lab partition of its 24 guaranteed, one node of three unregistered,
 	// the 24-GPU gang waiting for capacity.
@@ -386,6 +413,10 @@ func TestMetricsDocumented(t *testing.T) {
 		{"allot_endpoint_p95_latency_seconds", `allot_endpoint_p95_latency_seconds{endpoint="chat"}`, 0.04},
 		{"allot_endpoint_slo_p95_seconds", `allot_endpoint_slo_p95_seconds{endpoint="chat"}`, 0.15},
 		{"allot_endpoint_replicas", `allot_endpoint_replicas{endpoint="chat",kind="live"}`, 1},
+		{"allot_endpoint_gateway_requests_per_second", `allot_endpoint_gateway_requests_per_second{endpoint="chat"}`, 20.0 / 11},
+		{"allot_endpoint_gateway_in_flight", `allot_endpoint_gateway_in_flight{endpoint="chat"}`, 2},
+		{"allot_endpoint_replica_gateway_errors_per_second", `allot_endpoint_replica_gateway_errors_per_second{endpoint="chat",replica="` + replica + `"}`, 0.4},
+		{"allot_endpoint_replica_gateway_in_flight", `allot_endpoint_replica_gateway_in_flight{endpoint="chat",gateway="gw-1",replica="` + replica + `"}`, 2},
 		{"allot_tenant_budget_usd", `allot_tenant_budget_usd{tenant="team"}`, 5000},
 	} {
 		if f := fams[c.family]; f == nil {

@@ -59,7 +59,7 @@ func (s *Server) resolveAfter(p Principal, specs []model.JobSpec) ([][]link, []R
 			if ok {
 				tenant = s.cache.tenantOf(a)
 			}
-			if !ok || !p.sees(tenant) {
+			if !ok || !p.Sees(tenant) {
 				refused = append(refused, Refusal{Index: i, Name: specs[i].Name, Err: refuse(CodeInvalidSpec, field,
 					"unknown job %q: no job of this submission is named so and no job of yours has that ID", a)})
 				continue

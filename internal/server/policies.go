@@ -20,7 +20,7 @@ import (
 //
 //  1. record: the fleet's, regions' and clusters' utilisation of the
 //     cycle's snapshot, and the p95 latency of every endpoint (the samples
-//     its reconciles made, endpoint_latency.go), into a policy.Metrics kept
+//     its reconciles made, package endpoint's latency.go), into a policy.Metrics kept
 //     in memory and trimmed to policy.Window of the set;
 //  2. evaluate with the previous cycle's firings (State.Active); every
 //     policy that fires, clears or stops is logged and kept as an event;
@@ -111,7 +111,7 @@ func (s *Server) applyPolicies(snap *sched.Snapshot, now time.Time) *sched.Snaps
 // the last ones m holds, one series per endpoint.
 func (s *Server) recordLatency(m *policy.Metrics) {
 	const metric = "p95_latency"
-	s.ep.eachP95(func(endpoint string) time.Time {
+	s.ep.EachP95(func(endpoint string) time.Time {
 		if sm := m.Series(metric, endpoint); len(sm) > 0 {
 			return sm[len(sm)-1].At
 		}

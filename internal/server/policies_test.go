@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/server/servertest"
 )
@@ -283,9 +284,9 @@ func TestPolicyLatencyReallocates(t *testing.T) {
 	for step := 0; ; step++ {
 		h.clock.Advance(30 * time.Second)
 		for _, j := range h.replicaJobsOf("chat") {
-			p, _ := h.srv.Authenticate(j.Spec.Env[EnvEndpointToken])
+			p, _ := h.srv.Authenticate(j.Spec.Env[endpoint.EnvEndpointToken])
 			if err := h.srv.ReportEndpointMetrics(context.Background(), p, "chat",
-				EndpointReport{RequestsPerSec: 10, P95Ms: 210, Utilisation: 0.9, Replica: j.ID + ".1"}); err != nil {
+				endpoint.Report{RequestsPerSec: 10, P95Ms: 210, Utilisation: 0.9, Replica: j.ID + ".1"}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -273,7 +273,7 @@ func (s *Server) QuotaRequests(ctx context.Context, p Principal, state string) (
 	}
 	out := []QuotaRequest{}
 	for _, x := range all {
-		if p.sees(x.r.Tenant) && (state == "" || x.r.State == state) {
+		if p.Sees(x.r.Tenant) && (state == "" || x.r.State == state) {
 			out = append(out, x.r)
 		}
 	}

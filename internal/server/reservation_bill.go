@@ -81,7 +81,7 @@ func (s *Server) released(ctx context.Context, p Principal) ([]model.Reservation
 		if err := json.Unmarshal(kv.Value, &rec); err != nil {
 			return nil, fmt.Errorf("read %s: %w", kv.Key, err)
 		}
-		if p.sees(rec.Owner) {
+		if p.Sees(rec.Owner) {
 			out = append(out, model.Reservation{Name: rec.Name, Owner: rec.Owner, SKU: rec.SKU, Region: rec.Region,
 				Count: rec.Count, Start: rec.Start, End: rec.End})
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/allot-dev/allot/internal/endpoint"
 	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
@@ -190,11 +191,11 @@ type Server struct {
 	lastAutoDrain    time.Time   // when this server last drained a failing node
 	failuresRebuilt  atomic.Bool // rebuildFailures has run (tests wait for it)
 	logs             *logBook
-	ep               *endpointBook // inference endpoints (endpoints.go)
-	pol              policyBook    // operator policies (policies.go)
-	regions          regionBook    // when queued jobs were last weighed for a move (region.go)
-	alerts           *alertBook    // built-in alerts (alerts.go)
-	budget           *budgetBook   // tenants' month's cost against their budgets (budget.go)
+	ep               *endpoint.Book // inference endpoints (endpoints.go)
+	pol              policyBook     // operator policies (policies.go)
+	regions          regionBook     // when queued jobs were last weighed for a move (region.go)
+	alerts           *alertBook     // built-in alerts (alerts.go)
+	budget           *budgetBook    // tenants' month's cost against their budgets (budget.go)
 }
 
 // New opens a server over cfg.Store: it lists the store and rebuilds its
@@ -280,10 +281,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.resumed = map[string]time.Time{}
 	s.failedJobs = map[string][]failedAt{}
 	s.logs = newLogBook(cmp.Or(cfg.LogMemory, DefaultLogMemory))
-	s.ep = newEndpointBook()
 	s.alerts = newAlertBook(cfg, s)
 	s.budget = newBudgetBook()
 	s.m = newMetrics(cfg.Registry)
+	s.ep = endpoint.New(endpointHost{s}, endpoint.Config{URL: cfg.URL, CA: cfg.CA, GatewayURL: cfg.GatewayURL,
+		Interval: min(cfg.Tick, endpoint.DefaultInterval), Log: cfg.Logger, Registry: cfg.Registry})
 	for _, n := range cfg.Fleet.Nodes { // a series from the start, so that increase() sees the first failure
 		s.m.nodeFailed.WithLabelValues(n.Name)
 	}
@@ -444,7 +446,7 @@ func (s *Server) lead(ctx context.Context, watchErr <-chan error) error {
 		go s.checkHeartbeatsEvery(ctx, max(s.nodeTimeout/4, 10*time.Millisecond))
 	}
 	go s.rebuildFailures(ctx, s.clock.Now())
-	go s.reconcileEndpointsEvery(ctx)
+	go s.ep.Run(ctx)
 	go s.moveWaitingEvery(ctx)
 	go s.evaluateAlertsEvery(ctx)
 	go s.checkBudgetsEvery(ctx)

@@ -17,16 +17,21 @@ import (
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
 type harness struct {
-	t     *testing.T
-	dir   string
-	st    *bolt.Store
-	srv   *Server
-	clock *ManualClock
+	t         *testing.T
+	dir       string
+	st        *bolt.Store
+	srv       *Server
+	clock     *ManualClock
+	configure func(*Config) // changes the config of every open; nil: none
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { return newHarnessWith(t, nil) }
+
+// newHarnessWith is newHarness with configure's changes to the server's
+// config.
+func newHarnessWith(t *testing.T, configure func(*Config)) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), clock: NewManualClock(t0)}
+	h := &harness{t: t, dir: t.TempDir(), clock: NewManualClock(t0), configure: configure}
 	h.open()
 	return h
 }
@@ -36,8 +41,11 @@ func (h *harness) open() {
 	fleet, ten := servertest.Example(h.t)
 	h.st = servertest.Store(h.t, h.dir)
 	var err error
-	h.srv, err = New(context.Background(), Config{Store: h.st, Fleet: fleet, Tenancy: ten, Clock: h.clock,
-		CheckIncremental: true})
+	cfg := Config{Store: h.st, Fleet: fleet, Tenancy: ten, Clock: h.clock, CheckIncremental: true}
+	if h.configure != nil {
+		h.configure(&cfg)
+	}
+	h.srv, err = New(context.Background(), cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}

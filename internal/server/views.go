@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -261,13 +260,13 @@ func (s *Server) Usage(p Principal, region string) []Usage {
 		return u
 	}
 	for _, q := range w.tenancy.Quotas {
-		if p.sees(q.Tenant) && (region == "" || q.Region == region) {
+		if p.Sees(q.Tenant) && (region == "" || q.Region == region) {
 			g := q.GPUs
 			get(key{q.Tenant, q.Region, q.Series}).QuotaGPUs = &g
 		}
 	}
 	for _, j := range s.cache.holding() {
-		if !p.sees(j.Spec.Tenant) {
+		if !p.Sees(j.Spec.Tenant) {
 			continue
 		}
 		for _, a := range j.Status.Allocations {
@@ -300,7 +299,7 @@ func (s *Server) Usage(p Principal, region string) []Usage {
 func (s *Server) Reservations(p Principal) []model.Reservation {
 	var out []model.Reservation
 	for _, r := range s.world().tenancy.Reservations {
-		if p.sees(r.Owner) {
+		if p.Sees(r.Owner) {
 			out = append(out, r)
 		}
 	}
@@ -313,15 +312,13 @@ func (s *Server) Reservation(p Principal, name string) (model.Reservation, error
 		if r.Name != name {
 			continue
 		}
-		if !p.sees(r.Owner) {
+		if !p.Sees(r.Owner) {
 			return model.Reservation{}, refuse(CodeForbidden, "", "reservation %q belongs to another tenant", name)
 		}
 		return r, nil
 	}
 	return model.Reservation{}, refuse(CodeNotFound, "", "no reservation %q", name)
 }
-
-var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
 
 // CreateReservation stores r. A tenant owns what it creates; the
 // administrator must name the owner. A tenant's reservation passes its
@@ -338,8 +335,8 @@ func (s *Server) CreateReservation(ctx context.Context, p Principal, r model.Res
 	case p.Admin && r.Owner == "":
 		return r, nil, refuse(CodeInvalidSpec, "owner", "must not be empty")
 	}
-	if !validName.MatchString(r.Name) {
-		return r, nil, refuse(CodeInvalidSpec, "name", "want 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	if !model.ValidName(r.Name) {
+		return r, nil, refuse(CodeInvalidSpec, "name", "%s", model.NameRule)
 	}
 	// A reservation made now holds its nodes from now at the earliest: an
 	// open or past start would reach its window, and the GPU-hours it
@@ -424,12 +421,12 @@ func largestCluster(f *model.Fleet, sku, region string) (most, clusters int) {
 // DeleteReservation removes a reservation created through the API.
 func (s *Server) DeleteReservation(ctx context.Context, p Principal, name string) error {
 	r, modRev, ok := s.cache.reservation(name)
-	if ok && !p.sees(r.Owner) {
+	if ok && !p.Sees(r.Owner) {
 		return refuse(CodeForbidden, "", "reservation %q belongs to another tenant", name)
 	}
 	if !ok {
 		for _, x := range s.cfg.Tenancy.Reservations {
-			if x.Name == name && !p.sees(x.Owner) {
+			if x.Name == name && !p.Sees(x.Owner) {
 				return refuse(CodeForbidden, "", "reservation %q belongs to another tenant", name)
 			}
 			if x.Name == name {
@@ -475,7 +472,7 @@ func (s *Server) reservationIdle(p Principal, name string) error {
 				continue
 			}
 			n++
-			if p.sees(j.Spec.Tenant) && len(ids) < 5 {
+			if p.Sees(j.Spec.Tenant) && len(ids) < 5 {
 				ids = append(ids, j.ID)
 			}
 		}

@@ -7,7 +7,10 @@
 // 1.5 s: the fleet map (GET /v1/nodes, admin), the queue with each pending
 // job's reason and estimated start (GET /v1/jobs and /v1/jobs/{id}/why),
 // running jobs on their nodes, recent preemptions (a job's attempt history),
-// partitions and usage, endpoints against their SLO, and alerts (admin). A
+// partitions and usage, endpoints against their SLO with what the gateways
+// measured of each over the last minute (requests/s, the p95 against the
+// SLO, errors, and per replica its requests in flight and p95), and alerts
+// (admin). A
 // section the token may not read (403) is hidden, so a tenant's token shows
 // exactly what the API gives that tenant and nothing more.
 //

@@ -24,7 +24,7 @@ const maxP95 = 60.0
 const slaShare = 0.95
 
 // endpointSim drives one endpoint as the server's reconcile does
-// (internal/server/endpoint_reconcile.go): each minute its requests are
+// (internal/endpoint/reconcile.go): each minute its requests are
 // served by the world's model (package sim/serving) on the replicas
 // serving then, the measured p95 becomes the autoscaler's sample, the
 // autoscaler decides, and replicas are submitted or stopped; the core

@@ -304,17 +304,50 @@ function drawUsage(u) {
   fill("#usage", (u.usage || []).map(x => row([x.tenant, x.region, x.series, x.used_gpus, x.quota_gpus == null ? "—" : x.quota_gpus], { "data-tenant": x.tenant })), "no usage");
 }
 
+// drawEndpoints lists the endpoints against their SLO, each followed by
+// what the gateways measured of it when one reported it in the last
+// minute (gatewayPanel).
 function drawEndpoints(e) {
   $("#endpoints").hidden = e === null;
   if (!e) return;
-  fill("#endpoints", (e.endpoints || []).map(x => {
+  fill("#endpoints", (e.endpoints || []).flatMap(x => {
     const slo = x.spec && x.spec.slo ? x.spec.slo.p95_ms : null;
     const p95 = x.metrics ? x.metrics.p95_ms : null;
     const breach = slo != null && p95 != null && p95 > slo;
     const rolling = x.rollout_since ? " · rolling out" : "";
     const status = el("span", { class: breach ? "breach" : "", text: (p95 == null ? "no metrics" : breach ? "over SLO" : "within SLO") + rolling });
-    return row([x.name, x.tenant, `${(x.replicas || []).length}/${x.desired}`, p95 == null ? "—" : p95, slo == null ? "—" : slo, status], { "data-endpoint": x.name });
+    const rows = [row([x.name, x.tenant, `${(x.replicas || []).length}/${x.desired}`, p95 == null ? "—" : p95, slo == null ? "—" : slo, status], { "data-endpoint": x.name })];
+    if (x.gateway) rows.push(gatewayPanel(x.name, x.gateway, slo));
+    return rows;
   }), "no endpoints");
+}
+
+// ms prints a latency in ms, or — when none was measured.
+function ms(q, which) { return q && q[which] > 0 ? String(round(q[which])) : "—"; }
+
+// gatewayPanel is what the gateways measured of endpoint name over the
+// last minute (g, the endpoint's "gateway"): requests/s, errors, requests
+// in flight, the p95 against the SLO (a bar that turns red past it), and
+// per replica its requests/s, in flight, p95 and whether the gateways
+// route to it.
+function gatewayPanel(name, g, slo) {
+  const p95 = g.latency ? g.latency.p95_ms : 0;
+  const over = slo != null && p95 > slo;
+  const bar = el("span", { class: "bar" + (over ? " over" : "") });
+  bar.style.width = (slo ? Math.min(100, 100 * p95 / slo) : 0) + "%";
+  const summary = el("div", { class: "summary" },
+    el("span", { text: `gateways, last minute: ${round(g.requests_per_sec)} req/s · ` }),
+    el("span", { class: "p95" + (over ? " breach" : ""), text: `p95 ${ms(g.latency, "p95_ms")} ms` + (slo == null ? "" : ` of SLO ${slo} ms`) }),
+    el("span", { class: "meter", title: `p50 ${ms(g.latency, "p50_ms")} ms, p95 ${ms(g.latency, "p95_ms")} ms, p99 ${ms(g.latency, "p99_ms")} ms; ` +
+      `first byte p95 ${ms(g.first_byte, "p95_ms")} ms` }, bar),
+    el("span", { text: ` · p99 ${ms(g.latency, "p99_ms")} ms · errors ${g.errors} · ${g.in_flight} in flight` }));
+  const head = el("tr", {}, ...["Replica", "req/s", "In flight", "p95 ms", "Errors", "Gateways"].map(h => el("th", { text: h })));
+  const reps = (g.replicas || []).map(r => row([r.job, round(r.requests_per_sec), r.in_flight, ms(r.latency, "p95_ms"), r.errors,
+    !r.routed ? "out of the route" : r.ready ? "ready" : "not ready"],
+  { "data-replica": r.job, "data-in-flight": String(r.in_flight), "data-p95": r.latency && r.latency.p95_ms > 0 ? String(r.latency.p95_ms) : "" }));
+  const table = el("table", { class: "replicas" }, el("thead", {}, head), el("tbody", {}, ...reps));
+  return el("tr", { class: "gateway", "data-gateway": name, "data-rps": String(g.requests_per_sec), "data-p95": String(p95), "data-over-slo": String(over) },
+    el("td", { colspan: "6" }, summary, table));
 }
 
 function start() {

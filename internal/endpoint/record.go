@@ -1,4 +1,4 @@
-package server
+package endpoint
 
 import (
 	"encoding/json"
@@ -9,16 +9,14 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 )
 
-// prefixEndpoints holds inference endpoints by name.
-const prefixEndpoints = "/endpoints/"
-
 // endpointRecord is an endpoint in the store, in the wire format of
-// record.go: stable JSON names, durations in nanoseconds.
+// the server's record.go: stable JSON names, durations in nanoseconds.
 type endpointRecord struct {
 	Spec endpointSpecRecord `json:"spec"`
 	// Token is the endpoint's metrics token, which every replica gets in
-	// its env (and so every replica job's record holds); the token key
-	// under prefixTokens is its hash, as for every token.
+	// its env (and so every replica job's record holds); the server keeps
+	// its hash as a token of the endpoint (Records.Create), as for every
+	// token.
 	Token     string               `json:"token"`
 	Status    endpointStatusRecord `json:"status"`
 	CreatedAt time.Time            `json:"created_at"`
@@ -60,10 +58,10 @@ type endpointSpecRecord struct {
 }
 
 type endpointStatusRecord struct {
-	Desired    int                   `json:"desired"`
-	Autoscaler autoscaleStateRecord  `json:"autoscaler"`
-	Reason     string                `json:"reason,omitempty"`
-	Events     []endpointEventRecord `json:"events,omitempty"`
+	Desired    int                  `json:"desired"`
+	Autoscaler autoscaleStateRecord `json:"autoscaler"`
+	Reason     string               `json:"reason,omitempty"`
+	Events     []eventRecord        `json:"events,omitempty"`
 	// RolloutSince and Unlabelled are Endpoint's.
 	RolloutSince time.Time `json:"rollout_since,omitzero"`
 	Unlabelled   string    `json:"unlabelled_template,omitempty"`
@@ -92,7 +90,7 @@ type autoscaleStateRecord struct {
 	Unsettled   time.Time `json:"unsettled,omitzero"`
 }
 
-type endpointEventRecord struct {
+type eventRecord struct {
 	At     time.Time `json:"at"`
 	Kind   string    `json:"kind"`
 	From   int       `json:"from"`
@@ -101,7 +99,7 @@ type endpointEventRecord struct {
 }
 
 // templateRecord is the part of s's record that shapes a replica (its
-// template, endpoint_rollout.go): what the store keeps of it, so that an
+// template, rollout.go): what the store keeps of it, so that an
 // empty list or map and a missing one are the same template.
 func templateRecord(s *model.EndpointSpec) endpointSpecRecord {
 	return endpointSpecRecord{Command: s.Command, Env: s.Env,
@@ -112,7 +110,7 @@ func templateRecord(s *model.EndpointSpec) endpointSpecRecord {
 		DataRegion: s.Placement.DataRegion, Reservation: s.Placement.Reservation, Nodes: s.Placement.Nodes, Exclude: s.Placement.ExcludeNodes}
 }
 
-func encodeEndpoint(e *Endpoint) []byte {
+func encode(e *Endpoint) []byte {
 	s := &e.Spec
 	spec := templateRecord(s)
 	spec.Name, spec.Tenant, spec.Model, spec.MinReplicas, spec.MaxReplicas = s.Name, s.Tenant, s.Model, s.MinReplicas, s.MaxReplicas
@@ -135,16 +133,16 @@ func encodeEndpoint(e *Endpoint) []byte {
 		r.Status.Previous = &prev
 	}
 	for _, ev := range e.Events {
-		r.Status.Events = append(r.Status.Events, endpointEventRecord(ev))
+		r.Status.Events = append(r.Status.Events, eventRecord(ev))
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		panic(fmt.Sprintf("server: encode endpoint %s: %v", s.Name, err)) // only plain data: cannot happen
+		panic(fmt.Sprintf("endpoint: encode %s: %v", s.Name, err)) // only plain data: cannot happen
 	}
 	return b
 }
 
-func decodeEndpoint(b []byte) (*Endpoint, error) {
+func decode(b []byte) (*Endpoint, error) {
 	var r endpointRecord
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
@@ -167,7 +165,7 @@ func decodeEndpoint(b []byte) (*Endpoint, error) {
 		e.Previous = &prev
 	}
 	for _, ev := range r.Status.Events {
-		e.Events = append(e.Events, EndpointEvent(ev))
+		e.Events = append(e.Events, Event(ev))
 	}
 	return e, nil
 }
@@ -188,12 +186,4 @@ func specOfRecord(s endpointSpecRecord) model.EndpointSpec {
 		Rollout:     model.EndpointRollout{MaxSurge: s.MaxSurge, MaxUnavailable: s.MaxUnavail},
 		ServiceTime: s.ServiceTime, Readiness: model.EndpointReadiness{Path: s.ReadyPath, Timeout: s.ReadyTime}, Access: s.Access,
 	}
-}
-
-func encodeTokenRecord(r tokenRecord) []byte {
-	b, err := json.Marshal(r)
-	if err != nil {
-		panic(fmt.Sprintf("server: encode token: %v", err)) // only plain data: cannot happen
-	}
-	return b
 }

@@ -1,4 +1,4 @@
-package server
+package endpoint
 
 import (
 	"context"
@@ -8,23 +8,24 @@ import (
 	"strings"
 
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/refusal"
 )
 
-// UpdateEndpoint gives the endpoint spec.Name the spec spec. What the
+// Update gives the endpoint spec.Name the spec spec. What the
 // autoscaler reads (model, min_replicas, max_replicas, slo, throughput,
 // autoscale) takes effect at the next reconcile; the desired count moves
-// into new bounds at once, as ScaleEndpoint does. A change of what shapes
+// into new bounds at once, as Scale does. A change of what shapes
 // a replica (command, env, resources, priority, placement: the template)
 // is rolled out: the replicas run on, and the reconciles replace them
 // with replicas of the new template within the endpoint's rollout bounds
-// (by default never fewer serving than desired; endpoint_rollout.go). An Updated event says what changed. A
+// (by default never fewer serving than desired; rollout.go). An Updated event says what changed. A
 // new template whose replica could never start is refused as a submit
 // would be; a spec equal to the endpoint's changes nothing; the tenant
 // cannot change.
-func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.EndpointSpec) (*Endpoint, error) {
-	s.ep.mu.Lock()
-	defer s.ep.mu.Unlock()
-	e, modRev, err := s.loadEndpoint(ctx, p, spec.Name)
+func (b *Book) Update(ctx context.Context, c Caller, spec model.EndpointSpec) (*Endpoint, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, modRev, err := b.load(ctx, c, spec.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -35,20 +36,19 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 		spec.Command = slices.Clone(model.DefaultEndpointCommand)
 	}
 	if err := spec.Validate(); err != nil {
-		return nil, fromField(err)
+		return nil, refusal.FromField(err)
 	}
 	old := e.Spec
 	if spec.Tenant != old.Tenant {
-		return nil, refuse(CodeInvalidSpec, "tenant", "an endpoint stays with its tenant %q; create one for %q under another name", old.Tenant, spec.Tenant)
+		return nil, refusal.New(refusal.InvalidSpec, "tenant", "an endpoint stays with its tenant %q; create one for %q under another name", old.Tenant, spec.Tenant)
 	}
 	rolls := templateOf(spec, e.Restarted) != templateOf(old, e.Restarted)
 	if rolls {
-		w := s.world()
-		replica := s.replicaSpec(&Endpoint{Spec: spec, token: e.token})
+		replica := b.replicaSpec(&Endpoint{Spec: spec, token: e.token})
 		if err := replica.Validate(); err != nil {
-			return nil, fromField(err)
+			return nil, refusal.FromField(err)
 		}
-		if err := s.admissible(w, replica, s.clock.Now()); err != nil {
+		if err := b.host.Admissible(replica, b.host.Now()); err != nil {
 			return nil, err
 		}
 	}
@@ -80,17 +80,17 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 	if len(changed) == 0 {
 		return e, nil
 	}
-	if err := s.checkReplicaLimit(e.Spec.Tenant, spec.MinReplicas-e.Desired, "min_replicas"); err != nil {
+	if err := b.host.CheckLimit(e.Spec.Tenant, spec.MinReplicas-e.Desired, "min_replicas"); err != nil {
 		return nil, err
 	}
 	from := e.Desired
 	to := min(max(from, spec.MinReplicas), spec.MaxReplicas)
-	reason := fmt.Sprintf("%s changed %s", p.Name(), strings.Join(changed, ", "))
+	reason := fmt.Sprintf("%s changed %s", c.Name(), strings.Join(changed, ", "))
 	if to != from {
 		reason += fmt.Sprintf(": desired %d → %d", from, to)
 		e.Reason = reason
 	}
-	now := s.clock.Now()
+	now := b.host.Now()
 	if rolls {
 		if e.Unlabelled == "" {
 			e.Unlabelled = templateOf(old, e.Restarted)
@@ -101,16 +101,16 @@ func (s *Server) UpdateEndpoint(ctx context.Context, p Principal, spec model.End
 	}
 	e.Spec, e.Desired = spec, to
 	e.addEvent(now, EventUpdated, from, to, reason)
-	rec := encodeEndpoint(e)
-	if n := len(rec); n > maxEndpointRecord {
-		return nil, refuse(CodeTooLarge, "", "the endpoint takes %d bytes once stored, over the limit of %d KiB", n, maxEndpointRecord>>10)
+	rec := encode(e)
+	if n := len(rec); n > maxRecord {
+		return nil, refusal.New(refusal.TooLarge, "", "the endpoint takes %d bytes once stored, over the limit of %d KiB", n, maxRecord>>10)
 	}
-	if err := s.putEndpoint(ctx, "update", e, rec, modRev); err != nil {
+	if err := b.put(ctx, "update", e, rec, modRev); err != nil {
 		return nil, err
 	}
-	s.log.Info("endpoint updated", "endpoint", spec.Name, "changed", strings.Join(changed, ", "), "desired", to, "by", p.Name())
-	s.auditOther(ctx, p, e.Spec.Tenant, ActionEndpointUpdate, "endpoint/"+spec.Name, "changed "+strings.Join(changed, ", "))
-	s.kickEndpoints()
+	b.log.Info("endpoint updated", "endpoint", spec.Name, "changed", strings.Join(changed, ", "), "desired", to, "by", c.Name())
+	b.host.Audit(ctx, c, e.Spec.Tenant, ActionUpdate, "endpoint/"+spec.Name, "changed "+strings.Join(changed, ", "))
+	b.Kick()
 	return e, nil
 }
 
@@ -126,37 +126,37 @@ func samePlacement(a, b model.Placement) bool {
 		a.Reservation == b.Reservation && slices.Equal(a.Nodes, b.Nodes) && slices.Equal(a.ExcludeNodes, b.ExcludeNodes)
 }
 
-// RestartEndpoint replaces every replica of endpoint name, as kubectl
+// Restart replaces every replica of endpoint name, as kubectl
 // rollout restart does: the restart time becomes part of the endpoint's
 // template, so the reconciles roll the replicas over as for an update
-// (endpoint_rollout.go). A
+// (rollout.go). A
 // replica that reads its model or configuration at start picks up the
 // new one so. An event Restarted says who asked.
-func (s *Server) RestartEndpoint(ctx context.Context, p Principal, name string) (*Endpoint, error) {
-	s.ep.mu.Lock()
-	defer s.ep.mu.Unlock()
-	e, modRev, err := s.loadEndpoint(ctx, p, name)
+func (b *Book) Restart(ctx context.Context, c Caller, name string) (*Endpoint, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, modRev, err := b.load(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
-	now := s.clock.Now()
+	now := b.host.Now()
 	if e.Unlabelled == "" {
 		e.Unlabelled = e.template()
 	}
 	prev := e.Spec
 	e.Previous, e.PreviousRestarted = &prev, e.Restarted
 	e.Restarted, e.RolloutSince = now, now
-	e.addEvent(now, EventRestarted, e.Desired, e.Desired, p.Name()+" restarted the endpoint; "+rollingOut(e.template(), e.Spec.Rollout, e.Desired))
-	if err := s.putEndpoint(ctx, "restart", e, encodeEndpoint(e), modRev); err != nil {
+	e.addEvent(now, EventRestarted, e.Desired, e.Desired, c.Name()+" restarted the endpoint; "+rollingOut(e.template(), e.Spec.Rollout, e.Desired))
+	if err := b.put(ctx, "restart", e, encode(e), modRev); err != nil {
 		return nil, err
 	}
-	s.log.Info("endpoint restarted", "endpoint", name, "template", e.template(), "by", p.Name())
-	s.auditOther(ctx, p, e.Spec.Tenant, ActionEndpointRestart, "endpoint/"+name, "template "+e.template())
-	s.kickEndpoints()
+	b.log.Info("endpoint restarted", "endpoint", name, "template", e.template(), "by", c.Name())
+	b.host.Audit(ctx, c, e.Spec.Tenant, ActionRestart, "endpoint/"+name, "template "+e.template())
+	b.Kick()
 	return e, nil
 }
 
-// UndoEndpoint rolls endpoint name back to the template it had before its
+// Undo rolls endpoint name back to the template it had before its
 // last template change (an update, a restart or an undo), as kubectl
 // rollout undo does: command, env, resources, priority and placement, and
 // the restart time, come back; the bounds, SLO and autoscaler stay. The
@@ -166,26 +166,26 @@ func (s *Server) RestartEndpoint(ctx context.Context, p Principal, name string) 
 // RolledBack says who asked. An endpoint whose template never changed, or
 // whose earlier template could no longer start (a reservation gone), is
 // refused.
-func (s *Server) UndoEndpoint(ctx context.Context, p Principal, name string) (*Endpoint, error) {
-	s.ep.mu.Lock()
-	defer s.ep.mu.Unlock()
-	e, modRev, err := s.loadEndpoint(ctx, p, name)
+func (b *Book) Undo(ctx context.Context, c Caller, name string) (*Endpoint, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, modRev, err := b.load(ctx, c, name)
 	if err != nil {
 		return nil, err
 	}
 	if e.Previous == nil {
-		return nil, refuse(CodeConflict, "", "endpoint %s has no earlier template to roll back to: its template never changed", name)
+		return nil, refusal.New(refusal.Conflict, "", "endpoint %s has no earlier template to roll back to: its template never changed", name)
 	}
 	cur, curRestarted := e.Spec, e.Restarted
 	back := withTemplate(e.Spec, e.Previous)
-	replica := s.replicaSpec(&Endpoint{Spec: back, token: e.token})
+	replica := b.replicaSpec(&Endpoint{Spec: back, token: e.token})
 	if err := replica.Validate(); err != nil {
-		return nil, fromField(err)
+		return nil, refusal.FromField(err)
 	}
-	if err := s.admissible(s.world(), replica, s.clock.Now()); err != nil {
+	if err := b.host.Admissible(replica, b.host.Now()); err != nil {
 		return nil, err
 	}
-	now := s.clock.Now()
+	now := b.host.Now()
 	if e.Unlabelled == "" {
 		e.Unlabelled = e.template()
 	}
@@ -194,13 +194,13 @@ func (s *Server) UndoEndpoint(ctx context.Context, p Principal, name string) (*E
 	e.Previous, e.PreviousRestarted = &cur, curRestarted
 	e.RolloutSince = now
 	e.addEvent(now, EventRolledBack, e.Desired, e.Desired, fmt.Sprintf("%s rolled the endpoint back from template %s; %s",
-		p.Name(), from, rollingOut(e.template(), e.Spec.Rollout, e.Desired)))
-	if err := s.putEndpoint(ctx, "undo", e, encodeEndpoint(e), modRev); err != nil {
+		c.Name(), from, rollingOut(e.template(), e.Spec.Rollout, e.Desired)))
+	if err := b.put(ctx, "undo", e, encode(e), modRev); err != nil {
 		return nil, err
 	}
-	s.log.Info("endpoint rolled back", "endpoint", name, "from", from, "to", e.template(), "by", p.Name())
-	s.auditOther(ctx, p, e.Spec.Tenant, ActionEndpointUndo, "endpoint/"+name, "template "+from+" → "+e.template())
-	s.kickEndpoints()
+	b.log.Info("endpoint rolled back", "endpoint", name, "from", from, "to", e.template(), "by", c.Name())
+	b.host.Audit(ctx, c, e.Spec.Tenant, ActionUndo, "endpoint/"+name, "template "+from+" → "+e.template())
+	b.Kick()
 	return e, nil
 }
 

@@ -1,9 +1,7 @@
-package server
+package endpoint
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -11,16 +9,16 @@ import (
 
 	"github.com/allot-dev/allot/internal/autoscale"
 	"github.com/allot-dev/allot/internal/model"
-	"github.com/allot-dev/allot/internal/store"
+	"github.com/allot-dev/allot/internal/refusal"
 )
 
 // Metrics of endpoints: each replica's latest report, kept in memory (a
 // restart forgets them; replicas report again within their interval), and
 // per endpoint a window of the samples the reconciles made of them.
 
-// EndpointReport is what one replica measured over its last report
-// interval (the body of POST /v1/endpoints/{name}/metrics).
-type EndpointReport struct {
+// Report is what one replica measured over its last report interval (the
+// body of POST /v1/endpoints/{name}/metrics).
+type Report struct {
 	RequestsPerSec float64 // requests that arrived, per second
 	P95Ms          float64 // p95 latency of the requests completed, ms
 	Utilisation    float64 // busy share of the replica's capacity, 0 to 1
@@ -29,7 +27,7 @@ type EndpointReport struct {
 	Replica string
 	// Port is the TCP port the replica serves on, on its node's address;
 	// 0 when it does not say. A gateway routes to a replica only once it
-	// has said (endpoint_routes.go).
+	// has said (routes.go).
 	Port int
 }
 
@@ -47,37 +45,28 @@ const (
 // replicaReport is the latest report of one reporter.
 type replicaReport struct {
 	at      time.Time
-	r       EndpointReport
+	r       Report
 	job     string // the replica job it names, "" for another reporter
 	attempt int    // the attempt of job it names
 }
 
-// ReportEndpointMetrics records a report for endpoint name from p: the
-// endpoint's own token, its tenant or the administrator.
-func (s *Server) ReportEndpointMetrics(ctx context.Context, p Principal, name string, r EndpointReport) error {
-	if p.Endpoint != "" && (p.Admin || p.Endpoint != name) {
-		return refuse(CodeForbidden, "", "an endpoint token may report only its own endpoint's metrics")
-	}
-	kv, err := s.st.Get(ctx, prefixEndpoints+name)
-	if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrInvalid) {
-		return refuse(CodeNotFound, "", "no endpoint %q", name)
-	}
+// Report records a report for endpoint name from c: its tenant, the
+// administrator, or (own) the endpoint's own token, which sees no tenant;
+// the server has checked that such a token is this endpoint's.
+func (b *Book) Report(ctx context.Context, c Caller, own bool, name string, r Report) error {
+	e, _, err := b.read(ctx, name)
 	if err != nil {
-		return fmt.Errorf("read endpoint %s: %w", name, err)
+		return err
 	}
-	e, err := decodeEndpoint(kv.Value)
-	if err != nil {
-		return fmt.Errorf("read endpoint %s: %w", name, err)
-	}
-	if p.Endpoint == "" && !p.sees(e.Spec.Tenant) {
-		return refuse(CodeForbidden, "", "endpoint %q belongs to another tenant", name)
+	if !own && !c.Sees(e.Spec.Tenant) {
+		return refusal.New(refusal.Forbidden, "", "endpoint %q belongs to another tenant", name)
 	}
 	if err := r.validate(); err != nil {
 		return err
 	}
 	job, attempt := "", 0
 	if id, n, _ := strings.Cut(r.Replica, "."); id != "" {
-		if ref, _, found := s.cache.job(id); found && ref.job != nil && isReplica(e, ref.job) {
+		if j, found := b.host.Job(id); found && isReplica(e, j) {
 			job = id
 			attempt, _ = strconv.Atoi(n)
 		}
@@ -86,34 +75,34 @@ func (s *Server) ReportEndpointMetrics(ctx context.Context, p Principal, name st
 	if job != "" {
 		key = job // the latest attempt's report replaces the earlier ones'
 	}
-	s.ep.record(name, key, replicaReport{at: s.clock.Now(), r: r, job: job, attempt: attempt}, 2*e.Spec.MaxReplicas+16)
+	b.record(name, key, replicaReport{at: b.host.Now(), r: r, job: job, attempt: attempt}, 2*e.Spec.MaxReplicas+16)
 	return nil
 }
 
-func (r EndpointReport) validate() error {
+func (r Report) validate() error {
 	for _, f := range []struct {
 		field    string
 		v, limit float64
 	}{{"requests_per_sec", r.RequestsPerSec, maxReportRate}, {"p95_ms", r.P95Ms, maxReportP95}, {"utilisation", r.Utilisation, 1}} {
 		if !(f.v >= 0 && f.v <= f.limit) {
-			return refuse(CodeInvalidSpec, f.field, "must be a number between 0 and %g, got %g", f.limit, f.v)
+			return refusal.New(refusal.InvalidSpec, f.field, "must be a number between 0 and %g, got %g", f.limit, f.v)
 		}
 	}
 	if r.Port < 0 || r.Port > 65535 {
-		return refuse(CodeInvalidSpec, "port", "must be a TCP port, 1 to 65535 (or 0: not said), got %d", r.Port)
+		return refusal.New(refusal.InvalidSpec, "port", "must be a TCP port, 1 to 65535 (or 0: not said), got %d", r.Port)
 	}
 	if len(r.Replica) > maxReplicaName {
-		return refuse(CodeInvalidSpec, "replica", "must be at most %d bytes", maxReplicaName)
+		return refusal.New(refusal.InvalidSpec, "replica", "must be at most %d bytes", maxReplicaName)
 	}
 	if err := model.Printable("replica", r.Replica); err != nil {
-		return fromField(err)
+		return refusal.FromField(err)
 	}
 	return nil
 }
 
 // record keeps rep as the latest report of key for endpoint name; past
 // limit reporters, the one heard from longest ago is forgotten.
-func (b *endpointBook) record(name, key string, rep replicaReport, limit int) {
+func (b *Book) record(name, key string, rep replicaReport, limit int) {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	rs := b.reports[name]
@@ -138,7 +127,7 @@ func (b *endpointBook) record(name, key string, rep replicaReport, limit int) {
 
 // reportedSince reports whether replica job of endpoint name reported at or
 // after t.
-func (b *endpointBook) reportedSince(name, job string, t time.Time) bool {
+func (b *Book) reportedSince(name, job string, t time.Time) bool {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	r, ok := b.reports[name][job]
@@ -150,7 +139,7 @@ func (b *endpointBook) reportedSince(name, job string, t time.Time) bool {
 // it to the endpoint's window, drops samples older than keep, and returns
 // the window. Reports of replicas in ended are dropped: their load has
 // moved to the others.
-func (b *endpointBook) sample(name string, ended []*model.Job, now time.Time, keep time.Duration) []autoscale.Sample {
+func (b *Book) sample(name string, ended []*model.Job, now time.Time, keep time.Duration) []autoscale.Sample {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	rs := b.reports[name]
@@ -211,14 +200,14 @@ func (b *endpointBook) sample(name string, ended []*model.Job, now time.Time, ke
 }
 
 // setDecision keeps the reason of the latest decision for endpoint name.
-func (b *endpointBook) setDecision(name, reason string) {
+func (b *Book) setDecision(name, reason string) {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	b.latest[name] = reason
 }
 
 // last returns the newest sample and decision reason of endpoint name.
-func (b *endpointBook) last(name string) (*autoscale.Sample, string) {
+func (b *Book) last(name string) (*autoscale.Sample, string) {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	var out *autoscale.Sample
@@ -227,42 +216,6 @@ func (b *endpointBook) last(name string) (*autoscale.Sample, string) {
 		out = &s
 	}
 	return out, b.latest[name]
-}
-
-// forget drops everything kept of endpoint name.
-func (b *endpointBook) forget(name string) {
-	b.metricsMu.Lock()
-	defer b.metricsMu.Unlock()
-	delete(b.reports, name)
-	delete(b.windows, name)
-	delete(b.latest, name)
-	delete(b.gateways, name)
-	delete(b.draining, name)
-}
-
-// forgetAllBut drops what is kept of endpoints not in names.
-func (b *endpointBook) forgetAllBut(names map[string]bool) {
-	b.metricsMu.Lock()
-	defer b.metricsMu.Unlock()
-	for _, m := range []map[string]bool{keys(b.reports), keys(b.windows), keys(b.latest), keys(b.gateways), keys(b.draining)} {
-		for n := range m {
-			if !names[n] {
-				delete(b.reports, n)
-				delete(b.windows, n)
-				delete(b.latest, n)
-				delete(b.gateways, n)
-				delete(b.draining, n)
-			}
-		}
-	}
-}
-
-func keys[V any](m map[string]V) map[string]bool {
-	out := make(map[string]bool, len(m))
-	for k := range m {
-		out[k] = true
-	}
-	return out
 }
 
 // windowKeep is how long the samples of an endpoint with params p are kept.

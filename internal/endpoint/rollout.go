@@ -1,4 +1,4 @@
-package server
+package endpoint
 
 import (
 	"crypto/sha256"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/allot-dev/allot/internal/autoscale"
 	"github.com/allot-dev/allot/internal/model"
 )
 
@@ -40,7 +41,7 @@ const LabelTemplate = "endpoint-template"
 func templateOf(spec model.EndpointSpec, restarted time.Time) string {
 	b, err := json.Marshal(templateRecord(&spec))
 	if err != nil {
-		panic(fmt.Sprintf("server: endpoint template %s: %v", spec.Name, err)) // only plain data: cannot happen
+		panic(fmt.Sprintf("endpoint: template of %s: %v", spec.Name, err)) // only plain data: cannot happen
 	}
 	if !restarted.IsZero() {
 		b = append(b, restarted.UTC().Format(time.RFC3339Nano)...)
@@ -146,19 +147,19 @@ func rolloutCounted(desired int, live, outdated []*model.Job) []*model.Job {
 // endpoint's lead
 // time (from asking for a replica to its serving), so that a replica that
 // never reports does not hold a rollout up for ever.
-func (s *Server) servesFor(e *Endpoint, now time.Time) func(*model.Job) bool {
-	lead := EndpointParams(e.Spec).LeadTime
+func (b *Book) servesFor(e *Endpoint, now time.Time) func(*model.Job) bool {
+	lead := autoscale.ForEndpoint(e.Spec).LeadTime
 	return func(j *model.Job) bool {
 		if j.Status.State != model.StateRunning {
 			return false
 		}
-		if s.ep.gatewayRoutes(e.Spec.Name, now) {
+		if b.gatewayRoutes(e.Spec.Name, now) {
 			// Gateways route to the endpoint: only a replica they found
 			// ready serves, or the rollout would drain the old replicas
 			// while the new ones take no traffic yet.
-			return s.ep.gatewayReady(e.Spec.Name, j.ID, now)
+			return b.gatewayReady(e.Spec.Name, j.ID, now)
 		}
-		return !now.Before(j.Status.StartedAt.Add(lead)) || s.ep.reportedSince(e.Spec.Name, j.ID, j.Status.StartedAt)
+		return !now.Before(j.Status.StartedAt.Add(lead)) || b.reportedSince(e.Spec.Name, j.ID, j.Status.StartedAt)
 	}
 }
 

@@ -1,4 +1,4 @@
-package server
+package endpoint
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 // as agents watch their assignments), never read per request.
 //
 // A replica is in its endpoint's route when its job runs, its current
-// attempt has said which port it serves on (EndpointReport.Port, which
-// allot demo serve sends), and it is not draining (endpoint_drain.go). Its
+// attempt has said which port it serves on (Report.Port, which
+// allot demo serve sends), and it is not draining (drain.go). Its
 // address is its node's address, as the node's agent registered it, with
 // that port: a replica names only a port, never a host, so a tenant cannot
 // point a gateway at a machine outside the fleet. The gateway still checks
@@ -59,21 +59,18 @@ type RouteTable struct {
 // own.
 const routesRecheck = time.Second
 
-// Routes returns the route table to p (a gateway token or the
-// administrator) once its version differs from after, or when wait has
-// passed (at once when wait ≤ 0).
-func (s *Server) Routes(ctx context.Context, p Principal, after string, wait time.Duration) (RouteTable, error) {
-	if !p.Admin && !p.Gateway {
-		return RouteTable{}, refuse(CodeForbidden, "", "only a gateway token (scope %q) or the admin token may read the routes", ScopeGateway)
-	}
+// Routes returns the route table (the server gives it only to a gateway
+// token or the administrator) once its version differs from after, or
+// when wait has passed (at once when wait ≤ 0).
+func (b *Book) Routes(ctx context.Context, after string, wait time.Duration) (RouteTable, error) {
 	timer := time.NewTimer(max(wait, 0))
 	defer timer.Stop()
 	for {
-		_, jobsChanged := s.cache.jobsChanged()
-		s.ep.metricsMu.Lock()
-		routesChanged := s.ep.routesChanged
-		s.ep.metricsMu.Unlock()
-		t, err := s.routeTable(ctx)
+		jobsChanged := b.host.JobsChanged()
+		b.metricsMu.Lock()
+		routesChanged := b.routesChanged
+		b.metricsMu.Unlock()
+		t, err := b.routeTable(ctx)
 		if err != nil {
 			return RouteTable{}, err
 		}
@@ -96,14 +93,14 @@ func (s *Server) Routes(ctx context.Context, p Principal, after string, wait tim
 	}
 }
 
-// routeTable computes the route table from the store, the cache and the
+// routeTable computes the route table from the records, the jobs and the
 // replicas' reports.
-func (s *Server) routeTable(ctx context.Context) (RouteTable, error) {
-	known := s.endpointsKnown(ctx)
-	jobs := s.replicaJobs()
-	callers := s.callerHashes()
+func (b *Book) routeTable(ctx context.Context) (RouteTable, error) {
+	known := b.known(ctx)
+	jobs := b.host.Replicas()
+	callers := b.host.Callers()
 	t := RouteTable{Routes: make([]Route, 0, len(known))}
-	s.ep.metricsMu.Lock()
+	b.metricsMu.Lock()
 	for name, e := range known {
 		r := Route{Endpoint: name, Tenant: e.Spec.Tenant, Access: e.Spec.Access, Readiness: e.Spec.Readiness.Or(), Replicas: []RouteReplica{}}
 		if r.Access == "" {
@@ -117,44 +114,26 @@ func (s *Server) routeTable(ctx context.Context) (RouteTable, error) {
 			if j.Status.State != model.StateRunning || len(j.Status.Allocations) == 0 {
 				continue
 			}
-			if _, drain := s.ep.draining[name][j.ID]; drain {
+			if _, drain := b.draining[name][j.ID]; drain {
 				continue
 			}
-			rep, ok := s.ep.reports[name][j.ID]
+			rep, ok := b.reports[name][j.ID]
 			if !ok || rep.r.Port == 0 || rep.attempt != len(j.Status.Attempts) {
 				continue
 			}
-			addr := net.JoinHostPort(s.address(j.Status.Allocations[0].Node), strconv.Itoa(rep.r.Port))
+			addr := net.JoinHostPort(b.host.Address(j.Status.Allocations[0].Node), strconv.Itoa(rep.r.Port))
 			r.Replicas = append(r.Replicas, RouteReplica{Job: j.ID, Address: addr})
 		}
 		slices.SortFunc(r.Replicas, func(a, b RouteReplica) int { return strings.Compare(a.Job, b.Job) })
 		t.Routes = append(t.Routes, r)
 	}
-	s.ep.metricsMu.Unlock()
+	b.metricsMu.Unlock()
 	slices.SortFunc(t.Routes, func(a, b Route) int { return strings.Compare(a.Endpoint, b.Endpoint) })
-	b, err := json.Marshal(t.Routes)
+	body, err := json.Marshal(t.Routes)
 	if err != nil {
 		return RouteTable{}, err
 	}
-	sum := sha256.Sum256(b)
+	sum := sha256.Sum256(body)
 	t.Version = hex.EncodeToString(sum[:8])
 	return t, nil
-}
-
-// callerHashes returns, per tenant, the hashes of its tokens that have not
-// expired, sorted.
-func (s *Server) callerHashes() map[string][]string {
-	now := s.clock.Now()
-	out := map[string][]string{}
-	s.cache.mu.RLock()
-	for h, e := range s.cache.tokens {
-		if e.p.Tenant != "" && !e.p.Admin && e.p.Node == "" && e.p.Endpoint == "" && !e.expired(now) {
-			out[e.p.Tenant] = append(out[e.p.Tenant], h)
-		}
-	}
-	s.cache.mu.RUnlock()
-	for _, hs := range out {
-		slices.Sort(hs)
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package server
+package endpoint
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 // Draining: a running replica the reconcile wants gone (a scale-in, a
 // rollout) is not stopped at once. It is first taken out of its
-// endpoint's route (endpoint_routes.go), which wakes every gateway's
+// endpoint's route (routes.go), which wakes every gateway's
 // watch; it is stopped once every gateway heard from in the last
 // gatewaySeen has reported, after the drain began, that it no longer
 // routes to the replica and has no request in flight on it, or after
@@ -26,40 +26,40 @@ const DrainTimeout = 30 * time.Second
 
 // drainOrStop stops replica j of e when it is drained (or need not be) and
 // reports whether it did; otherwise it marks it draining.
-func (s *Server) drainOrStop(ctx context.Context, e *Endpoint, j *model.Job, now time.Time) (bool, error) {
+func (b *Book) drainOrStop(ctx context.Context, e *Endpoint, j *model.Job, now time.Time) (bool, error) {
 	name := e.Spec.Name
 	if j.Status.State == model.StateRunning {
-		s.ep.metricsMu.Lock()
-		since, marked := s.ep.draining[name][j.ID]
+		b.metricsMu.Lock()
+		since, marked := b.draining[name][j.ID]
 		if !marked {
-			if s.ep.draining[name] == nil {
-				s.ep.draining[name] = map[string]time.Time{}
+			if b.draining[name] == nil {
+				b.draining[name] = map[string]time.Time{}
 			}
-			s.ep.draining[name][j.ID] = now
+			b.draining[name][j.ID] = now
 			since = now
-			s.ep.changedRoutes()
+			b.changedRoutes()
 		}
-		done := s.ep.drained(name, j.ID, since, now)
-		s.ep.metricsMu.Unlock()
+		done := b.drained(name, j.ID, since, now)
+		b.metricsMu.Unlock()
 		if !marked {
-			s.log.Info("endpoint replica draining", "endpoint", name, "job", j.ID)
+			b.log.Info("endpoint replica draining", "endpoint", name, "job", j.ID)
 		}
 		if !done {
 			return false, nil
 		}
 	}
-	if err := s.stopReplica(ctx, e, j); err != nil {
+	if err := b.stopReplica(ctx, e, j); err != nil {
 		return false, err
 	}
-	s.ep.metricsMu.Lock()
-	delete(s.ep.draining[name], j.ID)
-	s.ep.metricsMu.Unlock()
+	b.metricsMu.Lock()
+	delete(b.draining[name], j.ID)
+	b.metricsMu.Unlock()
 	return true, nil
 }
 
 // drained reports whether replica job of endpoint name, draining since
 // since, may stop at now (see the notes above); metricsMu is held.
-func (b *endpointBook) drained(name, job string, since, now time.Time) bool {
+func (b *Book) drained(name, job string, since, now time.Time) bool {
 	if now.Sub(since) >= DrainTimeout {
 		return true
 	}
@@ -83,7 +83,7 @@ func (b *endpointBook) drained(name, job string, since, now time.Time) bool {
 }
 
 // drainingOf returns the replicas of endpoint name that drain.
-func (b *endpointBook) drainingOf(name string) map[string]bool {
+func (b *Book) drainingOf(name string) map[string]bool {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	out := make(map[string]bool, len(b.draining[name]))
@@ -96,7 +96,7 @@ func (b *endpointBook) drainingOf(name string) map[string]bool {
 // keepDraining clears the drain of endpoint name's replicas that are not
 // in stop (the load rose again, a rollout changed its mind): they go back
 // into the route.
-func (b *endpointBook) keepDraining(name string, stop []*model.Job) {
+func (b *Book) keepDraining(name string, stop []*model.Job) {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	d := b.draining[name]

@@ -1,4 +1,4 @@
-package server
+package endpoint
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/latency"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/refusal"
 )
 
 // What gateways measured (internal/gateway): every gateway posts, every
@@ -23,10 +24,10 @@ import (
 //     and the p50/p95/p99 that endpoint show prints and the autoscaler's
 //     sample takes (the last gatewayWindow of them: the gateway's
 //     measurement is the autoscaler's primary signal, the replicas' own
-//     reports an extra one, endpoint_metrics.go);
+//     reports an extra one, report.go);
 //   - per replica, slots of ten seconds over the last minute, and each
 //     gateway's latest word on it (in flight, routed, ready), which the
-//     drain of a replica waits for (endpoint_drain.go).
+//     drain of a replica waits for (drain.go).
 
 // Bounds of gateway reports and of what is kept of them.
 const (
@@ -148,23 +149,20 @@ func newGatewayBook() *gatewayBook {
 	return &gatewayBook{endpoint: newRing(time.Second), replicas: map[string]*ring{}, words: map[string]map[string]replicaWord{}}
 }
 
-// ReportGateway records what a gateway measured. Only a gateway token or
-// the administrator may report; reports of endpoints that do not exist
-// and of jobs that are not their replicas are dropped, since a gateway's
-// routes may be a moment older than the server's.
-func (s *Server) ReportGateway(ctx context.Context, p Principal, r GatewayReport) error {
-	if !p.Admin && !p.Gateway {
-		return refuse(CodeForbidden, "", "only a gateway token (scope %q) or the admin token may report gateway measurements", ScopeGateway)
-	}
+// ReportGateway records what a gateway measured (the server lets only a
+// gateway token or the administrator report). Reports of endpoints that
+// do not exist and of jobs that are not their replicas are dropped, since
+// a gateway's routes may be a moment older than the server's.
+func (b *Book) ReportGateway(ctx context.Context, r GatewayReport) error {
 	if err := r.validate(); err != nil {
 		return err
 	}
-	now := s.clock.Now()
-	jobs := s.replicaJobs()
-	known := s.endpointsKnown(ctx)
-	s.ep.metricsMu.Lock()
-	defer s.ep.metricsMu.Unlock()
-	s.ep.gatewaysSeen[r.Gateway] = now
+	now := b.host.Now()
+	jobs := b.host.Replicas()
+	known := b.known(ctx)
+	b.metricsMu.Lock()
+	defer b.metricsMu.Unlock()
+	b.gatewaysSeen[r.Gateway] = now
 	for _, er := range r.Endpoints {
 		e := known[er.Endpoint]
 		if e == nil {
@@ -176,10 +174,10 @@ func (s *Server) ReportGateway(ctx context.Context, p Principal, r GatewayReport
 				mine[j.ID] = true
 			}
 		}
-		g := s.ep.gateways[er.Endpoint]
+		g := b.gateways[er.Endpoint]
 		if g == nil {
 			g = newGatewayBook()
-			s.ep.gateways[er.Endpoint] = g
+			b.gateways[er.Endpoint] = g
 		}
 		for i := range er.Replicas {
 			rep := &er.Replicas[i]
@@ -205,15 +203,15 @@ func (s *Server) ReportGateway(ctx context.Context, p Principal, r GatewayReport
 	return nil
 }
 
-// endpointsKnown returns the stored endpoints by name.
-func (s *Server) endpointsKnown(ctx context.Context) map[string]*Endpoint {
+// known returns the stored endpoints by name.
+func (b *Book) known(ctx context.Context) map[string]*Endpoint {
 	out := map[string]*Endpoint{}
-	kvs, _, err := s.st.List(ctx, prefixEndpoints)
+	kvs, err := b.host.List(ctx)
 	if err != nil {
 		return out
 	}
 	for _, kv := range kvs {
-		if e, err := decodeEndpoint(kv.Value); err == nil {
+		if e, err := decode(kv.Value); err == nil {
 			out[e.Spec.Name] = e
 		}
 	}
@@ -222,33 +220,33 @@ func (s *Server) endpointsKnown(ctx context.Context) map[string]*Endpoint {
 
 func (r GatewayReport) validate() error {
 	if r.Gateway == "" || len(r.Gateway) > maxGatewayName {
-		return refuse(CodeInvalidSpec, "gateway", "must name the gateway in 1 to %d printable bytes", maxGatewayName)
+		return refusal.New(refusal.InvalidSpec, "gateway", "must name the gateway in 1 to %d printable bytes", maxGatewayName)
 	}
 	if err := model.Printable("gateway", r.Gateway); err != nil {
-		return fromField(err)
+		return refusal.FromField(err)
 	}
 	if len(r.Endpoints) > maxGatewayEntries {
-		return refuse(CodeInvalidSpec, "endpoints", "holds %d endpoints, over %d", len(r.Endpoints), maxGatewayEntries)
+		return refusal.New(refusal.InvalidSpec, "endpoints", "holds %d endpoints, over %d", len(r.Endpoints), maxGatewayEntries)
 	}
 	for i, e := range r.Endpoints {
 		field := fmt.Sprintf("endpoints[%d]", i)
-		if !validName.MatchString(e.Endpoint) {
-			return refuse(CodeInvalidSpec, field+".endpoint", "is not an endpoint name")
+		if !model.ValidName(e.Endpoint) {
+			return refusal.New(refusal.InvalidSpec, field+".endpoint", "is not an endpoint name")
 		}
 		if len(e.Replicas) > maxGatewayReplicas {
-			return refuse(CodeInvalidSpec, field+".replicas", "holds %d replicas, over %d", len(e.Replicas), maxGatewayReplicas)
+			return refusal.New(refusal.InvalidSpec, field+".replicas", "holds %d replicas, over %d", len(e.Replicas), maxGatewayReplicas)
 		}
 		for k, rep := range e.Replicas {
 			rf := fmt.Sprintf("%s.replicas[%d]", field, k)
 			switch {
 			case rep.Job == "" || len(rep.Job) > maxReplicaName:
-				return refuse(CodeInvalidSpec, rf+".job", "must name a job in 1 to %d bytes", maxReplicaName)
+				return refusal.New(refusal.InvalidSpec, rf+".job", "must name a job in 1 to %d bytes", maxReplicaName)
 			case rep.Errors > rep.Requests:
-				return refuse(CodeInvalidSpec, rf+".errors", "%d errors among %d requests", rep.Errors, rep.Requests)
+				return refusal.New(refusal.InvalidSpec, rf+".errors", "%d errors among %d requests", rep.Errors, rep.Requests)
 			case rep.InFlight < 0 || rep.InFlight > maxGatewayInFlight:
-				return refuse(CodeInvalidSpec, rf+".in_flight", "must be between 0 and %d, got %d", maxGatewayInFlight, rep.InFlight)
+				return refusal.New(refusal.InvalidSpec, rf+".in_flight", "must be between 0 and %d, got %d", maxGatewayInFlight, rep.InFlight)
 			case rep.Latency.Count() > rep.Requests || rep.FirstByte.Count() > rep.Requests:
-				return refuse(CodeInvalidSpec, rf+".latency", "holds more latencies than the %d requests", rep.Requests)
+				return refusal.New(refusal.InvalidSpec, rf+".latency", "holds more latencies than the %d requests", rep.Requests)
 			}
 		}
 	}
@@ -260,9 +258,10 @@ func (r GatewayReport) validate() error {
 type GatewayMetrics struct {
 	RequestsPerSec float64
 	Errors         uint64
+	ErrorsPerSec   float64
 	InFlight       int
 	// Latency of whole requests and FirstByte (until the headers): p50,
-	// p95, p99.
+	// p95, p99; zero without requests.
 	Latency, FirstByte Quantiles
 	Replicas           []GatewayReplicaMetrics
 }
@@ -279,14 +278,27 @@ type GatewayReplicaMetrics struct {
 	Job            string
 	RequestsPerSec float64
 	Errors         uint64
+	ErrorsPerSec   float64
 	InFlight       int
 	Routed, Ready  bool // by every gateway that reported it lately
-	Latency        Quantiles
+	// Latency of whole requests and FirstByte: p50, p95, p99; zero
+	// without requests.
+	Latency, FirstByte Quantiles
+	// Gateways is each gateway's latest word on the replica, of those
+	// that reported it lately, by name.
+	Gateways []GatewayWord
+}
+
+// GatewayWord is one gateway's latest word on a replica.
+type GatewayWord struct {
+	Gateway       string
+	InFlight      int
+	Routed, Ready bool
 }
 
 // gatewayMetrics returns the gateways' last minute of endpoint name; nil
 // when no gateway reported it in that minute.
-func (b *endpointBook) gatewayMetrics(name string, now time.Time) *GatewayMetrics {
+func (b *Book) gatewayMetrics(name string, now time.Time) *GatewayMetrics {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	g := b.gateways[name]
@@ -295,14 +307,15 @@ func (b *endpointBook) gatewayMetrics(name string, now time.Time) *GatewayMetric
 	}
 	sum, span := g.endpoint.sum(now, gatewayMinute)
 	out := &GatewayMetrics{RequestsPerSec: float64(sum.requests) / span.Seconds(), Errors: sum.errors,
-		Latency: quantiles(&sum.lat), FirstByte: quantiles(&sum.ttfb)}
+		ErrorsPerSec: float64(sum.errors) / span.Seconds(), Latency: quantiles(&sum.lat), FirstByte: quantiles(&sum.ttfb)}
 	heard := false
 	for job, r := range g.replicas {
 		rs, span := r.sum(now, gatewayMinute)
 		m := GatewayReplicaMetrics{Job: job, RequestsPerSec: float64(rs.requests) / span.Seconds(), Errors: rs.errors,
-			Latency: quantiles(&rs.lat), Routed: true, Ready: true}
+			ErrorsPerSec: float64(rs.errors) / span.Seconds(), Latency: quantiles(&rs.lat),
+			FirstByte: quantiles(&rs.ttfb), Routed: true, Ready: true}
 		fresh := false
-		for _, w := range g.words[job] {
+		for gw, w := range g.words[job] {
 			if now.Sub(w.at) > gatewaySeen {
 				continue
 			}
@@ -310,7 +323,9 @@ func (b *endpointBook) gatewayMetrics(name string, now time.Time) *GatewayMetric
 			m.InFlight += w.inFlight
 			m.Routed = m.Routed && w.routed
 			m.Ready = m.Ready && w.ready
+			m.Gateways = append(m.Gateways, GatewayWord{Gateway: gw, InFlight: w.inFlight, Routed: w.routed, Ready: w.ready})
 		}
+		slices.SortFunc(m.Gateways, func(a, b GatewayWord) int { return strings.Compare(a.Gateway, b.Gateway) })
 		if !fresh {
 			m.Routed, m.Ready = false, false
 			if rs.requests == 0 {
@@ -331,7 +346,7 @@ func (b *endpointBook) gatewayMetrics(name string, now time.Time) *GatewayMetric
 // name at now: the requests/s over the last gatewayWindow, their p95 and
 // p50 in ms (0 without requests), and how many replicas the gateways
 // found ready. ok is false when no gateway reported the endpoint lately.
-func (b *endpointBook) gatewaySample(name string, now time.Time) (rate, p95, p50 float64, ready int, ok bool) {
+func (b *Book) gatewaySample(name string, now time.Time) (rate, p95, p50 float64, ready int, ok bool) {
 	g := b.gateways[name]
 	if g == nil {
 		return 0, 0, 0, 0, false
@@ -358,7 +373,7 @@ func (b *endpointBook) gatewaySample(name string, now time.Time) (rate, p95, p50
 
 // gatewayReady reports whether a gateway that reported replica job of
 // endpoint name lately found it ready.
-func (b *endpointBook) gatewayReady(name, job string, now time.Time) bool {
+func (b *Book) gatewayReady(name, job string, now time.Time) bool {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	g := b.gateways[name]
@@ -374,7 +389,7 @@ func (b *endpointBook) gatewayReady(name, job string, now time.Time) bool {
 }
 
 // gatewayRoutes reports whether a gateway reported endpoint name lately.
-func (b *endpointBook) gatewayRoutes(name string, now time.Time) bool {
+func (b *Book) gatewayRoutes(name string, now time.Time) bool {
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
 	g := b.gateways[name]
@@ -393,7 +408,7 @@ func (b *endpointBook) gatewayRoutes(name string, now time.Time) bool {
 
 // forgetReplicas drops what gateways said of the replicas of endpoint
 // name in ended.
-func (b *endpointBook) forgetReplicas(name string, ended []*model.Job) {
+func (b *Book) forgetReplicas(name string, ended []*model.Job) {
 	g := b.gateways[name]
 	if g == nil {
 		return

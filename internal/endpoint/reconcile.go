@@ -1,4 +1,4 @@
-package server
+package endpoint
 
 import (
 	"cmp"
@@ -10,41 +10,43 @@ import (
 
 	"github.com/allot-dev/allot/internal/autoscale"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/refusal"
 	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/store"
 )
 
-// DefaultEndpointInterval is the longest time between two reconciles of
-// the endpoints (they also run at every --tick when that is shorter, and
-// soon after an endpoint is created or scaled).
-const DefaultEndpointInterval = 2 * time.Second
+// DefaultInterval is the longest time between two reconciles of the
+// endpoints (the server runs them at every --tick when that is shorter;
+// they also run soon after an endpoint is created or scaled).
+const DefaultInterval = 2 * time.Second
 
-// reconcileEndpointsEvery runs ReconcileEndpoints until ctx ends.
-func (s *Server) reconcileEndpointsEvery(ctx context.Context) {
-	t := time.NewTicker(min(s.cfg.Tick, DefaultEndpointInterval))
+// Run reconciles every Config.Interval, and soon after a Kick, until ctx
+// ends.
+func (b *Book) Run(ctx context.Context) {
+	t := time.NewTicker(b.cfg.Interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-s.ep.kick:
+		case <-b.kick:
 		}
-		if err := s.ReconcileEndpoints(ctx); err != nil && ctx.Err() == nil {
-			s.log.Error("reconcile endpoints", "err", err)
+		if err := b.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			b.log.Error("reconcile endpoints", "err", err)
 		}
 	}
 }
 
-// ReconcileEndpoints brings every endpoint's replicas in line with its
-// metrics at the Clock's now. For each endpoint, in order:
+// Reconcile brings every endpoint's replicas in line with its
+// metrics at the host's Now. For each endpoint, in order:
 //
 //  1. Replace: when fewer replicas live (jobs not ended) than the desired
 //     count, submit new ones (a replica that failed, or was canceled by
 //     someone else, is replaced), unless replicas that failed hold the
-//     endpoint in its back-off (endpoint_backoff.go) or one waits for the
+//     endpoint in its back-off (backoff.go) or one waits for the
 //     tenant's quota; submits stop at the tenant's limit on jobs
-//     (checkReplicaLimit). A submit refused is a ReplicaRefused event.
+//     (Jobs.CheckLimit). A submit refused is a ReplicaRefused event.
 //  2. Measure: the replicas' fresh reports become one sample of the
 //     endpoint's window.
 //  3. Decide: the autoscaler, with the endpoint's parameters, the window,
@@ -54,52 +56,52 @@ func (s *Server) reconcileEndpointsEvery(ctx context.Context) {
 //  4. Act: submit replicas up to the desired count (held back as in
 //     step 1), or stop the extras:
 //     queued ones first, then those starting, then the newest running,
-//     a running one only once it is drained (endpoint_drain.go);
+//     a running one only once it is drained (drain.go);
 //     while replicas of an earlier template live, roll them over to the
-//     endpoint's (endpoint_rollout.go).
+//     endpoint's (rollout.go).
 //  5. Persist the record when something in it changed.
 //
 // With no endpoint it reads one empty key range of the store.
-func (s *Server) ReconcileEndpoints(ctx context.Context) error {
-	s.ep.mu.Lock()
-	defer s.ep.mu.Unlock()
-	kvs, _, err := s.st.List(ctx, prefixEndpoints)
+func (b *Book) Reconcile(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	kvs, err := b.host.List(ctx)
 	if err != nil {
 		return fmt.Errorf("list endpoints: %w", err)
 	}
 	names := make(map[string]bool, len(kvs))
 	if len(kvs) == 0 {
-		s.ep.forgetAllBut(names)
-		s.m.keepEndpoints(names)
+		b.forgetAllBut(names)
+		b.m.keep(names)
 		return nil
 	}
-	jobs := s.replicaJobs()
+	jobs := b.host.Replicas()
 	var errs []error
 	for _, kv := range kvs {
-		e, err := decodeEndpoint(kv.Value)
+		e, err := decode(kv.Value)
 		if err != nil {
-			s.log.Error("skipping unreadable endpoint record", "key", kv.Key, "err", err)
+			b.log.Error("skipping unreadable endpoint record", "key", kv.Key, "err", err)
 			continue
 		}
 		names[e.Spec.Name] = true
-		if err := s.reconcileEndpoint(ctx, e, kv.ModRev, jobs[e.Spec.Name]); err != nil {
+		if err := b.reconcile(ctx, e, kv.ModRev, jobs[e.Spec.Name]); err != nil {
 			errs = append(errs, fmt.Errorf("endpoint %s: %w", e.Spec.Name, err))
 		}
 	}
-	s.ep.forgetAllBut(names)
-	s.m.keepEndpoints(names)
+	b.forgetAllBut(names)
+	b.m.keep(names)
 	return errors.Join(errs...)
 }
 
-func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int64, jobs []*model.Job) error {
-	now := s.clock.Now()
+func (b *Book) reconcile(ctx context.Context, e *Endpoint, modRev int64, jobs []*model.Job) error {
+	now := b.host.Now()
 	name := e.Spec.Name
 	live, ended := splitReplicas(e, jobs)
 	changed := e.noteCrashes(live, ended, now)
 
 	// 1. Replace.
-	if n := e.Desired - len(live); n > 0 && s.mayAdd(e, live, now, &changed) {
-		added, err := s.addReplicas(ctx, e, n)
+	if n := e.Desired - len(live); n > 0 && b.mayAdd(e, live, now, &changed) {
+		added, err := b.addReplicas(ctx, e, n)
 		if len(added) > 0 {
 			e.addEvent(now, EventReplicaReplaced, e.Desired, e.Desired, replacedReason(ended, len(live), e.Desired, added))
 			live = append(live, added...)
@@ -108,66 +110,65 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 		if err != nil && !isRefusal(err) {
 			return err
 		}
-		if err != nil && s.refused(e, now, err) {
+		if err != nil && b.refused(e, now, err) {
 			changed = true
 		}
 	}
 
 	// 2. Measure.
-	params := EndpointParams(e.Spec)
-	window := s.ep.sample(name, ended, now, windowKeep(params))
+	params := autoscale.ForEndpoint(e.Spec)
+	window := b.sample(name, ended, now, windowKeep(params))
 
 	// 3. Decide.
-	w := s.world()
 	current, outdated := byTemplate(e, live)
 	// A draining replica is on its way out: counted, it would make a
 	// scale-in look undone, and the next decision would ask for it back.
-	draining := s.ep.drainingOf(name)
+	draining := b.drainingOf(name)
 	staying := func(js []*model.Job) []*model.Job {
 		return slices.DeleteFunc(slices.Clone(js), func(j *model.Job) bool { return draining[j.ID] })
 	}
 	counted := rolloutCounted(e.Desired, staying(live), staying(outdated))
 	replicas := make([]autoscale.Replica, len(counted))
 	for i, j := range counted {
-		_, gpu := replicaNode(w, j)
+		_, gpu := b.replicaNode(j)
 		replicas[i] = autoscale.Replica{GPUModel: gpu, Ready: j.Status.State == model.StateRunning}
 	}
 	d, st := params.Decide(e.Spec, window, replicas, now, e.State)
-	s.ep.setDecision(name, d.Reason)
+	b.setDecision(name, d.Reason)
 	if st != e.State {
 		e.State, changed = st, true
 	}
 	if d.Desired != e.Desired {
-		s.log.Info("endpoint decision", "endpoint", name, "event", d.Event.String(), "from", e.Desired, "to", d.Desired, "reason", d.Reason)
+		b.log.Info("endpoint decision", "endpoint", name, "event", d.Event.String(), "from", e.Desired, "to", d.Desired, "reason", d.Reason)
 		e.addEvent(now, d.Event.String(), e.Desired, d.Desired, d.Reason)
 		e.Desired, e.Reason, changed = d.Desired, d.Reason, true
 	}
-	s.m.endpoint(name, viewOf(e, window, live, now))
+	b.m.endpoint(name, viewOf(e, window, live, now))
 
 	// 4. Act.
 	surge, unavailable := e.Spec.Rollout.Bounds(e.Desired)
-	add, stop := rolloutStep(e.Desired, surge, unavailable, current, outdated, s.servesFor(e, now))
+	add, stop := rolloutStep(e.Desired, surge, unavailable, current, outdated, b.servesFor(e, now))
 	var actErr error
 	left := len(outdated)
-	s.ep.keepDraining(name, stop)
+	b.keepDraining(name, stop)
 	for _, j := range stop {
-		stopped, err := s.drainOrStop(ctx, e, j, now)
+		stopped, err := b.drainOrStop(ctx, e, j, now)
 		if err != nil {
 			actErr = err
 			break
 		}
 		if stopped && slices.Contains(outdated, j) {
 			left--
-			s.log.Info("endpoint replica replaced", "endpoint", name, "job", j.ID, "template", replicaTemplate(e, j))
+			b.log.Info("endpoint replica replaced", "endpoint", name, "job", j.ID, "template", replicaTemplate(e, j))
 		}
 	}
-	if add > 0 && actErr == nil && s.mayAdd(e, live, now, &changed) {
-		added, err := s.addReplicas(ctx, e, add)
+	if add > 0 && actErr == nil && b.mayAdd(e, live, now, &changed) {
+		added, err := b.addReplicas(ctx, e, add)
 		current = append(current, added...)
 		switch {
 		case err != nil && !isRefusal(err):
 			actErr = err
-		case err != nil && s.refused(e, now, err):
+		case err != nil && b.refused(e, now, err):
 			changed = true
 		}
 	}
@@ -178,8 +179,7 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 
 	// 5. Persist.
 	if changed {
-		key := prefixEndpoints + name
-		_, err := s.st.Txn(ctx, store.Txn{If: []store.Cond{store.ModRevIs(key, modRev)}, Then: []store.Op{store.PutOp(key, encodeEndpoint(e))}})
+		err := b.host.Put(ctx, name, encode(e), modRev)
 		if err != nil && !errors.Is(err, store.ErrConflict) {
 			return errors.Join(actErr, fmt.Errorf("store endpoint: %w", err))
 		}
@@ -191,15 +191,15 @@ func (s *Server) reconcileEndpoint(ctx context.Context, e *Endpoint, modRev int6
 // the endpoint backs off from failing replicas, nor while one of live
 // waits for its tenant's quota (more would only wait too; that wait is
 // recorded as a refusal, setting *changed when it adds an event).
-func (s *Server) mayAdd(e *Endpoint, live []*model.Job, now time.Time, changed *bool) bool {
+func (b *Book) mayAdd(e *Endpoint, live []*model.Job, now time.Time, changed *bool) bool {
 	if e.backingOff(now) {
 		return false
 	}
 	for _, j := range live {
 		if j.Status.State == model.StateQueued && j.Status.Reason == sched.QuotaExceeded.String() {
-			err := refuse(CodeQuotaExceeded, "", "replica %s waits for tenant %q's quota (QuotaExceeded): "+
+			err := refusal.New(refusal.QuotaExceeded, "", "replica %s waits for tenant %q's quota (QuotaExceeded): "+
 				"no more replicas are submitted until it runs", j.ID, e.Spec.Tenant)
-			if s.refused(e, now, err) {
+			if b.refused(e, now, err) {
 				*changed = true
 			}
 			return false
@@ -210,7 +210,7 @@ func (s *Server) mayAdd(e *Endpoint, live []*model.Job, now time.Time, changed *
 
 // refused records a refused replica submit as an event, unless the last
 // event says the same already, and reports whether it added one.
-func (s *Server) refused(e *Endpoint, now time.Time, err error) bool {
+func (b *Book) refused(e *Endpoint, now time.Time, err error) bool {
 	if !isRefusal(err) {
 		return false
 	}
@@ -218,15 +218,12 @@ func (s *Server) refused(e *Endpoint, now time.Time, err error) bool {
 	if n := len(e.Events); n > 0 && e.Events[n-1].Kind == EventReplicaRefused && e.Events[n-1].Reason == reason {
 		return false
 	}
-	s.log.Warn("endpoint replica refused", "endpoint", e.Spec.Name, "err", err)
+	b.log.Warn("endpoint replica refused", "endpoint", e.Spec.Name, "err", err)
 	e.addEvent(now, EventReplicaRefused, e.Desired, e.Desired, reason)
 	return true
 }
 
-func isRefusal(err error) bool {
-	var se *Error
-	return errors.As(err, &se)
-}
+func isRefusal(err error) bool { return refusal.Is(err) }
 
 // replacedReason says why replicas were added to reach the desired count.
 func replacedReason(ended []*model.Job, live, desired int, added []*model.Job) string {
@@ -276,8 +273,8 @@ func extras(live []*model.Job, n int) []*model.Job {
 
 // viewOf is what the endpoint's metrics show after a decision: the newest
 // sample's p95 when it is fresh, the SLO and the replica counts.
-func viewOf(e *Endpoint, window []autoscale.Sample, live []*model.Job, now time.Time) endpointView {
-	v := endpointView{slo: e.Spec.SLO.P95, desired: e.Desired, live: len(live), ready: running(live)}
+func viewOf(e *Endpoint, window []autoscale.Sample, live []*model.Job, now time.Time) view {
+	v := view{slo: e.Spec.SLO.P95, desired: e.Desired, live: len(live), ready: running(live)}
 	if n := len(window); n > 0 && now.Sub(window[n-1].At) <= reportFresh {
 		v.p95 = time.Duration(window[n-1].P95Ms * float64(time.Millisecond))
 	}
