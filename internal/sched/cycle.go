@@ -114,14 +114,19 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		pend(f.Reason, f.Detail)
 		return
 	}
+	// ...or by one for its shape whatever CPU and memory it asks (miss.go).
+	if f, seen := st.settled[string(st.missKey(&j.Spec.Resources))]; seen {
+		pend(f.Reason, f.Detail)
+		return
+	}
 	key := string(st.keyBuf)
 	a := st.newAttempt(j, t, res)
 	// 2–3. Admit and place.
-	p, reason, detail := st.placeOrBlind(a)
+	p, reason, detail, blind := st.placeOrBlind(a)
 	if reason != ReasonNone {
 		// 4. Preempt.
 		counts := st.counts
-		victims, until, missed := st.preemptOrMiss(a)
+		victims, until, missed, universal := st.preemptOrMiss(a)
 		if len(victims) == 0 {
 			st.counts = counts // every victim tried out was restored: use is as it was
 			if !until.IsZero() {
@@ -134,6 +139,9 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 			failed[key] = failure{Pending: Pending{Reason: reason, Detail: detail}, groups: groups}
 			if !missed {
 				st.addMiss(a, until, groups)
+			}
+			if blind && universal {
+				st.settle(a, Pending{Reason: reason, Detail: detail}, groups)
 			}
 			pend(reason, detail)
 			return

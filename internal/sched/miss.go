@@ -46,21 +46,34 @@ type preemptMiss struct {
 // preemptOrMiss is preempt, answered from the cycle's misses when a job of
 // a's shape asking no more CPU and memory found no victims: then victims is
 // nil, until is that job's, st.protectedOn its protected nodes, and missed
-// is true.
-func (st *state) preemptOrMiss(a *attempt) (victims []victim, until time.Time, missed bool) {
+// is true. universal reports that a miss holds whatever CPU and memory a
+// job of a's missKey asks (a job that may not preempt misses too).
+func (st *state) preemptOrMiss(a *attempt) (victims []victim, until time.Time, missed, universal bool) {
 	if st.cfg.DisablePreemption || a.class == model.ClassSpot {
-		return nil, time.Time{}, false
+		return nil, time.Time{}, false, true
 	}
 	r := &a.job.Spec.Resources
 	for _, m := range st.misses[string(st.missKey(r))] {
 		if m.cpu <= r.CPUMilli && m.mem <= r.MemoryMiB {
 			st.protectedOn = append(st.protectedOn[:0], m.protectedOn...)
-			return nil, m.until, true
+			return nil, m.until, true, m.cpu == 0 && m.mem == 0
 		}
 	}
 	st.missAll = false
 	victims, until = st.preempt(a)
-	return victims, until, false
+	return victims, until, false, len(victims) == 0 && st.missAll
+}
+
+// settle records the outcome of a job that failed blind (placeOrBlind)
+// and missed whatever it asks (preemptOrMiss): every job of its missKey
+// fails alike, and scheduleJob answers it before making an attempt. Such
+// a job's keep would keep nothing the first one's did not (which nodes a
+// job may use does not depend on its CPU and memory), so none is made.
+func (st *state) settle(a *attempt, p Pending, groups []uint64) {
+	if st.settled == nil {
+		st.settled = map[string]failure{}
+	}
+	st.settled[string(st.missKey(&a.job.Spec.Resources))] = failure{Pending: p, groups: groups}
 }
 
 // roomCouldNotHoldAny reports, once roomCouldHold found that releasing
@@ -135,9 +148,11 @@ func (st *state) dropMisses(freed []uint64) {
 			st.misses[k] = ms
 		}
 	}
-	for k, f := range st.blind {
-		if intersects(f.groups, freed) {
-			delete(st.blind, k)
+	for _, m := range [...]map[string]failure{st.blind, st.settled} {
+		for k, f := range m {
+			if intersects(f.groups, freed) {
+				delete(m, k)
+			}
 		}
 	}
 }
@@ -146,29 +161,33 @@ func (st *state) dropMisses(freed []uint64) {
 func (st *state) clearMisses() {
 	clear(st.misses)
 	clear(st.blind)
+	clear(st.settled)
 }
 
 // placeOrBlind is place, answered from the cycle's blind verdicts for a
 // single instance when a job of a's key (missKey) failed for a reason that
 // no node's free CPU or memory took part in (cpuBlind): every filter then
 // sees a as it saw that job, and the reason and detail are that job's.
-func (st *state) placeOrBlind(a *attempt) (placement, Reason, string) {
+// blind reports a failure of that kind.
+func (st *state) placeOrBlind(a *attempt) (p placement, reason Reason, detail string, blind bool) {
 	if a.count != 1 {
-		return st.place(a)
+		p, reason, detail = st.place(a)
+		return p, reason, detail, false
 	}
 	k := st.missKey(&a.job.Spec.Resources)
 	if f, ok := st.blind[string(k)]; ok {
-		return placement{}, f.Reason, f.Detail
+		return placement{}, f.Reason, f.Detail, true
 	}
 	st.blindable = false
-	p, reason, detail := st.place(a)
+	p, reason, detail = st.place(a)
 	if reason != ReasonNone && st.blindable {
 		if st.blind == nil {
 			st.blind = map[string]failure{}
 		}
 		st.blind[string(k)] = failure{Pending: Pending{Reason: reason, Detail: detail}, groups: st.shapeGroups(a)}
+		return p, reason, detail, true
 	}
-	return p, reason, detail
+	return p, reason, detail, false
 }
 
 // cpuBlind reports whether v, the full verdict of a single instance that

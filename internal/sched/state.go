@@ -249,6 +249,7 @@ type state struct {
 	// misses are the cycle's preemptions that found no victims to make
 	// room, by the shape key without CPU and memory (missKey).
 	misses    map[string][]preemptMiss
+	settled   map[string]failure // jobs that fail whatever CPU and memory they ask, by missKey (settle)
 	blind     map[string]failure // placements that failed whatever the CPU and memory asked, by missKey
 	missAll   bool               // set by preempt: its miss holds whatever CPU and memory a job asks
 	blindable bool               // set by place: its failure was one for blind
