@@ -102,6 +102,15 @@
 // previous trial found, before running the filters; none of this changes
 // which victims are chosen.
 //
+// Most of a long queue is answered without an attempt: a job that failed
+// holds its verdict for every later job of its shape (appendShapeKey) until
+// a preemption frees capacity the shape could use; and a failure in which
+// the CPU and memory a job asks played no part (no node had its GPUs free,
+// no victims could make room even for a job that asks none) holds for
+// every job of its shape whatever CPU and memory it asks (miss.go). The
+// busy bench's Plans decide alike with and without these (its
+// decisions_sha256).
+//
 // Schedule builds that state from the Snapshot every cycle. A driver that
 // learns of changes one at a time keeps a Session instead: it carries the
 // nodes with what is bound on them, the running work, and the use of
