@@ -6,3 +6,10 @@ func SpareOneByOne() (restore func()) {
 	spareOneByOne = true
 	return func() { spareOneByOne = false }
 }
+
+// EagerMoves turns the logging of moves on cold nodes off (cold.go) and
+// returns what turns it back on.
+func EagerMoves() func() {
+	eagerMoves = true
+	return func() { eagerMoves = false }
+}

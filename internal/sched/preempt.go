@@ -24,6 +24,13 @@ func (st *state) preempt(a *attempt) (victims []victim, protectedUntil time.Time
 	if st.cfg.DisablePreemption || a.class == model.ClassSpot {
 		return nil, time.Time{}
 	}
+	st.coldBegin(a)
+	defer st.coldEnd()
+	return st.preemptTrials(a)
+}
+
+// preemptTrials is preempt's search, with cold nodes' moves held back.
+func (st *state) preemptTrials(a *attempt) (victims []victim, protectedUntil time.Time) {
 	vs := &st.victims
 	st.startVictims(a)
 	// Most jobs that get here find nobody they may evict, or too few to

@@ -238,6 +238,10 @@ func (st *state) groupCouldPass(a *attempt, g *group) bool {
 // trials, keeping the room in step.
 func (st *state) moveVictim(rj *running, release bool) {
 	r := &st.room
+	if st.cold.on {
+		st.moveCold(rj, release)
+		return
+	}
 	st.stamp++
 	stamp := st.stamp
 	for _, i := range rj.nodes {

@@ -37,3 +37,45 @@ func TestSpareInBlocksMatchesOneByOne(t *testing.T) {
 		}
 	}
 }
+
+// Holding back the moves of cold nodes during a preemption (cold.go)
+// decides what moving every victim at once decides: the same Plans, over
+// a first cycle with thousands of preemptions and the steady cycles after
+// it, on a Session as the server and the engine drive it.
+func TestColdNodesMatchEagerMoves(t *testing.T) {
+	plans := func(seed uint64) []byte {
+		w, err := schedtest.NewBusy(schedtest.BusyConfig{Nodes: 1000, Pending: 4000, Fill: 0.9, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
+		var out []byte
+		preemptions := 0
+		for c := 0; c < 6; c++ {
+			p := s.Schedule(w.World.Snapshot(), w.Now)
+			preemptions += len(p.Preemptions)
+			b, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, b...)
+			if err := w.Apply(p); err != nil {
+				t.Fatal(err)
+			}
+			w.Step()
+		}
+		if preemptions == 0 {
+			t.Fatalf("seed %d: no preemptions to compare", seed)
+		}
+		return out
+	}
+	for seed := uint64(1); seed <= 3; seed++ {
+		cold := plans(seed)
+		restore := sched.EagerMoves()
+		eager := plans(seed)
+		restore()
+		if string(cold) != string(eager) {
+			t.Fatalf("seed %d: the Plans differ (%d and %d bytes of JSON)", seed, len(cold), len(eager))
+		}
+	}
+}

@@ -244,8 +244,9 @@ type state struct {
 	// only the cached verdicts a preemption can change.
 	poolGroups, seriesGroups, rackGroups [][]uint64
 	regionGroups                         map[string][]uint64
-	freed                                []uint64 // scratch of scheduleJob
-	room                                 room     // scratch of preempt
+	freed                                []uint64  // scratch of scheduleJob
+	room                                 room      // scratch of preempt
+	cold                                 coldNodes // scratch of preempt: node moves held back (cold.go)
 	// misses are the cycle's preemptions that found no victims to make
 	// room, by the shape key without CPU and memory (missKey).
 	misses    map[string][]preemptMiss
@@ -714,39 +715,65 @@ func (st *state) release(rj *running) {
 
 func (st *state) account(rj *running, sign int64) {
 	st.counts++
-	m := rj.req.TotalMilli()
-	for k, i := range rj.nodes {
-		n := st.nodes[i]
-		st.hold(n, &rj.req, rj.gpus[k], sign)
-		if sign > 0 {
-			st.byNode[i] = append(st.byNode[i], rj)
-		} else {
-			st.byNode[i] = removeRunning(st.byNode[i], rj)
-		}
-		g := st.groups[st.groupOf[i]]
-		if n.Ready {
-			st.poolFree[g.pool] -= sign * m
-		}
-		if p := rj.tenant.partition; p != nil {
-			p.used[g.pool] += sign * m
-		}
-		if m != 0 {
-			rj.tenant.quotaUsed[g.series] += sign * m
-		}
-		rj.tenant.used += sign * m
+	for k := range rj.nodes {
+		st.accountNode(rj, k, sign)
+		st.accountUse(rj, k, sign)
 	}
+}
+
+// accountNode binds (sign +1) or unbinds (-1) rj's k-th instance on its
+// node: the node's free capacity, its group's lists and the node's work.
+func (st *state) accountNode(rj *running, k int, sign int64) {
+	i := rj.nodes[k]
+	st.holdNode(st.nodes[i], &rj.req, rj.gpus[k], sign)
+	if sign > 0 {
+		st.byNode[i] = append(st.byNode[i], rj)
+	} else {
+		st.byNode[i] = removeRunning(st.byNode[i], rj)
+	}
+}
+
+// accountUse charges (sign +1) or refunds (-1) what rj's k-th instance
+// uses beyond its node: power, the pool's free capacity, the partition's,
+// the quota's and the tenant's use.
+func (st *state) accountUse(rj *running, k int, sign int64) {
+	i := rj.nodes[k]
+	n := st.nodes[i]
+	m := rj.req.TotalMilli()
+	st.holdPower(n, &rj.req, sign)
+	g := st.groups[st.groupOf[i]]
+	if n.Ready {
+		st.poolFree[g.pool] -= sign * m
+	}
+	if p := rj.tenant.partition; p != nil {
+		p.used[g.pool] += sign * m
+	}
+	if m != 0 {
+		rj.tenant.quotaUsed[g.series] += sign * m
+	}
+	rj.tenant.used += sign * m
 }
 
 // hold binds (sign +1) or unbinds (-1) one instance on a node and charges
 // or refunds its power, keeping the group's lists in step. Tenants are
 // charged by account; placeGang holds instances alone to try a gang out.
 func (st *state) hold(n *NodeInfo, r *Request, gpus []int, sign int64) {
+	st.holdNode(n, r, gpus, sign)
+	st.holdPower(n, r, sign)
+}
+
+// holdNode is hold's part on the node: its capacity and its group's lists.
+func (st *state) holdNode(n *NodeInfo, r *Request, gpus []int, sign int64) {
 	if sign > 0 {
 		n.Bind(r, gpus)
 	} else {
 		n.Unbind(r, gpus)
 	}
 	st.refile(n)
+}
+
+// holdPower is hold's part on the power caps of the node's rack and region.
+func (st *state) holdPower(n *NodeInfo, r *Request, sign int64) {
 	w := sign * st.powerOf(n, r.TotalMilli())
 	st.regionOf[n.Index].drawW += w
 	if rk := st.rackOf[n.Index]; rk >= 0 {
