@@ -23,6 +23,7 @@ import (
 // fixed sets. No job ID is ever a label.
 type metrics struct {
 	cycle      prometheus.Histogram
+	phases     *prometheus.HistogramVec // by phase (cycle_phases.go)
 	jobs       *prometheus.GaugeVec
 	binds      *prometheus.CounterVec // by class
 	preempts   *prometheus.CounterVec // by reason
@@ -60,6 +61,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help:    "Time of one scheduling cycle: snapshot, plan and commit.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		phases: newCyclePhases(),
 		jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "allot_jobs",
 			Help: "Jobs by state.",
@@ -127,7 +129,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 		}, []string{"endpoint", "kind"}),
 		epNames: map[string]bool{},
 	}
-	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader, m.nodeFailed,
+	reg.MustRegister(m.cycle, m.phases, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader, m.nodeFailed,
 		m.logBytes, m.logsDropped, m.jobsPurged, m.epP95, m.epSLO, m.epReplicas,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range model.States {
