@@ -267,10 +267,12 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	txn.If = append(txn.If, store.ModRevIs(keyFence, snap.fence))
 	fence, _ := json.Marshal(s.fenceRecord(now))
 	txn.Then = append(txn.Then, store.PutOp(keyFence, fence))
-	for _, j := range out {
+	recs := make([][]byte, len(out))
+	for i, j := range out {
 		key := prefixJobs + j.ID
+		recs[i] = encodeJob(j)
 		txn.If = append(txn.If, store.ModRevIs(key, snap.modRev[j.ID]))
-		txn.Then = append(txn.Then, store.PutOp(key, encodeJob(j)))
+		txn.Then = append(txn.Then, store.PutOp(key, recs[i]))
 	}
 	if beforeCommit != nil {
 		beforeCommit()
@@ -280,6 +282,8 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		return err
 	}
 	timer.done(phaseEncode)
+	forget := s.cache.writing(out, recs)
+	defer forget() // after publish: the watch may apply the commit before it
 	rev, err := st.Txn(ctx, txn)
 	if err != nil {
 		return fmt.Errorf("commit plan: %w", err)
