@@ -79,7 +79,9 @@ func newBenchE2ECmd() *cobra.Command {
 store, fsync on every commit; --store below puts it on etcd) with a generated fleet of --nodes nodes of 8
 H100 GPUs and the simulated node layer (no processes: a bound job is Running
 at the commit of the cycle that binds it, as 'allot server --agents
-simulated' does). --clients concurrent HTTP clients submit --jobs one-GPU
+simulated' does). --clients concurrent HTTP clients, each on a kept-alive
+connection of its own (a request written whole, the answer read with
+net/http's ReadResponse; net/http's client over https), submit --jobs one-GPU
 jobs; the clock runs from the first submit until the server holds every job
 that fits (at most 8 per node) Running. It prints that rate in jobs per
 second, the submit rate, and the p50, p99 and max of each job's
@@ -457,17 +459,24 @@ func (e *e2eRun) measure(ctx context.Context, r *benchE2EResult) error {
 	}
 	defer stopProfile()
 
+	subs := make([]submitter, e.clients)
+	for i := range subs {
+		if subs[i], err = newSubmitter(e.url, e.token, e.body, e.client); err != nil {
+			return err
+		}
+	}
 	var next, acked, refused atomic.Int64
 	var firstErr atomic.Value
 	var lastAck atomic.Int64 // ns since start
 	start := time.Now()
 	var cw sync.WaitGroup
-	for range e.clients {
+	for _, sub := range subs {
 		cw.Add(1)
 		go func() {
 			defer cw.Done()
+			defer sub.close()
 			for next.Add(1) <= int64(e.jobs) && ctx.Err() == nil {
-				id, err := submitE2EJob(ctx, e.client, e.url, e.token, e.body)
+				id, err := sub.submit(ctx)
 				if err != nil {
 					refused.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
