@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -29,8 +30,9 @@ type direction int
 const (
 	higherIsBetter direction = iota + 1 // throughput: jobs/s, submits/s
 	lowerIsBetter                       // latency, time, memory
-	// sameSetting marks a setting of the run (nodes, clients): the baseline
-	// must have been measured with the same value, or nothing compares.
+	// sameSetting marks a setting of the run (nodes, clients; a number or
+	// a string): the baseline must have been measured with the same value,
+	// or nothing compares.
 	sameSetting
 )
 
@@ -103,7 +105,13 @@ func loadBaseline(path string, figures []figure) (*baseline, error) {
 		return nil, Usage(fmt.Errorf("--baseline %s: not the JSON object that -o json prints: %w", path, err))
 	}
 	for _, f := range figures {
-		if _, err := number(values, f.name); err != nil {
+		var err error
+		if f.dir == sameSetting {
+			_, err = setting(values, f.name)
+		} else {
+			_, err = number(values, f.name)
+		}
+		if err != nil {
 			return nil, Usage(fmt.Errorf("--baseline %s: %w; is it the -o json output of this bench command?", path, err))
 		}
 	}
@@ -126,14 +134,14 @@ func (b *baseline) sameSettings(result any) error {
 		if f.dir != sameSetting {
 			continue
 		}
-		was, _ := number(b.values, f.name) // checked by loadBaseline
-		now, err := number(cur, f.name)
+		was, _ := setting(b.values, f.name) // checked by loadBaseline
+		now, err := setting(cur, f.name)
 		if err != nil {
 			return fmt.Errorf("result: %w", err) // the command's own figures: a bug
 		}
 		if was != now {
 			return Usage(fmt.Errorf("--baseline %s was measured with %s %s, this run has %s: compare runs of the same settings",
-				b.path, f.name, figureText(was), figureText(now)))
+				b.path, f.name, was, now))
 		}
 	}
 	return nil
@@ -219,24 +227,49 @@ func asObject(v any) (map[string]any, error) {
 	return m, nil
 }
 
+// setting returns the number or string at the dotted path name in m, as
+// text.
+func setting(m map[string]any, name string) (string, error) {
+	v, err := lookup(m, name)
+	if err != nil {
+		return "", err
+	}
+	switch v := v.(type) {
+	case float64:
+		return figureText(v), nil
+	case string:
+		return strconv.Quote(v), nil
+	}
+	return "", fmt.Errorf("figure %q is %s, not a number or a string", name, jsonKind(v))
+}
+
 // number returns the number at the dotted path name in m.
 func number(m map[string]any, name string) (float64, error) {
-	parts := strings.Split(name, ".")
-	var v any = m
-	for i, p := range parts {
-		obj, ok := v.(map[string]any)
-		if !ok {
-			return 0, fmt.Errorf("figure %q: %s is not an object", name, strings.Join(parts[:i], "."))
-		}
-		if v, ok = obj[p]; !ok {
-			return 0, fmt.Errorf("figure %q is missing", name)
-		}
+	v, err := lookup(m, name)
+	if err != nil {
+		return 0, err
 	}
 	f, ok := v.(float64)
 	if !ok {
 		return 0, fmt.Errorf("figure %q is %s, not a number", name, jsonKind(v))
 	}
 	return f, nil
+}
+
+// lookup returns the value at the dotted path name in m.
+func lookup(m map[string]any, name string) (any, error) {
+	parts := strings.Split(name, ".")
+	var v any = m
+	for i, p := range parts {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("figure %q: %s is not an object", name, strings.Join(parts[:i], "."))
+		}
+		if v, ok = obj[p]; !ok {
+			return nil, fmt.Errorf("figure %q is missing", name)
+		}
+	}
+	return v, nil
 }
 
 func jsonKind(v any) string {

@@ -2,11 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/allot-dev/allot/internal/server"
 )
 
 type baselineResult struct {
@@ -162,9 +165,18 @@ func TestBaselineNone(t *testing.T) {
 // Through the command line, a regression exits with ExitRegressed after the
 // result is printed.
 func TestBaselineExitCode(t *testing.T) {
-	base := writeBaseline(t, `{"nodes": 2, "jobs": 8, "clients": 2, "history": 0, "jobs_per_s": 1e12,
-		"submits_per_s": 1, "latency_p50_ms": 1e9, "latency_p99_ms": 1e9, "cpu_per_job_ms": 1e9, "start_s": 1e9,
-		"rss_peak_mib": 1e9}`)
+	// A tiny run's own JSON, with a rate out of reach.
+	first, errOut, code := run(t, "bench", "e2e", "--nodes", "2", "--jobs", "8", "--clients", "2", "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(first), &fields); err != nil {
+		t.Fatal(err)
+	}
+	fields["jobs_per_s"] = 1e12
+	far, _ := json.Marshal(fields)
+	base := writeBaseline(t, string(far))
 	out, errOut, code := run(t, "bench", "e2e", "--nodes", "2", "--jobs", "8", "--clients", "2", "-o", "json", "--baseline", base)
 	if code != ExitRegressed || !strings.Contains(out, `"jobs_per_s"`) || !strings.Contains(errOut, "regression: jobs_per_s ") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
@@ -177,5 +189,96 @@ func TestBaselineExitCode(t *testing.T) {
 	out, errOut, code = run(t, "bench", "e2e", "--nodes", "3", "--jobs", "8", "--clients", "2", "--baseline", base)
 	if code != ExitUsage || out != "" || !strings.Contains(errOut, "nodes 2, this run has 3") {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+// e2eSample is a bench e2e result with every figure --baseline compares.
+func e2eSample() benchE2EResult {
+	r := benchE2EResult{Nodes: 1000, GPUsPerNode: 8, Jobs: 8000, Clients: 16, Server: "external", JobsPerS: 6000,
+		SubmitsPerS: 6200, LatencyP50Ms: 30, LatencyP99Ms: 70, CPUPerJobMs: 0.12, RSSPeakMiB: 110,
+		CycleSplit: map[string]phaseFigures{}}
+	for i, p := range server.CyclePhases {
+		r.CycleSplit[p] = phaseFigures{Count: 12, MeanMs: float64(i + 1), P50Ms: float64(i + 1), P99Ms: float64(2 * (i + 1))}
+	}
+	return r
+}
+
+// bench e2e's --baseline: the same result is no regression; a figure 25 %
+// worse is flagged, the cycle split's included; a faster one is not; a
+// baseline of another server kind or without the split is refused.
+func TestBaselineE2E(t *testing.T) {
+	same := e2eSample()
+	data, err := json.Marshal(same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeBaseline(t, string(data))
+	worse := func(change func(r *benchE2EResult)) benchE2EResult {
+		r := e2eSample()
+		change(&r)
+		return r
+	}
+	phase := func(p string, change func(f *phaseFigures)) func(r *benchE2EResult) {
+		return func(r *benchE2EResult) {
+			f := r.CycleSplit[p]
+			change(&f)
+			r.CycleSplit[p] = f
+		}
+	}
+	tests := []struct {
+		name  string
+		cur   benchE2EResult
+		worse []string
+	}{
+		{"same", same, nil},
+		{"within 20 %", worse(func(r *benchE2EResult) { r.JobsPerS, r.LatencyP99Ms = 4900, 83 }), nil},
+		{"faster plan", worse(phase("plan", func(f *phaseFigures) { f.MeanMs, f.P99Ms = 0.5, 1 })), nil},
+		{"rate down 25 %", worse(func(r *benchE2EResult) { r.JobsPerS = 4500 }), []string{"jobs_per_s"}},
+		{"commit p99 up 25 %", worse(phase("commit", func(f *phaseFigures) { f.P99Ms *= 1.25 })), []string{"cycle_split.commit.p99_ms"}},
+		{"watch slower", worse(phase("watch", func(f *phaseFigures) { f.MeanMs, f.P99Ms = f.MeanMs*2, f.P99Ms*2 })),
+			[]string{"cycle_split.watch.mean_ms", "cycle_split.watch.p99_ms"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := loadBaseline(path, benchE2EFigures)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var w bytes.Buffer
+			err = b.check(&w, tt.cur)
+			if len(tt.worse) == 0 {
+				if err != nil || w.Len() != 0 {
+					t.Fatalf("err %v, printed %q; want neither", err, w.String())
+				}
+				return
+			}
+			var re *regressionError
+			if !errors.As(err, &re) || len(re.worse) != len(tt.worse) {
+				t.Fatalf("err %v, printed %q; want regressions of %v", err, w.String(), tt.worse)
+			}
+			for i, name := range tt.worse {
+				if !strings.HasPrefix(re.worse[i], name+" ") {
+					t.Errorf("regression %d = %q; want figure %s", i, re.worse[i], name)
+				}
+			}
+		})
+	}
+	inProcess := e2eSample()
+	inProcess.Server = "in-process"
+	b, err := loadBaseline(path, benchE2EFigures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ue usageError
+	if err := b.check(&bytes.Buffer{}, inProcess); !errors.As(err, &ue) || !strings.Contains(err.Error(), `server "external", this run has "in-process"`) {
+		t.Fatalf("against another kind of server: %v", err)
+	}
+	var old map[string]any
+	_ = json.Unmarshal(data, &old)
+	delete(old, "cycle_split")
+	noSplit, _ := json.Marshal(old)
+	if _, err := loadBaseline(writeBaseline(t, string(noSplit)), benchE2EFigures); !errors.As(err, &ue) ||
+		!strings.Contains(err.Error(), `figure "cycle_split.snapshot.mean_ms" is missing`) {
+		t.Fatalf("a baseline without the cycle split: %v", err)
 	}
 }

@@ -27,9 +27,15 @@ import (
 
 type benchE2EFlags struct {
 	nodes, jobs, clients, history int
+	nodesSet                      bool // --nodes was given
 	timeout                       time.Duration
 	output, baseline, cpuProfile  string
 	store                         string // "" (bolt) or etcd://HOST:PORT[,…]
+	// server and token name a running server to drive instead of one
+	// in-process (bench_e2e_remote.go); tenant is whose jobs it submits.
+	server, token, tenant string
+	writeFleet            string // a directory: write the fleet and tenants files and exit
+	keep                  bool   // with --server: leave the run's jobs (hidden; profiling the server)
 }
 
 // The generated fleet of bench e2e: one region of 8-GPU H100 nodes in
@@ -42,22 +48,40 @@ const (
 	e2eClusterNodes = 1024
 )
 
-// e2eJob is what every client submits: one H100 for as long as it takes
-// (no duration: it runs until canceled), so every job that fits is Running
-// at the end.
-const e2eJob = `{"name":"e2e","tenant":"bench","command":["sleep","infinity"],` +
-	`"resources":{"gpus_per_instance":1,"gpu_models":["H100"]}}`
+// e2eJob returns what every client submits: one H100 for as long as it
+// takes (no duration: it runs until canceled), so every job that fits is
+// Running at the end. The name is the run's own, so that a listing finds
+// the run's jobs on a server that holds others.
+func e2eJob(name, tenant string) []byte {
+	type resources struct {
+		GPUs      int      `json:"gpus_per_instance"`
+		GPUModels []string `json:"gpu_models"`
+	}
+	body, _ := json.Marshal(struct {
+		Name      string    `json:"name"`
+		Tenant    string    `json:"tenant"`
+		Command   []string  `json:"command"`
+		Resources resources `json:"resources"`
+	}{name, tenant, []string{"sleep", "infinity"}, resources{1, []string{"H100"}}})
+	return body
+}
+
+// e2eRunName names the jobs of one run: e2e- and the start's time in
+// hexadecimal nanoseconds.
+func e2eRunName(now time.Time) string { return fmt.Sprintf("e2e-%x", now.UnixNano()) }
 
 func newBenchE2ECmd() *cobra.Command {
 	f := benchE2EFlags{}
 	cmd := &cobra.Command{
-		Use:   "e2e [--nodes 1000] [--jobs 8000] [--clients 16] [--history H] [--store etcd://HOST:PORT,...]",
+		Use:   "e2e [--nodes 1000] [--jobs 8000] [--clients 16] [--history H] [--store etcd://HOST:PORT,...] [--server URL]",
 		Short: "Measure jobs per second from first submit to all running, through the HTTP API",
 		Long: `e2e starts a control plane in-process on a temporary directory (embedded bolt
 store, fsync on every commit; --store below puts it on etcd) with a generated fleet of --nodes nodes of 8
 H100 GPUs and the simulated node layer (no processes: a bound job is Running
 at the commit of the cycle that binds it, as 'allot server --agents
-simulated' does). --clients concurrent HTTP clients submit --jobs one-GPU
+simulated' does). --clients concurrent HTTP clients, each on a kept-alive
+connection of its own (a request written whole, the answer read with
+net/http's ReadResponse; net/http's client over https), submit --jobs one-GPU
 jobs; the clock runs from the first submit until the server holds every job
 that fits (at most 8 per node) Running. It prints that rate in jobs per
 second, the submit rate, and the p50, p99 and max of each job's
@@ -78,12 +102,40 @@ under a new prefix of its own, /allot-bench-<time>/ (so the URL takes no
 /prefix), never reads another installation's keys, and deletes its prefix
 and election keys at the end. Endpoints are plain http; the preload writes
 100 jobs per transaction, within etcd's default limits, but the server's
-cycles need the cluster's --max-txn-ops of 10000 as 'allot server' does.`,
+cycles need the cluster's --max-txn-ops of 10000 as 'allot server' does.
+
+Every run also reports where the server's cycles spent their time (the
+cycle split): for each phase of allot_cycle_phase_seconds (snapshot,
+prepare, plan, encode, commit, publish, watch; docs/metrics.md) the number
+of cycles that reached it and their mean, p50 and p99 in ms, read from the
+server's /metrics before and after the measured part.
+
+--server URL drives a server that already runs as its own process ('allot
+server --agents simulated', say) through its HTTP API instead of starting
+one: nothing runs in-process but the clients. The fleet is the server's
+(--nodes is refused; with an admin token the bench reads GET /v1/nodes for
+the nodes and the free H100 GPUs, else every job must fit); the jobs are
+the tenant --tenant's, submitted with --token (default $ALLOT_TOKEN). The
+clock runs from the first submit until a listing of the run's jobs that
+have not started (GET /v1/jobs?state=Queued,Preparing,Blocked&name=RUN,
+polled every 10 ms once every submit is answered) finds none but those that
+do not fit. cpu_per_job_ms is then the server process's CPU (its
+process_cpu_seconds_total) and client_cpu_per_job_ms the bench's own; the
+memory figures are the server's resident memory before and after (the
+peak between is not seen). At the end the bench cancels every job it
+submitted. --write-fleet DIR writes the generated fleet of --nodes nodes
+and its tenancy as DIR/fleet.yaml and DIR/tenants.yaml for such a server,
+and exits.`,
 		Example: `  allot bench e2e --nodes 1000 --jobs 8000 --clients 16
   allot bench e2e --nodes 1000 --jobs 8000 --history 1000000 -o json
-  allot bench e2e --nodes 500 --jobs 4000 --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379`,
+  allot bench e2e --nodes 500 --jobs 4000 --store etcd://10.0.0.1:2379,10.0.0.2:2379,10.0.0.3:2379
+  allot bench e2e --nodes 1000 --write-fleet /tmp/e2e
+  allot server --data /tmp/e2e/data --listen 127.0.0.1:8181 --agents simulated --rate-limit 0 \
+      --fleet /tmp/e2e/fleet.yaml --tenants /tmp/e2e/tenants.yaml &
+  ALLOT_TOKEN=$(cat /tmp/e2e/data/admin-token) allot bench e2e --server http://127.0.0.1:8181 --jobs 8000`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.nodesSet = cmd.Flags().Changed("nodes")
 			return runBenchE2E(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
@@ -94,6 +146,12 @@ cycles need the cluster's --max-txn-ops of 10000 as 'allot server' does.`,
 	fl.IntVar(&f.history, "history", 0, "finished jobs to write into the store before the server starts")
 	fl.StringVar(&f.store, "store", "", "etcd://HOST:PORT[,HOST:PORT...]: run on this etcd cluster, under a prefix of the bench's own (default: bolt in a temporary directory)")
 	fl.DurationVar(&f.timeout, "timeout", 10*time.Minute, "give up when not every job is Running after this long")
+	fl.StringVar(&f.server, "server", "", "URL of a running server to drive instead of one in-process (its fleet, its store)")
+	fl.StringVar(&f.token, "token", "", "with --server: API token (default $ALLOT_TOKEN); an admin token lets the bench read the fleet")
+	fl.StringVar(&f.tenant, "tenant", e2eTenant, "with --server: the tenant whose jobs the bench submits")
+	fl.BoolVar(&f.keep, "keep", false, "with --server: do not cancel the run's jobs at the end (a server profile then shows the run alone)")
+	_ = fl.MarkHidden("keep")
+	fl.StringVar(&f.writeFleet, "write-fleet", "", "write the fleet of --nodes nodes and its tenancy as DIR/fleet.yaml and DIR/tenants.yaml, and exit")
 	addBenchFlags(cmd, &f.output, &f.cpuProfile, &f.baseline, "from first submit to all running")
 	return cmd
 }
@@ -105,7 +163,10 @@ type benchE2EResult struct {
 	Jobs        int    `json:"jobs"`
 	Clients     int    `json:"clients"`
 	NodeLayer   string `json:"node_layer"`
-	// Store names the backend: bolt, or etcd with its member count.
+	// Server is "in-process", or "external" for one driven with --server.
+	Server string `json:"server"`
+	// Store names the backend: bolt, or etcd with its member count; ""
+	// for an external server's (not known to the bench).
 	Store   string `json:"store"`
 	History int    `json:"history"`
 	// PreloadS is the time to write the history into the store; StartS the
@@ -129,11 +190,17 @@ type benchE2EResult struct {
 	LatencyP99Ms float64 `json:"latency_p99_ms"`
 	LatencyMaxMs float64 `json:"latency_max_ms"`
 	Cycles       uint64  `json:"cycles"`
-	// CPUPerJobMs is the process's CPU time (user and system, the bench's
-	// own clients included) from first submit to all running, per job: a
-	// figure that moves less than the rates when other work shares the
-	// machine.
-	CPUPerJobMs float64 `json:"cpu_per_job_ms"`
+	// CycleSplit is, by phase of allot_cycle_phase_seconds, what the
+	// cycles from first submit to all running spent in it
+	// (bench_e2e_split.go).
+	CycleSplit map[string]phaseFigures `json:"cycle_split"`
+	// CPUPerJobMs is the server's CPU time (user and system) from first
+	// submit to all running, per job: a figure that moves less than the
+	// rates when other work shares the machine. In-process it is the
+	// whole process's, the bench's own clients included; with --server
+	// the server process's, and ClientCPUPerJobMs the bench's.
+	CPUPerJobMs       float64 `json:"cpu_per_job_ms"`
+	ClientCPUPerJobMs float64 `json:"client_cpu_per_job_ms"`
 	// RSSStartMiB is the resident memory once the server started;
 	// RSSPeakMiB the peak from after the preload to the end.
 	RSSStartMiB float64 `json:"rss_after_start_mib"`
@@ -145,12 +212,15 @@ type benchE2EResult struct {
 	LoadAvgAtStart string  `json:"loadavg_at_start"`
 }
 
-// benchE2EFigures are what --baseline compares for bench e2e.
-var benchE2EFigures = []figure{
+// benchE2EFigures are what --baseline compares for bench e2e: the rates,
+// latencies, CPU and memory, and each phase's mean and p99 of the cycle
+// split.
+var benchE2EFigures = append([]figure{
 	{"nodes", sameSetting},
 	{"jobs", sameSetting},
 	{"clients", sameSetting},
 	{"history", sameSetting},
+	{"server", sameSetting},
 	{"jobs_per_s", higherIsBetter},
 	{"submits_per_s", higherIsBetter},
 	{"latency_p50_ms", lowerIsBetter},
@@ -158,6 +228,15 @@ var benchE2EFigures = []figure{
 	{"cpu_per_job_ms", lowerIsBetter},
 	{"start_s", lowerIsBetter},
 	{"rss_peak_mib", lowerIsBetter},
+}, splitFigures()...)
+
+// splitFigures are the cycle split's figures --baseline compares.
+func splitFigures() []figure {
+	var out []figure
+	for _, p := range server.CyclePhases {
+		out = append(out, figure{"cycle_split." + p + ".mean_ms", lowerIsBetter}, figure{"cycle_split." + p + ".p99_ms", lowerIsBetter})
+	}
+	return out
 }
 
 // runBenchE2E reads as:
@@ -168,9 +247,12 @@ var benchE2EFigures = []figure{
 //  2. start the server on it and wait for its first cycle;
 //  3. submit from the clients and watch the server's job counts until all
 //     run (measure; read in-process every 10 ms: gathering /metrics that
-//     often, with the fleet's per-node gauges, took a fifth of the CPU);
+//     often, with the fleet's per-node gauges, took a fifth of the CPU),
+//     between two reads of /metrics for the cycle split;
 //  4. read each job's started_at - submitted_at through the API;
 //  5. print, and compare with --baseline.
+//
+// With --server, runBenchE2ERemote does 3 to 5 against that server.
 func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) error {
 	switch {
 	case f.nodes < 1 || f.nodes > 100_000:
@@ -179,6 +261,17 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 		return Usage(fmt.Errorf("--jobs and --clients must be positive, --history not negative, --timeout above zero"))
 	case f.output != "table" && f.output != "json":
 		return Usage(fmt.Errorf("--output must be table or json"))
+	case f.writeFleet != "" && f.server != "":
+		return Usage(fmt.Errorf("--write-fleet writes the files for a server; it does not go with --server"))
+	case f.writeFleet != "":
+		fleetPath, tenantsPath, err := writeE2EFiles(f.writeFleet, f.nodes)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "fleet %s\ntenants %s\n", fleetPath, tenantsPath)
+		return nil
+	case f.server != "":
+		return runBenchE2ERemote(ctx, out, errOut, f)
 	}
 	etcdCfg, err := parseBenchStore(f.store)
 	if err != nil {
@@ -198,7 +291,7 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 	}
 	progress := newProgress(errOut).line
 	r := benchE2EResult{Nodes: f.nodes, GPUsPerNode: e2eGPUsPerNode, Jobs: f.jobs, Clients: f.clients, NodeLayer: "simulated",
-		History: f.history, GOMAXPROCS: runtime.GOMAXPROCS(0)}
+		Server: "in-process", History: f.history, GOMAXPROCS: runtime.GOMAXPROCS(0)}
 	if err := base.sameSettings(r); err != nil {
 		return err
 	}
@@ -246,16 +339,35 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	r.HeapStartMiB = float64(ms.HeapAlloc) / (1 << 20)
-	load, _ := os.ReadFile("/proc/loadavg")
-	r.LoadAvgAtStart = string(bytes.TrimSpace(load))
+	r.LoadAvgAtStart = loadAvg()
 
 	// 3. Measure.
-	run := e2eRun{server: bs, jobs: f.jobs, clients: f.clients, capacity: f.nodes * e2eGPUsPerNode, timeout: f.timeout,
-		progress: progress, client: &http.Client{Transport: &http.Transport{MaxIdleConns: f.clients + 1,
-			MaxIdleConnsPerHost: f.clients + 1, DisableCompression: true}, Timeout: time.Minute}}
-	run.profile = f.cpuProfile
+	run := newE2ERun(bs.url, bs.token, e2eTenant, f, progress)
+	run.capacity = f.nodes * e2eGPUsPerNode
+	running0 := bs.srv.JobCounts()[model.StateRunning]
+	run.running = func(context.Context, int) (int, error) {
+		return bs.srv.JobCounts()[model.StateRunning] - running0, nil
+	}
+	run.pollWhileSubmitting = true
+	before, err := scrapeServer(ctx, run.client, bs.url, bs.token)
+	if err != nil {
+		return err
+	}
+	cycles0, cpu0 := bs.srv.Cycles(), cpuTime()
 	if err := run.measure(ctx, &r); err != nil {
 		return err
+	}
+	cpu := cpuTime() - cpu0
+	r.Cycles = bs.srv.Cycles() - cycles0
+	after, err := scrapeServer(ctx, run.client, bs.url, bs.token)
+	if err != nil {
+		return err
+	}
+	if r.CycleSplit, err = cycleSplit(before, after); err != nil {
+		return err
+	}
+	if r.Running > 0 {
+		r.CPUPerJobMs = float64(cpu.Microseconds()) / 1000 / float64(r.Running)
 	}
 	progress("")
 	if r.Errors > 0 {
@@ -263,22 +375,20 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 	}
 
 	// 4. Latencies.
-	lat, err := startLatencies(ctx, run.client, bs.url, bs.token)
+	lat, err := startLatencies(ctx, run.client, bs.url, bs.token, run.name)
 	if err != nil {
 		return err
 	}
-	slices.Sort(lat)
-	pct := func(p float64) float64 {
-		if len(lat) == 0 {
-			return 0
-		}
-		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
-	}
-	r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyMaxMs = pct(0.50), pct(0.99), pct(1)
+	r.LatencyP50Ms, r.LatencyP99Ms, r.LatencyMaxMs = latencyFigures(lat)
 	_, r.RSSPeakMiB = rssMiB()
 
 	// 5. Report.
-	if f.output == "json" {
+	return reportE2E(out, errOut, f.output, base, r)
+}
+
+// reportE2E prints r as JSON or a table and compares it with base.
+func reportE2E(out, errOut io.Writer, output string, base *baseline, r benchE2EResult) error {
+	if output == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(r); err != nil {
@@ -290,45 +400,91 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 	return base.check(errOut, r)
 }
 
+// latencyFigures returns the p50, p99 and max of lat in ms.
+func latencyFigures(lat []time.Duration) (p50, p99, most float64) {
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	return pct(0.50), pct(0.99), pct(1)
+}
+
+func loadAvg() string {
+	load, _ := os.ReadFile("/proc/loadavg")
+	return string(bytes.TrimSpace(load))
+}
+
 // e2eRun is the measured part of bench e2e against a started server.
 type e2eRun struct {
-	server                  *benchServer
+	url, token              string
+	name                    string // of the run's jobs (e2eRunName)
+	body                    []byte // the job every client submits
 	client                  *http.Client
 	jobs, clients, capacity int
 	timeout                 time.Duration
 	progress                func(string)
 	profile                 string // file of a CPU profile while measuring; "": none
-	firstErr                string // of the submits that failed
+	// running returns how many of the run's jobs are Running, acked of
+	// them acknowledged so far. pollWhileSubmitting: it is cheap enough to
+	// call every 10 ms from the first submit (in-process); else it is
+	// called only once every submit is answered, as nothing can be all
+	// running before.
+	running             func(ctx context.Context, acked int) (int, error)
+	pollWhileSubmitting bool
+
+	firstErr string // of the submits that failed
+	idMu     sync.Mutex
+	ids      []string // of the acknowledged jobs, guarded by idMu
+}
+
+func newE2ERun(url, token, tenant string, f benchE2EFlags, progress func(string)) *e2eRun {
+	name := e2eRunName(time.Now())
+	return &e2eRun{url: url, token: token, name: name, body: e2eJob(name, tenant), jobs: f.jobs, clients: f.clients,
+		timeout: f.timeout, progress: progress, profile: f.cpuProfile,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConns: f.clients + 1, MaxIdleConnsPerHost: f.clients + 1,
+			DisableCompression: true}, Timeout: time.Minute}}
 }
 
 // measure lets the clients submit the jobs while it watches the server's
 // job counts until every acknowledged job that fits is Running, and
-// records the figures of that part in r.
+// records the figures of that part in r (all but the cycles and the CPU,
+// which the caller reads around it).
 func (e *e2eRun) measure(ctx context.Context, r *benchE2EResult) error {
-	running0 := e.server.srv.JobCounts()[model.StateRunning]
-	cycles0 := e.server.srv.Cycles()
 	stopProfile, err := startProfile(e.profile)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	cpu0 := cpuTime()
 
+	subs := make([]submitter, e.clients)
+	for i := range subs {
+		if subs[i], err = newSubmitter(e.url, e.token, e.body, e.client); err != nil {
+			return err
+		}
+	}
 	var next, acked, refused atomic.Int64
 	var firstErr atomic.Value
 	var lastAck atomic.Int64 // ns since start
 	start := time.Now()
 	var cw sync.WaitGroup
-	for range e.clients {
+	for _, sub := range subs {
 		cw.Add(1)
 		go func() {
 			defer cw.Done()
+			defer sub.close()
 			for next.Add(1) <= int64(e.jobs) && ctx.Err() == nil {
-				if err := submitE2EJob(ctx, e.client, e.server.url, e.server.token); err != nil {
+				id, err := sub.submit(ctx)
+				if err != nil {
 					refused.Add(1)
 					firstErr.CompareAndSwap(nil, err.Error())
 					continue
 				}
+				e.idMu.Lock()
+				e.ids = append(e.ids, id)
+				e.idMu.Unlock()
 				acked.Add(1)
 				lastAck.Store(int64(time.Since(start)))
 			}
@@ -349,9 +505,13 @@ func (e *e2eRun) measure(ctx context.Context, r *benchE2EResult) error {
 			all = true
 		default:
 		}
-		running = e.server.srv.JobCounts()[model.StateRunning] - running0
-		if all && running >= min(int(acked.Load()), e.capacity) {
-			break
+		if all || e.pollWhileSubmitting {
+			if running, err = e.running(ctx, int(acked.Load())); err != nil {
+				return err
+			}
+			if all && running >= min(int(acked.Load()), e.capacity) {
+				break
+			}
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("timeout: %d of %d jobs Running after %s (%d submitted, %d refused)", running,
@@ -365,7 +525,7 @@ func (e *e2eRun) measure(ctx context.Context, r *benchE2EResult) error {
 			return err
 		}
 	}
-	allRunning, cpu := time.Since(start), cpuTime()-cpu0
+	allRunning := time.Since(start)
 
 	r.Submitted, r.Errors, r.Running = int(acked.Load()), int(refused.Load()), running
 	if v, ok := firstErr.Load().(string); ok {
@@ -377,10 +537,6 @@ func (e *e2eRun) measure(ctx context.Context, r *benchE2EResult) error {
 	}
 	r.AllRunningS = allRunning.Seconds()
 	r.JobsPerS = float64(r.Running) / r.AllRunningS
-	r.Cycles = e.server.srv.Cycles() - cycles0
-	if r.Running > 0 {
-		r.CPUPerJobMs = float64(cpu.Microseconds()) / 1000 / float64(r.Running)
-	}
 	return nil
 }
 
@@ -392,8 +548,25 @@ func writeE2ETable(w io.Writer, r benchE2EResult) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(w, "cycle split (ms per cycle that reached the phase):")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "phase\tcycles\tmean\tp50\tp99\t")
+	for _, p := range server.CyclePhases {
+		f := r.CycleSplit[p]
+		fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t\n", p, f.Count, f.MeanMs, f.P50Ms, f.P99Ms)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
 	if r.History > 0 {
 		fmt.Fprintf(w, "history: %d finished jobs preloaded in %.1fs\n", r.History, r.PreloadS)
+	}
+	if r.Server == "external" {
+		fmt.Fprintf(w, "CPU %.3f ms per job in the server, %.3f in the bench's clients; server RSS %.0f MiB before, %.0f MiB at most after; %d submit errors\n",
+			r.CPUPerJobMs, r.ClientCPUPerJobMs, r.RSSStartMiB, r.RSSPeakMiB, r.Errors)
+		fmt.Fprintf(w, "external server (its own store and node layer), bench GOMAXPROCS %d, load average at start %s\n", r.GOMAXPROCS,
+			r.LoadAvgAtStart)
+		return nil
 	}
 	fmt.Fprintf(w, "CPU %.3f ms per job; server start %.2fs, RSS after start %.0f MiB (live heap %.0f MiB), peak %.0f MiB; %d submit errors\n",
 		r.CPUPerJobMs, r.StartS, r.RSSStartMiB, r.HeapStartMiB, r.RSSPeakMiB, r.Errors)
@@ -480,43 +653,44 @@ func preloadHistory(ctx context.Context, where *benchStore, n int, fleet *model.
 	return st.Close()
 }
 
-// submitE2EJob submits one job and returns an error unless the server
-// answered 201.
-func submitE2EJob(ctx context.Context, c *http.Client, url, token string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/jobs", strings.NewReader(e2eJob))
+// submitE2EJob submits one job and returns its ID (from the Location the
+// server answers with), or an error unless the server answered 201.
+func submitE2EJob(ctx context.Context, c *http.Client, url, token string, body []byte) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/jobs", bytes.NewReader(body))
 	if err != nil {
-		return err
+		return "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
+		return "", fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(b))
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
-	return nil
+	return strings.TrimPrefix(resp.Header.Get("Location"), "/v1/jobs/"), nil
 }
 
-// startLatencies lists the tenant's Running jobs through the API and returns
-// started_at - submitted_at of each.
-func startLatencies(ctx context.Context, c *http.Client, url, token string) ([]time.Duration, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/jobs?state=Running", nil)
+// listRunJobs lists the jobs of the run named name in the given states
+// (comma-separated) through the API and returns their started_at -
+// submitted_at (zero for those that have not started) and their count.
+func listRunJobs(ctx context.Context, c *http.Client, url, token, name, states string) ([]time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/v1/jobs?state="+states+"&name="+name, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("list running jobs: %w", err)
+		return nil, fmt.Errorf("list %s jobs: %w", states, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("list running jobs: %s", resp.Status)
+		return nil, fmt.Errorf("list %s jobs: %s", states, resp.Status)
 	}
 	var list struct {
 		Jobs []struct {
@@ -525,15 +699,21 @@ func startLatencies(ctx context.Context, c *http.Client, url, token string) ([]t
 		} `json:"jobs"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
-		return nil, fmt.Errorf("list running jobs: %w", err)
+		return nil, fmt.Errorf("list %s jobs: %w", states, err)
 	}
-	out := make([]time.Duration, 0, len(list.Jobs))
-	for _, j := range list.Jobs {
+	out := make([]time.Duration, len(list.Jobs))
+	for i, j := range list.Jobs {
 		if j.SubmittedAt != nil && j.StartedAt != nil {
-			out = append(out, j.StartedAt.Sub(*j.SubmittedAt))
+			out[i] = j.StartedAt.Sub(*j.SubmittedAt)
 		}
 	}
 	return out, nil
+}
+
+// startLatencies lists the run's Running jobs through the API and returns
+// started_at - submitted_at of each.
+func startLatencies(ctx context.Context, c *http.Client, url, token, name string) ([]time.Duration, error) {
+	return listRunJobs(ctx, c, url, token, name, string(model.StateRunning))
 }
 
 // resetPeakRSS makes VmHWM start again from the current resident memory

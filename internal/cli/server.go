@@ -61,7 +61,8 @@ type serveFlags struct {
 	reservationLead              time.Duration
 	earmarkLead                  time.Duration
 	regionWeights                forecast.Weights
-	checkIncremental             bool // hidden: plan from scratch too and stop on a difference (tests)
+	checkIncremental             bool   // hidden: plan from scratch too and stop on a difference (tests)
+	cpuProfile                   string // hidden: a CPU profile of the whole run into this file
 	alertWebhook                 string
 	alertEvery, alertFor         time.Duration // hidden (tests): evaluation interval, `for` of every rule
 	tls                          tlsFlags
@@ -118,6 +119,8 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.DurationVar(&f.holdAfter, "hold-after", 0, "let a queued job that has waited this long keep the nodes of one cluster where the least work stands in its way, until it starts, from work of its class or lower (spot work and other partitions' guaranteed work aside), so small jobs cannot starve a gang; work that checkpoints may use them meanwhile and is evicted when the job can start (0: off)")
 	fl.BoolVar(&f.checkIncremental, "check-incremental", false, "also plan every cycle from scratch and exit if that Plan differs from the incremental one (tests; doubles a cycle's work)")
 	_ = fl.MarkHidden("check-incremental")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server's whole run to this file (benchmarks)")
+	_ = fl.MarkHidden("cpuprofile")
 	fl.StringVar(&f.alertWebhook, "alert-webhook", "", "URL to POST the built-in alerts to as JSON when they fire or resolve (docs/alerts.md); empty: log them only")
 	fl.DurationVar(&f.alertEvery, "alert-every", server.DefaultAlertEvery, "interval of built-in alert evaluations")
 	fl.DurationVar(&f.alertFor, "alert-for", 0, "replace the for duration of every alert rule that has one (tests; 0: the rules' own)")
@@ -298,6 +301,11 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if err != nil {
 		return Usage(err)
 	}
+	stopProfile, err := startProfile(f.cpuProfile)
+	if err != nil {
+		return fmt.Errorf("--cpuprofile: %w", err)
+	}
+	defer stopProfile()
 	if err := os.MkdirAll(f.data, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}

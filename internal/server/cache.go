@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -45,6 +47,28 @@ type cache struct {
 	jobRev       int64                  // highest ModRev of a job the cache applied
 	jobChanged   chan struct{}          // closed (and replaced) when a job changes
 	runs         *runBook               // run times of finished jobs, for estimates
+
+	orderMu sync.Mutex // guards order and moved; taken with mu held (read or write), never the other way
+	// order is the IDs of the live jobs, sorted, as the last snapshot read
+	// them, and moved the IDs that joined or left the live jobs since: the
+	// next snapshot merges the two instead of sorting every live job.
+	// order is nil before the first snapshot, and when more moved than a
+	// merge would save; moved is then not kept.
+	order []string
+	moved map[string]struct{}
+
+	ownMu sync.Mutex // guards own; never held while taking mu
+	// own is, by job ID, the jobs the server is writing itself, from
+	// before its transaction until it returns (writing): the watch takes
+	// the job from here instead of decoding its record when the record is
+	// the one written, as it may apply the change before the writer does.
+	own map[string]ownWrite
+}
+
+// ownWrite is a job the server writes, and its record.
+type ownWrite struct {
+	job *model.Job
+	rec []byte
 }
 
 // jobEntry is one cached job. tenant, state and submitted are set for every
@@ -96,7 +120,98 @@ func newCache(log *slog.Logger, onCount func(model.State, int)) *cache {
 		onCount:      onCount,
 		jobChanged:   make(chan struct{}),
 		runs:         newRunBook(),
+		own:          map[string]ownWrite{},
+		moved:        map[string]struct{}{},
 	}
+}
+
+// movedLocked records that job id joined or left the live jobs; mu is held
+// for writing.
+func (c *cache) movedLocked(id string) {
+	c.orderMu.Lock()
+	defer c.orderMu.Unlock()
+	if c.order == nil {
+		return
+	}
+	c.moved[id] = struct{}{}
+	if len(c.moved) > len(c.order)/2+1024 {
+		c.order, c.moved = nil, map[string]struct{}{}
+	}
+}
+
+// liveOrderLocked returns the IDs of the live jobs in ascending order, a
+// slice no one changes; mu is held, for reading at least.
+func (c *cache) liveOrderLocked() []string {
+	c.orderMu.Lock()
+	defer c.orderMu.Unlock()
+	if c.order == nil {
+		ids := make([]string, 0, len(c.live))
+		for id := range c.live {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		c.order = ids
+		clear(c.moved)
+		return ids
+	}
+	if len(c.moved) == 0 {
+		return c.order
+	}
+	back := make([]string, 0, len(c.moved)) // of the moved, those live now
+	for id := range c.moved {
+		if _, ok := c.live[id]; ok {
+			back = append(back, id)
+		}
+	}
+	slices.Sort(back)
+	ids := make([]string, 0, len(c.order)+len(back))
+	k := 0
+	for _, id := range c.order {
+		if _, ok := c.moved[id]; ok {
+			continue
+		}
+		for k < len(back) && back[k] < id {
+			ids = append(ids, back[k])
+			k++
+		}
+		ids = append(ids, id)
+	}
+	ids = append(ids, back[k:]...)
+	c.order = ids
+	clear(c.moved)
+	return ids
+}
+
+// writing records that the server is about to write jobs, recs[i] being
+// the record of jobs[i]; it returns what forgets them, to call once the
+// write returned, whether it succeeded or not.
+func (c *cache) writing(jobs []*model.Job, recs [][]byte) (forget func()) {
+	c.ownMu.Lock()
+	for i, j := range jobs {
+		c.own[j.ID] = ownWrite{job: j, rec: recs[i]}
+	}
+	c.ownMu.Unlock()
+	return func() {
+		c.ownMu.Lock()
+		for _, j := range jobs {
+			if w, ok := c.own[j.ID]; ok && w.job == j {
+				delete(c.own, j.ID)
+			}
+		}
+		c.ownMu.Unlock()
+	}
+}
+
+// ownJob returns the job the server is writing as record value under id,
+// or nil.
+func (c *cache) ownJob(id string, value []byte) *model.Job {
+	c.ownMu.Lock()
+	w, ok := c.own[id]
+	c.ownMu.Unlock()
+	if ok && bytes.Equal(w.rec, value) {
+		return w.job
+	}
+	return nil
 }
 
 // empty reports whether the cache holds no key yet (before the first
@@ -206,8 +321,13 @@ func (c *cache) newer(key string, modRev int64, have int64, ok bool) bool {
 func (c *cache) putLocked(key string, value []byte, modRev int64) {
 	switch {
 	case strings.HasPrefix(key, prefixJobs):
-		e, ok := c.jobs[key[len(prefixJobs):]]
+		id := key[len(prefixJobs):]
+		e, ok := c.jobs[id]
 		if !c.newer(key, modRev, e.modRev, ok) {
+			return
+		}
+		if j := c.ownJob(id, value); j != nil {
+			c.setJobLocked(j, modRev)
 			return
 		}
 		id, je, run, ran, err := decodeEntry(value, modRev)
@@ -291,9 +411,10 @@ func (c *cache) setEntryLocked(id string, n jobEntry) {
 	if ok && e.modRev >= n.modRev {
 		return
 	}
+	wasLive := ok && !e.state.Terminal()
 	if ok {
 		c.count(e.state, -1)
-		if !e.state.Terminal() {
+		if wasLive {
 			c.liveBy[e.tenant]--
 		}
 	}
@@ -303,6 +424,9 @@ func (c *cache) setEntryLocked(id string, n jobEntry) {
 	} else {
 		c.live[id] = struct{}{}
 		c.liveBy[n.tenant]++
+	}
+	if wasLive == n.state.Terminal() {
+		c.movedLocked(id)
 	}
 	c.count(n.state, +1)
 	c.jobRev = max(c.jobRev, n.modRev)
@@ -337,6 +461,7 @@ func (c *cache) delLocked(key string, rev int64) {
 			c.count(e.state, -1)
 			if !e.state.Terminal() {
 				c.liveBy[e.tenant]--
+				c.movedLocked(id)
 			}
 			delete(c.jobs, id)
 			delete(c.live, id)
@@ -538,7 +663,8 @@ func (c *cache) snapshot() snapshot {
 	defer c.mu.RUnlock()
 	n := c.counts[model.StateQueued] + c.counts[model.StatePreparing] + c.counts[model.StateRunning] + c.counts[model.StatePreempted]
 	s := snapshot{jobs: make([]*model.Job, 0, n), modRev: make(map[string]int64, n), fence: c.fence, gen: c.worldGen}
-	for id := range c.live {
+	// In ID order: the core must see the same input for the same state.
+	for _, id := range c.liveOrderLocked() {
 		e := c.jobs[id]
 		st := e.job.Status.State
 		if st == model.StateQueued || st.Holds() {
@@ -549,10 +675,6 @@ func (c *cache) snapshot() snapshot {
 			c.addBlockedLocked(&s, e)
 		}
 	}
-	sort.Slice(s.blocked, func(a, b int) bool { return s.blocked[a].ID < s.blocked[b].ID })
-	// Map order is random; the core must see the same input for the same
-	// state, so order by ID.
-	sort.Slice(s.jobs, func(a, b int) bool { return s.jobs[a].ID < s.jobs[b].ID })
 	return s
 }
 

@@ -131,6 +131,7 @@ type decision struct {
 var beforeCommit func()
 
 func (s *Server) cycleOnce(ctx context.Context) error {
+	timer := s.m.phaseClock()
 	// 1. Snapshot.
 	snap := s.cache.snapshot()
 	w := s.world()
@@ -143,6 +144,8 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 			holding = append(holding, j)
 		}
 	}
+
+	timer.done(phaseSnapshot)
 
 	// 2. Facts.
 	var out []*model.Job // new versions of the jobs this cycle writes
@@ -207,6 +210,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	// 3. Policies.
 	// The fleet's sharing strategy first (package strategy), as the simulator does.
 	in := s.applyPolicies(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input)}, now), now)
+	timer.done(phasePrepare)
 
 	// 4. Plan, on the Session the server carries between cycles.
 	plan, err := s.plan(in, now)
@@ -215,6 +219,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	}
 	reserved := s.inc.Reserved()
 	s.reserved.Store(&reserved)
+	timer.done(phasePlan)
 
 	// 5. Commit.
 	for _, p := range plan.Preemptions {
@@ -262,10 +267,12 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	txn.If = append(txn.If, store.ModRevIs(keyFence, snap.fence))
 	fence, _ := json.Marshal(s.fenceRecord(now))
 	txn.Then = append(txn.Then, store.PutOp(keyFence, fence))
-	for _, j := range out {
+	recs := make([][]byte, len(out))
+	for i, j := range out {
 		key := prefixJobs + j.ID
+		recs[i] = encodeJob(j)
 		txn.If = append(txn.If, store.ModRevIs(key, snap.modRev[j.ID]))
-		txn.Then = append(txn.Then, store.PutOp(key, encodeJob(j)))
+		txn.Then = append(txn.Then, store.PutOp(key, recs[i]))
 	}
 	if beforeCommit != nil {
 		beforeCommit()
@@ -274,10 +281,14 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	timer.done(phaseEncode)
+	forget := s.cache.writing(out, recs)
+	defer forget() // after publish: the watch may apply the commit before it
 	rev, err := st.Txn(ctx, txn)
 	if err != nil {
 		return fmt.Errorf("commit plan: %w", err)
 	}
+	timer.done(phaseCommit)
 
 	// 6. Publish.
 	s.cache.putJobs(out, rev)
@@ -290,6 +301,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	if more || unblocked {
 		s.Kick()
 	}
+	timer.done(phasePublish)
 	return nil
 }
 

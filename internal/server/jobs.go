@@ -62,7 +62,12 @@ func (s *Server) SubmitKeyed(ctx context.Context, p Principal, key string, spec 
 		jobKey := prefixJobs + j.ID
 		txn := store.Txn{If: []store.Cond{store.Absent(jobKey)}, Then: []store.Op{store.PutOp(jobKey, rec)}}
 		claim.bind(&txn, []*model.Job{j})
+		forget := s.cache.writing([]*model.Job{j}, [][]byte{rec})
 		rev, err := s.st.Txn(ctx, txn)
+		if err == nil {
+			s.cache.putJobs([]*model.Job{j}, rev)
+		}
+		forget()
 		if claim.lost(err) {
 			prior, err := s.replay(ctx, p, key, []model.JobSpec{spec}, now)
 			return first(prior), err == nil, err
@@ -73,7 +78,6 @@ func (s *Server) SubmitKeyed(ctx context.Context, p Principal, key string, spec 
 		if err != nil {
 			return nil, false, fmt.Errorf("store job: %w", err)
 		}
-		s.cache.putJobs([]*model.Job{j}, rev)
 		break
 	}
 	s.m.submits.Inc()

@@ -23,6 +23,7 @@ import (
 // gateways measured by live replica (its metrics.go).
 type metrics struct {
 	cycle      prometheus.Histogram
+	phases     *prometheus.HistogramVec // by phase (cycle_phases.go)
 	jobs       *prometheus.GaugeVec
 	binds      *prometheus.CounterVec // by class
 	preempts   *prometheus.CounterVec // by reason
@@ -54,6 +55,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help:    "Time of one scheduling cycle: snapshot, plan and commit.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		phases: newCyclePhases(),
 		jobs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "allot_jobs",
 			Help: "Jobs by state.",
@@ -108,7 +110,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Ended jobs deleted from the store past --job-retention.",
 		}),
 	}
-	reg.MustRegister(m.cycle, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader, m.nodeFailed,
+	reg.MustRegister(m.cycle, m.phases, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader, m.nodeFailed,
 		m.logBytes, m.logsDropped, m.jobsPurged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range model.States {

@@ -515,6 +515,7 @@ func (s *Server) checkHeartbeatsEvery(ctx context.Context, every time.Duration) 
 func (s *Server) watch(ctx context.Context) error {
 	s.watching.Store(true)
 	defer s.watching.Store(false)
+	span := watchSpan{h: s.m.phases.WithLabelValues(phaseWatch)}
 	for {
 		// Resume from what the cache has seen; a revision older than the
 		// store can replay ends the watch with ErrCompacted, and we relist.
@@ -527,7 +528,9 @@ func (s *Server) watch(ctx context.Context) error {
 				err = ev.Err
 				break
 			}
+			start := time.Now()
 			s.cache.event(ev)
+			span.applied(ev, start)
 			if kicksCycle(ev.KV.Key) {
 				s.Kick()
 			}
