@@ -467,6 +467,9 @@ func (st *state) mayReclaim(a *attempt) bool {
 // the lower priority, then the later start, then the job ID, which makes
 // the order total.
 func victimLess(x, y *running) bool {
+	if x.rank > 0 && y.rank > 0 {
+		return x.rank < y.rank // begin sorted them by victimCmp
+	}
 	if x.cost != y.cost {
 		return x.cost < y.cost
 	}

@@ -140,6 +140,10 @@ type running struct {
 	// read marks the job read by a pass over victim lists (victimStream's
 	// outStamp or scan), so that a job on two lists is read once.
 	read uint64
+	// rank is the job's place in victim order (victimCmp) among the work
+	// running when the cycle began, from 1; 0 for work bound since.
+	// victimLess compares ranks where both have one.
+	rank int32
 }
 
 // state is the core's private, mutable copy of the world for one cycle.
@@ -343,6 +347,9 @@ func (st *state) begin(now time.Time, jobs []*model.Job) {
 	// it on comes out in that order. A Session sorts the order of its
 	// previous cycle, which the passing minute changes little.
 	slices.SortFunc(st.running, victimCmp)
+	for i, rj := range st.running {
+		rj.rank = int32(i + 1)
+	}
 	st.onReserved, st.ownReserved, st.workOnNotReady = st.onReserved[:0], st.ownReserved[:0], false
 	st.classMilli = append(st.classMilli[:0], make([][model.ClassReserved + 1]int64, len(st.pools))...)
 	for _, b := range st.runBuckets {
