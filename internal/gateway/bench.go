@@ -80,7 +80,7 @@ func Bench(ctx context.Context, rate float64, phase time.Duration) (BenchResult,
 	defer srv.Close()
 	go func() { _ = g.Run(ctx) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if t := g.table.Load(); t != nil && anyReady(t.endpoints["bench"]) {
+		if t := g.table.Load(); t != nil && anyReady(t.endpoints["bench"], time.Now().UnixNano()) {
 			break
 		}
 		if time.Now().After(deadline) {

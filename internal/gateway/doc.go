@@ -35,7 +35,9 @@
 //   - Responses stream: every write of the replica is flushed to the
 //     caller at once (token streaming). Callers may speak HTTP/1.1 or
 //     HTTP/2 (h2c on a plain listener); replicas are spoken to in
-//     HTTP/1.1.
+//     HTTP/1.1, straight (never through $HTTP_PROXY), with the caller's
+//     Accept-Encoding as it was: the gateway asks for no compression of
+//     its own, so an answer passes as the replica sent it.
 //   - Measured, not reported: per endpoint and replica the gateway counts
 //     requests, errors and requests in flight, and records the latency to
 //     the first byte and of the whole request in latency.Histograms. Every
