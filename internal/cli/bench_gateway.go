@@ -24,7 +24,7 @@ import (
 func newBenchGatewayCmd() *cobra.Command {
 	var rate float64
 	var phase time.Duration
-	var output, direct, through string
+	var output, direct, through, cpuProfile string
 	var inProcess bool
 	cmd := &cobra.Command{
 		Use:   "gateway [--rps 2000] [--duration 10s] [--in-process]",
@@ -46,7 +46,9 @@ By default each of the three runs in a process of its own, as in
 production, where the gateway has its process (and its garbage collector)
 to itself: the gateway in this one, the replica and the load generator in
 two processes of this executable (allot demo serve, and allot bench gateway
---direct --through). They still share this machine's cores. --in-process
+--direct --through). They still share this machine's cores. It also
+prints the processor time the gateway's process spent during the phases,
+per request through it. --in-process
 runs all three in this process, sharing its cores and its collector: an
 upper bound of what the gateway costs.
 
@@ -70,6 +72,10 @@ and a gateway's URL for it) with the same phases, starting nothing.`,
 			if err != nil {
 				return Usage(err)
 			}
+			stopProfile, err := startProfile(cpuProfile)
+			if err != nil {
+				return err
+			}
 			var res gateway.BenchResult
 			switch {
 			case direct != "":
@@ -87,6 +93,7 @@ and a gateway's URL for it) with the same phases, starting nothing.`,
 				res, err = benchGatewaySplit(cmd.Context(), rate, phase, cmd.ErrOrStderr())
 				res.Setup = fmt.Sprintf("three processes on %d cores: the gateway (this one), the replica (allot demo serve, no service time, 64 slots) and the load generator (allot bench gateway --direct --through)", runtime.NumCPU())
 			}
+			stopProfile()
 			if err != nil {
 				return err
 			}
@@ -100,6 +107,8 @@ and a gateway's URL for it) with the same phases, starting nothing.`,
 	fl.StringVar(&direct, "direct", "", "measure this running replica's URL against --through, starting nothing")
 	fl.StringVar(&through, "through", "", "a running gateway's URL for the replica of --direct")
 	fl.StringVarP(&output, "output", "o", "table", "output: table, json or yaml")
+	fl.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the gateway's, by default) to this file")
+	_ = fl.MarkHidden("cpuprofile")
 	return cmd
 }
 
@@ -140,13 +149,18 @@ func benchGatewaySplit(ctx context.Context, rate float64, phase time.Duration, s
 		gen := exec.CommandContext(ctx, self, "bench", "gateway", "--direct", direct, "--through", through,
 			"--rps", strconv.FormatFloat(rate, 'g', -1, 64), "--duration", phase.String(), "-o", "json")
 		gen.Stderr = stderr
+		cpu0 := cpuTime()
 		data, err := gen.Output()
 		if err != nil {
 			return gateway.BenchResult{}, fmt.Errorf("bench gateway: the load generator: %w", err)
 		}
+		cpu := cpuTime() - cpu0
 		var res gateway.BenchResult
 		if err := json.Unmarshal(data, &res); err != nil {
 			return gateway.BenchResult{}, fmt.Errorf("bench gateway: the load generator's result: %w", err)
+		}
+		if res.Through.Sent > 0 {
+			res.GatewayCPU = cpu / time.Duration(res.Through.Sent)
 		}
 		return res, nil
 	}

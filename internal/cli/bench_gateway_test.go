@@ -19,7 +19,8 @@ func TestBenchGateway(t *testing.T) {
 	for _, tc := range []struct {
 		flags []string
 		setup string
-	}{{nil, "three processes"}, {[]string{"--in-process"}, "one process"}} {
+		cpu   bool // the gateway's CPU per request is measured
+	}{{nil, "three processes", true}, {[]string{"--in-process"}, "one process", false}} {
 		args := append([]string{"bench", "gateway", "--rps", "200", "--duration", "300ms", "-o", "json"}, tc.flags...)
 		out, errOut, code := run(t, args...)
 		if code != ExitOK {
@@ -30,7 +31,7 @@ func TestBenchGateway(t *testing.T) {
 			t.Fatalf("%v: %v: %s", tc.flags, err, out)
 		}
 		if r.Direct.OK == 0 || r.Through.OK == 0 || r.Direct.Failed+r.Through.Failed != 0 || r.Through.P99 <= 0 ||
-			r.AddedP99 != r.Through.P99-r.Direct.P99 || !strings.HasPrefix(r.Setup, tc.setup) {
+			r.AddedP99 != r.Through.P99-r.Direct.P99 || !strings.HasPrefix(r.Setup, tc.setup) || (r.GatewayCPU > 0) != tc.cpu {
 			t.Errorf("%v: %+v", tc.flags, r)
 		}
 	}

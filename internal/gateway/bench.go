@@ -21,6 +21,10 @@ type BenchResult struct {
 	Setup              string // which process ran what, when the bench says
 	Direct, Through    demo.LoadResult
 	AddedP50, AddedP99 time.Duration
+	// GatewayCPU is the processor time (user and system) the gateway's
+	// process spent during the phases, per request sent through it; 0
+	// when the gateway shared its process with the load or the replica.
+	GatewayCPU time.Duration
 }
 
 func (r BenchResult) String() string {
@@ -28,8 +32,12 @@ func (r BenchResult) String() string {
 	if r.Setup != "" {
 		s += r.Setup + "\n"
 	}
-	return s + fmt.Sprintf("direct:  %s\nthrough: %s\nadded by the gateway: p50 %s, p99 %s",
+	s += fmt.Sprintf("direct:  %s\nthrough: %s\nadded by the gateway: p50 %s, p99 %s",
 		indent(r.Direct.String()), indent(r.Through.String()), r.AddedP50, r.AddedP99)
+	if r.GatewayCPU > 0 {
+		s += fmt.Sprintf("\nthe gateway's process: %s of CPU per request through it", r.GatewayCPU)
+	}
+	return s
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }
