@@ -26,6 +26,7 @@ func newBenchGatewayCmd() *cobra.Command {
 	var phase time.Duration
 	var output, direct, through, cpuProfile string
 	var inProcess bool
+	var procs int
 	cmd := &cobra.Command{
 		Use:   "gateway [--rps 2000] [--duration 10s] [--in-process]",
 		Short: "Measure the latency allot gateway adds to a request",
@@ -46,15 +47,20 @@ By default each of the three runs in a process of its own, as in
 production, where the gateway has its process (and its garbage collector)
 to itself: the gateway in this one, the replica and the load generator in
 two processes of this executable (allot demo serve, and allot bench gateway
---direct --through). They still share this machine's cores. It also
-prints the processor time the gateway's process spent during the phases,
-per request through it. --in-process
-runs all three in this process, sharing its cores and its collector: an
-upper bound of what the gateway costs.
+--direct --through). They still share this machine's cores, and every
+hop wakes another process, as it does in production. It also prints the
+processor time the gateway's process spent during the phases, per request
+through it. --gateway-procs N runs the gateway on N threads at a time
+(GOMAXPROCS), as a container limited to N cores would.
+
+--in-process runs all three in this process (the figure of earlier
+versions): they share its cores and its garbage collector, and a request
+passes from one to the next without waking another process.
 
 --direct URL --through URL measures two URLs that already serve (a replica
 and a gateway's URL for it) with the same phases, starting nothing.`,
 		Example: `  allot bench gateway --rps 2000 --duration 10s
+  allot bench gateway --rps 2000 --duration 10s --gateway-procs 1
   allot bench gateway --rps 2000 --duration 10s --in-process
   allot bench gateway --direct http://10.0.0.7:9000/ --through http://10.0.0.2:8000/chat/`,
 		Args: noArgs,
@@ -67,6 +73,9 @@ and a gateway's URL for it) with the same phases, starting nothing.`,
 			}
 			if direct != "" && inProcess {
 				return Usage(errors.New("--in-process starts a replica and a gateway; --direct and --through measure running ones"))
+			}
+			if procs < 0 || (procs > 0 && (inProcess || direct != "")) {
+				return Usage(errors.New("--gateway-procs is 0 or more, and only for a gateway in a process of its own (not with --in-process, --direct or --through)"))
 			}
 			f, err := parseFormat(output)
 			if err != nil {
@@ -90,8 +99,12 @@ and a gateway's URL for it) with the same phases, starting nothing.`,
 				res, err = gateway.Bench(cmd.Context(), gateway.BenchConfig{Rate: rate, Phase: phase})
 				res.Setup = fmt.Sprintf("one process on %d cores: the load generator, the gateway and the replica (demo server, no service time, 64 slots) share its cores and its garbage collector", runtime.NumCPU())
 			default:
+				if procs > 0 {
+					runtime.GOMAXPROCS(procs)
+				}
 				res, err = benchGatewaySplit(cmd.Context(), rate, phase, cmd.ErrOrStderr())
-				res.Setup = fmt.Sprintf("three processes on %d cores: the gateway (this one), the replica (allot demo serve, no service time, 64 slots) and the load generator (allot bench gateway --direct --through)", runtime.NumCPU())
+				res.Setup = fmt.Sprintf("three processes on %d cores: the gateway (this one, GOMAXPROCS %d), the replica (allot demo serve, no service time, 64 slots) and the load generator (allot bench gateway --direct --through)",
+					runtime.NumCPU(), runtime.GOMAXPROCS(0))
 			}
 			stopProfile()
 			if err != nil {
@@ -104,6 +117,7 @@ and a gateway's URL for it) with the same phases, starting nothing.`,
 	fl.Float64Var(&rate, "rps", 2000, "arrival rate, requests/s")
 	fl.DurationVar(&phase, "duration", 10*time.Second, "length of each of the four phases")
 	fl.BoolVar(&inProcess, "in-process", false, "run the replica and the load generator in this process, beside the gateway")
+	fl.IntVar(&procs, "gateway-procs", 0, "GOMAXPROCS of the gateway's process, as a container's CPU limit would set it (0: Go's default, the cores this process may use)")
 	fl.StringVar(&direct, "direct", "", "measure this running replica's URL against --through, starting nothing")
 	fl.StringVar(&through, "through", "", "a running gateway's URL for the replica of --direct")
 	fl.StringVarP(&output, "output", "o", "table", "output: table, json or yaml")

@@ -102,4 +102,3 @@ The token is a gateway token (allot token create --gateway), from
 	fl.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
 }
-
