@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -134,6 +135,9 @@ func benchGatewaySplit(ctx context.Context, rate float64, phase time.Duration, s
 	if err != nil {
 		return gateway.BenchResult{}, fmt.Errorf("bench gateway: find this executable: %w", err)
 	}
+	if _, ok := stderr.(*os.File); !ok {
+		stderr = &lockedWriter{w: stderr} // both children copy into it, each from a goroutine of its own
+	}
 	repCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	rep := exec.CommandContext(repCtx, self, "demo", "serve", "--listen", "127.0.0.1:0", "--service-time", "0",
@@ -179,6 +183,18 @@ func benchGatewaySplit(ctx context.Context, rate float64, phase time.Duration, s
 		return res, nil
 	}
 	return gateway.Bench(ctx, gateway.BenchConfig{Rate: rate, Phase: phase, Replica: addr, Load: load})
+}
+
+// lockedWriter is a writer that several goroutines may write at once.
+type lockedWriter struct {
+	mu sync.Mutex // guards w
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // listeningOn reads the address from allot demo serve's first line,
