@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -129,14 +128,12 @@ and a gateway's URL for it) with the same phases, starting nothing.`,
 
 // benchGatewaySplit is bench gateway with the replica and the load
 // generator each in a process of its own (this executable), the gateway in
-// this one. What the children say on standard error goes to stderr.
+// this one. What the replica says on standard error goes to stderr; what
+// the generator says there, to the error when it fails.
 func benchGatewaySplit(ctx context.Context, rate float64, phase time.Duration, stderr io.Writer) (gateway.BenchResult, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return gateway.BenchResult{}, fmt.Errorf("bench gateway: find this executable: %w", err)
-	}
-	if _, ok := stderr.(*os.File); !ok {
-		stderr = &lockedWriter{w: stderr} // both children copy into it, each from a goroutine of its own
 	}
 	repCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -166,10 +163,13 @@ func benchGatewaySplit(ctx context.Context, rate float64, phase time.Duration, s
 	load := func(ctx context.Context, direct, through string) (gateway.BenchResult, error) {
 		gen := exec.CommandContext(ctx, self, "bench", "gateway", "--direct", direct, "--through", through,
 			"--rps", strconv.FormatFloat(rate, 'g', -1, 64), "--duration", phase.String(), "-o", "json")
-		gen.Stderr = stderr
 		cpu0 := cpuTime()
-		data, err := gen.Output()
+		data, err := gen.Output() // its stderr, kept, goes into the error
 		if err != nil {
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && len(exit.Stderr) > 0 {
+				err = fmt.Errorf("%w: %s", err, strings.TrimSpace(string(exit.Stderr)))
+			}
 			return gateway.BenchResult{}, fmt.Errorf("bench gateway: the load generator: %w", err)
 		}
 		cpu := cpuTime() - cpu0
@@ -183,18 +183,6 @@ func benchGatewaySplit(ctx context.Context, rate float64, phase time.Duration, s
 		return res, nil
 	}
 	return gateway.Bench(ctx, gateway.BenchConfig{Rate: rate, Phase: phase, Replica: addr, Load: load})
-}
-
-// lockedWriter is a writer that several goroutines may write at once.
-type lockedWriter struct {
-	mu sync.Mutex // guards w
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // listeningOn reads the address from allot demo serve's first line,
