@@ -1,13 +1,9 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -89,7 +85,7 @@ The token is a gateway token (allot token create --gateway), from
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", selfURL(ln.Addr(), false))
-			return serveGateway(ctx, g, ln)
+			return g.Serve(ctx, ln)
 		},
 	}
 	fl := cmd.Flags()
@@ -105,79 +101,4 @@ The token is a gateway token (allot token create --gateway), from
 	fl.DurationVar(&cfg.ReportEvery, "report-every", gateway.DefaultReportEvery, "interval of the reports to the server")
 	fl.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd
-}
-
-// serveGateway serves g on ln, and runs its watch and reports, until ctx
-// ends; requests in flight then get 10 s to finish.
-func serveGateway(ctx context.Context, g *gateway.Gateway, ln net.Listener) error {
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true) // h2c: HTTP/2 without TLS, for callers that speak it
-	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, Protocols: &protocols}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	ran := make(chan error, 1)
-	go func() { ran <- g.Run(runCtx) }()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-served:
-	}
-	shut, done := context.WithTimeout(context.Background(), 10*time.Second)
-	defer done()
-	_ = srv.Shutdown(shut)
-	cancel()
-	<-ran
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
-func newBenchGatewayCmd() *cobra.Command {
-	var rate float64
-	var phase time.Duration
-	var output string
-	cmd := &cobra.Command{
-		Use:   "gateway [--rps 2000] [--duration 10s]",
-		Short: "Measure the latency allot gateway adds to a request",
-		Long: `gateway starts a local replica (allot demo serve without a service time) and
-a gateway in front of it, in this process on loopback, and sends Poisson
-arrivals at --rps for --duration straight to the replica, then through the
-gateway, then both again. It prints each way's latency percentiles over
-its two phases and what the gateway added (through minus direct) at p50
-and p99. The load generator, the gateway and the replica share the
-machine's cores, as they would not in production: the figure is an upper
-bound of what the gateway costs.`,
-		Example: `  allot bench gateway --rps 2000 --duration 10s`,
-		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !(rate > 0) || phase <= 0 {
-				return Usage(errors.New("--rps and --duration must be above 0"))
-			}
-			res, err := gateway.Bench(cmd.Context(), rate, phase)
-			if err != nil {
-				return err
-			}
-			f, err := parseFormat(output)
-			if err != nil {
-				return Usage(err)
-			}
-			return show(cmd.OutOrStdout(), f, res, func() printer { return lines(res.String()) })
-		},
-	}
-	cmd.Flags().Float64Var(&rate, "rps", 2000, "arrival rate, requests/s")
-	cmd.Flags().DurationVar(&phase, "duration", 10*time.Second, "length of each of the four phases")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output: table, json or yaml")
-	return cmd
-}
-
-// lines is text printed as it is.
-type lines string
-
-func (l lines) print(w io.Writer) error {
-	_, err := fmt.Fprintln(w, string(l))
-	return err
 }

@@ -433,7 +433,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 		if err != nil {
 			return err
 		}
-		go func() { gwErr <- serveGateway(gwCtx, g, gwLn) }()
+		go func() { gwErr <- g.Serve(gwCtx, gwLn) }()
 	}
 	fmt.Fprintf(out, "listening on %s\n", url)
 	if gwLn != nil {

@@ -35,11 +35,23 @@
 //   - Responses stream: every write of the replica is flushed to the
 //     caller at once (token streaming). Callers may speak HTTP/1.1 or
 //     HTTP/2 (h2c on a plain listener); replicas are spoken to in
-//     HTTP/1.1.
+//     HTTP/1.1, straight (never through $HTTP_PROXY), with the caller's
+//     Accept-Encoding as it was: the gateway asks for no compression of
+//     its own, so an answer passes as the replica sent it.
 //   - Measured, not reported: per endpoint and replica the gateway counts
 //     requests, errors and requests in flight, and records the latency to
 //     the first byte and of the whole request in latency.Histograms. Every
 //     Config.ReportEvery it posts the interval's counts to the server
 //     (Source.Report), which feeds them to the autoscaler and endpoint
 //     show; it also serves them as Prometheus series at /-/metrics.
+//   - Serve is how a gateway meets callers (allot gateway, allot up, the
+//     bench): HTTP/1.1 and h2c on one listener, the watch and the reports
+//     running beside it, a bounded drain of requests in flight at the end.
+//
+// What a gateway costs is measured by Bench (allot bench gateway): the
+// same open-loop load straight to a replica and through a gateway,
+// alternating, from one load generator (Compare), and the difference of
+// their percentiles. The gateway runs in the bench's process; the replica
+// and the generator run in it too, or elsewhere (in processes of their own:
+// BenchConfig.Replica and Load).
 package gateway

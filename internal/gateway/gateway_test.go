@@ -271,6 +271,52 @@ func TestAccessAndHeaders(t *testing.T) {
 	}
 }
 
+// The replica learns who called and how (X-Forwarded-*, whatever the
+// caller claimed of them), gets the caller's Accept-Encoding as it was
+// (none asked for by the gateway), and its answer's headers reach the
+// caller, repeated ones included, hop-by-hop ones not.
+func TestForwardedHeaders(t *testing.T) {
+	var seen atomic.Value
+	rep := newReplica(t, func(w http.ResponseWriter, r *http.Request) {
+		seen.Store(strings.Join([]string{r.Header.Get("X-Forwarded-For"), r.Header.Get("X-Forwarded-Host"),
+			r.Header.Get("X-Forwarded-Proto"), r.Header.Get("Accept-Encoding")}, "|"))
+		w.Header().Add("Set-Cookie", "a=1")
+		w.Header().Add("Set-Cookie", "b=2")
+		w.Header().Set("X-Replica", "r1")
+		w.Header().Set("Keep-Alive", "timeout=5")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	src := newSource()
+	src.set(wire.RouteTable{Version: "1", Routes: []wire.Route{route("chat", "public", addr(rep.Server))}})
+	g, url := start(t, src, Config{})
+	waitReady(t, g, "chat", 1)
+	req, err := http.NewRequest(http.MethodGet, url+"/chat/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "api.example.com"
+	req.Header.Set("X-Forwarded-For", "10.9.9.9")
+	client := &http.Client{Transport: &http.Transport{DisableCompression: true}} // sends no Accept-Encoding
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "ok\n" {
+		t.Fatalf("%d %q", resp.StatusCode, body)
+	}
+	if s, _ := seen.Load().(string); s != "127.0.0.1|api.example.com|http|" {
+		t.Errorf("the replica saw X-Forwarded-For|Host|Proto|Accept-Encoding %q, want 127.0.0.1|api.example.com|http|", s)
+	}
+	if c := resp.Header.Values("Set-Cookie"); len(c) != 2 || c[0] != "a=1" || c[1] != "b=2" {
+		t.Errorf("Set-Cookie %q, want a=1 and b=2", c)
+	}
+	if resp.Header.Get("X-Replica") != "r1" || resp.Header.Get("Keep-Alive") != "" {
+		t.Errorf("X-Replica %q (want r1), Keep-Alive %q (want none)", resp.Header.Get("X-Replica"), resp.Header.Get("Keep-Alive"))
+	}
+}
+
 // A replica whose port refuses connections (its process was killed) costs
 // no request: each goes to the other replica, and the dead one leaves the
 // rotation until its readiness check passes again.

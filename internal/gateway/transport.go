@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/allot-dev/allot/internal/latency"
@@ -21,23 +21,21 @@ type roundTripper struct{ g *Gateway }
 
 func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	g := t.g
-	st := req.Context().Value(stateKey{}).(*state)
+	st := stateOf(req)
 	var tried []*replica
 	for {
-		r, noneFree := g.pick(st.ep, tried)
+		start := time.Now()
+		r, noneFree := g.pick(st.ep, tried, start.UnixNano())
 		if r == nil {
 			st.noneFree = noneFree
 			return nil, errNoReplica
 		}
-		// The request is the proxy's own copy: a shallow one with the
-		// replica's address costs no header copy on the hot path.
-		out, u := *req, *req.URL
-		u.Host = r.addr
-		out.URL = &u
+		// The request and its URL are the proxy's own copies, made for
+		// this request alone: pointing them at the replica costs no copy.
+		req.URL.Host = r.addr
 		r.inFlight.Add(1)
 		r.m.inFlight.Inc()
-		start := time.Now()
-		resp, err := g.base.RoundTrip(&out)
+		resp, err := g.base.RoundTrip(req)
 		if err != nil {
 			r.inFlight.Add(-1)
 			r.m.inFlight.Dec()
@@ -54,7 +52,7 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			if st.tooLarge.Load() {
 				return nil, err // the caller's fault, not the replica's
 			}
-			if req.Context().Err() != nil {
+			if st.Err() != nil {
 				// The caller left: what it waited counts as a latency it
 				// saw, not as the replica's failure.
 				r.finish(time.Since(start), 0, false)
@@ -64,7 +62,8 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			st.replica = r
 			return nil, err
 		}
-		resp.Body = &measuredBody{rc: resp.Body, r: r, start: start, ttfb: time.Since(start), failed: resp.StatusCode >= 500, ctx: req.Context()}
+		st.out = measuredBody{rc: resp.Body, r: r, start: start, ttfb: time.Since(start), failed: resp.StatusCode >= 500, ctx: st}
+		resp.Body = &st.out
 		return resp, nil
 	}
 }
@@ -128,7 +127,7 @@ type measuredBody struct {
 	start       time.Time
 	ttfb        time.Duration
 	failed      bool
-	once        sync.Once
+	closed      atomic.Bool
 	readFailure bool
 	ctx         context.Context // the request's: a read that failed because the caller left is not the replica's failure
 }
@@ -143,11 +142,11 @@ func (b *measuredBody) Read(p []byte) (int, error) {
 
 func (b *measuredBody) Close() error {
 	err := b.rc.Close()
-	b.once.Do(func() {
+	if b.closed.CompareAndSwap(false, true) {
 		b.r.inFlight.Add(-1)
 		b.r.m.inFlight.Dec()
 		b.r.finish(time.Since(b.start), b.ttfb, b.failed || (b.readFailure && b.ctx.Err() == nil))
-	})
+	}
 	return err
 }
 
