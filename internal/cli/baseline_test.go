@@ -59,33 +59,39 @@ func TestBaselineCompares(t *testing.T) {
 	}
 	path := writeBaseline(t, base)
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b, err := loadBaseline(path, baselineFigures)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var w bytes.Buffer
-			err = b.check(&w, tt.cur)
-			if len(tt.worse) == 0 {
-				if err != nil || w.Len() != 0 {
-					t.Fatalf("err %v, printed %q; want neither", err, w.String())
-				}
-				return
-			}
-			var re *regressionError
-			if !errors.As(err, &re) {
-				t.Fatalf("err %v; want a regression", err)
-			}
-			lines := strings.Split(strings.TrimSpace(w.String()), "\n")
-			if len(lines) != len(tt.worse) || len(re.worse) != len(tt.worse) {
-				t.Fatalf("printed %q; want %d lines", w.String(), len(tt.worse))
-			}
-			for i, name := range tt.worse {
-				if !strings.HasPrefix(lines[i], "regression: "+name+" ") {
-					t.Errorf("line %d = %q; want figure %s", i, lines[i], name)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { expectRegressions(t, path, baselineFigures, tt.cur, tt.worse) })
+	}
+}
+
+// expectRegressions checks cur against the baseline at path: no error and
+// nothing printed when worse is empty, else a regression naming exactly
+// the figures of worse, in order, each on a line of its own.
+func expectRegressions(t *testing.T, path string, figures []figure, cur any, worse []string) {
+	t.Helper()
+	b, err := loadBaseline(path, figures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w bytes.Buffer
+	err = b.check(&w, cur)
+	if len(worse) == 0 {
+		if err != nil || w.Len() != 0 {
+			t.Fatalf("err %v, printed %q; want neither", err, w.String())
+		}
+		return
+	}
+	var re *regressionError
+	if !errors.As(err, &re) {
+		t.Fatalf("err %v; want a regression", err)
+	}
+	lines := strings.Split(strings.TrimSpace(w.String()), "\n")
+	if len(lines) != len(worse) || len(re.worse) != len(worse) {
+		t.Fatalf("printed %q; want regressions of %v", w.String(), worse)
+	}
+	for i, name := range worse {
+		if !strings.HasPrefix(lines[i], "regression: "+name+" ") || !strings.HasPrefix(re.worse[i], name+" ") {
+			t.Errorf("regression %d = %q (printed %q); want figure %s", i, re.worse[i], lines[i], name)
+		}
 	}
 }
 
@@ -239,29 +245,7 @@ func TestBaselineE2E(t *testing.T) {
 			[]string{"cycle_split.watch.mean_ms", "cycle_split.watch.p99_ms"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b, err := loadBaseline(path, benchE2EFigures)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var w bytes.Buffer
-			err = b.check(&w, tt.cur)
-			if len(tt.worse) == 0 {
-				if err != nil || w.Len() != 0 {
-					t.Fatalf("err %v, printed %q; want neither", err, w.String())
-				}
-				return
-			}
-			var re *regressionError
-			if !errors.As(err, &re) || len(re.worse) != len(tt.worse) {
-				t.Fatalf("err %v, printed %q; want regressions of %v", err, w.String(), tt.worse)
-			}
-			for i, name := range tt.worse {
-				if !strings.HasPrefix(re.worse[i], name+" ") {
-					t.Errorf("regression %d = %q; want figure %s", i, re.worse[i], name)
-				}
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { expectRegressions(t, path, benchE2EFigures, tt.cur, tt.worse) })
 	}
 	inProcess := e2eSample()
 	inProcess.Server = "in-process"
