@@ -43,6 +43,9 @@ type JobSpec struct {
 	// Begin, when set, is the earliest time the job may start, as Slurm's
 	// sbatch --begin: it waits Queued until then (reason BeginTime).
 	Begin time.Time
+	// Elastic, when set, lets the gang run with more instances than
+	// Resources.InstanceCount, which is then its minimum (elastic.go).
+	Elastic *Elastic
 }
 
 // Resources is the shape of a job: InstanceCount instances (a gang when more
@@ -241,6 +244,7 @@ func (s *JobSpec) Validate() error {
 		add("array_index", "must be between 0 and %d, got %d", MaxArrayIndex, *i)
 	}
 	errs = append(errs, s.validateAfter()...)
+	errs = append(errs, s.validateElastic()...)
 	return errors.Join(errs...)
 }
 
@@ -376,7 +380,10 @@ type JobStatus struct {
 	Allocations  []Allocation
 	Attempts     []Attempt
 	Preemptions  int
-	Retries      int // attempts that ended in failure and were retried
+	// Resizes counts the attempts an elastic job ended to run on with
+	// another number of instances (elastic.go).
+	Resizes int
+	Retries int // attempts that ended in failure and were retried
 	// Lost counts attempts lost with their node (it stopped answering, or
 	// its agent restarted); they do not count against max_retries but
 	// against the server's own limit, with a back-off between them.

@@ -12,13 +12,14 @@ import (
 // offline planner do: bound jobs start running at now, a new attempt on
 // their nodes; preempted jobs go back to the queue without their
 // allocations, their attempt ended at now, and with one more preemption
-// counted. Attempts are recorded as the server records them, since a
+// counted; resized jobs keep running with their new allocations, their
+// attempt ended ("Resized") and the next started at now. Attempts are recorded as the server records them, since a
 // queued job's wait runs from the end of its last one (WaitingSince); the
 // slice is replaced, never written in place, so a shallow copy of a job
 // keeps its own. It fails, changing nothing, when the plan names a job
 // that is not there or not in the state the plan expects.
 func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
-	if len(p.Preemptions) == 0 && len(p.Binds) == 0 {
+	if len(p.Preemptions) == 0 && len(p.Binds) == 0 && len(p.Resizes) == 0 {
 		return nil
 	}
 	// Index only the jobs the plan names: most cycles change few of many.
@@ -28,6 +29,9 @@ func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 	}
 	for _, b := range p.Binds {
 		byID[b.Job] = nil
+	}
+	for _, r := range p.Resizes {
+		byID[r.Job] = nil
 	}
 	for _, j := range jobs {
 		if _, named := byID[j.ID]; named {
@@ -42,6 +46,11 @@ func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 	for _, b := range p.Binds {
 		if j := byID[b.Job]; j == nil || j.Status.State != model.StateQueued {
 			return fmt.Errorf("plan binds %s, which is not queued", b.Job)
+		}
+	}
+	for _, r := range p.Resizes {
+		if j := byID[r.Job]; j == nil || j.Status.State != model.StateRunning || len(j.Status.Allocations) != r.From {
+			return fmt.Errorf("plan resizes %s from %d instances, which is not running with them", r.Job, r.From)
 		}
 	}
 	for _, pr := range p.Preemptions {
@@ -67,6 +76,22 @@ func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 		}
 		j.Status.Attempts = append(slices.Clip(j.Status.Attempts),
 			model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: nodes, Started: now})
+	}
+	for _, r := range p.Resizes {
+		j := byID[r.Job]
+		att := slices.Clone(j.Status.Attempts)
+		if n := len(att); n > 0 && att[n-1].Ended.IsZero() {
+			att[n-1].Ended, att[n-1].Reason, att[n-1].Detail = now, "Resized", r.Detail
+		}
+		j.Status.Resizes++
+		j.Status.StartedAt = now
+		j.Status.Allocations = make([]model.Allocation, len(r.Nodes))
+		nodes := make([]string, len(r.Nodes))
+		for i, n := range r.Nodes {
+			j.Status.Allocations[i] = model.Allocation{Node: n.Node, GPUs: n.GPUs, GPUMilli: n.GPUMilli}
+			nodes[i] = n.Node
+		}
+		j.Status.Attempts = append(att, model.Attempt{Number: len(att) + 1, Nodes: nodes, Started: now})
 	}
 	return nil
 }

@@ -27,6 +27,8 @@ const (
 	BetterPriority   // evicted for its own tenant's job of a better priority value (Config.PriorityGap)
 	HeldNodes        // evicted from nodes held for a job that waited, having started there after the hold began (Config.HoldAfter)
 	GPUWorkFirst     // CPU-only work evicted from a GPU node for work that needs its GPUs
+	// Resize reasons (a shrink takes a preemption reason).
+	IdleCapacity // an elastic job grown into capacity nothing else used in the cycle
 )
 
 var reasonNames = [...]string{
@@ -49,6 +51,7 @@ var reasonNames = [...]string{
 	BetterPriority:        "BetterPriority",
 	HeldNodes:             "HeldNodes",
 	GPUWorkFirst:          "GPUWorkFirst",
+	IdleCapacity:          "IdleCapacity",
 }
 
 func (r Reason) String() string {
