@@ -33,8 +33,11 @@
 //
 // A jobs file holds one or more YAML documents separated by "---", each a
 // job or a list of jobs; JSON is read the same way, so the API accepts the
-// same documents. Absent fields take defaults: instance_count 1,
-// gpus_per_instance 1 (an explicit 0 asks for no GPU), priority standard. A
+// same documents. Absent fields take defaults: instance_count 1 (an
+// elastic job's min_instances), gpus_per_instance 1 (an explicit 0 asks for
+// no GPU), priority standard. elastic: {min_instances, max_instances, step}
+// lets a gang run with more instances than it waits for (model.Elastic);
+// an instance_count that is written must equal min_instances. A
 // command given as a string runs as /bin/sh -c string. Overrides (--set
 // key=value, the key a dotted path such as retry.max_retries or env.NAME,
 // the value parsed as YAML) are applied to the node tree of each job before

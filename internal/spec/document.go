@@ -26,6 +26,14 @@ type Document struct {
 	After      []string          `json:"after,omitempty"`
 	AfterCond  string            `json:"after_condition,omitempty"`
 	Begin      string            `json:"begin,omitempty"`
+	Elastic    *elasticDoc       `json:"elastic,omitempty"`
+}
+
+// elasticDoc is the elastic block of a job file.
+type elasticDoc struct {
+	MinInstances int `json:"min_instances"`
+	MaxInstances int `json:"max_instances"`
+	Step         int `json:"step,omitempty"`
 }
 
 // resourcesDoc is the resources section of a job file.
@@ -84,6 +92,9 @@ func DocumentOf(s model.JobSpec) Document {
 	}
 	if !s.Begin.IsZero() {
 		d.Begin = s.Begin.UTC().Format(time.RFC3339Nano)
+	}
+	if e := s.Elastic; e != nil {
+		d.Elastic = &elasticDoc{MinInstances: e.MinInstances, MaxInstances: e.MaxInstances, Step: e.Step}
 	}
 	if s.AfterCondition != model.AfterOK {
 		d.AfterCond = s.AfterCondition.String()

@@ -29,6 +29,9 @@ func TestDocumentRoundTrip(t *testing.T) {
 		Begin:      time.Date(2026, 12, 24, 2, 0, 0, 500, time.UTC),
 	}, {
 		Name: "cpu-only", Tenant: "t", Resources: model.Resources{InstanceCount: 1, CPUMilli: 500},
+	}, {
+		Name: "elastic", Tenant: "t", Resources: model.Resources{InstanceCount: 2, GPUsPerInstance: 8},
+		Elastic: &model.Elastic{MinInstances: 2, MaxInstances: 8, Step: 2},
 	}}
 	files, err := filepath.Glob("../../examples/jobs/*.yaml")
 	if err != nil || len(files) == 0 {

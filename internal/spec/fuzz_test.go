@@ -111,6 +111,9 @@ func FuzzParseJobs(f *testing.F) {
 	f.Add([]byte("name: a\ntenant: t\nbegin: 2026-12-24T02:00:00+01:00\n---\nname: b\ntenant: t\nbegin: 2027-01-01\n"), "begin=tomorrow")
 	f.Add([]byte("name: a\ntenant: t\n---\nname: b\ntenant: t\nafter: a\nafter_condition: any\n---\nname: c\ntenant: t\nafter_condition: [notok]\n"), "after_condition=notok")
 	f.Add([]byte("name: a\ntenant: t\nplacement: {exclude_nodes: [n1, '', n1]}\n---\nname: b\ntenant: t\nplacement: {exclude_nodes: n2, nodes: [n2, n3]}\n"), "placement.nodes=[x]")
+	f.Add([]byte("name: e\ntenant: t\nresources: {gpus_per_instance: 8}\nelastic: {min_instances: 2, max_instances: 6, step: 2}\n"), "elastic.step=3")
+	f.Add([]byte(`{"name": "e", "tenant": "t", "resources": {"instance_count": 2}, "elastic": {"min_instances": 2, "max_instances": 4}}`), "resources.instance_count=")
+	f.Add([]byte("name: e\ntenant: t\nresources: {gpu_milli: 500}\nelastic: {min_instances: 3, max_instances: 1}\n"), "elastic=")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string
 		if set != "" {

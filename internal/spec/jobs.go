@@ -32,10 +32,21 @@ type jobFile struct {
 	After      afterList         `yaml:"after"`
 	AfterCond  afterCondition    `yaml:"after_condition"`
 	Begin      timestamp         `yaml:"begin"`
+	Elastic    *elasticEntry     `yaml:"elastic"`
+}
+
+// elasticEntry is the elastic block of a job: the range of instances it
+// may run with (model.Elastic).
+type elasticEntry struct {
+	MinInstances int `yaml:"min_instances"`
+	MaxInstances int `yaml:"max_instances"`
+	Step         int `yaml:"step"`
 }
 
 type resourcesEntry struct {
-	InstanceCount   int      `yaml:"instance_count"`
+	// InstanceCount is nil when the file leaves it out: 1, or an elastic
+	// job's min_instances.
+	InstanceCount   *int     `yaml:"instance_count"`
 	GPUsPerInstance int      `yaml:"gpus_per_instance"`
 	GPUMilli        int64    `yaml:"gpu_milli"`
 	GPUModels       []string `yaml:"gpu_models"`
@@ -63,11 +74,11 @@ type checkpointEntry struct {
 	Grace    duration `yaml:"grace"`
 }
 
-// newJobFile returns a job with the defaults of fields left out: one
-// instance of one GPU, standard priority.
+// newJobFile returns a job with the defaults of fields left out: one GPU
+// per instance, standard priority (the instance count is instanceCount's).
 func newJobFile() jobFile {
 	return jobFile{
-		Resources: resourcesEntry{InstanceCount: 1, GPUsPerInstance: 1},
+		Resources: resourcesEntry{GPUsPerInstance: 1},
 		Priority:  priority{Class: model.ClassStandard},
 	}
 }
@@ -133,6 +144,26 @@ func besides(verr, derr error) error {
 		}
 	}
 	return joinErrors(out...)
+}
+
+// instanceCount is the instance count as written or, left out, an elastic
+// job's minimum, else 1.
+func (j *jobFile) instanceCount() int {
+	switch {
+	case j.Resources.InstanceCount != nil:
+		return *j.Resources.InstanceCount
+	case j.Elastic != nil:
+		return j.Elastic.MinInstances
+	}
+	return 1
+}
+
+// model is e as model.Elastic, nil when the file has no elastic block.
+func (e *elasticEntry) model() *model.Elastic {
+	if e == nil {
+		return nil
+	}
+	return &model.Elastic{MinInstances: e.MinInstances, MaxInstances: e.MaxInstances, Step: e.Step}
 }
 
 // arrayRange is a job array's range as written: "0-99", "0-99:10",
@@ -298,12 +329,13 @@ func (d *decoder) job(root, n *yaml.Node, path string) ([]model.JobSpec, error) 
 	}
 	r := j.Resources
 	s := model.JobSpec{
+		Elastic: j.Elastic.model(),
 		Name:    j.Name,
 		Tenant:  j.Tenant,
 		Command: []string(j.Command),
 		Env:     j.Env,
 		Resources: model.Resources{
-			InstanceCount: r.InstanceCount, GPUsPerInstance: r.GPUsPerInstance, GPUMilli: r.GPUMilli,
+			InstanceCount: j.instanceCount(), GPUsPerInstance: r.GPUsPerInstance, GPUMilli: r.GPUMilli,
 			GPUModels: r.GPUModels, CPUMilli: int64(r.CPU), MemoryMiB: int64(r.Memory),
 		},
 		Priority: model.Priority(j.Priority),

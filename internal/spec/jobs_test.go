@@ -99,6 +99,24 @@ tenant: t
 			{Name: "a", Tenant: "t", Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: 1, CPUMilli: 2000}, Priority: model.Priority{Class: model.ClassStandard}, Retry: model.Retry{MaxRetries: 2}},
 			{Name: "b", Tenant: "t", Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: 1, CPUMilli: 2000}, Priority: model.Priority{Class: model.ClassStandard}, Retry: model.Retry{MaxRetries: 2}},
 		}},
+		{"elastic, instance_count from min_instances", `
+name: e
+tenant: t
+resources: {gpus_per_instance: 8}
+elastic: {min_instances: 2, max_instances: 6, step: 2}
+`, []model.JobSpec{{Name: "e", Tenant: "t",
+			Resources: model.Resources{InstanceCount: 2, GPUsPerInstance: 8},
+			Priority:  model.Priority{Class: model.ClassStandard},
+			Elastic:   &model.Elastic{MinInstances: 2, MaxInstances: 6, Step: 2}}}},
+		{"elastic with instance_count written", `
+name: e
+tenant: t
+resources: {instance_count: 3}
+elastic: {min_instances: 3, max_instances: 4}
+`, []model.JobSpec{{Name: "e", Tenant: "t",
+			Resources: model.Resources{InstanceCount: 3, GPUsPerInstance: 1},
+			Priority:  model.Priority{Class: model.ClassStandard},
+			Elastic:   &model.Elastic{MinInstances: 3, MaxInstances: 4}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ParseJobs("job.yaml", doc(tc.yaml), nil)
@@ -243,6 +261,37 @@ retry: {max_retries: -1}
   tenant: t
   resources: {gpus_per_instance: 65}
 `, 4, "[1].resources.gpus_per_instance", "must be between 0 and 64"},
+		{"elastic min over max", `
+name: j
+tenant: t
+elastic:
+  min_instances: 4
+  max_instances: 2
+`, 5, "elastic.max_instances", "must be between min_instances (4) and 4096, got 2"},
+		{"elastic step not dividing", `
+name: j
+tenant: t
+elastic: {min_instances: 2, max_instances: 6,
+  step: 3}
+`, 4, "elastic.step", "3 does not divide max_instances - min_instances"},
+		{"elastic instance_count mismatch", `
+name: j
+tenant: t
+resources:
+  instance_count: 4
+elastic: {min_instances: 2, max_instances: 6}
+`, 4, "resources.instance_count", "must equal elastic.min_instances (2)"},
+		{"elastic fraction of a GPU", `
+name: j
+tenant: t
+resources: {gpu_milli: 500}
+elastic: {min_instances: 1, max_instances: 2}
+`, 4, "elastic", "takes whole GPUs"},
+		{"elastic unknown field", `
+name: j
+tenant: t
+elastic: {min: 1, max_instances: 2}
+`, 3, "elastic.min", `unknown field "min" (known fields: max_instances, min_instances, step)`},
 		{"JSON type error", "{\n  \"name\": \"j\",\n  \"tenant\": \"t\",\n  \"resources\": {\"cpu\": [1]}\n}\n",
 			4, "resources.cpu", "want cores"},
 		{"JSON unknown field", "{\"name\": \"j\", \"tenant\": \"t\",\n \"priorty\": \"spot\"}\n", 2, "priorty", "unknown field"},
