@@ -2,8 +2,10 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,9 +18,9 @@ import (
 // runFlags are the fields of a job that 'job run' takes as flags.
 type runFlags struct {
 	name, tenant, priority, array, cpu, memory, duration, key, begin, timeout string
-	afterCondition                                                            string
+	afterCondition, instances                                                 string
 	maxRetries                                                                int
-	gpus, instances                                                           int
+	gpus                                                                      int
 	gpuMilli                                                                  int64
 	models, regions, env, sets, after, nodes, exclude                         []string
 	now                                                                       time.Time // what a relative --begin counts from
@@ -32,18 +34,20 @@ var runFlagOf = map[string]string{
 	"resources.gpus_per_instance": "--gpus", "resources.instance_count": "--instances", "resources.gpu_milli": "--gpu-milli",
 	"resources.cpu": "--cpu", "resources.memory": "--memory", "resources.gpu_models": "--gpu-model",
 	"placement.regions": "--region", "placement.nodes": "--node", "placement.exclude_nodes": "--exclude", "env": "--env", "command": "the command", "resources": "--gpus or --cpu",
+	"elastic": "--instances", "elastic.min_instances": "--instances", "elastic.max_instances": "--instances", "elastic.step": "--instances",
 	"begin": "--begin", "retry.timeout": "--timeout", "retry.max_retries": "--max-retries", "after": "--after", "after_condition": "--after-condition",
 }
 
 func newJobRunCmd(conn *connection) *cobra.Command {
 	var r runFlags
 	cmd := &cobra.Command{
-		Use:   "run [--gpus N] [--gpu-model M] [--tenant T] [--name N] [--priority P] [--array A-B[:STEP]] -- CMD [ARG]...",
+		Use:   "run [--gpus N] [--gpu-model M] [--instances N|A-B[:STEP]] [--tenant T] [--name N] [--priority P] [--array A-B[:STEP]] -- CMD [ARG]...",
 		Short: "Submit a command as a job, without a job file",
 		Long: `run submits CMD with its arguments as a job, as sbatch --wrap or az ml job
 create do, and prints the new job's ID like 'job submit'. The flags set the
 fields of a job file: --gpus (gpus_per_instance, default 1), --gpu-model
-(gpu_models; repeat it or give a list for several), --instances, --gpu-milli,
+(gpu_models; repeat it or give a list for several), --instances (a number,
+or a range A-B[:STEP] for an elastic job, below), --gpu-milli,
 --cpu, --memory, --region, --node (the only nodes it may run on, as a
 Kubernetes node affinity by name), --exclude (nodes it must not run on, as
 sbatch --exclude), --priority (spot, standard or reserved, with an optional :N),
@@ -62,6 +66,14 @@ token must give it).
 a list, 1,5,9; at most 1000), all or none: the jobs are named NAME[IDX] and
 each finds its index in $ALLOT_ARRAY_INDEX.
 
+--instances A-B makes an elastic gang, as torchrun --nnodes A:B: it waits
+for A instances and starts with them, may grow up to B into capacity
+nothing else uses and shrinks back (never below A) before anything of it is
+evicted; :STEP grows and shrinks it STEP instances at a time (A-B:2; STEP
+must divide B-A). Each resize ends the attempt and starts the next from the
+job's last checkpoint with the new $ALLOT_WORLD_SIZE, so the program must
+checkpoint and resume with any world size (elastic in a job file).
+
 --wait then follows the job until it ended, as sbatch --wait does ('allot
 job wait'): its progress on stderr, exit status 0 only when it succeeded.
 --dry-run submits nothing and says what would become of the job now, as
@@ -76,6 +88,7 @@ and variables, run sh -c '...'.`,
 		Example: `  allot job run --gpus 8 --gpu-model H100 -- torchrun --nproc-per-node 8 train.py
   allot job run --gpu-milli 250 --gpu-model T4 --name notebook -- allot demo serve
   allot job run --gpus 0 --cpu 2 --memory 4Gi -- python preprocess.py
+  allot job run --instances 2-8 --gpus 8 --gpu-model H100 -- allot demo train   # elastic: 2 to 8 nodes
   allot job run --array 0-99 --gpus 1 -- sh -c 'python sweep.py --seed $ALLOT_ARRAY_INDEX'
   allot job run --tenant research --priority spot:5 -o json -- python eval.py   # {"id": "..."}
   allot job run --gpus 8 --exclude eastus-h100-03 -- python train.py          # not on that host
@@ -104,7 +117,7 @@ and variables, run sh -c '...'.`,
 	fl := cmd.Flags()
 	fl.IntVar(&r.gpus, "gpus", 1, "GPUs per instance (0: a CPU-only job, which needs --cpu)")
 	fl.StringSliceVar(&r.models, "gpu-model", nil, "acceptable GPU models, e.g. H100 (repeatable, or a list)")
-	fl.IntVar(&r.instances, "instances", 1, "instances of the job (a gang when more than one)")
+	fl.StringVar(&r.instances, "instances", "1", "instances of the job (a gang when more than one), or A-B[:STEP] for an elastic gang of A to B")
 	fl.Int64Var(&r.gpuMilli, "gpu-milli", 0, "a fraction of one GPU in milli-GPU, e.g. 250")
 	fl.StringVar(&r.cpu, "cpu", "", "CPU per instance: cores or milli-cores, e.g. 2 or 500m")
 	fl.StringVar(&r.memory, "memory", "", "memory per instance, e.g. 8Gi or 512Mi")
@@ -145,7 +158,15 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 	if r.tenant != "" {
 		doc["tenant"] = r.tenant
 	}
-	res := map[string]any{"gpus_per_instance": r.gpus, "instance_count": r.instances}
+	res := map[string]any{"gpus_per_instance": r.gpus}
+	switch n, el, err := parseInstances(r.instances); {
+	case err != nil:
+		return nil, fmt.Errorf("--instances %q: %w", r.instances, err)
+	case el != nil:
+		doc["elastic"] = el // instance_count is its minimum
+	default:
+		res["instance_count"] = n
+	}
 	if r.gpuMilli != 0 {
 		res["gpu_milli"] = r.gpuMilli
 	}
@@ -232,6 +253,39 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 		}
 	}
 	return specs, nil
+}
+
+// parseInstances reads --instances: a count N, or an elastic range A-B or
+// A-B:STEP, returned as a job file's elastic block.
+func parseInstances(s string) (n int, elastic map[string]int, err error) {
+	num := func(t string) (int, error) {
+		v, err := strconv.Atoi(t)
+		if err != nil || t == "" || t[0] == '+' || t[0] == '-' {
+			return 0, errors.New("want a count (4), or a range of instances for an elastic job: A-B or A-B:STEP (2-8:2)")
+		}
+		return v, nil
+	}
+	lo, rest, isRange := strings.Cut(s, "-")
+	if !isRange {
+		n, err := num(s)
+		return n, nil, err
+	}
+	hi, step, stepped := strings.Cut(rest, ":")
+	el := map[string]int{}
+	for _, f := range []struct {
+		key, text string
+		set       bool
+	}{{"min_instances", lo, true}, {"max_instances", hi, true}, {"step", step, stepped}} {
+		if !f.set {
+			continue
+		}
+		v, err := num(f.text)
+		if err != nil {
+			return 0, nil, err
+		}
+		el[f.key] = v
+	}
+	return 0, el, nil
 }
 
 // flagErrors rewrites the problems of the job document in terms of the

@@ -9,12 +9,12 @@ import (
 // contract of a job file: any flag values give valid jobs or an error
 // with a message, never a panic.
 func FuzzRunSpecs(f *testing.F) {
-	f.Add("train", "acme", "spot:5", "0-3", "2", "8Gi", "H100", "python", "", 1, 1, int64(0))
-	f.Add("", "", "", "", "", "", "", "x", "6h", 0, 1, int64(250))
-	f.Add("n\x00", "t", "urgent", "5-1", "-1", "1Ti", "", "\xff", "-1h", 99, 0, int64(5000))
-	f.Add("a", "b", "reserved", "1,2,3", "500m", "512Mi", "t4", "sh", "2026-12-24T02:00:00Z", 8, 4097, int64(-1))
-	f.Add("a", "b", "", "", "", "", "", "sh", "9999999999h", 1, 1, int64(0))
-	f.Fuzz(func(t *testing.T, name, tenant, priority, array, cpu, memory, model, prog, begin string, gpus, instances int, milli int64) {
+	f.Add("train", "acme", "spot:5", "0-3", "2", "8Gi", "H100", "python", "", 1, "1", int64(0))
+	f.Add("", "", "", "", "", "", "", "x", "6h", 0, "2-8:2", int64(250))
+	f.Add("n\x00", "t", "urgent", "5-1", "-1", "1Ti", "", "\xff", "-1h", 99, "0", int64(5000))
+	f.Add("a", "b", "reserved", "1,2,3", "500m", "512Mi", "t4", "sh", "2026-12-24T02:00:00Z", 8, "4097", int64(-1))
+	f.Add("a", "b", "", "", "", "", "", "sh", "9999999999h", 1, "6-2:-1", int64(0))
+	f.Fuzz(func(t *testing.T, name, tenant, priority, array, cpu, memory, model, prog, begin string, gpus int, instances string, milli int64) {
 		r := runFlags{name: name, tenant: tenant, priority: priority, array: array, cpu: cpu, memory: memory,
 			gpus: gpus, instances: instances, gpuMilli: milli, begin: begin, timeout: memory, maxRetries: gpus, now: time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)}
 		if model != "" {

@@ -51,6 +51,14 @@ func TestJobRun(t *testing.T) {
 					}
 				}},
 			wantOut: []string{`"id": "j-1"`}},
+		{name: "elastic", args: []string{"job", "run", "--instances", "2-8:2", "--gpus", "8", "--", "allot", "demo", "train"},
+			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
+				if d.Resources.InstanceCount != 2 || d.Elastic == nil ||
+					d.Elastic.MinInstances != 2 || d.Elastic.MaxInstances != 8 || d.Elastic.Step != 2 {
+					t.Errorf("instances %d, elastic %+v; want 2, 2-8 step 2", d.Resources.InstanceCount, d.Elastic)
+				}
+			})},
+			wantOut: []string{"j-1\n"}},
 		{name: "after a job", args: []string{"job", "run", "--after", "prep-1k8", "--after", "data-2x", "--", "train"},
 			ex: exchange{method: "POST", path: "/v1/jobs", status: 201, body: queuedJob, checkBody: one(func(t *testing.T, d spec.Document) {
 				if strings.Join(d.After, ",") != "prep-1k8,data-2x" {
@@ -152,6 +160,11 @@ func TestJobRunErrors(t *testing.T) {
 		want []string
 	}{
 		{[]string{"--gpus", "99", "--instances", "0", "--", "x"}, []string{"--gpus: must be between 0 and 64", "--instances: must be between 1 and 4096"}},
+		{[]string{"--instances", "6-2", "--", "x"}, []string{"--instances: must be between min_instances (6) and 4096, got 2"}},
+		{[]string{"--instances", "2-7:2", "--", "x"}, []string{"--instances: 2 does not divide max_instances - min_instances"}},
+		{[]string{"--instances", "2-4", "--gpu-milli", "500", "--", "x"}, []string{"--instances: an elastic job takes whole GPUs"}},
+		{[]string{"--instances", "2:8", "--", "x"}, []string{`--instances "2:8": want a count (4), or a range of instances for an elastic job: A-B or A-B:STEP (2-8:2)`}},
+		{[]string{"--instances", "2-", "--", "x"}, []string{`--instances "2-": want a count`}},
 		{[]string{"--array", "5-1", "--", "x"}, []string{"--array: ", "runs backwards"}},
 		{[]string{"--array", "0-5000", "--", "x"}, []string{"more than 1000 indices"}},
 		{[]string{"--priority", "urgnt", "--", "x"}, []string{"--priority: ", "unknown priority class"}},
