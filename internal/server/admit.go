@@ -24,7 +24,7 @@ func (s *Server) admissible(w *world, spec model.JobSpec, now time.Time) error {
 			"give the program and its arguments, e.g. command: [python, train.py]")
 	}
 	if name := spec.Placement.Reservation; name != "" {
-		if err := usableReservation(w, spec.Tenant, name, now); err != nil {
+		if err := usableReservation(w, &spec, now); err != nil {
 			return err
 		}
 	}
@@ -59,9 +59,12 @@ func (w *world) checkClass(spec *model.JobSpec) error {
 // same words whether another tenant owns it or nobody does, so a tenant
 // learns no other tenant's reservation names), or one whose window has
 // ended. A reservation whose window lies ahead is usable: the job waits
-// for it (ReservationNotActive).
-func usableReservation(w *world, tenant, name string, now time.Time) error {
+// for it (ReservationNotActive). An elastic job whose minimum the
+// reservation cannot hold is refused naming elastic.min_instances
+// (elasticFits).
+func usableReservation(w *world, spec *model.JobSpec, now time.Time) error {
 	const field = "placement.reservation"
+	tenant, name := spec.Tenant, spec.Placement.Reservation
 	var own []string
 	for _, r := range w.tenancy.Reservations {
 		if r.Owner != tenant {
@@ -71,7 +74,7 @@ func usableReservation(w *world, tenant, name string, now time.Time) error {
 			if !r.End.IsZero() && !now.Before(r.End) {
 				return refuse(CodeInvalidSpec, field, "reservation %q ended at %s", name, r.End.UTC().Format(time.RFC3339))
 			}
-			return nil
+			return elasticFits(w, spec, r)
 		}
 		own = append(own, r.Name)
 	}
@@ -83,6 +86,27 @@ func usableReservation(w *world, tenant, name string, now time.Time) error {
 		hint = " (it has " + strings.Join(own, ", ") + ")"
 	}
 	return refuse(CodeInvalidSpec, field, "tenant %s has no reservation %q%s", tenant, clipText(name), hint)
+}
+
+// elasticFits refuses an elastic job whose minimum the reservation r it
+// names cannot hold: r.Count nodes of r's SKU, each holding as many of the
+// job's instances as it has GPUs for. What is refused is the minimum (the
+// gang the job waits for); a maximum above what r holds only caps growth.
+// A job one node cannot hold at all is left to the admission check, which
+// names gpus_per_instance.
+func elasticFits(w *world, spec *model.JobSpec, r model.Reservation) error {
+	e := spec.Elastic
+	if e == nil || spec.Resources.GPUsPerInstance <= 0 {
+		return nil
+	}
+	sku := w.ideal.Catalog[r.SKU]
+	perNode := sku.GPUs / spec.Resources.GPUsPerInstance
+	if perNode == 0 || r.Count*perNode >= e.MinInstances {
+		return nil
+	}
+	return refuse(CodeInvalidSpec, "elastic.min_instances",
+		"reservation %q holds %d×%s (%d GPUs a node), room for %d instances of %d GPUs, and the elastic job needs %d to start: lower elastic.min_instances or name a larger reservation",
+		r.Name, r.Count, r.SKU, sku.GPUs, r.Count*perNode, spec.Resources.GPUsPerInstance, e.MinInstances)
 }
 
 // neverCode is the refusal code of a verdict that Never holds.

@@ -80,3 +80,44 @@ func TestDeleteReservationInUse(t *testing.T) {
 		t.Fatalf("delete once the job ended: %v", err)
 	}
 }
+
+// TestSubmitRefusesBadElastic: an elastic job that can never run as
+// written is refused at submit with the field at fault: a range that runs
+// backwards, a step that does not divide it, a fraction of a GPU, and a
+// minimum larger than the reservation it names can hold (acme-a100-2027
+// holds 2 nodes of 8 A100: two instances of 8 GPUs, four of 4).
+func TestSubmitRefusesBadElastic(t *testing.T) {
+	h := newHarness(t)
+	acme := Principal{Tenant: "acme"}
+	elastic := func(minN, maxN, step, gpus int, milli int64, res string) model.JobSpec {
+		return model.JobSpec{Name: "e", Tenant: "acme", Command: []string{"train"}, Priority: model.Priority{Class: model.ClassStandard},
+			Resources: model.Resources{InstanceCount: minN, GPUsPerInstance: gpus, GPUMilli: milli, GPUModels: []string{"A100"}},
+			Placement: model.Placement{Reservation: res},
+			Elastic:   &model.Elastic{MinInstances: minN, MaxInstances: maxN, Step: step}}
+	}
+	for _, tc := range []struct {
+		name  string
+		spec  model.JobSpec
+		field string
+		msg   string // "" admitted
+	}{
+		{"min over max", elastic(4, 2, 0, 8, 0, ""), "elastic.max_instances", "must be between min_instances (4) and 4096, got 2"},
+		{"step not dividing", elastic(2, 7, 2, 8, 0, ""), "elastic.step", "2 does not divide max_instances - min_instances (7 - 2 = 5)"},
+		{"fraction of a GPU", elastic(1, 2, 0, 1, 500, ""), "elastic", "an elastic job takes whole GPUs"},
+		{"minimum over the reservation", elastic(3, 4, 0, 8, 0, "acme-a100-2027"), "elastic.min_instances",
+			`reservation "acme-a100-2027" holds 2×ND96-A100x8-IB (8 GPUs a node), room for 2 instances of 8 GPUs, and the elastic job needs 3 to start`},
+		{"minimum the reservation holds, maximum above", elastic(2, 6, 0, 8, 0, "acme-a100-2027"), "", ""},
+		{"smaller instances fit more a node", elastic(4, 8, 0, 4, 0, "acme-a100-2027"), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := h.srv.Submit(t.Context(), acme, tc.spec)
+			var se *Error
+			switch {
+			case tc.msg == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.msg != "" && (!errors.As(err, &se) || se.Field != tc.field || !strings.Contains(se.Msg, tc.msg)):
+				t.Errorf("error %v, want one on %s: %s", err, tc.field, tc.msg)
+			}
+		})
+	}
+}
