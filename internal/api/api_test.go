@@ -106,6 +106,11 @@ func TestAuthAndErrors(t *testing.T) {
 		{"unknown field", "POST", "/v1/jobs", cop, `{"name":"x","resorces":{}}`, 400, "InvalidSpec", "resorces"},
 		{"no sku", "POST", "/v1/jobs", cop, `{"name":"x","resources":{"gpu_models":["Z9"]}}`, 400, "SkuNotAvailable", "resources.gpu_models[0]"},
 		{"quota", "POST", "/v1/jobs", acme, `{"name":"x","resources":{"instance_count":4,"gpus_per_instance":8,"gpu_models":["H100"]},"placement":{"regions":["eastus"]}}`, 400, "QuotaExceeded", ""},
+		{"elastic backwards", "POST", "/v1/jobs", cop, `{"name":"x","elastic":{"min_instances":4,"max_instances":2}}`, 400, "InvalidSpec", "elastic.max_instances"},
+		{"elastic step", "POST", "/v1/jobs", cop, `{"name":"x","elastic":{"min_instances":2,"max_instances":5,"step":2}}`, 400, "InvalidSpec", "elastic.step"},
+		{"elastic fraction", "POST", "/v1/jobs", cop, `{"name":"x","resources":{"gpu_milli":500},"elastic":{"min_instances":1,"max_instances":2}}`, 400, "InvalidSpec", "elastic"},
+		{"elastic count", "POST", "/v1/jobs", cop, `{"name":"x","resources":{"instance_count":3},"elastic":{"min_instances":1,"max_instances":2}}`, 400, "InvalidSpec", "resources.instance_count"},
+		{"elastic over its reservation", "POST", "/v1/jobs", acme, `{"name":"x","resources":{"gpus_per_instance":8,"gpu_models":["A100"]},"placement":{"reservation":"acme-a100-2027"},"elastic":{"min_instances":3,"max_instances":4}}`, 400, "InvalidSpec", "elastic.min_instances"},
 		{"two jobs", "POST", "/v1/jobs", cop, "name: a\n---\nname: b\n", 400, "InvalidSpec", ""},
 		{"admin without tenant", "POST", "/v1/jobs", e.admin, `{"name":"x"}`, 400, "InvalidSpec", "tenant"},
 		{"bad state", "GET", "/v1/jobs?state=Sleeping", cop, "", 400, "InvalidSpec", "state"},
@@ -260,7 +265,10 @@ func TestHealthMetricsOpenAPI(t *testing.T) {
 func FuzzSubmitJob(f *testing.F) {
 	e := newEnv(f, -1, 0)
 	for _, s := range []string{chatJSON, "", "{", "name: x\nresources: {gpus_per_instance: 2}", `{"name":"a","resources":{"cpu":"5m","gpus_per_instance":0}}`,
-		"- {name: a}\n- {name: b}", `{"name":"x","priority":"reserved:9","retry":{"timeout":"1d"}}`, "\x00\xff", "name: &a [*a]"} {
+		"- {name: a}\n- {name: b}", `{"name":"x","priority":"reserved:9","retry":{"timeout":"1d"}}`, "\x00\xff", "name: &a [*a]",
+		`{"name":"e","resources":{"gpus_per_instance":8},"elastic":{"min_instances":2,"max_instances":6,"step":2}}`,
+		"name: e\nresources: {instance_count: 3}\nelastic: {min_instances: 2, max_instances: 7, step: 2}\n",
+		`{"name":"e","resources":{"gpu_milli":250},"elastic":{"min_instances":-1,"max_instances":1e9}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

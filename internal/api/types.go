@@ -26,6 +26,13 @@ type Job struct {
 	Allocations []Allocation `json:"allocations"`
 	Attempts    int          `json:"attempts"`
 	Preemptions int          `json:"preemptions"`
+	// Instances is how many instances the job holds now (its
+	// allocations), or asks for to start while it holds none; an elastic
+	// job's range is spec.elastic.
+	Instances int `json:"instances"`
+	// Resizes counts the attempts an elastic job ended to go on with
+	// another number of instances (attempts ended "Resized").
+	Resizes int `json:"resizes"`
 	// AttemptHistory is every attempt with how it ended.
 	AttemptHistory []Attempt `json:"attempt_history"`
 	// CheckpointPath is the last checkpoint the job reported; the next
@@ -106,6 +113,7 @@ func NewJob(j *model.Job) Job {
 		Priority: j.Spec.Priority.String(), Spec: NewJobDocument(j.Spec),
 		SubmittedAt: timePtr(st.SubmittedAt), StartedAt: timePtr(st.StartedAt), EndedAt: timePtr(st.EndedAt),
 		Allocations: make([]Allocation, len(st.Allocations)), Attempts: len(st.Attempts), Preemptions: st.Preemptions,
+		Instances: j.Size(), Resizes: st.Resizes,
 		AttemptHistory: make([]Attempt, len(st.Attempts)), CheckpointPath: st.CheckpointPath,
 		CheckpointNode: st.CheckpointNode,
 	}

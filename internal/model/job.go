@@ -297,7 +297,9 @@ var transitions = map[State][]State{
 	StateQueued:    {StatePreparing, StateRunning, StateCanceled, StateFailed},
 	StateBlocked:   {StateQueued, StateCanceled},
 	StatePreparing: {StateRunning, StateQueued, StatePreempted, StateFailed, StateCanceled},
-	StateRunning:   {StateSucceeded, StateFailed, StateCanceled, StatePreempted, StateTimedOut, StateQueued},
+	// Running -> Preparing: a resize of an elastic job starts its next
+	// attempt's ranks while it keeps its capacity.
+	StateRunning:   {StateSucceeded, StateFailed, StateCanceled, StatePreempted, StateTimedOut, StateQueued, StatePreparing},
 	StatePreempted: {StateQueued, StateCanceled, StateFailed},
 }
 
@@ -404,6 +406,12 @@ type JobStatus struct {
 	// Instances is what the agents reported of each instance (by rank) of
 	// the current attempt; empty when no agent runs the job.
 	Instances []Instance
+	// Resizing is what the agents reported of each instance (by rank) of
+	// the attempt before the current one when a resize of an elastic job
+	// ended it (elastic.go) while its processes may still run: they are
+	// told to stop, with their grace, and the current attempt's ranks
+	// start once every one is gone. Empty otherwise.
+	Resizing []Instance
 	// Region is the region the server chose for a job allowed in several;
 	// while the job is queued the core sees its allowed regions narrowed
 	// to this one. Empty: no choice, the spec's regions hold.

@@ -32,7 +32,7 @@ func TestParsePriority(t *testing.T) {
 
 func TestLifecycle(t *testing.T) {
 	for _, ok := range [][2]State{{StateQueued, StatePreparing}, {StatePreparing, StateRunning}, {StateRunning, StatePreempted},
-		{StatePreempted, StateQueued}, {StateRunning, StateTimedOut}, {StateRunning, StateSucceeded}} {
+		{StatePreempted, StateQueued}, {StateRunning, StateTimedOut}, {StateRunning, StateSucceeded}, {StateRunning, StatePreparing}} {
 		if !CanTransition(ok[0], ok[1]) {
 			t.Errorf("%s → %s refused", ok[0], ok[1])
 		}

@@ -61,6 +61,15 @@ type specRecord struct {
 	After       []string          `json:"after,omitempty"` // job IDs
 	AfterCond   string            `json:"after_condition,omitempty"`
 	Begin       time.Time         `json:"begin,omitzero"`
+	Elastic     *elasticRecord    `json:"elastic,omitempty"`
+}
+
+// elasticRecord is a model.Elastic; a record without it (every record
+// written before elastic jobs were) is a job of a fixed size.
+type elasticRecord struct {
+	Min  int `json:"min_instances"`
+	Max  int `json:"max_instances"`
+	Step int `json:"step,omitempty"`
 }
 
 // partRecord is a model.CheckpointPart.
@@ -104,6 +113,7 @@ type statusRecord struct {
 	Allocations    []allocRecord   `json:"allocations,omitempty"`
 	Attempts       []attemptRecord `json:"attempts,omitempty"`
 	Preemptions    int             `json:"preemptions,omitempty"`
+	Resizes        int             `json:"resizes,omitempty"`
 	Retries        int             `json:"retries,omitempty"`
 	Lost           int             `json:"lost,omitempty"`
 	NotBefore      time.Time       `json:"not_before,omitzero"`
@@ -111,6 +121,7 @@ type statusRecord struct {
 	Canceling      bool            `json:"canceling,omitempty"`
 	Kill           bool            `json:"kill,omitempty"`
 	Instances      []instRecord    `json:"instances,omitempty"`
+	Resizing       []instRecord    `json:"resizing,omitempty"`
 	Region         string          `json:"region,omitempty"`
 	RegionAt       time.Time       `json:"region_at,omitzero"`
 }
@@ -170,7 +181,7 @@ func encodeJob(j *model.Job) []byte {
 			SubmittedAt: st.SubmittedAt, StartedAt: st.StartedAt, EndedAt: st.EndedAt,
 			LastCheckpoint: st.LastCheckpoint, CheckpointPath: st.CheckpointPath, CheckpointNode: st.CheckpointNode,
 			Parts: partRecords(st.CheckpointParts), PartsPending: partRecords(st.PartsPending),
-			Preemptions: st.Preemptions, Retries: st.Retries, Lost: st.Lost, NotBefore: st.NotBefore, Held: st.Held,
+			Preemptions: st.Preemptions, Resizes: st.Resizes, Retries: st.Retries, Lost: st.Lost, NotBefore: st.NotBefore, Held: st.Held,
 			Canceling: st.Canceling, Kill: st.Kill,
 			Region: st.Region, RegionAt: st.RegionAt,
 		},
@@ -185,6 +196,12 @@ func encodeJob(j *model.Job) []byte {
 	}
 	for _, in := range st.Instances {
 		r.Status.Instances = append(r.Status.Instances, instRecord(in))
+	}
+	for _, in := range st.Resizing {
+		r.Status.Resizing = append(r.Status.Resizing, instRecord(in))
+	}
+	if e := s.Elastic; e != nil {
+		r.Spec.Elastic = &elasticRecord{Min: e.MinInstances, Max: e.MaxInstances, Step: e.Step}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
@@ -222,7 +239,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 			SubmittedAt: r.Status.SubmittedAt, StartedAt: r.Status.StartedAt, EndedAt: r.Status.EndedAt,
 			LastCheckpoint: r.Status.LastCheckpoint, CheckpointPath: r.Status.CheckpointPath, CheckpointNode: r.Status.CheckpointNode,
 			CheckpointParts: modelParts(r.Status.Parts), PartsPending: modelParts(r.Status.PartsPending),
-			Preemptions: r.Status.Preemptions, Retries: r.Status.Retries, Lost: r.Status.Lost, NotBefore: r.Status.NotBefore,
+			Preemptions: r.Status.Preemptions, Resizes: r.Status.Resizes, Retries: r.Status.Retries, Lost: r.Status.Lost, NotBefore: r.Status.NotBefore,
 			Held: r.Status.Held, Canceling: r.Status.Canceling, Kill: r.Status.Kill,
 			Region: r.Status.Region, RegionAt: r.Status.RegionAt,
 		},
@@ -240,6 +257,12 @@ func decodeJob(b []byte) (*model.Job, error) {
 	}
 	for _, in := range r.Status.Instances {
 		j.Status.Instances = append(j.Status.Instances, model.Instance(in))
+	}
+	for _, in := range r.Status.Resizing {
+		j.Status.Resizing = append(j.Status.Resizing, model.Instance(in))
+	}
+	if e := s.Elastic; e != nil {
+		j.Spec.Elastic = &model.Elastic{MinInstances: e.Min, MaxInstances: e.Max, Step: e.Step}
 	}
 	return j, nil
 }
