@@ -102,17 +102,21 @@ sees has that name.`,
 	return cmd
 }
 
-// instancesOf is the instance count of j's spec (1 when it does not say).
+// instancesOf is the most instances an attempt of j has: its spec's
+// instance count, an elastic job's max_instances (1 when it does not say).
 func instancesOf(j client.Job) int {
 	var spec struct {
 		Resources struct {
 			InstanceCount int `json:"instance_count"`
 		} `json:"resources"`
+		Elastic struct {
+			MaxInstances int `json:"max_instances"`
+		} `json:"elastic"`
 	}
-	if json.Unmarshal(j.Spec, &spec) != nil || spec.Resources.InstanceCount < 1 {
+	if json.Unmarshal(j.Spec, &spec) != nil {
 		return 1
 	}
-	return spec.Resources.InstanceCount
+	return max(spec.Resources.InstanceCount, spec.Elastic.MaxInstances, 1)
 }
 
 // rankFilter passes on, line by line, what one rank wrote to a gang's

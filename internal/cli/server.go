@@ -58,6 +58,7 @@ type serveFlags struct {
 	minRunTime                   time.Duration
 	priorityGap                  int
 	holdAfter                    time.Duration
+	resizeInterval               time.Duration // --resize-interval
 	reservationLead              time.Duration
 	earmarkLead                  time.Duration
 	regionWeights                forecast.Weights
@@ -117,6 +118,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl.DurationVar(&f.reservationLead, "max-reservation-lead", server.DefaultMaxReservationLead, "how far ahead a tenant's reservation may start: one a tenant creates to start later is refused (field start), so that no one buys capacity for the year 2999 (an administrator's is not bounded)")
 	fl.DurationVar(&f.earmarkLead, "reservation-earmark", server.DefaultEarmarkLead, "how long before its start a reservation keeps its nodes from work that could not give them up in time; earlier, its nodes take any work, and work still on them at the start gives way as to an active reservation (0: from its creation)")
 	fl.DurationVar(&f.holdAfter, "hold-after", 0, "let a queued job that has waited this long keep the nodes of one cluster where the least work stands in its way, until it starts, from work of its class or lower (spot work and other partitions' guaranteed work aside), so small jobs cannot starve a gang; work that checkpoints may use them meanwhile and is evicted when the job can start (0: off)")
+	fl.DurationVar(&f.resizeInterval, "resize-interval", model.DefaultResizeInterval, "the least time between two resizes of an elastic job (elastic: in a job file, job run --instances A-B), counted from the start of its current attempt, and how long idle capacity must be expected to stay idle for a job to grow into it; each resize restarts the job's ranks from its checkpoint")
 	fl.BoolVar(&f.checkIncremental, "check-incremental", false, "also plan every cycle from scratch and exit if that Plan differs from the incremental one (tests; doubles a cycle's work)")
 	_ = fl.MarkHidden("check-incremental")
 	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the server's whole run to this file (benchmarks)")
@@ -189,7 +191,8 @@ serves, and shuts down cleanly on SIGINT or SIGTERM.`,
 
 // schedConfig is what the flags ask of the scheduling core.
 func (f serveFlags) schedConfig() sched.Config {
-	return sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap, HoldAfter: f.holdAfter, EarmarkLead: f.earmarkLead}
+	return sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap, HoldAfter: f.holdAfter, EarmarkLead: f.earmarkLead,
+		ResizeInterval: f.resizeInterval}
 }
 
 // serve runs the control plane until ctx ends. With up set it also prints
@@ -260,6 +263,9 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	}
 	if f.holdAfter < 0 {
 		return Usage(fmt.Errorf("--hold-after %s: want 0 (off) or more", f.holdAfter))
+	}
+	if f.resizeInterval < time.Second {
+		return Usage(fmt.Errorf("--resize-interval %s: want at least 1s (every resize restarts an elastic job's ranks from its checkpoint)", f.resizeInterval))
 	}
 	fleet, err := spec.ReadFleet(f.fleet)
 	if err != nil {

@@ -24,6 +24,7 @@ func TestServerFlagRanges(t *testing.T) {
 		{[]string{"--min-run-time", "-1m"}, "--min-run-time -1m0s"},
 		{[]string{"--priority-gap", "-5"}, "--priority-gap -5"},
 		{[]string{"--hold-after", "-1h"}, "--hold-after -1h0m0s: want 0 (off) or more"},
+		{[]string{"--resize-interval", "0"}, "--resize-interval 0s: want at least 1s"},
 		{[]string{"--leader-ttl", "0"}, "--leader-ttl 0s: want at least 1s"},
 		{[]string{"--leader-ttl", "500ms"}, "--leader-ttl 500ms: want at least 1s"},
 		{[]string{"--log-memory-mib", "1"}, "--log-memory-mib 1: want 2 to 1048576"},
@@ -47,10 +48,12 @@ func TestServerFlagsReachTheCore(t *testing.T) {
 	var f serveFlags
 	cmd := &cobra.Command{Use: "server"}
 	f.register(cmd, "")
-	if err := cmd.ParseFlags([]string{"--min-run-time", "7m", "--priority-gap", "3", "--hold-after", "2h", "--reservation-earmark", "48h"}); err != nil {
+	if err := cmd.ParseFlags([]string{"--min-run-time", "7m", "--priority-gap", "3", "--hold-after", "2h", "--reservation-earmark", "48h",
+		"--resize-interval", "30s"}); err != nil {
 		t.Fatal(err)
 	}
-	want := sched.Config{MinRunTime: 7 * time.Minute, PriorityGap: 3, HoldAfter: 2 * time.Hour, EarmarkLead: 48 * time.Hour}
+	want := sched.Config{MinRunTime: 7 * time.Minute, PriorityGap: 3, HoldAfter: 2 * time.Hour, EarmarkLead: 48 * time.Hour,
+		ResizeInterval: 30 * time.Second}
 	if got := f.schedConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("core config %+v, want %+v", got, want)
 	}

@@ -27,6 +27,10 @@ type Job struct {
 	Allocations []Allocation    `json:"allocations"`
 	Attempts    Count           `json:"attempts"`
 	Preemptions int             `json:"preemptions"`
+	// Instances is how many instances the job holds now (or asks for to
+	// start); Resizes how often an elastic job was resized.
+	Instances int `json:"instances"`
+	Resizes   int `json:"resizes"`
 	// AttemptHistory is every attempt with how it ended.
 	AttemptHistory []Attempt `json:"attempt_history"`
 	CheckpointPath string    `json:"checkpoint_path"`

@@ -39,9 +39,9 @@ type AccountingRow struct {
 // GPUSeconds is the GPU time job j held within [since, until): for each
 // attempt, the part of its run (start to end, or to until while it runs)
 // inside the period, times the GPUs the job holds (a fraction of a GPU
-// counts as that fraction). It also returns how many attempts overlap.
+// counts as that fraction; an elastic job's attempts count the instances
+// each had). It also returns how many attempts overlap.
 func GPUSeconds(j *model.Job, since, until time.Time) (float64, int) {
-	gpus := float64(j.Spec.Resources.TotalMilli()) / model.MilliPerGPU
 	var secs float64
 	n := 0
 	for i := range j.Status.Attempts {
@@ -50,9 +50,15 @@ func GPUSeconds(j *model.Job, since, until time.Time) (float64, int) {
 			continue
 		}
 		n++
-		secs += to.Sub(from).Seconds() * gpus
+		secs += to.Sub(from).Seconds() * attemptGPUs(j, i)
 	}
 	return secs, n
+}
+
+// attemptGPUs is how many GPUs attempt i of j held: a fraction of a GPU
+// counts as that fraction.
+func attemptGPUs(j *model.Job, i int) float64 {
+	return float64(j.Spec.Resources.MilliPerInstance()) * float64(attemptWorld(j, i+1)) / model.MilliPerGPU
 }
 
 // attemptSpan is the part of attempt i of j that ran within [since,

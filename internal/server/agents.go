@@ -308,10 +308,21 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 		if n == 0 {
 			continue
 		}
+		grace := s.stopGrace(j)
+		if resizing(j) {
+			// A resize: the old attempt's ranks here stop; no rank of the
+			// new one starts anywhere before every old one is gone.
+			nodes := st.Attempts[n-2].Nodes
+			for r, in := range st.Resizing {
+				if r < len(nodes) && nodes[r] == node && in.Live() {
+					out.Stop = append(out.Stop, StopOrder{Job: j.ID, Attempt: n - 1, Rank: r, Grace: grace, Reason: ReasonResized})
+				}
+			}
+			continue
+		}
 		if gangHeld(j, stopping) {
 			continue // no rank starts before every node of the gang is free
 		}
-		grace := s.stopGrace(j)
 		switch st.State {
 		case model.StatePreempted:
 			nodes := st.Attempts[n-1].Nodes
@@ -331,7 +342,7 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 					resume, noResume = st.ResumeOf(st.Attempts[n-1].Nodes)
 				}
 				as := Assignment{Job: j.ID, Attempt: n, Rank: r, WorldSize: len(st.Allocations), Command: j.Spec.Command,
-					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, NoResume: noResume, Timeout: j.Spec.Retry.Timeout,
+					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, NoResume: noResume, Timeout: timeLeft(j),
 					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n)}
 				if r < len(resume) {
 					as.ResumeFrom, as.ResumeNode = resume[r].Path, resume[r].Node
@@ -350,15 +361,26 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 }
 
 // stoppingNodes are the nodes where a stopping job (Preempted: told to
-// stop, within its grace) still has live processes.
+// stop, within its grace; or the old ranks of a resized one) still has
+// live processes.
 func stoppingNodes(holding []*model.Job) map[string]string {
 	out := map[string]string{}
 	for _, j := range holding {
 		st := j.Status
-		if st.State != model.StatePreempted || len(st.Attempts) == 0 {
+		n := len(st.Attempts)
+		if resizing(j) {
+			nodes := st.Attempts[n-2].Nodes
+			for r, in := range st.Resizing {
+				if r < len(nodes) && in.Live() {
+					out[nodes[r]] = j.ID
+				}
+			}
 			continue
 		}
-		nodes := st.Attempts[len(st.Attempts)-1].Nodes
+		if st.State != model.StatePreempted || n == 0 {
+			continue
+		}
+		nodes := st.Attempts[n-1].Nodes
 		for r, in := range st.Instances {
 			if r < len(nodes) && in.Live() {
 				out[nodes[r]] = j.ID
@@ -431,7 +453,7 @@ func (s *Server) ReportEvent(ctx context.Context, p Principal, id string, n int,
 // one node cannot end another node's rank of a gang. Events about another
 // attempt than the current one are left to applyEvent (late news).
 func rankRunsOn(j *model.Job, n, rank int, node string) error {
-	if n != len(j.Status.Attempts) || n == 0 {
+	if n == 0 || (n != len(j.Status.Attempts) && !(n == len(j.Status.Attempts)-1 && resizing(j))) {
 		return nil
 	}
 	nodes := j.Status.Attempts[n-1].Nodes
@@ -513,6 +535,12 @@ func (s *Server) ReportCheckpoint(ctx context.Context, p Principal, id string, c
 		if p.Node != "" && nodes[r] != p.Node {
 			return nil, "", refuse(CodeForbidden, "rank", "rank %d of attempt %d of job %s runs on node %s, not on %s", r, n, id, nodes[r], p.Node)
 		}
+		if resizing(old) {
+			// The old ranks of a resize save in their grace (the new
+			// ones have not started): a part of their world completes
+			// no save of the new one (resize.go).
+			return nil, "", nil
+		}
 		j := cloneJob(old)
 		part := model.CheckpointPart{Rank: r, Attempt: n, Step: c.Step, Path: c.Path, Node: c.Node, At: s.clock.Now()}
 		if !j.Status.AddPart(part, len(nodes)) {
@@ -550,10 +578,23 @@ func (s *Server) JobFilesToKeep(node string, jobs []string) ([]string, error) {
 	return keep, nil
 }
 
-// ranOn reports whether node runs an instance of j's current attempt.
+// ranOn reports whether node runs an instance of j's current attempt (or
+// of the attempt before it, while a resize stops its ranks).
 func ranOn(j *model.Job, node string) bool {
 	n := len(j.Status.Attempts)
-	return n > 0 && slices.Contains(j.Status.Attempts[n-1].Nodes, node)
+	return n > 0 && slices.Contains(j.Status.Attempts[n-1].Nodes, node) ||
+		resizing(j) && slices.Contains(j.Status.Attempts[n-2].Nodes, node)
+}
+
+// timeLeft is the time limit (retry.timeout) of j's current attempt: what
+// is left of it after the attempts a resize ended, which count as one run;
+// zero when the job has none.
+func timeLeft(j *model.Job) time.Duration {
+	t := j.Spec.Retry.Timeout
+	if t <= 0 {
+		return 0
+	}
+	return max(t-resizedRun(j), time.Second)
 }
 
 // updateJob changes job id by f, conditioned on the version f saw, and

@@ -130,6 +130,10 @@ type decision struct {
 // beforeCommit, when set by a test, runs between planning and committing.
 var beforeCommit func()
 
+// planned, when set by a test, may change a cycle's Plan before it is
+// applied: decisions the core of the moment would not make (a resize).
+var planned func(*sched.Plan)
+
 func (s *Server) cycleOnce(ctx context.Context) error {
 	timer := s.m.phaseClock()
 	// 1. Snapshot.
@@ -151,6 +155,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	var out []*model.Job // new versions of the jobs this cycle writes
 	var log []decision
 	gone := map[string]bool{}
+	fixed := map[string]int{} // jobs the facts changed but left in the core's view, by index in out
 	for _, e := range s.nodes.Ended(holding, now) {
 		old, ok := byID[e.Job]
 		if !ok || gone[e.Job] || !old.Status.State.Holds() || !model.CanTransition(old.Status.State, e.State) {
@@ -183,6 +188,13 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 				out = append(out, j)
 				log = append(log, decision{kind: "lost", job: j, msg: "preempted job requeued: its exit was not reported within grace and node timeout"})
 				continue
+			}
+			if j := resizeOverdue(old, now, s.nodeTimeout, s.stopGrace(old)); j != nil {
+				// It keeps its capacity, so the core still sees it: a
+				// decision of the Plan about it starts from this version.
+				fixed[j.ID] = len(out)
+				out = append(out, j)
+				log = append(log, decision{kind: "lost", job: j, msg: "resized job: the old ranks' exits were not reported within grace and node timeout; the new ranks start"})
 			}
 		}
 		for _, a := range old.Status.Allocations {
@@ -217,14 +229,32 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if planned != nil {
+		planned(&plan)
+	}
 	reserved := s.inc.Reserved()
 	s.reserved.Store(&reserved)
 	timer.done(phasePlan)
 
 	// 5. Commit.
-	for _, p := range plan.Preemptions {
-		j := preemptJob(byID[p.Job], p, now, s.agentMode, s.stopGrace(byID[p.Job]))
+	// latest is the version of a job the Plan changes; put writes the new one.
+	latest := func(id string) *model.Job {
+		if i, ok := fixed[id]; ok {
+			return out[i]
+		}
+		return byID[id]
+	}
+	put := func(j *model.Job) {
+		if i, ok := fixed[j.ID]; ok {
+			out[i] = j
+			return
+		}
 		out = append(out, j)
+	}
+	for _, p := range plan.Preemptions {
+		old := latest(p.Job)
+		j := preemptJob(old, p, now, s.agentMode, s.stopGrace(old))
+		put(j)
 		log = append(log, decision{kind: "preempt", job: j, msg: "preempted job",
 			args: []any{"for", p.For, "reason", p.Reason, "detail", p.Detail, "lost_gpu_seconds", p.LostGPUSeconds}})
 	}
@@ -236,7 +266,18 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 		}
 		priceAttempt(j)
 		out = append(out, j)
-		log = append(log, decision{kind: "bind", job: j, msg: "bound job", args: []any{"placement", placementText(b)}})
+		log = append(log, decision{kind: "bind", job: j, msg: "bound job", args: []any{"placement", placementText(b.Nodes)}})
+	}
+	for _, r := range plan.Resizes {
+		old := latest(r.Job)
+		if old == nil || !old.Status.State.Holds() {
+			return fmt.Errorf("plan resizes %s, which holds no capacity", r.Job)
+		}
+		j := resizeJob(old, r, now, s.agentMode)
+		priceAttempt(j)
+		put(j)
+		log = append(log, decision{kind: "resize", job: j, msg: "resized job", args: []any{"from", r.From, "to", r.To,
+			"reason", r.Reason, "for", r.For, "detail", r.Detail, "lost_gpu_seconds", r.LostGPUSeconds, "placement", placementText(r.Nodes)}})
 	}
 	more := false
 	written := 0
@@ -312,6 +353,7 @@ func cloneJob(j *model.Job) *model.Job {
 	c.Status.Allocations = slices.Clone(j.Status.Allocations)
 	c.Status.Attempts = slices.Clone(j.Status.Attempts)
 	c.Status.Instances = slices.Clone(j.Status.Instances)
+	c.Status.Resizing = slices.Clone(j.Status.Resizing)
 	c.Status.CheckpointParts = slices.Clone(j.Status.CheckpointParts)
 	c.Status.PartsPending = slices.Clone(j.Status.PartsPending)
 	return &c
@@ -331,12 +373,8 @@ func bindJob(old *model.Job, b sched.Bind, now time.Time) *model.Job {
 	j.Status.StartedAt = now
 	j.Status.NotBefore = time.Time{}
 	j.Status.Reason, j.Status.Detail = "", ""
-	j.Status.Allocations = make([]model.Allocation, len(b.Nodes))
-	nodes := make([]string, len(b.Nodes))
-	for i, n := range b.Nodes {
-		j.Status.Allocations[i] = model.Allocation{Node: n.Node, GPUs: slices.Clone(n.GPUs), GPUMilli: n.GPUMilli}
-		nodes[i] = n.Node
-	}
+	var nodes []string
+	j.Status.Allocations, nodes = allocationsOf(b.Nodes)
 	j.Status.Attempts = append(j.Status.Attempts, model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: nodes, Placed: now, Started: now})
 	return j
 }
@@ -395,9 +433,9 @@ func lostNode(j *model.Job, w *world) string {
 	return ""
 }
 
-func placementText(b sched.Bind) string {
+func placementText(placed []sched.Placement) string {
 	s := ""
-	for i, n := range b.Nodes {
+	for i, n := range placed {
 		if i > 0 {
 			s += " "
 		}

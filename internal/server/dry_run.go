@@ -103,7 +103,7 @@ func (s *Server) answer(w *world, j *model.Job, plan sched.Plan, now time.Time) 
 		if b.Job != j.ID {
 			continue
 		}
-		j.Status.Detail = "would start now on " + placementText(b)
+		j.Status.Detail = "would start now on " + placementText(b.Nodes)
 		return Why{Job: j, EstimatedStart: &now, Estimate: estimateNow(now)}
 	}
 	for _, pd := range plan.Pending {

@@ -92,12 +92,7 @@ func (p Principal) mayReport(j *model.Job) bool {
 	if p.Node == "" || len(j.Status.Attempts) == 0 {
 		return false
 	}
-	for _, n := range j.Status.Attempts[len(j.Status.Attempts)-1].Nodes {
-		if n == p.Node {
-			return true
-		}
-	}
-	return false
+	return ranOn(j, p.Node)
 }
 
 // Sees reports whether p may see objects of tenant.

@@ -86,6 +86,7 @@ func stopOrderedAt(j *model.Job) time.Time {
 // A job already stopping so, or a cancel with force, gets its processes
 // killed at once. Anything else is Canceled at once.
 func cancelJob(old *model.Job, who string, force, agents bool, grace time.Duration, now time.Time) *model.Job {
+	old = foldResize(old)
 	stopping := old.Status.State == model.StatePreempted
 	if !agents || !anyLive(old.Status.Instances) || (!stopping && !old.Status.State.Holds()) {
 		return endJob(old, model.StateCanceled, "Canceled", "canceled by "+who, -1, now)

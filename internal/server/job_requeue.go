@@ -48,6 +48,7 @@ func (s *Server) Requeue(ctx context.Context, p Principal, id string) (*model.Jo
 // Requeued; with agents, processes that may still run are told to stop and
 // the job waits in Preempted until they did, as after a preemption.
 func requeueJob(old *model.Job, who string, now time.Time, agents bool, grace time.Duration) *model.Job {
+	old = foldResize(old)
 	detail := fmt.Sprintf("requeued by %s at %s; the next attempt resumes from the last checkpoint", who, now.UTC().Format(time.RFC3339))
 	j := requeue(old, ReasonRequeued, detail, now, ReasonRequeued)
 	if agents && anyLive(old.Status.Instances) {

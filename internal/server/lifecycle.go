@@ -66,6 +66,7 @@ func bindAgentJob(old *model.Job, b sched.Bind, now time.Time) *model.Job {
 // (within grace, the stop order's), billed until then; one without goes
 // back to Queued at once.
 func preemptJob(old *model.Job, p sched.Preemption, now time.Time, agents bool, grace time.Duration) *model.Job {
+	old = foldResize(old)
 	detail := fmt.Sprintf("preempted for %s (%s) at %s, %.0f GPU-seconds lost: %s", p.For, p.Reason, now.UTC().Format(time.RFC3339),
 		p.LostGPUSeconds, p.Detail)
 	j := requeue(old, p.Reason.String(), detail, now, "Preempted")
@@ -131,6 +132,7 @@ func lostBackoffAfter(k int) time.Duration {
 // run left) has confirmed the stop; the other ranks of a gang still get
 // their grace.
 func nodeLost(old *model.Job, node, why string, now time.Time, confirmed bool, maxLost int) *model.Job {
+	old = foldResize(old)
 	j := requeue(old, "NodeLost", fmt.Sprintf("%s at %s; requeued from the last checkpoint", why, now.UTC().Format(time.RFC3339)),
 		now, "NodeLost")
 	j.Status.Lost++
@@ -215,6 +217,9 @@ type limits struct {
 // current one or the rank is out of range.
 func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*model.Job, string, error) {
 	st := old.Status
+	if n == len(st.Attempts)-1 && resizing(old) {
+		return resizedRankEvent(old, n, e, now)
+	}
 	if n != len(st.Attempts) || n == 0 {
 		return nil, "", refuse(CodeConflict, "", "attempt %d of job %s is not its current attempt (%d)", n, old.ID, len(st.Attempts))
 	}

@@ -107,9 +107,10 @@ func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, c
 	if n < 1 || n > len(j.Status.Attempts) {
 		return 0, refuse(CodeNotFound, "", "job %s has no attempt %d", id, n)
 	}
-	if src != nil && (src.Rank < 0 || src.Rank >= max(j.Spec.Resources.InstanceCount, 1) || src.Offset < 0) {
-		return 0, refuse(CodeInvalidSpec, "rank", "rank %d, offset %d: want a rank of the job's %d instances and an offset of 0 or more",
-			src.Rank, src.Offset, max(j.Spec.Resources.InstanceCount, 1))
+	world := attemptWorld(j, n)
+	if src != nil && (src.Rank < 0 || src.Rank >= world || src.Offset < 0) {
+		return 0, refuse(CodeInvalidSpec, "rank", "rank %d, offset %d: want a rank of attempt %d's %d instances and an offset of 0 or more",
+			src.Rank, src.Offset, n, world)
 	}
 	if nodes := j.Status.Attempts[n-1].Nodes; src != nil && p.Node != "" && (src.Rank >= len(nodes) || nodes[src.Rank] != p.Node) {
 		return 0, refuse(CodeForbidden, "rank", "rank %d of attempt %d of job %s does not run on node %s", src.Rank, n, id, p.Node)
@@ -138,7 +139,7 @@ func (s *Server) AppendLog(ctx context.Context, p Principal, id string, n int, c
 			return next, nil
 		}
 	}
-	if j.Spec.Resources.InstanceCount > 1 {
+	if world > 1 {
 		rank := -1
 		if src != nil {
 			rank = src.Rank
@@ -236,4 +237,14 @@ func attemptDone(j *model.Job, n int) bool {
 		return false
 	}
 	return !anyLive(j.Status.Instances)
+}
+
+// attemptWorld is how many instances attempt n of j has: its nodes (an
+// elastic job's attempts differ), or the job's instance count for an
+// attempt recorded without them.
+func attemptWorld(j *model.Job, n int) int {
+	if k := len(j.Status.Attempts[n-1].Nodes); k > 0 {
+		return k
+	}
+	return max(j.Spec.Resources.InstanceCount, 1)
 }

@@ -27,6 +27,7 @@ type metrics struct {
 	jobs       *prometheus.GaugeVec
 	binds      *prometheus.CounterVec // by class
 	preempts   *prometheus.CounterVec // by reason
+	resizes    *prometheus.CounterVec // by direction: grow, shrink
 	conflicts  prometheus.Counter
 	panics     prometheus.Counter
 	submits    prometheus.Counter
@@ -68,6 +69,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "allot_preemptions_total",
 			Help: "Running jobs preempted by committed plans, by reason.",
 		}, []string{"reason"}),
+		resizes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "allot_resizes_total",
+			Help: "Elastic jobs resized by committed plans, by direction: grow (into idle capacity) or shrink (to make room).",
+		}, []string{"direction"}),
 		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "allot_plan_conflicts_total",
 			Help: "Plans rejected as stale at commit and recomputed.",
@@ -110,7 +115,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Ended jobs deleted from the store past --job-retention.",
 		}),
 	}
-	reg.MustRegister(m.cycle, m.phases, m.jobs, m.binds, m.preempts, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader, m.nodeFailed,
+	reg.MustRegister(m.cycle, m.phases, m.jobs, m.binds, m.preempts, m.resizes, m.conflicts, m.panics, m.submits, m.wait, m.heartbeats, m.leader, m.nodeFailed,
 		m.logBytes, m.logsDropped, m.jobsPurged,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range model.States {
@@ -122,11 +127,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	for _, r := range preemptReasons {
 		m.preempts.WithLabelValues(r.String())
 	}
+	for _, d := range []string{"grow", "shrink"} {
+		m.resizes.WithLabelValues(d)
+	}
 	return m
 }
 
 // published records what one committed plan did: its binds (with each
-// job's wait) and preemptions. byID holds the jobs as the plan saw them.
+// job's wait), preemptions and resizes. byID holds the jobs as the plan saw them.
 // It is O(binds + preemptions).
 func (m *metrics) published(plan *sched.Plan, byID map[string]*model.Job, now time.Time) {
 	for _, b := range plan.Binds {
@@ -140,6 +148,13 @@ func (m *metrics) published(plan *sched.Plan, byID map[string]*model.Job, now ti
 	}
 	for _, p := range plan.Preemptions {
 		m.preempts.WithLabelValues(p.Reason.String()).Inc()
+	}
+	for _, r := range plan.Resizes {
+		direction := "shrink"
+		if r.Grows() {
+			direction = "grow"
+		}
+		m.resizes.WithLabelValues(direction).Inc()
 	}
 }
 

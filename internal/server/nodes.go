@@ -56,7 +56,7 @@ func (Simulated) Ended(running []*model.Job, now time.Time) []Ending {
 		if j.Status.State != model.StateRunning || j.Status.StartedAt.IsZero() {
 			continue
 		}
-		ran := now.Sub(j.Status.StartedAt)
+		ran := now.Sub(j.Status.StartedAt) + resizedRun(j) // an elastic job's run goes on through its resizes
 		d, timeout := j.Spec.Duration, j.Spec.Retry.Timeout
 		switch {
 		case timeout > 0 && ran >= timeout && (d == 0 || d > timeout):

@@ -140,9 +140,9 @@ func usedIn(r model.Reservation, jobs []*model.Job, from, to time.Time) (gpuHour
 		if j.Spec.Tenant != r.Owner || j.Spec.Placement.Reservation != r.Name {
 			continue
 		}
-		gpus := float64(j.Spec.Resources.TotalMilli()) / model.MilliPerGPU
 		counted := false
-		for _, a := range j.Status.Attempts {
+		for i, a := range j.Status.Attempts {
+			gpus := attemptGPUs(j, i)
 			if a.Started.IsZero() {
 				continue
 			}
