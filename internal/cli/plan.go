@@ -13,6 +13,7 @@ import (
 	"github.com/allot-dev/allot/internal/admission"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
 	"github.com/allot-dev/allot/internal/strategy"
 )
@@ -21,7 +22,7 @@ type planFlags struct {
 	fleet, tenants, output, now string
 	jobs                        []string
 	running, sets               []string
-	minRun                      time.Duration
+	minRun, resizeInterval      time.Duration
 }
 
 func newPlanCmd() *cobra.Command {
@@ -73,6 +74,7 @@ examples/refused (jobs that submit refuses: they can never run) queued.`,
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: table or json")
 	fl.StringVar(&f.now, "now", "", "the cycle's time, RFC 3339 (default: the current time)")
 	fl.DurationVar(&f.minRun, "min-run-time", sched.DefaultMinRunTime, "how long preempted work is protected from another preemption")
+	fl.DurationVar(&f.resizeInterval, "resize-interval", model.DefaultResizeInterval, "the least time between two resizes of an elastic job, from the start of its attempt (--running jobs started AGE ago)")
 	return cmd
 }
 
@@ -124,7 +126,7 @@ func runPlan(out, errOut io.Writer, f planFlags) error {
 			queued = append(queued, j)
 		}
 	}
-	s := sched.New(sched.Config{MinRunTime: f.minRun})
+	s := sched.New(sched.Config{MinRunTime: f.minRun, ResizeInterval: f.resizeInterval})
 	var jobs []*model.Job
 	for _, r := range f.running {
 		path, age, err := pathAge(r)
@@ -235,11 +237,23 @@ func writePlanTable(out io.Writer, p sched.Plan) error {
 	for _, pr := range p.Preemptions {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", pr.Job, pr.For, pr.Reason, pr.Detail)
 	}
+	fmt.Fprintf(tw, "\nRESIZES (%d)\nJOB\tSIZE\tREASON\tDETAIL\n", len(p.Resizes))
+	for _, r := range p.Resizes {
+		fmt.Fprintf(tw, "%s\t%d→%d\t%s\t%s\n", r.Job, r.From, r.To, resizeReason(r), server.ResizeText(r, ""))
+	}
 	fmt.Fprintf(tw, "\nPENDING (%d)\nJOB\tREASON\tDETAIL\n", len(p.Pending))
 	for _, pd := range p.Pending {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", pd.Job, pd.Reason, pd.Detail)
 	}
 	return tw.Flush()
+}
+
+// resizeReason is a resize's reason, and the job a shrink made room for.
+func resizeReason(r sched.Resize) string {
+	if r.For == "" {
+		return r.Reason.String()
+	}
+	return fmt.Sprintf("%s for %s", r.Reason, r.For)
 }
 
 // placementText writes node[0-3] for whole GPUs, node[2]@250m for a fraction.

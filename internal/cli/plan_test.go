@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/allot-dev/allot/internal/sched"
 )
 
 // examplesArgs runs plan on the repository's examples at a fixed time.
@@ -200,5 +202,25 @@ begin: 2026-12-01T00:00:00Z
 	if code != ExitOK || strings.Contains(out, "later") || !strings.Contains(out, "now ") ||
 		!strings.Contains(errOut, "Note: later begins at 2026-12-02T00:00:00Z, after this cycle's time; left out") {
 		t.Errorf("exit %d\nstdout %s\nstderr %s", code, out, errOut)
+	}
+}
+
+// TestPlanTableResizes: a Plan's resizes print in their own section, each
+// with its sizes, its reason (and the job a shrink made room for) and what
+// it does.
+func TestPlanTableResizes(t *testing.T) {
+	var b strings.Builder
+	p := sched.Plan{Resizes: []sched.Resize{
+		{Job: "pretrain", From: 8, To: 16, Reason: sched.IdleCapacity, Detail: "64 idle H100 in use-ib", LostGPUSeconds: 0},
+		{Job: "sweep", From: 6, To: 4, For: "urgent", Reason: sched.HigherClass, Detail: "room for urgent's 2 instances", LostGPUSeconds: 960},
+	}}
+	if err := writePlanTable(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"RESIZES (2)", "pretrain  8→16  IdleCapacity", "grew 8→16: 64 idle H100 in use-ib",
+		"sweep     6→4   HigherClass for urgent  shrunk 6→4: room for urgent's 2 instances; 960 GPU-seconds lost"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
+		}
 	}
 }

@@ -52,7 +52,7 @@ const ReasonResized = "Resized"
 // are told to stop and the new attempt waits Preparing for them.
 func resizeJob(old *model.Job, r sched.Resize, now time.Time, agents bool) *model.Job {
 	j := cloneJob(old)
-	detail := resizeText(r)
+	detail := ResizeText(r, resizeCause(r))
 	closeAttempt(j, now, ReasonResized, detail, -1)
 	if agents && anyLive(old.Status.Instances) {
 		stopAttempt(j, now) // billed until its ranks are gone
@@ -74,28 +74,36 @@ func resizeJob(old *model.Job, r sched.Resize, now time.Time, agents bool) *mode
 	return j
 }
 
-// resizeText says what a resize does, for the ended attempt's detail and
-// the log: "grew 2→4: 16 idle H100 in use-ib", "shrunk 6→4 for J
-// (HigherClass): …; 1200 GPU-seconds since the checkpoint lost".
-func resizeText(r sched.Resize) string {
-	var s string
+// ResizeText says what a resize does, cause (" for J (HigherClass)", or
+// "") after its sizes: "grew 2→4: 16 idle H100 in use-ib", "shrunk 6→4 for
+// J (HigherClass): …; 1200 GPU-seconds lost" (the work since the
+// checkpoint of every instance, each restarting from it). An ended
+// attempt's detail, the log and 'allot plan' say it so.
+func ResizeText(r sched.Resize, cause string) string {
+	verb := "shrunk"
 	if r.Grows() {
-		s = fmt.Sprintf("grew %d→%d", r.From, r.To)
-	} else {
-		s = fmt.Sprintf("shrunk %d→%d", r.From, r.To)
+		verb = "grew"
 	}
-	if r.For != "" {
-		s += fmt.Sprintf(" for %s (%s)", r.For, r.Reason)
-	} else if r.Reason != sched.IdleCapacity {
-		s += fmt.Sprintf(" (%s)", r.Reason)
-	}
+	s := fmt.Sprintf("%s %d→%d%s", verb, r.From, r.To, cause)
 	if r.Detail != "" {
 		s += ": " + r.Detail
 	}
 	if r.LostGPUSeconds > 0 {
-		s += fmt.Sprintf("; %.0f GPU-seconds since the checkpoint lost", r.LostGPUSeconds)
+		s += fmt.Sprintf("; %.0f GPU-seconds lost", r.LostGPUSeconds)
 	}
 	return s
+}
+
+// resizeCause names the job a shrink made room for and why, "" for growth
+// into idle capacity.
+func resizeCause(r sched.Resize) string {
+	switch {
+	case r.For != "":
+		return fmt.Sprintf(" for %s (%s)", r.For, r.Reason)
+	case r.Reason != sched.IdleCapacity:
+		return fmt.Sprintf(" (%s)", r.Reason)
+	}
+	return ""
 }
 
 // allocationsOf is what a job placed on nodes holds, and the nodes of its
