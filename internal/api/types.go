@@ -162,6 +162,10 @@ type Why struct {
 	// Placement says why an inference replica runs on an InfiniBand node;
 	// empty otherwise.
 	Placement string `json:"placement,omitempty"`
+	// Elastic says, for an elastic job that holds capacity, its size in
+	// its range, why it is not larger, its last resize and when the next
+	// may come; empty otherwise.
+	Elastic string `json:"elastic,omitempty"`
 	// For a job that holds capacity: where it runs, since when, until
 	// when it is protected from preemption, and what may preempt it.
 	RunningOn      []string   `json:"running_on,omitempty"`
@@ -219,6 +223,7 @@ func newWhy(why server.Why) Why {
 	}
 	out.Checkpoint = why.Checkpoint
 	out.Placement = why.Placement
+	out.Elastic = why.Elastic
 	if e := why.Exposure; e != nil {
 		for _, a := range j.Status.Allocations {
 			out.RunningOn = append(out.RunningOn, a.Node)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/client"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
 )
 
@@ -178,6 +179,16 @@ func jobFields(j client.Job) fields {
 	f.add("Attempts", strconv.Itoa(int(j.Attempts)))
 	f.add("Preemptions", strconv.Itoa(j.Preemptions))
 	lists := jobSpecLists(j)
+	if e := lists.Elastic; e != nil {
+		f.add("Instances", elasticText(j, *e))
+		var resized []string
+		for _, a := range j.AttemptHistory {
+			if a.Reason == server.ReasonResized {
+				resized = append(resized, fmt.Sprintf("#%d→#%d %s", a.Number, a.Number+1, a.Detail))
+			}
+		}
+		f.addLines("Resizes", resized)
+	}
 	if len(lists.After) > 0 {
 		after := strings.Join(lists.After, ", ")
 		if lists.AfterCond != "" {
@@ -215,6 +226,30 @@ func jobFields(j client.Job) fields {
 	}
 	f.addLines("History", lines)
 	return f
+}
+
+// elasticRange is the elastic block of a job document.
+type elasticRange struct {
+	Min  int `json:"min_instances"`
+	Max  int `json:"max_instances"`
+	Step int `json:"step"`
+}
+
+// elasticText writes an elastic job's size and range: "4 of 2-6
+// (elastic, step 2), resized 3 times".
+func elasticText(j client.Job, e elasticRange) string {
+	s := fmt.Sprintf("%d of %d-%d (elastic", j.Instances, e.Min, e.Max)
+	if e.Step > 1 {
+		s += fmt.Sprintf(", step %d", e.Step)
+	}
+	s += ")"
+	switch j.Resizes {
+	case 0:
+		return s + ", never resized"
+	case 1:
+		return s + ", resized once"
+	}
+	return s + fmt.Sprintf(", resized %d times", j.Resizes)
 }
 
 // attemptText writes "#2 h100-01,h100-02 Failed exit 3: detail".
@@ -295,10 +330,12 @@ sees has that name.`,
 	}
 }
 
-// specLists are the lists of a job's spec that 'job show' prints.
+// specLists are the lists of a job's spec that 'job show' prints, and an
+// elastic job's range.
 type specLists struct {
-	After     []string `json:"after"`
-	AfterCond string   `json:"after_condition"`
+	Elastic   *elasticRange `json:"elastic"`
+	After     []string      `json:"after"`
+	AfterCond string        `json:"after_condition"`
 	Placement struct {
 		Nodes        []string `json:"nodes"`
 		ExcludeNodes []string `json:"exclude_nodes"`

@@ -48,6 +48,16 @@ func TestJobCommands(t *testing.T) {
 				body: `{"id":"j-3","name":"train","state":"Queued","spec":{"name":"train","tenant":"acme","resources":{"instance_count":1,"gpus_per_instance":8},` +
 					`"placement":{"nodes":["h100-01","h100-03"],"exclude_nodes":["h100-03","h100-04"]},"after":["prep-1"],"after_condition":"any"}}`},
 			wantOut: []string{"After:        prep-1 (after_condition: any)\n", "Only on:      h100-01, h100-03\n", "Excluded:     h100-03, h100-04\n"}},
+		{name: "show an elastic job's size and resizes", args: []string{"job", "show", "j-4"},
+			ex: exchange{method: "GET", path: "/v1/jobs/j-4", status: 200,
+				body: `{"id":"j-4","name":"pretrain","state":"Running","instances":4,"resizes":2,` +
+					`"spec":{"name":"pretrain","resources":{"instance_count":2,"gpus_per_instance":8},"elastic":{"min_instances":2,"max_instances":6,"step":2}},` +
+					`"attempt_history":[{"number":1,"nodes":["h1","h2"],"reason":"Resized","detail":"grew 2→6: 32 idle H100 in use-ib"},` +
+					`{"number":2,"nodes":["h1","h2","h3","h4","h5","h6"],"reason":"Resized","detail":"shrunk 6→4 for urgent-1 (HigherClass): room for 2 instances"},` +
+					`{"number":3,"nodes":["h1","h2","h3","h4"]}]}`},
+			wantOut: []string{"Instances:    4 of 2-6 (elastic, step 2), resized 2 times\n",
+				"Resizes:      #1→#2 grew 2→6: 32 idle H100 in use-ib\n              #2→#3 shrunk 6→4 for urgent-1 (HigherClass): room for 2 instances\n",
+				"#3 h1,h2,h3,h4 running"}},
 		{name: "show json has state and reason", args: []string{"job", "show", "j-1", "-o", "json"},
 			ex:      exchange{method: "GET", path: "/v1/jobs/j-1", status: 200, body: queuedJob},
 			wantOut: []string{`"state": "Queued"`, `"reason": "InsufficientCapacity"`, `"started_at": null`}},
@@ -58,6 +68,10 @@ func TestJobCommands(t *testing.T) {
 			ex: exchange{method: "GET", path: "/v1/jobs/j-1/why", status: 200,
 				body: `{"id":"j-1","state":"Queued","reason":"InsufficientCapacity","detail":"eastus: 5 free","estimated_start":"2099-01-01T00:00:00Z"}`},
 			wantOut: []string{"Reason:", "InsufficientCapacity", "Detail:", "eastus: 5 free", "Estimated start:", "2099-01-01T00:00:00Z (in "}},
+		{name: "why an elastic job is not larger", args: []string{"job", "why", "j-4"},
+			ex: exchange{method: "GET", path: "/v1/jobs/j-4/why", status: 200,
+				body: `{"id":"j-4","state":"Running","reason":"Resized","detail":"d","running_on":["h1","h2"],"elastic":"2 of 2-6 instances; at its maximum"}`},
+			wantOut: []string{"Size:     2 of 2-6 instances; at its maximum\n"}},
 		{name: "why a retry", args: []string{"job", "why", "j-1"},
 			ex: exchange{method: "GET", path: "/v1/jobs/j-1/why", status: 200,
 				body: `{"id":"j-1","state":"Queued","reason":"Retrying","detail":"attempt 1, rank 0 on n1 exited with code 3; retry 1 of 2","estimated_start":null,"avoid_nodes":["n1"]}`},

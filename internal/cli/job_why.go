@@ -71,6 +71,9 @@ func whyPrinter(w client.Why, now time.Time) printer {
 	if w.Placement != "" {
 		fs.add("Placement", w.Placement)
 	}
+	if w.Elastic != "" {
+		fs.add("Size", w.Elastic)
+	}
 	if !w.RunningSince.IsZero() {
 		fs.add("Since", fmt.Sprintf("%s (%s ago)", timestamp(w.RunningSince), span(now.Sub(w.RunningSince.Time))))
 	}

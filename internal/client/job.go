@@ -94,6 +94,9 @@ type Why struct {
 	Checkpoint string `json:"checkpoint"`
 	// Placement says why an inference replica runs on an InfiniBand node.
 	Placement string `json:"placement"`
+	// Elastic says, for an elastic job that holds capacity, its size in
+	// its range and why it is not larger.
+	Elastic string `json:"elastic"`
 	// For a job that holds capacity: where it runs, since when, until
 	// when it is protected from preemption, and what may preempt it.
 	RunningOn      []string `json:"running_on"`

@@ -302,6 +302,10 @@ type Why struct {
 	// which replicas keep off while other nodes fit (sched, placeAmong);
 	// empty otherwise.
 	Placement string
+	// Elastic says, for an elastic job that holds capacity, its size in
+	// its range, its last resize and when the next may come
+	// (explainElastic); empty otherwise.
+	Elastic string
 }
 
 // NamedDrain is the drain of one node.
@@ -349,6 +353,7 @@ func (s *Server) Explain(ctx context.Context, p Principal, id string) (Why, erro
 	}
 	w.Policies = s.jobPolicies(j.ID)
 	w.Placement = explainInferencePlacement(s.world(), j)
+	w.Elastic = explainElastic(j, s.clock.Now(), s.resizeInterval())
 	if p.Admin && w.Job.Status.State == model.StateQueued {
 		w.Drains = s.drainsIn(w.Job.Status.Detail)
 	}

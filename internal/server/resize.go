@@ -198,6 +198,58 @@ func foldResize(old *model.Job) *model.Job {
 	return j
 }
 
+// resizeInterval is the least time between two resizes of a job, as the
+// core applies it.
+func (s *Server) resizeInterval() time.Duration {
+	if d := s.cfg.Sched.ResizeInterval; d > 0 {
+		return d
+	}
+	return model.DefaultResizeInterval
+}
+
+// explainElastic says, for 'job why', the size of elastic job j within
+// its range and why it is not larger: at its maximum, a resize under way,
+// too soon after the last (interval, from the start of its attempt), or
+// no capacity that nothing else uses; and its last resize. "" for a job
+// that is not elastic or holds no capacity.
+func explainElastic(j *model.Job, now time.Time, interval time.Duration) string {
+	e := j.Spec.Elastic
+	if e == nil || !j.Status.State.Holds() {
+		return ""
+	}
+	size := j.Size()
+	s := fmt.Sprintf("%d of %s", size, e)
+	next := j.Status.StartedAt.Add(interval)
+	switch {
+	case resizing(j):
+		s += fmt.Sprintf("; resizing: the ranks of attempt %d stop, then the %d of attempt %d start together",
+			len(j.Status.Attempts)-1, size, len(j.Status.Attempts))
+	case j.Status.State != model.StateRunning:
+		s += "; not resized before every rank started"
+	case size >= e.MaxInstances:
+		s += "; at its maximum"
+	case now.Before(next):
+		s += fmt.Sprintf("; no resize before %s (--resize-interval %s from the start of attempt %d)",
+			next.UTC().Format(time.RFC3339), interval, len(j.Status.Attempts))
+	default:
+		step := e.StepOrOne()
+		s += fmt.Sprintf("; not larger: it grows by %d instance(s) (%d GPUs) only into capacity that nothing queued needs, on the fabric it runs on, expected to stay idle for %s",
+			step, step*j.Spec.Resources.GPUsPerInstance, interval)
+	}
+	at := j.Status.Attempts
+	for i := len(at) - 1; i >= 0; i-- {
+		if at[i].Reason == ReasonResized {
+			when := at[i].StopOrdered
+			if when.IsZero() {
+				when = at[i].Ended
+			}
+			s += fmt.Sprintf("; last resized at %s: %s", when.UTC().Format(time.RFC3339), at[i].Detail)
+			break
+		}
+	}
+	return s
+}
+
 // resizedRun is how long j's run went on before its current attempt
 // through attempts a resize ended: the time limit (retry.timeout) and
 // the simulated duration count the whole run, not one size of it.

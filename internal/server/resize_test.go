@@ -315,3 +315,40 @@ func TestResizeOverdue(t *testing.T) {
 		t.Fatalf("past grace and node timeout: %d ranks handed out, resizing %v, attempt 1 ended %v", len(run), j.Status.Resizing, j.Status.Attempts[0].Ended)
 	}
 }
+
+// TestExplainElastic: 'job why' on an elastic job says its size in its
+// range and why it is not larger, and its last resize.
+func TestExplainElastic(t *testing.T) {
+	now := t0.Add(time.Hour)
+	el := func(state model.State, size int, started time.Time, attempts ...model.Attempt) *model.Job {
+		return &model.Job{Spec: model.JobSpec{Resources: model.Resources{InstanceCount: 2, GPUsPerInstance: 8},
+			Elastic: &model.Elastic{MinInstances: 2, MaxInstances: 6, Step: 2}},
+			Status: model.JobStatus{State: state, StartedAt: started, Allocations: make([]model.Allocation, size), Attempts: attempts}}
+	}
+	grew := model.Attempt{Number: 1, Started: t0, Ended: t0.Add(50 * time.Minute), Reason: ReasonResized, Detail: "grew 2→4: 16 idle H100"}
+	for _, tc := range []struct {
+		name string
+		j    *model.Job
+		want string
+	}{
+		{"too soon", el(model.StateRunning, 4, now.Add(-5*time.Minute), grew, model.Attempt{Number: 2}),
+			"4 of 2-6 instances, step 2; no resize before 2026-06-01T13:05:00Z (--resize-interval 10m0s from the start of attempt 2); last resized at 2026-06-01T12:50:00Z: grew 2→4: 16 idle H100"},
+		{"no idle capacity", el(model.StateRunning, 2, t0, model.Attempt{Number: 1}),
+			"2 of 2-6 instances, step 2; not larger: it grows by 2 instance(s) (16 GPUs) only into capacity that nothing queued needs"},
+		{"at its maximum", el(model.StateRunning, 6, t0, model.Attempt{Number: 1}), "6 of 2-6 instances, step 2; at its maximum"},
+		{"resizing", func() *model.Job {
+			j := el(model.StatePreparing, 4, now, grew, model.Attempt{Number: 2})
+			j.Status.Resizing = []model.Instance{{Started: true}, {Started: true}}
+			return j
+		}(), "4 of 2-6 instances, step 2; resizing: the ranks of attempt 1 stop, then the 4 of attempt 2 start together"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := explainElastic(tc.j, now, 10*time.Minute); !strings.HasPrefix(got, tc.want) {
+				t.Errorf("explainElastic =\n%s\nwant it to begin\n%s", got, tc.want)
+			}
+		})
+	}
+	if got := explainElastic(&model.Job{Status: model.JobStatus{State: model.StateRunning}}, now, time.Minute); got != "" {
+		t.Errorf("a job of a fixed size: %q", got)
+	}
+}
