@@ -88,7 +88,7 @@ and variables, run sh -c '...'.`,
 		Example: `  allot job run --gpus 8 --gpu-model H100 -- torchrun --nproc-per-node 8 train.py
   allot job run --gpu-milli 250 --gpu-model T4 --name notebook -- allot demo serve
   allot job run --gpus 0 --cpu 2 --memory 4Gi -- python preprocess.py
-  allot job run --instances 2-8 --gpus 8 --gpu-model H100 -- allot demo train   # elastic: 2 to 8 nodes
+  allot job run --instances 2-8 --gpus 8 --gpu-model H100 -- allot demo train --elastic   # 2 to 8 nodes
   allot job run --array 0-99 --gpus 1 -- sh -c 'python sweep.py --seed $ALLOT_ARRAY_INDEX'
   allot job run --tenant research --priority spot:5 -o json -- python eval.py   # {"id": "..."}
   allot job run --gpus 8 --exclude eastus-h100-03 -- python train.py          # not on that host

@@ -115,3 +115,62 @@ func TestGangStopsAndResumesInLockstep(t *testing.T) {
 		}
 	}
 }
+
+// runElastic runs an elastic gang of world ranks sharing one job
+// checkpoint directory, resuming from resume, until ctx ends or steps.
+func runElastic(ctx context.Context, t *testing.T, jobDir, resume string, world, steps int) []*rankRun {
+	t.Helper()
+	master := freeAddr(t)
+	runs := make([]*rankRun, world)
+	var wg sync.WaitGroup
+	for r := range world {
+		runs[r] = &rankRun{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[r].steps, runs[r].err = Train(ctx, TrainConfig{Steps: steps, StepTime: 20 * time.Millisecond, CheckpointEvery: 5,
+				CheckpointDir: filepath.Join(jobDir, fmt.Sprintf("rank-%d", r)), JobCheckpointDir: jobDir, ResumeFrom: resume,
+				Rank: r, WorldSize: world, Master: master, Elastic: true}, &runs[r].out)
+		}()
+	}
+	wg.Wait()
+	return runs
+}
+
+// An elastic gang resized from 2 ranks to 3: rank 0 alone saved the job's
+// checkpoint of the step the gang stopped at, and the 3 ranks resume from
+// it, each step's line saying the new world size; 3 ranks take more steps
+// per second than 2.
+func TestElasticGangResumesWithAnotherWorld(t *testing.T) {
+	jobDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	runs := runElastic(ctx, t, jobDir, "", 2, 1000)
+	stopped := runs[0].steps
+	if !errors.Is(runs[0].err, ErrStopped) || stopped == 0 || runs[1].steps != stopped {
+		t.Fatalf("2 ranks stopped at %d and %d (%v)\n%s", stopped, runs[1].steps, runs[0].err, runs[0].out.String())
+	}
+	ck := marker(t, jobDir)
+	if got, err := ReadCheckpoint(ck); err != nil || got != stopped {
+		t.Fatalf("the job's checkpoint is of step %d (%v), want %d", got, err, stopped)
+	}
+	if parts, _ := filepath.Glob(filepath.Join(jobDir, "rank-*", "step-*.json")); len(parts) > 0 {
+		t.Errorf("ranks saved parts of their own: %v", parts)
+	}
+	if !strings.Contains(runs[0].out.String(), fmt.Sprintf("step %d/1000 loss", stopped)) ||
+		!strings.Contains(runs[0].out.String(), " world 2\n") {
+		t.Errorf("rank 0's lines lack the step and world:\n%s", runs[0].out.String())
+	}
+	runs = runElastic(context.Background(), t, jobDir, ck, 3, stopped+3)
+	for r, run := range runs {
+		out := run.out.String()
+		if run.err != nil || run.steps != stopped+3 || !strings.Contains(out, fmt.Sprintf("every rank starts from step %d", stopped)) ||
+			!strings.Contains(out, fmt.Sprintf("step %d/%d loss", stopped+1, stopped+3)) || !strings.Contains(out, " world 3\n") ||
+			strings.Contains(out, fmt.Sprintf("step %d/", stopped)) {
+			t.Errorf("rank %d of 3: %d steps, %v\n%s", r, run.steps, run.err, out)
+		}
+	}
+	if two, three := Throughput(2, time.Second), Throughput(3, time.Second); !(three > two && two > Throughput(1, time.Second)) || three >= 3 {
+		t.Errorf("throughput 1→2→3 instances: %.2f, %.2f, %.2f steps/s; want it to grow, below linear", Throughput(1, time.Second), two, three)
+	}
+}

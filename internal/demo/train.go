@@ -37,6 +37,31 @@ type TrainConfig struct {
 	// rank saves its own part into its own CheckpointDir.
 	Rank, WorldSize int
 	Master          string
+	// Elastic makes the run one attempt of an elastic job (model.Elastic),
+	// which a resize restarts with another world size: rank 0 alone saves
+	// the whole job's checkpoint into JobCheckpointDir
+	// ($ALLOT_JOB_CHECKPOINT_DIR, a shared checkpoint root), which an
+	// attempt of any world size resumes from, and a step, a fixed amount
+	// of work, takes StepTime divided by the world's speed-up
+	// (Throughput): more instances, more steps per second. Every step's
+	// line says the world size.
+	Elastic          bool
+	JobCheckpointDir string
+}
+
+// ScalingLoss is the efficiency an elastic run loses per instance beyond
+// the first (communication): W instances are W / (1 + ScalingLoss×(W-1))
+// times as fast as one.
+const ScalingLoss = 0.05
+
+// Throughput is the steps per second of an elastic run of world
+// instances whose one instance takes stepTime per step.
+func Throughput(world int, stepTime time.Duration) float64 {
+	if stepTime <= 0 {
+		return math.Inf(1)
+	}
+	w := float64(max(world, 1))
+	return w / (1 + ScalingLoss*(w-1)) / stepTime.Seconds()
 }
 
 // checkpoint is the content of a checkpoint file.
@@ -81,7 +106,23 @@ func Train(ctx context.Context, cfg TrainConfig, out io.Writer) (int, error) {
 		step = s
 		fmt.Fprintf(out, "resuming from step %d (%s)\n", step, cfg.ResumeFrom)
 	}
-	if cfg.CheckpointDir == "" {
+	if cfg.Elastic {
+		// Rank 0 saves the job's checkpoint for every world size; the
+		// other ranks save nothing.
+		cfg.CheckpointDir = ""
+		if cfg.Rank == 0 {
+			cfg.CheckpointDir = cfg.JobCheckpointDir
+		}
+		world := max(cfg.WorldSize, 1)
+		fmt.Fprintf(out, "elastic: world size %d, %.2f steps/s (%d× one instance's %.2f at %.0f%% efficiency)\n", world,
+			Throughput(world, cfg.StepTime), world, Throughput(1, cfg.StepTime), 100/(1+ScalingLoss*float64(world-1)))
+		if cfg.StepTime > 0 {
+			cfg.StepTime = time.Duration(float64(time.Second) / Throughput(world, cfg.StepTime))
+		}
+		if cfg.Rank == 0 && cfg.CheckpointDir == "" {
+			fmt.Fprintln(out, "no job checkpoint directory ($ALLOT_JOB_CHECKPOINT_DIR): a resized or stopped run starts over")
+		}
+	} else if cfg.CheckpointDir == "" {
 		fmt.Fprintln(out, "no checkpoint directory ($ALLOT_CHECKPOINT_DIR): a stopped run starts over")
 	}
 	var g *gang
@@ -126,7 +167,11 @@ func Train(ctx context.Context, cfg TrainConfig, out io.Writer) (int, error) {
 			return step, ErrStopped
 		}
 		step++
-		fmt.Fprintf(out, "step %d/%d loss %.4f\n", step, cfg.Steps, loss(step, cfg.Steps))
+		if cfg.Elastic {
+			fmt.Fprintf(out, "step %d/%d loss %.4f world %d\n", step, cfg.Steps, loss(step, cfg.Steps), max(cfg.WorldSize, 1))
+		} else {
+			fmt.Fprintf(out, "step %d/%d loss %.4f\n", step, cfg.Steps, loss(step, cfg.Steps))
+		}
 		if cfg.CheckpointEvery > 0 && step%cfg.CheckpointEvery == 0 && step < cfg.Steps {
 			if err := saveCheckpoint(cfg, step, out); err != nil {
 				return step, err
