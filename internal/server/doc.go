@@ -39,7 +39,9 @@
 // plans again from a fresh snapshot. Jobs submitted after the snapshot are
 // not touched and do not conflict. Bound jobs become Running with their
 // allocations and started_at; preempted ones go back to Queued without
-// allocations and with one more preemption; a pending job's reason and
+// allocations and with one more preemption; resized elastic jobs start
+// their next attempt with the new allocations, never leaving their
+// capacity (resize.go); a pending job's reason and
 // detail are written only when they change (at most Config.MaxPendingWrites
 // per cycle). The core never binds a GPU twice and places gangs all or
 // nothing; the single transaction keeps it so.
