@@ -406,6 +406,9 @@ func (vs *victimStream) readsReserved(rj *running) bool {
 // considerVictim adds rj to out and reports true when a may evict it now,
 // and lowers until when a may evict it later.
 func (st *state) considerVictim(a *attempt, rj *running, stamp uint64, out *[]victim, until *time.Time) bool {
+	if rj.resized {
+		return false // its next attempt is in the plan already
+	}
 	reason := st.evictable(a, rj)
 	if reason == ReasonNone {
 		return false
