@@ -275,7 +275,9 @@ func (st *state) grow(plan *Plan) {
 }
 
 // binaryDomain appends domain d to a growth key.
-func binaryDomain(b []byte, d int) []byte { return append(b, byte(d), byte(d>>8), byte(d>>16), byte(d>>24)) }
+func binaryDomain(b []byte, d int) []byte {
+	return append(b, byte(d), byte(d>>8), byte(d>>16), byte(d>>24))
+}
 
 // freeWholeByDomain counts the idle GPUs of Ready nodes in each domain: a
 // growth step that needs more cannot fit there.

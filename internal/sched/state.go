@@ -124,8 +124,8 @@ type running struct {
 	// resized marks an elastic job the cycle grew or shrank: neither
 	// resized again nor evicted in the same cycle (elastic.go).
 	resized bool
-	cost  float64   // GPU-seconds lost if evicted in this cycle
-	since time.Time // the last checkpoint or the start (lastSaved)
+	cost    float64   // GPU-seconds lost if evicted in this cycle
+	since   time.Time // the last checkpoint or the start (lastSaved)
 	// released is set when a Session was told the job stopped holding; the
 	// next cycle drops it from state.running.
 	released bool
@@ -224,10 +224,10 @@ type state struct {
 	// vacated holds the nodes where the cycle evicted work or shrank a
 	// job: growth stays off them, so that it never takes what a
 	// preemption freed.
-	vacated map[int]bool
-	cuts    []cut // scratch of shrinkFor
-	stamp      uint64      // numbers calls that keep scratch marks (gangDomains, startVictims, room)
-	domOrder   []*domain   // scratch of gangDomains
+	vacated  map[int]bool
+	cuts     []cut     // scratch of shrinkFor
+	stamp    uint64    // numbers calls that keep scratch marks (gangDomains, startVictims, room)
+	domOrder []*domain // scratch of gangDomains
 	// powerCut counts the instances the last gangDomains call left out
 	// because a rack or region power cap would break, and powerCutNode is
 	// the last node where one did (its rack's cap when powerCutRack, else
