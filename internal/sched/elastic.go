@@ -19,7 +19,9 @@ import (
 //     given up, in steps, the instances added last first, when they are
 //     what stands between the job and a place: only jobs the queued one may
 //     evict (evictable, the rules of preemption) and that are not
-//     protected (Config.MinRunTime), cheapest lost work first. Giving up
+//     protected (Config.MinRunTime, or ResizeInterval if longer, since the
+//     start of their attempt: no job is resized more often than that),
+//     cheapest lost work first. Giving up
 //     more than needed is undone, costliest first, as preempt spares
 //     victims. A shrink loses the work since the checkpoint of every
 //     instance, since all of them restart; an eviction would lose as much

@@ -377,7 +377,11 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 	for _, j := range w.Jobs {
 		p := part[j.Spec.Tenant]
 		borrower := (p == "" || min(used[p], usedBefore[p]) > guar[p]) && before[j.ID] == model.StateRunning
-		protected := now.Sub(j.Status.StartedAt) < 5*time.Minute || wholly(cyc, j)
+		guard := 5 * time.Minute // Config.MinRunTime
+		if j.Spec.Elastic != nil {
+			guard = max(guard, cyc.ResizeInterval)
+		}
+		protected := now.Sub(j.Status.StartedAt) < guard || wholly(cyc, j)
 		if borrower && !protected {
 			continue
 		}

@@ -3,6 +3,7 @@ package schedtest
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -229,6 +230,12 @@ func (c *Cycle) checkResizes(p sched.Plan) error {
 	for _, b := range p.Binds {
 		bound[b.Job] = true
 	}
+	displaced := map[string]bool{} // bound in the cycle, then displaced by a preemption
+	for _, x := range p.Pending {
+		if strings.HasPrefix(x.Detail, "displaced in this cycle by ") {
+			displaced[x.Job] = true
+		}
+	}
 	freed := map[string]bool{} // node/GPU a preemption of this plan freed
 	for _, pr := range p.Preemptions {
 		for _, a := range c.jobs[pr.Job].allocs {
@@ -268,7 +275,7 @@ func (c *Cycle) checkResizes(p sched.Plan) error {
 			}
 		}
 		if r.To < r.From {
-			if !bound[r.For] {
+			if !bound[r.For] && !displaced[r.For] {
 				return fmt.Errorf("%s shrank for %s, which the plan does not bind", r.Job, r.For)
 			}
 			continue
@@ -376,8 +383,12 @@ func (c *Cycle) checkLending(p sched.Plan) error {
 	}
 	shrunkFor := map[string][]sched.Resize{}
 	for _, r := range p.Resizes {
-		if r.To < r.From {
+		switch {
+		case r.To >= r.From:
+		case bound[r.For]:
 			shrunkFor[r.For] = append(shrunkFor[r.For], r)
+		default: // for a job displaced later, as preemptions above
+			charge(c.jobs[r.Job].job, c.jobs[r.Job].allocs[r.To:], -1)
 		}
 	}
 	// borrows checks that job may take m milli of pool k beyond its
