@@ -130,10 +130,6 @@ type decision struct {
 // beforeCommit, when set by a test, runs between planning and committing.
 var beforeCommit func()
 
-// planned, when set by a test, may change a cycle's Plan before it is
-// applied: decisions the core of the moment would not make (a resize).
-var planned func(*sched.Plan)
-
 func (s *Server) cycleOnce(ctx context.Context) error {
 	timer := s.m.phaseClock()
 	// 1. Snapshot.
@@ -228,9 +224,6 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 	plan, err := s.plan(in, now)
 	if err != nil {
 		return err
-	}
-	if planned != nil {
-		planned(&plan)
 	}
 	reserved := s.inc.Reserved()
 	s.reserved.Store(&reserved)

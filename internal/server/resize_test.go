@@ -7,25 +7,41 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
-	"github.com/allot-dev/allot/internal/sched"
 	"github.com/allot-dev/allot/internal/server/servertest"
 	"github.com/allot-dev/allot/internal/spec"
 )
 
-// resizeOnce makes the next cycle's Plan resize job to the instances on
-// nodes (every GPU of each), as the core's growth or shrink would.
-func resizeOnce(t *testing.T, srv *Server, id string, reason sched.Reason, forJob, detail string, nodes ...string) {
+// elasticJob submits an elastic job of the lab's tenant team from doc
+// and runs a cycle, which binds it; with agents, its ranks start.
+func elasticJob(t *testing.T, srv *Server, doc string, agents bool) string {
+	t.Helper()
+	ctx := t.Context()
+	specs, err := spec.ParseJobs("test", []byte(doc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if agents {
+		startRanks(t, srv, j.ID)
+	}
+	return j.ID
+}
+
+// startRanks reports every rank of job id's current attempt started.
+func startRanks(t *testing.T, srv *Server, id string) {
 	t.Helper()
 	j := wholeJob(t, srv, id)
-	r := sched.Resize{Job: id, From: len(j.Status.Allocations), To: len(nodes), For: forJob, Reason: reason, Detail: detail}
-	for _, n := range nodes {
-		r.Nodes = append(r.Nodes, sched.Placement{Node: n, GPUs: []int{0, 1, 2, 3, 4, 5, 6, 7}, GPUMilli: model.MilliPerGPU})
+	for r, a := range j.Status.Allocations {
+		if _, err := srv.ReportEvent(t.Context(), admin, id, len(j.Status.Attempts), Event{Type: EventStarted, Rank: r, Node: a.Node}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	planned = func(p *sched.Plan) {
-		p.Resizes = append(p.Resizes, r)
-		planned = nil
-	}
-	t.Cleanup(func() { planned = nil })
 }
 
 // ranksOn lists, by node, the ranks of job id that the nodes' agents are
@@ -51,49 +67,36 @@ func ranksOn(t *testing.T, srv *Server, id string, nodes ...string) (run []Assig
 	return run, stop
 }
 
-// TestResizeWithAgents follows an elastic job through a growth and a
-// shrink on agents: each resize ends the attempt (Resized) and tells the
-// old ranks to stop with their grace; no rank of the new attempt starts
-// before every old one exited, then all start together with the new world
-// size, resuming from the job-level checkpoint saved meanwhile; the job
-// stays Preparing or Running, never Queued; each attempt is billed for the
-// instances it held while they ran.
+// TestResizeWithAgents follows an elastic job through the core's growth
+// and shrink on agents: each resize ends the attempt (Resized) and tells
+// the old ranks to stop with their grace; no rank of the new attempt
+// starts before every old one exited, then all start together with the
+// new world size, resuming from the job-level checkpoint saved meanwhile;
+// the job stays Preparing or Running, never Queued; a node the shrink gave
+// up holds back the gang it made room for until its rank is gone; each
+// attempt is billed for the instances it held while they ran.
 func TestResizeWithAgents(t *testing.T) {
 	ctx := context.Background()
 	srv, clock, must := labWithNodes(t)
-	team := Principal{Tenant: "team"}
 	all := []string{"h100-01", "h100-02", "h100-03"}
-	specs, err := spec.ParseJobs("test", []byte(`{name: e, tenant: team, command: [train], resources: {gpus_per_instance: 8},
-		elastic: {min_instances: 1, max_instances: 3}, checkpoint: {grace: 1m}}`), nil)
-	must(err)
-	sub, err := srv.Submit(ctx, team, specs[0])
-	must(err)
-	id := sub.ID
-	must(srv.Cycle(ctx))
-	j := wholeJob(t, srv, id)
-	first := j.Status.Allocations[0].Node
-	_, err = srv.ReportEvent(ctx, admin, id, 1, Event{Type: EventStarted, Rank: 0, Node: first})
-	must(err)
+	id := elasticJob(t, srv, `{name: e, tenant: team, command: [train], priority: spot, resources: {gpus_per_instance: 8},
+		elastic: {min_instances: 1, max_instances: 2}, checkpoint: {grace: 1m}}`, true)
 	started := clock.Now()
+	first := wholeJob(t, srv, id).Status.Allocations[0].Node
 
-	// Growth 1 → 2 into a free node.
-	clock.Advance(10 * time.Minute)
-	var free string
-	for _, n := range all {
-		if n != first && free == "" {
-			free = n
-		}
-	}
-	resizeOnce(t, srv, id, sched.IdleCapacity, "", "8 idle H100", first, free)
+	// Growth 1 → 2 into a free node, once the resize interval passed.
+	clock.Advance(model.DefaultResizeInterval)
 	must(srv.Cycle(ctx))
 	resizedAt := clock.Now()
-	j = wholeJob(t, srv, id)
+	j := wholeJob(t, srv, id)
 	old := j.Status.Attempts[0]
 	if j.Status.State != model.StatePreparing || j.Status.Resizes != 1 || len(j.Status.Attempts) != 2 || len(j.Status.Allocations) != 2 ||
-		old.Reason != ReasonResized || old.Detail != "grew 1→2: 8 idle H100" || !old.Ended.IsZero() || !old.StopOrdered.Equal(resizedAt) {
-		t.Fatalf("after the growth: %s, %d resizes, %d attempts, %d allocations, attempt 1 %+v", j.Status.State, j.Status.Resizes,
-			len(j.Status.Attempts), len(j.Status.Allocations), old)
+		j.Status.Allocations[0].Node != first || old.Reason != ReasonResized || !strings.HasPrefix(old.Detail, "grew 1→2") ||
+		!old.Ended.IsZero() || !old.StopOrdered.Equal(resizedAt) {
+		t.Fatalf("after the growth: %s, %d resizes, %d attempts, allocations %+v, attempt 1 %+v", j.Status.State, j.Status.Resizes,
+			len(j.Status.Attempts), j.Status.Allocations, old)
 	}
+	second := j.Status.Allocations[1].Node
 	run, stop := ranksOn(t, srv, id, all...)
 	if len(run) != 0 || len(stop) != 1 || stop[0].Attempt != 1 || stop[0].Rank != 0 || stop[0].Reason != ReasonResized || stop[0].Grace != time.Minute {
 		t.Fatalf("while the old rank stops: run %+v, stop %+v; want no rank run and attempt 1's rank 0 told to stop with its grace", run, stop)
@@ -102,7 +105,7 @@ func TestResizeWithAgents(t *testing.T) {
 	// root: every world size resumes from it); a part of its own world is
 	// not recorded.
 	rank := 0
-	_, err = srv.ReportCheckpoint(ctx, admin, id, CheckpointReport{Path: "/ckpt/e/rank-0/step-9", Node: first, Rank: &rank})
+	_, err := srv.ReportCheckpoint(ctx, admin, id, CheckpointReport{Path: "/ckpt/e/rank-0/step-9", Node: first, Rank: &rank})
 	must(err)
 	_, err = srv.ReportCheckpoint(ctx, admin, id, CheckpointReport{Path: "/ckpt/e/step-10", Shared: true})
 	must(err)
@@ -125,35 +128,41 @@ func TestResizeWithAgents(t *testing.T) {
 			t.Errorf("rank %d: %+v; want attempt 2 of world 2 resuming from /ckpt/e/step-10, master %s", x.Rank, x, first)
 		}
 	}
-	j = wholeJob(t, srv, id)
-	for _, x := range run {
-		_, err = srv.ReportEvent(ctx, admin, id, 2, Event{Type: EventStarted, Rank: x.Rank, Node: j.Status.Allocations[x.Rank].Node})
-		must(err)
-	}
+	startRanks(t, srv, id)
 	running := clock.Now()
 	if j = wholeJob(t, srv, id); j.Status.State != model.StateRunning || !j.Status.Attempts[1].Started.Equal(running) {
 		t.Fatalf("every new rank started: %s, attempt 2 started %v", j.Status.State, j.Status.Attempts[1].Started)
 	}
 
-	// Shrink 2 → 1 for another job: the dropped node counts as stopping
-	// for other gangs until its rank is gone.
-	clock.Advance(30 * time.Minute)
-	resizeOnce(t, srv, id, sched.HigherClass, "urgent-1", "room for 1 instance", first)
+	// A standard gang of two nodes arrives: the spot job gives its added
+	// instance back (2 → 1) rather than being evicted, and the gang waits
+	// for the rank on the node it takes to be gone.
+	clock.Advance(model.DefaultResizeInterval)
+	specs, err := spec.ParseJobs("test", []byte(`{name: g, tenant: team, command: [x], resources: {instance_count: 2, gpus_per_instance: 8}}`), nil)
+	must(err)
+	g, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
+	must(err)
 	must(srv.Cycle(ctx))
 	j = wholeJob(t, srv, id)
 	if j.Status.Resizes != 2 || j.Status.Attempts[1].Reason != ReasonResized ||
-		!strings.HasPrefix(j.Status.Attempts[1].Detail, "shrunk 2→1 for urgent-1 (HigherClass): room for 1 instance") {
-		t.Fatalf("after the shrink: %d resizes, attempt 2 %+v", j.Status.Resizes, j.Status.Attempts[1])
+		!strings.HasPrefix(j.Status.Attempts[1].Detail, "shrunk 2→1 for "+g.ID+" (HigherClass)") || j.Status.Allocations[0].Node != first {
+		t.Fatalf("after the gang came: %s, %d resizes, attempt 2 %+v", j.Status.State, j.Status.Resizes, j.Status.Attempts[1])
 	}
-	if by := stoppingNodes(srv.cache.holding())[free]; by != id {
-		t.Errorf("node %s, given up by the shrink, is stopping for %q, want %s", free, by, id)
+	if by := stoppingNodes(srv.cache.holding())[second]; by != id {
+		t.Errorf("node %s, given up by the shrink, is stopping for %q, want %s", second, by, id)
+	}
+	if gj := wholeJob(t, srv, g.ID); gj.Status.State != model.StatePreparing {
+		t.Fatalf("the gang is %s, want Preparing", gj.Status.State)
+	}
+	if run, _ := ranksOn(t, srv, g.ID, all...); len(run) != 0 {
+		t.Fatalf("the gang's ranks handed out while the shrunk rank still runs on %s: %+v", second, run)
 	}
 	_, stop = ranksOn(t, srv, id, all...)
 	if len(stop) != 2 {
 		t.Fatalf("the shrink stops %d ranks, want both of attempt 2", len(stop))
 	}
 	clock.Advance(5 * time.Second)
-	for r, n := range []string{first, free} {
+	for r, n := range []string{first, second} {
 		_, err = srv.ReportEvent(ctx, admin, id, 2, Event{Type: EventExited, Rank: r, Node: n, ExitCode: 143, Outcome: OutcomeExited})
 		must(err)
 	}
@@ -162,11 +171,13 @@ func TestResizeWithAgents(t *testing.T) {
 	if len(run) != 1 || run[0].WorldSize != 1 || run[0].Attempt != 3 {
 		t.Fatalf("after the shrink's old ranks exited: %+v, want rank 0 of attempt 3 alone", run)
 	}
-	_, err = srv.ReportEvent(ctx, admin, id, 3, Event{Type: EventStarted, Rank: 0, Node: first})
-	must(err)
+	if run, _ := ranksOn(t, srv, g.ID, all...); len(run) != 2 {
+		t.Fatalf("the gang's ranks once the shrunk rank is gone: %d, want 2", len(run))
+	}
+	startRanks(t, srv, id)
 	clock.Advance(time.Hour)
 
-	// The bill: 8 GPUs until the first resize's rank was gone, 16 while
+	// The bill: 8 GPUs until the growth's old rank was gone, 16 while
 	// attempt 2 ran, 8 since.
 	j = wholeJob(t, srv, id)
 	secs, n := GPUSeconds(j, started, clock.Now())
@@ -187,29 +198,13 @@ func TestResizeSimulated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	specs, err := spec.ParseJobs("test", []byte(`{name: e, tenant: team, resources: {gpus_per_instance: 8}, duration: 1h,
-		elastic: {min_instances: 1, max_instances: 2}}`), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Cycle(ctx); err != nil {
-		t.Fatal(err)
-	}
-	first := wholeJob(t, srv, j.ID).Status.Allocations[0].Node
-	other := "h100-02"
-	if first == other {
-		other = "h100-01"
-	}
+	id := elasticJob(t, srv, `{name: e, tenant: team, resources: {gpus_per_instance: 8}, duration: 1h,
+		elastic: {min_instances: 1, max_instances: 2}}`, false)
 	clock.Advance(40 * time.Minute)
-	resizeOnce(t, srv, j.ID, sched.IdleCapacity, "", "8 idle H100", first, other)
 	if err := srv.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got := wholeJob(t, srv, j.ID)
+	got := wholeJob(t, srv, id)
 	at := got.Status.Attempts
 	if got.Status.State != model.StateRunning || len(at) != 2 || !at[0].Ended.Equal(clock.Now()) || at[0].Reason != ReasonResized ||
 		!at[1].Started.Equal(clock.Now()) || len(got.Status.Allocations) != 2 || got.Status.Resizes != 1 {
@@ -219,14 +214,14 @@ func TestResizeSimulated(t *testing.T) {
 	if err := srv.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := wholeJob(t, srv, j.ID).Status.State; s != model.StateRunning {
+	if s := wholeJob(t, srv, id).Status.State; s != model.StateRunning {
 		t.Fatalf("59 minutes into its hour: %s", s)
 	}
 	clock.Advance(time.Minute)
 	if err := srv.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := wholeJob(t, srv, j.ID).Status.State; s != model.StateSucceeded {
+	if s := wholeJob(t, srv, id).Status.State; s != model.StateSucceeded {
 		t.Fatalf("an hour after it started, across its resize: %s, want Succeeded", s)
 	}
 }
@@ -237,26 +232,17 @@ func TestResizeSimulated(t *testing.T) {
 // job is Canceled.
 func TestResizeFoldedByCancel(t *testing.T) {
 	ctx := context.Background()
-	srv, _, must := labWithNodes(t)
-	specs, err := spec.ParseJobs("test", []byte(`{name: e, tenant: team, command: [train], resources: {gpus_per_instance: 8},
-		elastic: {min_instances: 1, max_instances: 3}}`), nil)
-	must(err)
-	sub, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
-	must(err)
-	id := sub.ID
-	must(srv.Cycle(ctx))
+	srv, clock, must := labWithNodes(t)
+	all := []string{"h100-01", "h100-02", "h100-03"}
+	id := elasticJob(t, srv, `{name: e, tenant: team, command: [train], resources: {gpus_per_instance: 8},
+		elastic: {min_instances: 1, max_instances: 3}}`, true)
 	first := wholeJob(t, srv, id).Status.Allocations[0].Node
-	_, err = srv.ReportEvent(ctx, admin, id, 1, Event{Type: EventStarted, Rank: 0, Node: first})
-	must(err)
-	others := []string{}
-	for _, n := range []string{"h100-01", "h100-02", "h100-03"} {
-		if n != first {
-			others = append(others, n)
-		}
-	}
-	resizeOnce(t, srv, id, sched.IdleCapacity, "", "16 idle H100", first, others[0], others[1])
+	clock.Advance(model.DefaultResizeInterval)
 	must(srv.Cycle(ctx))
-	_, err = srv.Cancel(ctx, admin, id)
+	if j := wholeJob(t, srv, id); !resizing(j) || len(j.Status.Allocations) != 3 {
+		t.Fatalf("not resizing to 3: %+v", j.Status)
+	}
+	_, err := srv.Cancel(ctx, admin, id)
 	must(err)
 	j := wholeJob(t, srv, id)
 	if j.Status.State != model.StatePreempted || !j.Status.Canceling || len(j.Status.Attempts) != 1 || j.Status.Resizes != 0 ||
@@ -264,7 +250,7 @@ func TestResizeFoldedByCancel(t *testing.T) {
 		t.Fatalf("canceled while resizing: %s canceling %v, %d attempts (%+v), %d resizes", j.Status.State, j.Status.Canceling,
 			len(j.Status.Attempts), j.Status.Attempts, j.Status.Resizes)
 	}
-	run, stop := ranksOn(t, srv, id, append(others, first)...)
+	run, stop := ranksOn(t, srv, id, all...)
 	if len(run) != 0 || len(stop) != 1 || stop[0].Attempt != 1 {
 		t.Fatalf("canceled while resizing: run %+v, stop %+v; want attempt 1's rank told to stop", run, stop)
 	}
@@ -281,37 +267,31 @@ func TestResizeFoldedByCancel(t *testing.T) {
 func TestResizeOverdue(t *testing.T) {
 	ctx := context.Background()
 	srv, clock, must := labWithNodes(t)
-	specs, err := spec.ParseJobs("test", []byte(`{name: e, tenant: team, command: [train], resources: {gpus_per_instance: 8},
-		elastic: {min_instances: 1, max_instances: 2}, checkpoint: {grace: 10s}}`), nil)
-	must(err)
-	sub, err := srv.Submit(ctx, Principal{Tenant: "team"}, specs[0])
-	must(err)
-	id := sub.ID
-	must(srv.Cycle(ctx))
-	first := wholeJob(t, srv, id).Status.Allocations[0].Node
-	_, err = srv.ReportEvent(ctx, admin, id, 1, Event{Type: EventStarted, Rank: 0, Node: first})
-	must(err)
-	other := "h100-02"
-	if first == other {
-		other = "h100-01"
+	all := []string{"h100-01", "h100-02", "h100-03"}
+	id := elasticJob(t, srv, `{name: e, tenant: team, command: [train], resources: {gpus_per_instance: 8},
+		elastic: {min_instances: 1, max_instances: 2}, checkpoint: {grace: 10s}}`, true)
+	clock.Advance(model.DefaultResizeInterval)
+	beat := func() {
+		for _, n := range all {
+			must(srv.Heartbeat(ctx, n))
+		}
 	}
-	resizeOnce(t, srv, id, sched.IdleCapacity, "", "8 idle H100", first, other)
+	beat()
 	must(srv.Cycle(ctx))
-	for _, n := range []string{first, other} {
-		must(srv.Heartbeat(ctx, n))
+	if !resizing(wholeJob(t, srv, id)) {
+		t.Fatal("the job did not grow")
 	}
 	clock.Advance(11 * time.Second) // past the grace, within grace and node timeout (2s)
+	beat()
 	must(srv.Cycle(ctx))
-	if run, _ := ranksOn(t, srv, id, first, other); len(run) != 0 {
+	if run, _ := ranksOn(t, srv, id, all...); len(run) != 0 {
 		t.Fatalf("within grace and node timeout: %d ranks handed out", len(run))
 	}
 	clock.Advance(2 * time.Second)
-	for _, n := range []string{first, other} {
-		must(srv.Heartbeat(ctx, n))
-	}
+	beat()
 	must(srv.Cycle(ctx))
 	j := wholeJob(t, srv, id)
-	if run, _ := ranksOn(t, srv, id, first, other); len(run) != 2 || len(j.Status.Resizing) != 0 || !j.Status.Attempts[0].Ended.Equal(clock.Now()) {
+	if run, _ := ranksOn(t, srv, id, all...); len(run) != 2 || len(j.Status.Resizing) != 0 || !j.Status.Attempts[0].Ended.Equal(clock.Now()) {
 		t.Fatalf("past grace and node timeout: %d ranks handed out, resizing %v, attempt 1 ended %v", len(run), j.Status.Resizing, j.Status.Attempts[0].Ended)
 	}
 }
