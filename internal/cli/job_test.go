@@ -53,10 +53,10 @@ func TestJobCommands(t *testing.T) {
 				body: `{"id":"j-4","name":"pretrain","state":"Running","instances":4,"resizes":2,` +
 					`"spec":{"name":"pretrain","resources":{"instance_count":2,"gpus_per_instance":8},"elastic":{"min_instances":2,"max_instances":6,"step":2}},` +
 					`"attempt_history":[{"number":1,"nodes":["h1","h2"],"reason":"Resized","detail":"grew 2→6: 32 idle H100 in use-ib"},` +
-					`{"number":2,"nodes":["h1","h2","h3","h4","h5","h6"],"reason":"Resized","detail":"shrunk 6→4 for urgent-1 (HigherClass): room for 2 instances"},` +
+					`{"number":2,"nodes":["h1","h2","h3","h4","h5","h6"],"reason":"Resized","detail":"shrank 6→4 for urgent-1 (reserved), which needs 16 GPUs"},` +
 					`{"number":3,"nodes":["h1","h2","h3","h4"]}]}`},
 			wantOut: []string{"Instances:    4 of 2-6 (elastic, step 2), resized 2 times\n",
-				"Resizes:      #1→#2 grew 2→6: 32 idle H100 in use-ib\n              #2→#3 shrunk 6→4 for urgent-1 (HigherClass): room for 2 instances\n",
+				"Resizes:      #1→#2 grew 2→6: 32 idle H100 in use-ib\n              #2→#3 shrank 6→4 for urgent-1 (reserved), which needs 16 GPUs\n",
 				"#3 h1,h2,h3,h4 running"}},
 		{name: "show json has state and reason", args: []string{"job", "show", "j-1", "-o", "json"},
 			ex:      exchange{method: "GET", path: "/v1/jobs/j-1", status: 200, body: queuedJob},

@@ -239,7 +239,7 @@ func writePlanTable(out io.Writer, p sched.Plan) error {
 	}
 	fmt.Fprintf(tw, "\nRESIZES (%d)\nJOB\tSIZE\tREASON\tDETAIL\n", len(p.Resizes))
 	for _, r := range p.Resizes {
-		fmt.Fprintf(tw, "%s\t%d→%d\t%s\t%s\n", r.Job, r.From, r.To, resizeReason(r), server.ResizeText(r, ""))
+		fmt.Fprintf(tw, "%s\t%d→%d\t%s\t%s\n", r.Job, r.From, r.To, resizeReason(r), server.ResizeText(r))
 	}
 	fmt.Fprintf(tw, "\nPENDING (%d)\nJOB\tREASON\tDETAIL\n", len(p.Pending))
 	for _, pd := range p.Pending {

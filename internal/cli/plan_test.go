@@ -211,14 +211,15 @@ begin: 2026-12-01T00:00:00Z
 func TestPlanTableResizes(t *testing.T) {
 	var b strings.Builder
 	p := sched.Plan{Resizes: []sched.Resize{
-		{Job: "pretrain", From: 8, To: 16, Reason: sched.IdleCapacity, Detail: "64 idle H100 in use-ib", LostGPUSeconds: 0},
-		{Job: "sweep", From: 6, To: 4, For: "urgent", Reason: sched.HigherClass, Detail: "room for urgent's 2 instances", LostGPUSeconds: 960},
+		{Job: "pretrain", From: 8, To: 16, Reason: sched.IdleCapacity,
+			Detail: "grew 8→16: 64 idle H100 in use-ib; 0 GPU-seconds since the last checkpoint are lost"},
+		{Job: "sweep", From: 6, To: 4, For: "urgent", Reason: sched.HigherClass, LostGPUSeconds: 960},
 	}}
 	if err := writePlanTable(&b, p); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"RESIZES (2)", "pretrain  8→16  IdleCapacity", "grew 8→16: 64 idle H100 in use-ib",
-		"sweep     6→4   HigherClass for urgent  shrunk 6→4: room for urgent's 2 instances; 960 GPU-seconds lost"} {
+		"sweep     6→4   HigherClass for urgent  shrank 6→4 for urgent (HigherClass); 960 GPU-seconds since the last checkpoint are lost"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}

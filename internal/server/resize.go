@@ -52,7 +52,7 @@ const ReasonResized = "Resized"
 // are told to stop and the new attempt waits Preparing for them.
 func resizeJob(old *model.Job, r sched.Resize, now time.Time, agents bool) *model.Job {
 	j := cloneJob(old)
-	detail := ResizeText(r, resizeCause(r))
+	detail := ResizeText(r)
 	closeAttempt(j, now, ReasonResized, detail, -1)
 	if agents && anyLive(old.Status.Instances) {
 		stopAttempt(j, now) // billed until its ranks are gone
@@ -60,7 +60,7 @@ func resizeJob(old *model.Job, r sched.Resize, now time.Time, agents bool) *mode
 	}
 	j.Status.Resizes++
 	j.Status.StartedAt = now
-	j.Status.Reason, j.Status.Detail = ReasonResized, fmt.Sprintf("%s at %s", detail, now.UTC().Format(time.RFC3339))
+	j.Status.Reason, j.Status.Detail = ReasonResized, fmt.Sprintf("resized at %s: %s", now.UTC().Format(time.RFC3339), detail)
 	var nodes []string
 	j.Status.Allocations, nodes = allocationsOf(r.Nodes)
 	a := model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: nodes, Placed: now, Started: now}
@@ -74,36 +74,26 @@ func resizeJob(old *model.Job, r sched.Resize, now time.Time, agents bool) *mode
 	return j
 }
 
-// ResizeText says what a resize does, cause (" for J (HigherClass)", or
-// "") after its sizes: "grew 2→4: 16 idle H100 in use-ib", "shrunk 6→4 for
-// J (HigherClass): …; 1200 GPU-seconds lost" (the work since the
-// checkpoint of every instance, each restarting from it). An ended
-// attempt's detail, the log and 'allot plan' say it so.
-func ResizeText(r sched.Resize, cause string) string {
-	verb := "shrunk"
-	if r.Grows() {
-		verb = "grew"
-	}
-	s := fmt.Sprintf("%s %d→%d%s", verb, r.From, r.To, cause)
+// ResizeText says what a resize does, as the ended attempt's detail, the
+// log and 'allot plan' say it: the core's detail ("grew 2→4: 16 idle H100
+// in use-ib; 120 GPU-seconds since the last checkpoint are lost", "shrank
+// 6→4 for J (reserved), which needs 16 GPUs; …"), or, when it gives none,
+// the sizes, the job a shrink made room for and why, and the work lost.
+func ResizeText(r sched.Resize) string {
 	if r.Detail != "" {
-		s += ": " + r.Detail
+		return r.Detail
 	}
-	if r.LostGPUSeconds > 0 {
-		s += fmt.Sprintf("; %.0f GPU-seconds lost", r.LostGPUSeconds)
+	s := fmt.Sprintf("shrank %d→%d", r.From, r.To)
+	if r.Grows() {
+		s = fmt.Sprintf("grew %d→%d", r.From, r.To)
 	}
-	return s
-}
-
-// resizeCause names the job a shrink made room for and why, "" for growth
-// into idle capacity.
-func resizeCause(r sched.Resize) string {
-	switch {
-	case r.For != "":
-		return fmt.Sprintf(" for %s (%s)", r.For, r.Reason)
-	case r.Reason != sched.IdleCapacity:
-		return fmt.Sprintf(" (%s)", r.Reason)
+	if r.For != "" {
+		s += fmt.Sprintf(" for %s", r.For)
 	}
-	return ""
+	if r.Reason != sched.IdleCapacity {
+		s += fmt.Sprintf(" (%s)", r.Reason)
+	}
+	return s + fmt.Sprintf("; %.0f GPU-seconds since the last checkpoint are lost", r.LostGPUSeconds)
 }
 
 // allocationsOf is what a job placed on nodes holds, and the nodes of its

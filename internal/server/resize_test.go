@@ -145,7 +145,7 @@ func TestResizeWithAgents(t *testing.T) {
 	must(srv.Cycle(ctx))
 	j = wholeJob(t, srv, id)
 	if j.Status.Resizes != 2 || j.Status.Attempts[1].Reason != ReasonResized ||
-		!strings.HasPrefix(j.Status.Attempts[1].Detail, "shrunk 2→1 for "+g.ID+" (HigherClass)") || j.Status.Allocations[0].Node != first {
+		!strings.HasPrefix(j.Status.Attempts[1].Detail, "shrank 2→1 for "+g.ID+" (standard)") || j.Status.Allocations[0].Node != first {
 		t.Fatalf("after the gang came: %s, %d resizes, attempt 2 %+v", j.Status.State, j.Status.Resizes, j.Status.Attempts[1])
 	}
 	if by := stoppingNodes(srv.cache.holding())[second]; by != id {
