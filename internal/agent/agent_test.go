@@ -35,12 +35,20 @@ func newLab(t *testing.T) *lab {
 // newLabTimeout is newLab with the server's node timeout nodeTimeout.
 func newLabTimeout(t *testing.T, nodeTimeout time.Duration) *lab {
 	t.Helper()
+	return newLabWith(t, func(c *server.Config) { c.Nodes = server.Agents{Timeout: nodeTimeout} })
+}
+
+// newLabWith is newLab with configure's changes to the server's config.
+func newLabWith(t *testing.T, configure func(*server.Config)) *lab {
+	t.Helper()
 	fleet, ten := servertest.Lab(t)
 	dir := t.TempDir()
 	st := servertest.Store(t, dir)
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := server.New(ctx, server.Config{Store: st, Fleet: fleet, Tenancy: ten, Tick: 100 * time.Millisecond, RetryBackoff: 100 * time.Millisecond,
-		Nodes: server.Agents{Timeout: nodeTimeout}})
+	cfg := server.Config{Store: st, Fleet: fleet, Tenancy: ten, Tick: 100 * time.Millisecond, RetryBackoff: 100 * time.Millisecond,
+		Nodes: server.Agents{Timeout: time.Second}}
+	configure(&cfg)
+	srv, err := server.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,12 @@
 //     longer assigns (preempted, canceled, requeued, its gang failed) is
 //     stopped: SIGTERM to its processes, SIGKILL after its grace. A newcomer
 //     whose GPUs are still held by a stopping process waits for it to exit.
+//     Instances are known by job, attempt and rank, so a resize of an
+//     elastic job is a new attempt like any other: the old attempt's ranks
+//     get stop orders (reason Resized) with their grace, and the server
+//     hands out the new attempt's ranks, with the new ALLOT_WORLD_SIZE,
+//     ALLOT_RANK and ALLOT_MASTER_ADDR, once every old rank's exit is
+//     reported.
 //   - Every process that ran is reported exited once, after its log has been
 //     shipped. An assignment the server says was started but of which
 //     nothing runs here (the host restarted, its shim was killed) is
