@@ -71,6 +71,7 @@ type jobHead struct {
 		// for the run book
 		StartedAt   time.Time `json:"started_at"`
 		Preemptions int       `json:"preemptions"`
+		Resizes     int       `json:"resizes"`
 		Retries     int       `json:"retries"`
 		Lost        int       `json:"lost"`
 	} `json:"status"`
@@ -79,7 +80,9 @@ type jobHead struct {
 // sample is the run the record tells of, if a clean one (runtimes.go).
 func (h *jobHead) sample() (runSample, bool) {
 	st := h.Status
-	clean := model.State(st.State) == model.StateSucceeded && st.Preemptions == 0 && st.Retries == 0 && st.Lost == 0
+	// A resized elastic job ran with several sizes: its run says nothing
+	// of one shape's.
+	clean := model.State(st.State) == model.StateSucceeded && st.Preemptions == 0 && st.Resizes == 0 && st.Retries == 0 && st.Lost == 0
 	r := model.Resources{InstanceCount: h.Spec.Instances, GPUsPerInstance: h.Spec.GPUs, GPUMilli: h.Spec.GPUMilli}
 	return newSample(clean, h.Spec.Tenant, h.Spec.Name, r, st.StartedAt, st.EndedAt)
 }

@@ -24,7 +24,7 @@ import (
 // job's retry timeout (an attempt never runs longer); with no history the
 // retry timeout itself is the estimate, an upper bound, and the basis says
 // so. Only clean runs count: one attempt that succeeded, never preempted,
-// retried or lost, so that a run resumed from a checkpoint does not pass
+// resized, retried or lost, so that a run resumed from a checkpoint does not pass
 // for a short one. History stays within a tenant: an estimate never reveals
 // how long another tenant's jobs ran.
 //
@@ -86,7 +86,7 @@ type runSample struct {
 // sampleOf returns the run of j if it is a clean one (see above).
 func sampleOf(j *model.Job) (runSample, bool) {
 	st := j.Status
-	clean := st.State == model.StateSucceeded && st.Preemptions == 0 && st.Retries == 0 && st.Lost == 0
+	clean := st.State == model.StateSucceeded && st.Preemptions == 0 && st.Resizes == 0 && st.Retries == 0 && st.Lost == 0
 	return newSample(clean, j.Spec.Tenant, j.Spec.Name, j.Spec.Resources, st.StartedAt, st.EndedAt)
 }
 
