@@ -3,11 +3,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,43 +27,12 @@ type elasticJob struct {
 	} `json:"attempt_history"`
 }
 
-// elasticStep is a step line of 'demo train --elastic': the step and the
-// world size it ran with.
-var (
-	elasticStep   = regexp.MustCompile(`(?m)^step (\d+)/\d+ loss [0-9.]+ world (\d+)$`)
-	elasticResume = regexp.MustCompile(`(?m)^resuming from step (\d+) `)
-)
-
-// rank0Log is what rank 0 of one attempt printed: the step it resumed
-// from (-1: none), and each step with its world size.
-type rank0Log struct {
-	resumed int
-	steps   [][2]int // step, world
-}
-
-// rank0Logs reads rank 0's log of each attempt of job from the virtual
-// agents' disks under data, by attempt.
-func rank0Logs(t *testing.T, data, job string) map[int]rank0Log {
+// rank0Logs is what rank 0 of job printed, by attempt (rankLogs).
+func rank0Logs(t *testing.T, data, job string) map[int]rankLog {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(data, "agents", "*", "logs", job, "attempt-*.rank-0.log"))
-	out := map[int]rank0Log{}
-	for _, f := range files {
-		m := attemptOf.FindStringSubmatch(f)
-		b, err := os.ReadFile(f)
-		if m == nil || err != nil {
-			continue
-		}
-		n, _ := strconv.Atoi(m[1])
-		l := rank0Log{resumed: -1}
-		if r := elasticResume.FindStringSubmatch(string(b)); r != nil {
-			l.resumed, _ = strconv.Atoi(r[1])
-		}
-		for _, s := range elasticStep.FindAllStringSubmatch(string(b), -1) {
-			step, _ := strconv.Atoi(s[1])
-			world, _ := strconv.Atoi(s[2])
-			l.steps = append(l.steps, [2]int{step, world})
-		}
-		out[n] = l
+	out := map[int]rankLog{}
+	for _, l := range rankLogs(t, data, job)[0] {
+		out[l.attempt] = l
 	}
 	return out
 }
@@ -82,27 +48,15 @@ func TestElasticTrainUnderUp(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	log := &syncBuffer{}
-	url, admin, stop, err := startServerStop(data, log, 45*time.Second, "up", "--data", data, "--listen", "127.0.0.1:0",
-		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml"),
-		"--log-level", "warn", "--resize-interval", "5s")
-	if err != nil {
-		t.Fatalf("start allot up: %v\n%s", err, log.String())
-	}
+	up := startUpAt(t, data, log, "--resize-interval", "5s")
+	url, admin := up.url, up.admin
 	defer func() {
-		stop()
+		up.stop()
 		if t.Failed() {
 			t.Logf("allot up's log (last 8 KiB):\n%s", tail(log.String(), 8<<10))
 		}
 	}()
-	run := func(args ...string) string {
-		t.Helper()
-		out := allotAtMust(t, url, "", append([]string{"job", "run", "--token", admin, "--tenant", "research", "-o", "json"}, args...)...)
-		m := regexp.MustCompile(`"id":\s*"([^"]+)"`).FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("job run printed %q, want {\"id\": …}", out)
-		}
-		return m[1]
-	}
+	run := func(args ...string) string { t.Helper(); return up.run(t, args...) }
 	show := func(id string) elasticJob {
 		t.Helper()
 		var j elasticJob
@@ -169,12 +123,12 @@ func TestElasticTrainUnderUp(t *testing.T) {
 			continue
 		}
 		for i, s := range l.steps {
-			if s[1] != world {
-				t.Errorf("attempt %d ran step %d with world %d, want %d (its nodes)", n, s[0], s[1], world)
+			if l.worlds[i] != world {
+				t.Errorf("attempt %d ran step %d with world %d, want %d (its nodes)", n, s, l.worlds[i], world)
 				break
 			}
-			if i > 0 && s[0] != l.steps[i-1][0]+1 {
-				t.Errorf("attempt %d did step %d after %d", n, s[0], l.steps[i-1][0])
+			if i > 0 && s != l.steps[i-1]+1 {
+				t.Errorf("attempt %d did step %d after %d", n, s, l.steps[i-1])
 				break
 			}
 		}
@@ -185,10 +139,10 @@ func TestElasticTrainUnderUp(t *testing.T) {
 		if len(prev.steps) == 0 {
 			continue
 		}
-		stopped := prev.steps[len(prev.steps)-1][0]
-		if l.resumed != stopped || l.steps[0][0] != stopped+1 {
-			t.Errorf("attempt %d resumed from step %d and did step %d first; attempt %d stopped after step %d: want a resume from it, no step lost or done twice",
-				n, l.resumed, l.steps[0][0], n-1, stopped)
+		stopped := prev.steps[len(prev.steps)-1]
+		if l.resumed != stopped || l.steps[0] != stopped+1 {
+			t.Errorf("attempt %d resumed every rank from step %d and did step %d first; attempt %d stopped after step %d: want a resume from it, no step lost or done twice",
+				n, l.resumed, l.steps[0], n-1, stopped)
 		}
 	}
 	text := allotAtMust(t, url, admin, "job", "show", job)

@@ -19,17 +19,30 @@ type upRun struct {
 	stop       func()
 }
 
-func startUpAt(t *testing.T, data string, log *syncBuffer) upRun {
+// startUpAt starts 'allot up' on data, with the example fleet and more
+// flags.
+func startUpAt(t *testing.T, data string, log *syncBuffer, more ...string) upRun {
 	t.Helper()
 	// stop waits past the agents' stop timeout (30 s): they stop the jobs
 	// and deliver their last checkpoints before up exits.
-	url, admin, stop, err := startServerStop(data, log, 45*time.Second, "up", "--data", data, "--listen", "127.0.0.1:0",
+	url, admin, stop, err := startServerStop(data, log, 45*time.Second, append([]string{"up", "--data", data, "--listen", "127.0.0.1:0",
 		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml"),
-		"--log-level", "warn")
+		"--log-level", "warn"}, more...)...)
 	if err != nil {
 		t.Fatalf("start allot up: %v\n%s", err, log.String())
 	}
 	return upRun{url: url, admin: admin, stop: stop}
+}
+
+// run submits a job of tenant research with 'job run' and returns its ID.
+func (u upRun) run(t *testing.T, args ...string) string {
+	t.Helper()
+	out := allotAtMust(t, u.url, "", append([]string{"job", "run", "--token", u.admin, "--tenant", "research", "-o", "json"}, args...)...)
+	m := regexp.MustCompile(`"id":\s*"([^"]+)"`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("job run printed %q, want {\"id\": …}", out)
+	}
+	return m[1]
 }
 
 // rankLog is what one rank of demo train printed in one attempt.
@@ -37,10 +50,11 @@ type rankLog struct {
 	attempt int
 	resumed int   // the step the gang started from, -1 when it did not say
 	steps   []int // the steps it finished, in order
+	worlds  []int // with --elastic, the world size of each step
 }
 
 var (
-	stepLine  = regexp.MustCompile(`(?m)^step (\d+)/\d+ loss`)
+	stepLine  = regexp.MustCompile(`(?m)^step (\d+)/\d+ loss \S+(?: world (\d+))?`)
 	gangLine  = regexp.MustCompile(`every rank starts from step (\d+)`)
 	attemptOf = regexp.MustCompile(`attempt-(\d+)\.rank-(\d+)\.log$`)
 )
@@ -67,7 +81,8 @@ func rankLogs(t *testing.T, data, job string) map[int][]rankLog {
 		}
 		for _, s := range stepLine.FindAllStringSubmatch(string(b), -1) {
 			k, _ := strconv.Atoi(s[1])
-			l.steps = append(l.steps, k)
+			w, _ := strconv.Atoi(s[2])
+			l.steps, l.worlds = append(l.steps, k), append(l.worlds, w)
 		}
 		out[r] = append(out[r], l)
 	}
@@ -173,15 +188,7 @@ func TestGangResumesWholeUnderUp(t *testing.T) {
 			t.Logf("allot up's log (last 8 KiB):\n%s", tail(log.String(), 8<<10))
 		}
 	}()
-	run := func(args ...string) string {
-		t.Helper()
-		out := allotAtMust(t, up.url, "", append([]string{"job", "run", "--token", up.admin, "--tenant", "research", "-o", "json"}, args...)...)
-		m := regexp.MustCompile(`"id":\s*"([^"]+)"`).FindStringSubmatch(out)
-		if m == nil {
-			t.Fatalf("job run printed %q, want {\"id\": …}", out)
-		}
-		return m[1]
-	}
+	run := func(args ...string) string { t.Helper(); return up.run(t, args...) }
 	job := run("--name", "train4", "--instances", "4", "--gpus", "8", "--gpu-model", "H100", "--region", "eastus",
 		"--", "allot", "demo", "train", "--steps", "100000", "--step-time", "100ms", "--checkpoint-every", "1000")
 	_, first := waitSteps(t, data, job, 0, 20, "attempt 1")
