@@ -20,6 +20,7 @@ import (
 //	Preparing|Running|Preempted --canceled, an instance live--> Preempted (Canceling) --its exits--> Canceled
 //	Preparing|Running|Preempted --node lost--> Queued (NodeLost; no retry counted)
 //	Preparing|Running --outcome Stopped (its agent went down)--> Preempted (Requeued; no retry counted) --its exits--> Queued
+//	Running --resized (elastic)--> Preparing: the old attempt's ranks stop, then the new attempt's start (resize.go)
 //
 // The functions below are pure: they take the job as it is and now, and
 // return the new version (never modifying the old) or nil when the fact

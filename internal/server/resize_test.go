@@ -185,6 +185,11 @@ func TestResizeWithAgents(t *testing.T) {
 	if n != 3 || secs != want {
 		t.Errorf("GPU-seconds %v over %d attempts, want %v over 3", secs, n, want)
 	}
+	for _, a := range j.Status.Attempts {
+		if len(a.Rates) != len(a.Nodes) || a.Rates[0] <= 0 || a.Pricing == "" {
+			t.Errorf("attempt %d on %d nodes is priced %q at %v per hour: want a rate per instance", a.Number, len(a.Nodes), a.Pricing, a.Rates)
+		}
+	}
 }
 
 // TestResizeSimulated: on simulated nodes a resize takes effect at once:
