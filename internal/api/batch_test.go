@@ -62,7 +62,8 @@ func FuzzSubmitBatch(f *testing.F) {
 	e := newEnv(f, -1, 0)
 	for _, s := range []string{"[" + chatJSON + "]", "[" + chatJSON + "," + chatJSON + "]", "", "[]", "{", "name: x\narray: 0-3\nresources: {gpu_milli: 100}",
 		"name: x\narray: 0-99999\n", "- {name: a}\n- {name: b, array: 5-1}", "[{\"name\":\"a\",\"array_index\":-1}]", "\x00\xff",
-		"name: &a [*a]", "---\n---\n", "name: y\narray: [1]\n"} {
+		"name: &a [*a]", "---\n---\n", "name: y\narray: [1]\n",
+		"- {name: e, resources: {gpus_per_instance: 8}, elastic: {min_instances: 2, max_instances: 4}}\n- {name: f, elastic: {min_instances: 3, max_instances: 1}}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
