@@ -104,9 +104,9 @@ func Check(h History) Report {
 							fail(&r.Reruns, "rev %d: job %s holds capacity again in attempt %d, which was stopped", rev, id, n)
 						}
 					}
-					if want := max(c.Job.Spec.Resources.InstanceCount, 1); len(c.Job.Status.Allocations) != want {
+					if !wholeGang(c.Job) {
 						fail(&r.PartialGangs, "rev %d: job %s holds %d allocations for %d instances (a gang partly bound)",
-							rev, id, len(c.Job.Status.Allocations), want)
+							rev, id, len(c.Job.Status.Allocations), max(c.Job.Spec.Resources.InstanceCount, 1))
 					}
 					holding[id] = held{allocs: c.Job.Status.Allocations, attempts: n}
 				} else if wasHolding {
@@ -181,4 +181,15 @@ func checkLeader(rev int64, f Fence, terms []Term, fail func(string, ...any)) {
 	case leader.Begin != f.Term || leader.URL != f.By:
 		fail("rev %d: plan committed by %s in term %d; the leader then was %s (term %d)", rev, f.By, f.Term, leader.URL, leader.Begin)
 	}
+}
+
+// wholeGang reports whether a job holding capacity holds an allocation for
+// each of its instances: its instance count, or for an elastic job a size
+// its range and step allow (model.Elastic).
+func wholeGang(j *model.Job) bool {
+	n := len(j.Status.Allocations)
+	if e := j.Spec.Elastic; e != nil {
+		return n >= e.MinInstances && n <= e.MaxInstances && (n-e.MinInstances)%e.StepOrOne() == 0
+	}
+	return n == max(j.Spec.Resources.InstanceCount, 1)
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -97,5 +98,29 @@ func TestCheck(t *testing.T) {
 		Change{Rev: 9, Key: "/sched/fence", Fence: &Fence{By: "a", Term: 1}}), Terms: terms})
 	if r.DoubleBound != 1 || r.PartialGangs != 1 || r.StalePlans != 1 || r.Reruns != 0 || len(r.Violations) != 3 {
 		t.Errorf("counts: %+v", r)
+	}
+}
+
+// An elastic job holds whole gangs of any size its range and step allow;
+// another size is a gang partly bound.
+func TestElasticGangSizes(t *testing.T) {
+	elastic := func(allocs ...model.Allocation) *model.Job {
+		j := job(model.StateRunning, 2, 1, allocs...)
+		j.Spec.Elastic = &model.Elastic{MinInstances: 2, MaxInstances: 6, Step: 2}
+		return j
+	}
+	for _, tc := range []struct {
+		nodes   int
+		partial int
+	}{{2, 0}, {4, 0}, {6, 0}, {3, 1}, {8, 1}} {
+		allocs := make([]model.Allocation, tc.nodes)
+		for i := range allocs {
+			allocs[i] = on(fmt.Sprintf("n%d", i), 1000, 0)
+		}
+		changes := []Change{{Rev: 2, Key: "/jobs/e", Job: elastic(allocs...)}, {Rev: 2, Key: "/sched/fence", Fence: &Fence{By: "a", Term: 1}}}
+		r := Check(History{Acked: []string{"e"}, Changes: changes, Terms: []Term{{URL: "a", Begin: 1}}})
+		if r.PartialGangs != tc.partial {
+			t.Errorf("%d instances of 2-6 step 2: %d partial gangs, want %d (%v)", tc.nodes, r.PartialGangs, tc.partial, r.Violations)
+		}
 	}
 }
