@@ -40,10 +40,16 @@ type Config struct {
 	RunFor func(j *model.Job, now time.Time) time.Duration
 	// Speed, when not nil, is how much work a job bound as j is does per
 	// second of the clock (a driver whose GPU models differ in speed: the
-	// work is at the reference speed 1); it is asked at every start, after
-	// Recorder.Started. Nil, or a result that is not positive, is 1.
-	// Ignored with RunFor.
+	// work is at the reference speed 1); it is asked at every start and
+	// resize, after the Recorder heard of it. Nil, or a result that is not
+	// positive, is 1. Ignored with RunFor.
 	Speed func(j *model.Job) float64
+	// ScalingEfficiency is what an elastic job (model.Elastic) keeps of
+	// each doubling of its instances: at n instances it runs
+	// Scaling(ScalingEfficiency, n, base) times as fast as at its base
+	// size (its MinInstances), times Speed. 0 means
+	// DefaultScalingEfficiency. A job at its base size runs at Speed.
+	ScalingEfficiency float64
 	// Period, when positive, is the core's cycle period: what changes
 	// between two boundaries of it (counted from Start) is scheduled
 	// together at the next boundary, as a server whose cycles run on a
@@ -108,6 +114,15 @@ func ParseCheckpoints(s string) (Checkpoints, error) {
 	return 0, fmt.Errorf("%q: want shared, local or local-untold", s)
 }
 
+// ResizeRecorder is a Recorder told of the resizes of elastic jobs
+// (sched.Resize): j's attempt ended at now and the next started with its
+// new Allocations, from its last checkpoint. A Recorder that keeps books
+// of what each job holds must be one when the work may be elastic; the
+// engine's own progress follows the resize either way.
+type ResizeRecorder interface {
+	Resized(j *model.Job, r sched.Resize, now time.Time)
+}
+
 // RestartRecorder is a Recorder told, with local checkpoints, where a job
 // that had saved work restarts: on the node of its checkpoint (home), or
 // away from it, redoing gpuSeconds (the work saved times the job's GPUs).
@@ -155,6 +170,9 @@ type entry struct {
 func New(cfg Config) *Engine {
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 8
+	}
+	if cfg.ScalingEfficiency <= 0 {
+		cfg.ScalingEfficiency = DefaultScalingEfficiency
 	}
 	return &Engine{cfg: cfg, inc: sched.NewIncremental(sched.New(cfg.Core), cfg.CheckIncremental), now: cfg.Start, byID: map[string]*entry{}}
 }
