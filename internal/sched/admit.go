@@ -24,6 +24,10 @@ type attempt struct {
 	// node fits.
 	// All are nil for nearly every job.
 	only, exclude, avoid []int
+	// grow marks an attempt for more instances of a running elastic job:
+	// it may use only the groups of domain within, the job's (elastic.go).
+	grow   bool
+	within int
 }
 
 // newAttempt readies j of tenant t for this cycle; res is the index of
@@ -136,7 +140,7 @@ func (v *verdict) reach(s stage) {
 // groupStage applies the filters that are the same for every node of g.
 func (st *state) groupStage(a *attempt, g *group, v *verdict) stage {
 	spec := &a.job.Spec
-	if !spec.Placement.AllowsRegion(g.region.name) || !st.capable(a, g) {
+	if !spec.Placement.AllowsRegion(g.region.name) || !st.capable(a, g) || (a.grow && g.domain != a.within) {
 		return stageNone
 	}
 	if r := spec.Placement.Residency; r != "" && r != g.residency {
@@ -261,7 +265,7 @@ func (st *state) nodeStage(a *attempt, n *NodeInfo, v *verdict) stage {
 	if !n.Ready {
 		return stageInterconnect
 	}
-	if a.excludes(n.Index) {
+	if a.excludes(n.Index) || (a.grow && st.vacated[n.Index]) {
 		v.excluded++
 		return stageInterconnect
 	}
@@ -292,7 +296,7 @@ func (st *state) fitStage(a *attempt, n *NodeInfo, v *verdict) stage {
 // mayUse reports whether a's job may use the Ready node i: the job does
 // not exclude it and no reservation keeps it from the job.
 func (st *state) mayUse(a *attempt, i int) bool {
-	return !a.excludes(i) && st.reservationAllows(a, i)
+	return !a.excludes(i) && !(a.grow && st.vacated[i]) && st.reservationAllows(a, i)
 }
 
 // reservationAllows reports whether a's job may use node i: a node of an

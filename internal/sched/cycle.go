@@ -71,6 +71,9 @@ func (st *state) cycle(jobs []*model.Job) Plan {
 			}
 		}
 	}
+	if len(st.elastic) > 0 {
+		st.grow(&plan)
+	}
 	return plan
 }
 
@@ -124,7 +127,16 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 	// 2–3. Admit and place.
 	p, reason, detail, blind := st.placeOrBlind(a)
 	if reason != ReasonNone {
-		// 4. Preempt.
+		// 4. Shrink elastic jobs (elastic.go), else preempt.
+		if freed, ok := st.shrinkFor(a, plan); ok {
+			st.dropVerdicts(failed, freed)
+			p, reason, detail = st.place(a)
+			if reason != ReasonNone {
+				panic(fmt.Sprintf("sched: %s unplaceable after shrinking: %s: %s", j.ID, reason, detail))
+			}
+			st.bind(a, p, plan)
+			return
+		}
 		counts := st.counts
 		victims, until, missed, universal := st.preemptOrMiss(a)
 		if len(victims) == 0 {
@@ -149,6 +161,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		freed := st.freedScratch()
 		for _, v := range victims {
 			st.markFreed(v.rj, freed)
+			st.vacate(v.rj.nodes)
 			st.unindexRunning(v.rj)
 			if v.rj.fresh {
 				// Bound earlier in this cycle: it never starts.
@@ -162,14 +175,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 				Job: v.rj.job.ID, For: j.ID, Reason: v.reason, Detail: preemptionDetail(v, a), LostGPUSeconds: v.cost,
 			})
 		}
-		// Capacity was freed: verdicts for shapes that could use it may no
-		// longer hold.
-		for k, f := range failed {
-			if intersects(f.groups, freed) {
-				delete(failed, k)
-			}
-		}
-		st.dropMisses(freed)
+		st.dropVerdicts(failed, freed)
 		p, reason, detail = st.place(a)
 		if reason != ReasonNone {
 			// Cannot happen: preempt checked this very placement.
@@ -177,6 +183,17 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		}
 	}
 	st.bind(a, p, plan)
+}
+
+// dropVerdicts forgets, once capacity was freed in the groups of freed,
+// the verdicts for shapes that could use it: they may no longer hold.
+func (st *state) dropVerdicts(failed map[string]failure, freed []uint64) {
+	for k, f := range failed {
+		if intersects(f.groups, freed) {
+			delete(failed, k)
+		}
+	}
+	st.dropMisses(freed)
 }
 
 // bind charges a placement and adds it to the plan.

@@ -81,6 +81,17 @@
 //  5. explain: every job left pending gets a Reason and a detail a person
 //     can act on.
 //
+// Elastic jobs (model.Elastic, elastic.go) start as a gang of their
+// minimum. In step 4, before evicting anything, the core takes back what
+// elastic jobs hold above their minimum, the instances added last first,
+// from the jobs the queued one may evict and only as much as it needs
+// (a Resize with the preemption's reason). After the queue, running
+// elastic jobs whose attempt has run Config.ResizeInterval grow, by steps,
+// into capacity no queued job took, on their own cluster and GPU model,
+// under every filter, never by preemption, leaving Snapshot.Headroom free
+// (a Resize with reason IdleCapacity). A resize is a new attempt from the
+// checkpoint; its cost is the work since then of every instance.
+//
 // Opt-in (Config.HoldAfter, off by default): before step 1, a queued job
 // that needs more than one GPU and has waited HoldAfter keeps the nodes of
 // one gang domain where the least running work stands in its way, so small

@@ -269,6 +269,9 @@ func (st *state) placeInRegion(a *attempt, cands []*NodeInfo, filter func(*NodeI
 // own); a second one does, and the job then avoids the node like any other
 // where it failed (AvoidedNodes).
 func (st *state) checkpointNode(a *attempt, rank int) *NodeInfo {
+	if a.grow {
+		return nil // its ranks run where they run; the new ones have no part
+	}
 	name := partNode(&a.job.Status, rank)
 	if name == "" || failuresOn(a.job, name) >= checkpointFailures {
 		return nil

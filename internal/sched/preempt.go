@@ -406,6 +406,9 @@ func (vs *victimStream) readsReserved(rj *running) bool {
 // considerVictim adds rj to out and reports true when a may evict it now,
 // and lowers until when a may evict it later.
 func (st *state) considerVictim(a *attempt, rj *running, stamp uint64, out *[]victim, until *time.Time) bool {
+	if rj.resized {
+		return false // its next attempt is in the plan already
+	}
 	reason := st.evictable(a, rj)
 	if reason == ReasonNone {
 		return false
@@ -610,11 +613,19 @@ func (st *state) onReservationOf(rj *running, tenant string) bool {
 // protectedUntil is when a job may be preempted: Config.MinRunTime after
 // its current attempt started. A resumed job starts a new attempt, so
 // preemption cannot loop between two jobs.
+//
+// An elastic job is protected for the resize interval too, if longer: a
+// shrink is a resize, and no job is resized more often than that (an
+// eviction would lose as much and leave nothing running).
 func (st *state) protectedUntil(rj *running) time.Time {
-	if st.cfg.MinRunTime <= 0 {
+	d := st.cfg.MinRunTime
+	if rj.job.Spec.Elastic != nil {
+		d = max(d, st.resizeInterval())
+	}
+	if d <= 0 {
 		return time.Time{}
 	}
-	return rj.job.Status.StartedAt.Add(st.cfg.MinRunTime)
+	return rj.job.Status.StartedAt.Add(d)
 }
 
 // lostGPUSeconds is the work a job would lose if evicted now: its GPUs

@@ -45,12 +45,14 @@ func TestRandomCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	s := sched.New(sched.Config{MinRunTime: 5 * time.Minute})
+	const resizeInterval = 7 * time.Minute
+	s := sched.New(sched.Config{MinRunTime: 5 * time.Minute, ResizeInterval: resizeInterval})
 	clock := Epoch
 	next := 0
 	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
 	var stats struct {
 		binds, preemptions, pending, failures, reserved, gangs, loose int
+		grew, shrank                                                  int
 		precede                                                       int // bounded work of others bound on nodes kept ahead
 		excluding                                                     int // binds of jobs that exclude nodes or name the only ones
 		reasons                                                       map[sched.Reason]int
@@ -68,7 +70,15 @@ func TestRandomCycles(t *testing.T) {
 		before := stateSet(w.Jobs)
 		usedBefore := snapshotUsage(w)
 		cyc := BeforeCycle(w, clock)
+		cyc.ResizeInterval = resizeInterval
 		p := s.Schedule(w.Snapshot(), clock)
+		for _, r := range p.Resizes {
+			if r.Grows() {
+				stats.grew++
+			} else {
+				stats.shrank++
+			}
+		}
 		stats.binds += len(p.Binds)
 		stats.preemptions += len(p.Preemptions)
 		stats.pending += len(p.Pending)
@@ -118,9 +128,10 @@ func TestRandomCycles(t *testing.T) {
 	}
 	t.Logf("%d cycles: %d binds (%d in reservations, %d IB gangs, %d gangs without interconnect), %d preemptions, %d pending verdicts %v, %d node failures",
 		cycles, stats.binds, stats.reserved, stats.gangs, stats.loose, stats.preemptions, stats.pending, stats.reasons, stats.failures)
+	t.Logf("%d elastic jobs grew, %d shrank", stats.grew, stats.shrank)
 	t.Logf("%d binds of others' bounded work on nodes kept for a reservation ahead, %d of jobs that exclude nodes or name the only ones", stats.precede, stats.excluding)
 	if stats.binds == 0 || stats.preemptions == 0 || stats.failures == 0 || stats.reserved == 0 || stats.gangs == 0 || stats.loose == 0 || stats.precede == 0 ||
-		stats.excluding == 0 {
+		stats.excluding == 0 || stats.grew == 0 || stats.shrank == 0 {
 		t.Fatalf("the random world did not exercise the core: %+v", stats)
 	}
 	for _, r := range []sched.Reason{sched.PowerCapped, sched.BorrowLimitReached, sched.ReservationNotActive, sched.NoReadyNodes, sched.TopologyUnsatisfiable} {
@@ -277,6 +288,15 @@ func randomJob(w *World, rng *rand.Rand, id, tenant string, now time.Time) {
 			b.OnlyOn(only...)
 		}
 	}
+	// One in five jobs of whole GPUs is elastic, up to two or four steps
+	// above its size; drawn from the ID, like the rules above.
+	if h := fnv.New32a(); !b.Job.Spec.Resources.Fractional() {
+		_, _ = h.Write([]byte(id + "/elastic"))
+		if x := h.Sum32(); x%5 == 0 {
+			step := 1 + int(x/5%2)
+			b.Elastic(b.Job.Spec.Resources.InstanceCount+step*(2+2*int(x/10%2)), step)
+		}
+	}
 	// Owners run a quarter of their jobs in one of their reservations.
 	if rng.IntN(4) == 0 {
 		var own []model.Reservation
@@ -357,7 +377,11 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 	for _, j := range w.Jobs {
 		p := part[j.Spec.Tenant]
 		borrower := (p == "" || min(used[p], usedBefore[p]) > guar[p]) && before[j.ID] == model.StateRunning
-		protected := now.Sub(j.Status.StartedAt) < 5*time.Minute || wholly(cyc, j)
+		guard := 5 * time.Minute // Config.MinRunTime
+		if j.Spec.Elastic != nil {
+			guard = max(guard, cyc.ResizeInterval)
+		}
+		protected := now.Sub(j.Status.StartedAt) < guard || wholly(cyc, j)
 		if borrower && !protected {
 			continue
 		}

@@ -41,6 +41,8 @@ type Session struct {
 	// a rebuild after a cycle that did not finish reads the fleet again
 	// and must not lose it.
 	health map[string]model.Health
+	// headroom is what SetHeadroom said, kept across rebuilds.
+	headroom []Headroom
 	// broken is set when a cycle did not finish: the next one rebuilds.
 	broken bool
 }
@@ -80,6 +82,7 @@ func (ss *Session) rebuild(fleet *model.Fleet, tenancy *model.Tenancy) {
 	}
 	slices.SortFunc(jobs, func(x, y *model.Job) int { return strings.Compare(x.ID, y.ID) })
 	ss.st = newBase(fleet, tenancy, ss.sched.cfg)
+	ss.st.setHeadroom(ss.headroom)
 	clear(ss.holds)
 	clear(ss.guests)
 	ss.broken = false
@@ -236,6 +239,13 @@ func (ss *Session) SetHealth(node string, health model.Health) error {
 	return nil
 }
 
+// SetHeadroom replaces the capacity kept free of elastic growth
+// (Snapshot.Headroom) for the cycles to come.
+func (ss *Session) SetHeadroom(hs []Headroom) {
+	ss.headroom = slices.Clone(hs)
+	ss.st.setHeadroom(ss.headroom)
+}
+
 // Schedule runs one cycle over the work held and queued at now; jobs in
 // queued that are not in state Queued are ignored, as in a Snapshot. The
 // Session is left as it was: the Plan's binds and preemptions count once
@@ -260,6 +270,7 @@ func (ss *Session) Schedule(queued []*model.Job, now time.Time) Plan {
 // undo takes back what a cycle counted: the jobs it bound (the first held
 // of st.running were there before it) and the releases of its preemptions.
 func (st *state) undo(held int) {
+	st.undoResizes()
 	for _, rj := range st.running[held:] {
 		if !rj.evicted {
 			st.account(rj, -1)

@@ -77,6 +77,9 @@ func (d *sessionDriver) commit(p sched.Plan, jobs []*model.Job) {
 	for _, b := range p.Binds {
 		d.hold(jobByID(jobs, b.Job))
 	}
+	for _, r := range p.Resizes {
+		d.hold(jobByID(jobs, r.Job)) // held anew with its new allocations
+	}
 }
 
 // sync reports, in a random order, every change to jobs since the Session
@@ -190,7 +193,7 @@ func sessionMatchesSchedule(t *testing.T, gap int, holdAfter time.Duration) {
 	clock := Epoch
 	next, failures := 0, 0
 	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
-	var stats struct{ binds, preemptions, better, yielded, resets, guests, orphans, holds int }
+	var stats struct{ binds, preemptions, better, yielded, resets, guests, orphans, holds, grew, shrank int }
 	for c := 0; c < cycles; c++ {
 		clock = clock.Add(time.Minute)
 		if rng.IntN(200) == 0 {
@@ -256,6 +259,13 @@ func sessionMatchesSchedule(t *testing.T, gap int, holdAfter time.Duration) {
 		}
 		stats.binds += len(want.Binds)
 		stats.preemptions += len(want.Preemptions)
+		for _, r := range want.Resizes {
+			if r.Grows() {
+				stats.grew++
+			} else {
+				stats.shrank++
+			}
+		}
 		for _, p := range want.Preemptions {
 			switch p.Reason {
 			case sched.BetterPriority:
@@ -274,9 +284,9 @@ func sessionMatchesSchedule(t *testing.T, gap int, holdAfter time.Duration) {
 		}
 		d.commit(want, w.Jobs)
 	}
-	t.Logf("%d cycles: %d binds, %d preemptions (%d for a better value, %d off held nodes), %d node failures, %d resets, %d cycles with guest work, %d with work off the fleet, %d with a job holding nodes",
-		cycles, stats.binds, stats.preemptions, stats.better, stats.yielded, failures, stats.resets, stats.guests, stats.orphans, stats.holds)
-	if stats.binds == 0 || stats.preemptions == 0 || failures == 0 || stats.resets == 0 || stats.guests == 0 || stats.orphans == 0 ||
+	t.Logf("%d cycles: %d binds, %d preemptions (%d for a better value, %d off held nodes), %d node failures, %d resets, %d cycles with guest work, %d with work off the fleet, %d with a job holding nodes, %d growths and %d shrinks of elastic jobs",
+		cycles, stats.binds, stats.preemptions, stats.better, stats.yielded, failures, stats.resets, stats.guests, stats.orphans, stats.holds, stats.grew, stats.shrank)
+	if stats.binds == 0 || stats.preemptions == 0 || stats.grew == 0 || stats.shrank == 0 || failures == 0 || stats.resets == 0 || stats.guests == 0 || stats.orphans == 0 ||
 		(gap > 0) != (stats.better > 0) || (holdAfter > 0) != (stats.holds > 0) || (holdAfter > 0) != (stats.yielded > 0) {
 		t.Fatalf("the random world did not exercise the Session: %+v, %d failures", stats, failures)
 	}

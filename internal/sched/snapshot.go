@@ -13,6 +13,18 @@ type Snapshot struct {
 	// Jobs holds the queued jobs (State Queued) and those holding capacity
 	// (Preparing, Running) with their allocations. Others are ignored.
 	Jobs []*model.Job
+	// Headroom is capacity the driver expects to be asked for within
+	// Config.ResizeInterval (an endpoint's replicas at its next daily peak,
+	// say): elastic jobs do not grow into it (elastic.go). It keeps
+	// nothing from queued jobs.
+	Headroom []Headroom
+}
+
+// Headroom keeps GPUs of one GPU model in one region free of growth.
+type Headroom struct {
+	Region   string
+	GPUModel string
+	GPUs     int
 }
 
 // Config holds the policy knobs of the core.

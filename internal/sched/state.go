@@ -121,8 +121,11 @@ type running struct {
 	evicted bool
 	// fresh marks a job bound in this cycle; it is not a victim in the same one.
 	fresh bool
-	cost  float64   // GPU-seconds lost if evicted in this cycle
-	since time.Time // the last checkpoint or the start (lastSaved)
+	// resized marks an elastic job the cycle grew or shrank: neither
+	// resized again nor evicted in the same cycle (elastic.go).
+	resized bool
+	cost    float64   // GPU-seconds lost if evicted in this cycle
+	since   time.Time // the last checkpoint or the start (lastSaved)
 	// released is set when a Session was told the job stopped holding; the
 	// next cycle drops it from state.running.
 	released bool
@@ -213,8 +216,18 @@ type state struct {
 	offIB      []*NodeInfo // scratch: candidates off InfiniBand, for inference replicas
 	kept       []*NodeInfo // scratch: candidates where no attempt of the job failed
 	keyBuf     []byte      // scratch: the shape key of the job being scheduled
-	stamp      uint64      // numbers calls that keep scratch marks (gangDomains, startVictims, room)
-	domOrder   []*domain   // scratch of gangDomains
+	// elastic lists, in victim order, the running elastic jobs of the
+	// cycle (elastic.go); resized what the cycle resized, to be undone.
+	elastic  []*running
+	resized  []resized
+	headroom map[int]int64 // milli-GPU kept free of growth, by pool (Snapshot.Headroom)
+	// vacated holds the nodes where the cycle evicted work or shrank a
+	// job: growth stays off them, so that it never takes what a
+	// preemption freed.
+	vacated  map[int]bool
+	cuts     []cut     // scratch of shrinkFor
+	stamp    uint64    // numbers calls that keep scratch marks (gangDomains, startVictims, room)
+	domOrder []*domain // scratch of gangDomains
 	// powerCut counts the instances the last gangDomains call left out
 	// because a rack or region power cap would break, and powerCutNode is
 	// the last node where one did (its rack's cap when powerCutRack, else
@@ -266,6 +279,7 @@ type state struct {
 // then the work holding capacity, then what depends on now.
 func newState(s *Snapshot, now time.Time, cfg Config) *state {
 	st := newBase(s.Fleet, s.Tenancy, cfg)
+	st.setHeadroom(s.Headroom)
 	st.buildRunning(s.Jobs)
 	st.begin(now, s.Jobs)
 	return st
@@ -334,7 +348,7 @@ func (st *state) begin(now time.Time, jobs []*model.Job) {
 		if rj.released {
 			continue // a Session was told it stopped
 		}
-		rj.fresh, rj.evicted = false, false
+		rj.fresh, rj.evicted, rj.resized = false, false, false
 		rj.cost = st.lostGPUSeconds(rj)
 		kept = append(kept, rj)
 	}
@@ -357,8 +371,12 @@ func (st *state) begin(now time.Time, jobs []*model.Job) {
 		b.work = b.work[:0]
 	}
 	st.clearOwn()
+	st.elastic, st.resized, st.vacated = st.elastic[:0], st.resized[:0], nil
 	for _, rj := range st.running {
 		st.indexRunning(rj, false)
+		if rj.job.Spec.Elastic != nil {
+			st.elastic = append(st.elastic, rj)
+		}
 	}
 }
 

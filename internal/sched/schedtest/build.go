@@ -163,6 +163,14 @@ func (b *JobBuilder) GPUs(count, gpus int) *JobBuilder {
 	return b
 }
 
+// Elastic lets the job run with its instance count up to max instances,
+// step at a time (model.Elastic).
+func (b *JobBuilder) Elastic(max, step int) *JobBuilder {
+	n := b.Job.Spec.Resources.InstanceCount
+	b.Job.Spec.Elastic = &model.Elastic{MinInstances: n, MaxInstances: max, Step: step}
+	return b
+}
+
 // Milli asks for a fraction of one GPU.
 func (b *JobBuilder) Milli(m int64) *JobBuilder {
 	b.Job.Spec.Resources.GPUsPerInstance, b.Job.Spec.Resources.GPUMilli = 1, m

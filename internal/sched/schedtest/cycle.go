@@ -3,6 +3,7 @@ package schedtest
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -23,6 +24,9 @@ type Cycle struct {
 	// Earmarked maps a node to the reservation ahead (its start after now)
 	// that keeps it for its start, by the same documented rule.
 	Earmarked map[string]model.Reservation
+	// ResizeInterval is the core's Config.ResizeInterval (zero: its
+	// default), for the check of resizes.
+	ResizeInterval time.Duration
 }
 
 type heldJob struct {
@@ -205,7 +209,108 @@ func (c *Cycle) Check(p sched.Plan) error {
 			}
 		}
 	}
+	if err := c.checkResizes(p); err != nil {
+		return err
+	}
 	return c.checkLending(p)
+}
+
+// checkResizes verifies the plan's resizes by the rules of model.Elastic:
+// only running elastic jobs, within their range and step, the instances
+// kept where they ran, growth only after the resize interval, for nobody,
+// on the job's GPU model and cluster and never on what a preemption of
+// this plan freed or a reservation keeps from the job; a shrink only for a
+// job the plan binds, which a preemption of the job would also be for.
+func (c *Cycle) checkResizes(p sched.Plan) error {
+	interval := c.ResizeInterval
+	if interval <= 0 {
+		interval = model.DefaultResizeInterval
+	}
+	bound := map[string]bool{}
+	for _, b := range p.Binds {
+		bound[b.Job] = true
+	}
+	displaced := map[string]bool{} // bound in the cycle, then displaced by a preemption
+	for _, x := range p.Pending {
+		if strings.HasPrefix(x.Detail, "displaced in this cycle by ") {
+			displaced[x.Job] = true
+		}
+	}
+	freed := map[string]bool{} // node/GPU a preemption of this plan freed
+	for _, pr := range p.Preemptions {
+		for _, a := range c.jobs[pr.Job].allocs {
+			for _, g := range a.GPUs {
+				freed[fmt.Sprintf("%s/%d", a.Node, g)] = true
+			}
+		}
+	}
+	nodes := map[string]model.Node{}
+	for _, n := range c.w.Fleet.Nodes {
+		nodes[n.Name] = n
+	}
+	seen := map[string]bool{}
+	for _, r := range p.Resizes {
+		h, ok := c.jobs[r.Job]
+		j := h.job
+		switch {
+		case !ok:
+			return fmt.Errorf("plan resizes unknown job %s", r.Job)
+		case seen[r.Job]:
+			return fmt.Errorf("plan resizes %s twice", r.Job)
+		case j.Spec.Elastic == nil:
+			return fmt.Errorf("plan resizes %s, which is not elastic", r.Job)
+		case j.Status.State != model.StateRunning:
+			return fmt.Errorf("plan resizes %s, which is %s", r.Job, j.Status.State)
+		case r.From != len(h.allocs) || len(r.Nodes) != r.To || r.From == r.To:
+			return fmt.Errorf("resize of %s from %d to %d with %d placements; it holds %d", r.Job, r.From, r.To, len(r.Nodes), len(h.allocs))
+		}
+		seen[r.Job] = true
+		e := j.Spec.Elastic
+		if r.To < e.MinInstances || r.To > e.MaxInstances || (r.To-r.From)%e.StepOrOne() != 0 {
+			return fmt.Errorf("resize of %s to %d instances, outside %s", r.Job, r.To, e)
+		}
+		for i := range min(r.From, r.To) {
+			if x, y := r.Nodes[i], h.allocs[i]; x.Node != y.Node || fmt.Sprint(x.GPUs) != fmt.Sprint(y.GPUs) {
+				return fmt.Errorf("resize of %s moves instance %d from %s %v to %s %v", r.Job, i, y.Node, y.GPUs, x.Node, x.GPUs)
+			}
+		}
+		if r.To < r.From {
+			if !bound[r.For] && !displaced[r.For] {
+				return fmt.Errorf("%s shrank for %s, which the plan does not bind", r.Job, r.For)
+			}
+			continue
+		}
+		if r.For != "" || r.Reason != sched.IdleCapacity {
+			return fmt.Errorf("%s grew for %q (%s): growth is for nobody", r.Job, r.For, r.Reason)
+		}
+		if c.now.Before(j.Status.StartedAt.Add(interval)) {
+			return fmt.Errorf("%s grew %s after its attempt started, before the resize interval %s", r.Job, c.now.Sub(j.Status.StartedAt), interval)
+		}
+		first := nodes[r.Nodes[0].Node]
+		for _, x := range r.Nodes[r.From:] {
+			n := nodes[x.Node]
+			if n.Cluster != first.Cluster || c.w.Fleet.Catalog[n.SKU].GPUModel != c.w.Fleet.Catalog[first.SKU].GPUModel {
+				return fmt.Errorf("%s grew onto %s (%s), off its cluster %s and GPU model", r.Job, x.Node, n.Cluster, first.Cluster)
+			}
+			for _, g := range x.GPUs {
+				if freed[fmt.Sprintf("%s/%d", x.Node, g)] {
+					return fmt.Errorf("%s grew onto GPU %d of %s, which a preemption of this plan freed", r.Job, g, x.Node)
+				}
+			}
+			if res, ok := c.Reserved[x.Node]; ok && res.Owner != j.Spec.Tenant && j.Spec.Priority.Class != model.ClassSpot {
+				return fmt.Errorf("%s grew onto %s, reserved for %s by %s", r.Job, x.Node, res.Owner, res.Name)
+			}
+			if name := j.Spec.Placement.Reservation; name != "" {
+				if res, ok := c.Reserved[x.Node]; !ok || res.Name != name {
+					return fmt.Errorf("%s names reservation %s but grew onto %s", r.Job, name, x.Node)
+				}
+			}
+			if ear, ok := c.Earmarked[x.Node]; ok && !Precedes(j, c.now, ear) {
+				return fmt.Errorf("%s grew onto %s, which reservation %s takes at %s", r.Job, x.Node, ear.Name, ear.Start)
+			}
+		}
+	}
+	return nil
 }
 
 // checkLending replays p over the cycle's pools.
@@ -276,17 +381,19 @@ func (c *Cycle) checkLending(p sched.Plan) error {
 		}
 		return sum
 	}
-	for _, b := range p.Binds {
-		for _, v := range byFor[b.Job] {
-			charge(c.jobs[v].job, c.jobs[v].allocs, -1)
+	shrunkFor := map[string][]sched.Resize{}
+	for _, r := range p.Resizes {
+		switch {
+		case r.To >= r.From:
+		case bound[r.For]:
+			shrunkFor[r.For] = append(shrunkFor[r.For], r)
+		default: // for a job displaced later, as preemptions above
+			charge(c.jobs[r.Job].job, c.jobs[r.Job].allocs[r.To:], -1)
 		}
-		j := c.jobs[b.Job].job
-		n := nodes[b.Nodes[0].Node]
-		k := poolKey{n.Region, c.w.Fleet.Catalog[n.SKU].GPUModel}
-		var m int64
-		for _, x := range b.Nodes {
-			m += x.GPUMilli * int64(len(x.GPUs))
-		}
+	}
+	// borrows checks that job may take m milli of pool k beyond its
+	// partition's guarantee only from what others lend.
+	borrows := func(j *model.Job, k poolKey, m int64) error {
 		part := partitionOf[j.Spec.Tenant]
 		var g int64
 		for _, x := range guar[part] {
@@ -300,11 +407,49 @@ func (c *Cycle) checkLending(p sched.Plan) error {
 					j.ID, part, m, k.gpuModel, k.region, free[k], prot)
 			}
 		}
-		allocs := make([]model.Allocation, len(b.Nodes))
-		for i, x := range b.Nodes {
+		return nil
+	}
+	allocsOf := func(ps []sched.Placement) []model.Allocation {
+		allocs := make([]model.Allocation, len(ps))
+		for i, x := range ps {
 			allocs[i] = model.Allocation{Node: x.Node, GPUs: x.GPUs, GPUMilli: x.GPUMilli}
 		}
-		charge(j, allocs, +1)
+		return allocs
+	}
+	milliOf := func(ps []sched.Placement) int64 {
+		var m int64
+		for _, x := range ps {
+			m += x.GPUMilli * int64(len(x.GPUs))
+		}
+		return m
+	}
+	for _, b := range p.Binds {
+		for _, v := range byFor[b.Job] {
+			charge(c.jobs[v].job, c.jobs[v].allocs, -1)
+		}
+		for _, r := range shrunkFor[b.Job] {
+			charge(c.jobs[r.Job].job, c.jobs[r.Job].allocs[r.To:], -1)
+		}
+		j := c.jobs[b.Job].job
+		n := nodes[b.Nodes[0].Node]
+		k := poolKey{n.Region, c.w.Fleet.Catalog[n.SKU].GPUModel}
+		if err := borrows(j, k, milliOf(b.Nodes)); err != nil {
+			return err
+		}
+		charge(j, allocsOf(b.Nodes), +1)
+	}
+	// Growth comes after every bind, on what they left.
+	for _, r := range p.Resizes {
+		if r.To < r.From {
+			continue
+		}
+		j := c.jobs[r.Job].job
+		n := nodes[r.Nodes[0].Node]
+		k := poolKey{n.Region, c.w.Fleet.Catalog[n.SKU].GPUModel}
+		if err := borrows(j, k, milliOf(r.Nodes[r.From:])); err != nil {
+			return err
+		}
+		charge(j, allocsOf(r.Nodes[r.From:]), +1)
 	}
 	return nil
 }

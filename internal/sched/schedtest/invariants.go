@@ -49,7 +49,11 @@ func CheckInvariants(w *World) error {
 			}
 			continue
 		}
-		if len(a) != j.Spec.Resources.InstanceCount {
+		if e := j.Spec.Elastic; e != nil {
+			if len(a) < e.MinInstances || len(a) > e.MaxInstances || (len(a)-e.MinInstances)%e.StepOrOne() != 0 {
+				return fmt.Errorf("elastic %s holds %d instances, outside %s", j.ID, len(a), e)
+			}
+		} else if len(a) != j.Spec.Resources.InstanceCount {
 			return fmt.Errorf("gang %s holds %d of %d instances", j.ID, len(a), j.Spec.Resources.InstanceCount)
 		}
 		if err := checkGang(w, j, nodes, fabric); err != nil {
@@ -137,7 +141,7 @@ func CheckInvariants(w *World) error {
 // in one cluster, of the fabric it asks for.
 func checkGang(w *World, j *model.Job, nodes map[string]model.Node, fabric map[string]model.Fabric) error {
 	a := j.Spec.Placement.Interconnect
-	if j.Spec.Resources.InstanceCount < 2 {
+	if len(j.Status.Allocations) < 2 {
 		return nil
 	}
 	first := nodes[j.Status.Allocations[0].Node]
