@@ -68,6 +68,7 @@ func (e *Engine) commit(plan sched.Plan, jobs []*model.Job, now time.Time) error
 			break
 		}
 	}
+	e.wakeForGrowth()
 	return nil
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"time"
 
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
@@ -62,4 +63,26 @@ func (e *Engine) resized(x *entry, r sched.Resize) {
 		rr.Resized(x.job, r, e.now)
 	}
 	e.runAttempt(x)
+}
+
+// wakeForGrowth asks for a cycle when the resize interval
+// (Config.Core.ResizeInterval) of the first running elastic job below its
+// maximum ends: the core grows a job only after it, and with nothing else
+// happening no cycle would come. A job whose interval has ended waits for
+// the next change, which brings a cycle anyway.
+func (e *Engine) wakeForGrowth() {
+	e.grow = time.Time{}
+	iv := e.cfg.Core.ResizeInterval
+	if iv <= 0 {
+		iv = model.DefaultResizeInterval
+	}
+	for x := range e.elastic {
+		j := x.job
+		if j.Status.State != model.StateRunning || len(j.Status.Allocations) >= j.Spec.Elastic.MaxInstances {
+			continue
+		}
+		if t := j.Status.StartedAt.Add(iv); t.After(e.now) && (e.grow.IsZero() || t.Before(e.grow)) {
+			e.grow = t
+		}
+	}
 }

@@ -162,3 +162,32 @@ func TestResizeRestartsFromCheckpoint(t *testing.T) {
 		})
 	}
 }
+
+// The core grows an elastic job alone on two nodes once its resize
+// interval has run, with nothing else happening: the engine wakes for it.
+// The growth at 10 minutes loses the attempt's work (no checkpoint yet,
+// 10 minutes × 8 GPUs, as the core counts it); the 2 h of work then run
+// at 1.8 times the speed.
+func TestCoreGrowsAnIdleElasticJob(t *testing.T) {
+	w := schedtest.NewWorld().Region("r", "us", model.FabricInfiniBand).Nodes("n", 2, "ND96-H100x8-IB", "l1")
+	w.Partition("p", "r", "H100", 16).Tenant("owner", "p")
+	l := &resizeLog{}
+	e := engine.New(engine.Config{Fleet: &w.Fleet, Tenancy: &w.Tenancy, Start: schedtest.Epoch, CheckIncremental: true,
+		Recorder: l, Core: sched.Config{ResizeInterval: 10 * time.Minute}})
+	l.eng = e
+	el := job("el", "owner", 8, 20*time.Minute)
+	el.Spec.Elastic = &model.Elastic{MinInstances: 1, MaxInstances: 2}
+	if err := e.Submit(el, 2*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Run(schedtest.Epoch.Add(10 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if len(l.resized) != 1 || !l.resized[0].Grows() || l.resized[0].LostGPUSeconds != 8*600 {
+		t.Fatalf("resizes %+v, want one growth losing 4800 GPU-seconds", l.resized)
+	}
+	ends := 10*time.Minute + time.Duration(math.Ceil(float64(2*time.Hour)/1.8))
+	if got := l.endedAt["el"].Sub(schedtest.Epoch); got != ends {
+		t.Errorf("el ended after %s, want %s", got, ends)
+	}
+}

@@ -145,10 +145,15 @@ type Engine struct {
 	n      int // jobs submitted
 	dirty  bool
 	wake   time.Time // a cycle is due then (protection ends); zero for none
-	cycles int
-	idle   int
-	abort  error
-	inc    *sched.Incremental // the core's state carried between cycles (session.go)
+	// elastic holds the live elastic jobs; grow is when the first of those
+	// running below their maximum may grow (their resize interval ends),
+	// zero for none (elastic.go).
+	elastic map[*entry]bool
+	grow    time.Time
+	cycles  int
+	idle    int
+	abort   error
+	inc     *sched.Incremental // the core's state carried between cycles (session.go)
 }
 
 // entry is one job with what the engine knows of its work.
@@ -174,7 +179,8 @@ func New(cfg Config) *Engine {
 	if cfg.ScalingEfficiency <= 0 {
 		cfg.ScalingEfficiency = DefaultScalingEfficiency
 	}
-	return &Engine{cfg: cfg, inc: sched.NewIncremental(sched.New(cfg.Core), cfg.CheckIncremental), now: cfg.Start, byID: map[string]*entry{}}
+	return &Engine{cfg: cfg, inc: sched.NewIncremental(sched.New(cfg.Core), cfg.CheckIncremental), now: cfg.Start, byID: map[string]*entry{},
+		elastic: map[*entry]bool{}}
 }
 
 // Now is the virtual clock.
@@ -257,6 +263,9 @@ func (e *Engine) Submit(j *model.Job, work time.Duration) error {
 	e.n++
 	e.live = append(e.live, x)
 	e.byID[j.ID] = x
+	if j.Spec.Elastic != nil {
+		e.elastic[x] = true
+	}
 	e.dirty = true
 	return nil
 }
@@ -318,6 +327,9 @@ func (e *Engine) run(until time.Time, bounded bool) error {
 		if !e.wake.IsZero() && !e.wake.After(t) {
 			e.wake, e.dirty = time.Time{}, true
 		}
+		if !e.grow.IsZero() && !e.grow.After(t) {
+			e.grow, e.dirty = time.Time{}, true
+		}
 		if e.dirty && e.abort == nil && !e.now.Before(e.cycleDue()) {
 			if err := e.cycle(); err != nil {
 				return err
@@ -340,6 +352,9 @@ func (e *Engine) next() (time.Time, bool) {
 		} else {
 			t, ok = e.wake, true
 		}
+	}
+	if !e.grow.IsZero() && (!ok || e.grow.Before(t)) {
+		t, ok = e.grow, true
 	}
 	if due := e.cycleDue(); e.dirty && (!ok || due.Before(t)) {
 		t, ok = due, true
@@ -379,6 +394,7 @@ func (e *Engine) end(x *entry, state model.State) {
 	j.Status.Allocations = nil
 	x.gen++
 	delete(e.byID, j.ID)
+	delete(e.elastic, x)
 	e.live[x.pos] = nil
 	e.dead++
 	if e.dead > 64 && e.dead > len(e.live)/2 {

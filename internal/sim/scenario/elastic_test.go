@@ -78,8 +78,9 @@ func TestTrainingStreamsElasticity(t *testing.T) {
 	}
 }
 
-// Options.Elastic switches elasticity on for the same file; the result
-// says so and its figures add the resizes and what they lost.
+// Options.Elastic switches elasticity on for the same file: the core
+// resizes the gangs, and the result says so and its figures add the
+// resizes and what they lost.
 func TestElasticRunReportsResizes(t *testing.T) {
 	f := gangStream(t, nil)
 	names := func(rs []*scenario.Result) map[string]bool {
@@ -96,6 +97,11 @@ func TestElasticRunReportsResizes(t *testing.T) {
 		}
 		if res.Elastic != elastic {
 			t.Errorf("elastic %v: the result says %v", elastic, res.Elastic)
+		}
+		// The gangs grow into what the stream leaves idle, each growth
+		// losing the work since the gang's checkpoint.
+		if resized := res.Grows > 0 && res.ResizeLostGPUHours > 0; resized != elastic {
+			t.Errorf("elastic %v: %d growths, %d shrinks, %.1f GPU-h lost to them", elastic, res.Grows, res.Shrinks, res.ResizeLostGPUHours)
 		}
 		figs := names([]*scenario.Result{res})
 		for _, name := range []string{"resizes: grow", "resizes: shrink", "GPU-h lost to resizes", "GPU-h lost to preemption"} {
