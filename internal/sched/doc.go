@@ -34,8 +34,12 @@
 //     nodes no other reservation holds: those whose work all may precede
 //     it first, then those where the least would stay past its start, then
 //     by name, from as few clusters as can. Until its start an earmarked node takes only the owner's
-//     work, spot work (evicted when the owner's work needs the node) and
-//     work whose retry.timeout plus checkpoint grace ends it by the start;
+//     work, spot work (evicted when the owner's work needs the node),
+//     work whose retry.timeout plus checkpoint grace ends it by the start,
+//     and work that checkpoints when its protection (MinRunTime) and one
+//     checkpoint interval end by the start: evicted then as from an active
+//     reservation, it loses at most one interval, where the node would
+//     otherwise stand idle until the start (earmark.go, yieldsBy);
 //     a Duration is an estimate and bounds nothing. Earmarks are worked
 //     out afresh each cycle from the Snapshot and now, like the nodes of
 //     active reservations; in the window the owner's idle nodes are lent

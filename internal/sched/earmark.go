@@ -14,7 +14,8 @@ import (
 // region that neither an active reservation holds nor an earlier one
 // earmarks: the nodes it means to take at its start. Until then they take
 // only work that leaves them by the start on its own or may be evicted
-// then (mayPrecede); reserve chooses afresh when the window opens.
+// then (mayPrecede: spot work, and work that will have checkpointed and be
+// past its protection); reserve chooses afresh when the window opens.
 //
 // It prefers nodes whose work all may precede the reservation, then those
 // whose other work holds the fewest milli-GPU, then the lower name, taken
@@ -92,19 +93,49 @@ func endsBy(j *model.Job, start time.Time) (time.Time, bool) {
 
 // mayPrecede reports whether a's job may use a node that reservation rs
 // earmarks: the owner's work (it is inside the reservation at its start),
-// spot work (evicted when the owner needs the node), and work whose
-// retry.timeout ends it, started now, by rs's start.
+// spot work (evicted when the owner needs the node), work whose
+// retry.timeout ends it, started now, by rs's start, and work that gives
+// the node back in time (yieldsBy).
 func (st *state) mayPrecede(a *attempt, rs *reservationState) bool {
 	if a.tenant.name == rs.Owner || a.class == model.ClassSpot {
 		return true
 	}
-	end, ok := endsBy(a.job, st.now)
-	return ok && !end.After(rs.Start)
+	return st.precedesInTime(a.job, rs.Start)
+}
+
+// precedesInTime reports whether j, started now, leaves by start on its own
+// (endsBy) or may be evicted then at the cost of at most one checkpoint
+// interval (yieldsBy).
+func (st *state) precedesInTime(j *model.Job, start time.Time) bool {
+	end, ok := endsBy(j, st.now)
+	return (ok && !end.After(start)) || st.yieldsBy(j, start)
+}
+
+// yieldsBy reports whether j, started now, is work that checkpoints and
+// would be evictable at start having saved at least once: its protection
+// (Config.MinRunTime; an elastic job's resize interval if longer) and one
+// checkpoint interval end by then. Such work may use a node a reservation
+// earmarks: at the start it gives the node back as to an active
+// reservation, losing at most one interval, instead of the node standing
+// idle until then.
+func (st *state) yieldsBy(j *model.Job, start time.Time) bool {
+	every := j.Spec.Checkpoint.Interval
+	return every > 0 && !st.now.Add(st.guard(j)+every).After(start)
+}
+
+// guard is how long j is protected from preemption after it starts
+// (protectedUntil).
+func (st *state) guard(j *model.Job) time.Duration {
+	d := max(st.cfg.MinRunTime, 0)
+	if j.Spec.Elastic != nil {
+		d = max(d, st.resizeInterval())
+	}
+	return d
 }
 
 // earmarkKey appends to b what a job's shape key gains while reservations
 // earmark nodes: for each reservation that earmarks some, whether the job's
-// timeout ends it by the reservation's start (mayPrecede's test of time;
+// timeout ends it, or it yields, by the reservation's start (mayPrecede's test of time;
 // its owner and class are in the shape key already). Jobs alike in every
 // other filter and in these answers may use the same earmarked nodes, so
 // a job's exact end need not split them: keys stay few however varied the
@@ -113,10 +144,9 @@ func (st *state) earmarkKey(b []byte, j *model.Job) []byte {
 	if !st.earmarked {
 		return b
 	}
-	end, ok := endsBy(j, st.now)
 	for i := range st.res {
 		if rs := &st.res[i]; len(rs.earmarks) > 0 {
-			b = appendBit(b, ok && !end.After(rs.Start))
+			b = appendBit(b, st.precedesInTime(j, rs.Start))
 		}
 	}
 	return b
@@ -153,5 +183,6 @@ func (st *state) earmarkNote(a *attempt) string {
 		return ""
 	}
 	return "; nodes kept for reservation " + strings.Join(names, ", ") +
-		": until the start they take only the owner's work, spot work and work whose retry.timeout ends it by then"
+		": until the start they take only the owner's work, spot work, work whose retry.timeout ends it by then" +
+		" and work that checkpoints whose protection and one checkpoint interval end by then"
 }

@@ -61,6 +61,24 @@ func TestBeforeStart(t *testing.T) {
 		},
 		want: map[string]sched.Reason{"job": sched.InsufficientCapacity},
 	}, {
+		name: "work that checkpoints may use it when its protection and one interval end by the start",
+		world: func() *World {
+			w := reserve(oneRegion(1))
+			w.Job("job", "alice").GPUs(1, 8).Checkpoints(110 * time.Minute) // + 10 min protection = 2 h
+			return w
+		},
+		want: map[string]sched.Reason{"job": sched.ReasonNone},
+		on:   map[string]string{"job": "h-1"},
+	}, {
+		name: "work that checkpoints is kept off when it could not save before the start",
+		world: func() *World {
+			w := reserve(oneRegion(1))
+			w.Job("job", "alice").GPUs(1, 8).Checkpoints(111 * time.Minute)
+			return w
+		},
+		want: map[string]sched.Reason{"job": sched.InsufficientCapacity},
+		says: []string{"checkpoints"},
+	}, {
 		name: "spot work may use it",
 		world: func() *World {
 			w := reserve(oneRegion(1))

@@ -618,10 +618,7 @@ func (st *state) onReservationOf(rj *running, tenant string) bool {
 // shrink is a resize, and no job is resized more often than that (an
 // eviction would lose as much and leave nothing running).
 func (st *state) protectedUntil(rj *running) time.Time {
-	d := st.cfg.MinRunTime
-	if rj.job.Spec.Elastic != nil {
-		d = max(d, st.resizeInterval())
-	}
+	d := st.guard(rj.job)
 	if d <= 0 {
 		return time.Time{}
 	}

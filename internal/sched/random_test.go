@@ -70,7 +70,7 @@ func TestRandomCycles(t *testing.T) {
 		before := stateSet(w.Jobs)
 		usedBefore := snapshotUsage(w)
 		cyc := BeforeCycle(w, clock)
-		cyc.ResizeInterval = resizeInterval
+		cyc.ResizeInterval, cyc.MinRunTime = resizeInterval, 5*time.Minute
 		p := s.Schedule(w.Snapshot(), clock)
 		for _, r := range p.Resizes {
 			if r.Grows() {
@@ -413,7 +413,7 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 			if res, ok := cyc.Reserved[node]; ok && res.Owner != j.Spec.Tenant {
 				continue
 			}
-			if res, ok := cyc.Earmarked[node]; ok && !Precedes(j, now, res) {
+			if res, ok := cyc.Earmarked[node]; ok && !cyc.Precedes(j, res) {
 				continue // kept for a reservation ahead, which outranks guarantees
 			}
 			usable := 0

@@ -25,8 +25,16 @@ type Cycle struct {
 	// that keeps it for its start, by the same documented rule.
 	Earmarked map[string]model.Reservation
 	// ResizeInterval is the core's Config.ResizeInterval (zero: its
-	// default), for the check of resizes.
-	ResizeInterval time.Duration
+	// default) and MinRunTime its Config.MinRunTime, for the checks of
+	// resizes and of work on earmarked nodes.
+	ResizeInterval, MinRunTime time.Duration
+}
+
+func (c *Cycle) resizeInterval() time.Duration {
+	if c.ResizeInterval > 0 {
+		return c.ResizeInterval
+	}
+	return model.DefaultResizeInterval
 }
 
 type heldJob struct {
@@ -203,7 +211,7 @@ func (c *Cycle) Check(p sched.Plan) error {
 				return fmt.Errorf("%s of %s (%s) is bound on %s, reserved for %s by %s",
 					j.ID, j.Spec.Tenant, j.Spec.Priority.Class, n.Node, r.Owner, r.Name)
 			}
-			if e, ok := c.Earmarked[n.Node]; ok && !Precedes(j, c.now, e) {
+			if e, ok := c.Earmarked[n.Node]; ok && !c.Precedes(j, e) {
 				return fmt.Errorf("%s of %s (%s, retry.timeout %s) is bound on %s, which reservation %s of %s takes at %s",
 					j.ID, j.Spec.Tenant, j.Spec.Priority.Class, j.Spec.Retry.Timeout, n.Node, e.Name, e.Owner, e.Start)
 			}
@@ -222,10 +230,7 @@ func (c *Cycle) Check(p sched.Plan) error {
 // this plan freed or a reservation keeps from the job; a shrink only for a
 // job the plan binds, which a preemption of the job would also be for.
 func (c *Cycle) checkResizes(p sched.Plan) error {
-	interval := c.ResizeInterval
-	if interval <= 0 {
-		interval = model.DefaultResizeInterval
-	}
+	interval := c.resizeInterval()
 	bound := map[string]bool{}
 	for _, b := range p.Binds {
 		bound[b.Job] = true
@@ -305,7 +310,7 @@ func (c *Cycle) checkResizes(p sched.Plan) error {
 					return fmt.Errorf("%s names reservation %s but grew onto %s", r.Job, name, x.Node)
 				}
 			}
-			if ear, ok := c.Earmarked[x.Node]; ok && !Precedes(j, c.now, ear) {
+			if ear, ok := c.Earmarked[x.Node]; ok && !c.Precedes(j, ear) {
 				return fmt.Errorf("%s grew onto %s, which reservation %s takes at %s", r.Job, x.Node, ear.Name, ear.Start)
 			}
 		}

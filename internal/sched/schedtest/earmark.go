@@ -7,14 +7,25 @@ import (
 	"github.com/allot-dev/allot/internal/model"
 )
 
-// Precedes reports whether job j, starting at now, may run on a node that
-// reservation r keeps for its start: the owner's work, spot work, and work
-// whose retry.timeout plus checkpoint grace ends it by the start.
-func Precedes(j *model.Job, now time.Time, r model.Reservation) bool {
+// Precedes reports whether job j, starting at the cycle's now, may run on a
+// node that reservation r keeps for its start: the owner's work, spot work,
+// work whose retry.timeout plus checkpoint grace ends it by the start, and
+// work that checkpoints whose protection (MinRunTime, an elastic job's
+// resize interval if longer) and one checkpoint interval end by the start.
+func (c *Cycle) Precedes(j *model.Job, r model.Reservation) bool {
 	if j.Spec.Tenant == r.Owner || j.Spec.Priority.Class == model.ClassSpot {
 		return true
 	}
-	return endsBy(j, now, r.Start)
+	if endsBy(j, c.now, r.Start) {
+		return true
+	}
+	// Work that checkpoints, evictable at the start having saved once.
+	guard := c.MinRunTime
+	if j.Spec.Elastic != nil {
+		guard = max(guard, c.resizeInterval())
+	}
+	every := j.Spec.Checkpoint.Interval
+	return every > 0 && !c.now.Add(guard+every).After(r.Start)
 }
 
 func endsBy(j *model.Job, start, by time.Time) bool {
