@@ -22,7 +22,7 @@ import (
 
 type benchSchedFlags struct {
 	gpus, pending, cycles int
-	fill                  float64
+	fill, elastic         float64
 	seed                  uint64
 	output                string
 	cpuProfile            string
@@ -74,6 +74,14 @@ Then --pending jobs are queued: 30 % one GPU and 20 % a fraction of one GPU
 of 2 to 64 nodes × 8 GPUs (64 the most common); a quarter spot, a tenth
 reserved class, half pinned to a GPU model.
 
+--elastic F makes a share F of the queued whole-GPU jobs outside reservations
+elastic (issue 42): a gang of n nodes may run with n to 2n nodes, a job of one
+instance with one or two, one instance at a time; the core grows them into
+capacity nothing else uses and shrinks them before it evicts. Which jobs are
+elastic is drawn apart from the rest, so the queue is otherwise the one without
+the flag, and without it the Plans (and their digests) are those of a build
+without elastic jobs.
+
 The first cycle decides the whole queue. Each of the --cycles steady-state
 cycles that follow first moves the clock a minute on, completes 1 % of the
 running work and tops the queue back up to --pending, then schedules and
@@ -104,7 +112,8 @@ cycles): its digests are the Session's, and its times what carrying the
 state saves. A progress bar goes to stderr when it is a terminal.`,
 		Example: `  allot bench sched                              # 100,000 GPUs, 50,000 queued, 90 % full
   allot bench sched --gpus 8000 --pending 2000 --cycles 20 -o json
-  allot bench sched --fill 0 --cycles 0           # the empty fleet of BenchmarkCycle`,
+  allot bench sched --fill 0 --cycles 0           # the empty fleet of BenchmarkCycle
+  allot bench sched --elastic 0.2                 # a fifth of the queued whole-GPU jobs elastic`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBenchSched(cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
@@ -114,6 +123,7 @@ state saves. A progress bar goes to stderr when it is a terminal.`,
 	fl.IntVar(&f.gpus, "gpus", 100_000, "GPUs in the fleet, rounded down to whole 8-GPU nodes (at least 1,600, so that every region has\nan H100 and an A100 leaf group for the partitions' guarantees)")
 	fl.IntVar(&f.pending, "pending", 50_000, "queued jobs at the first cycle, kept queued after")
 	fl.Float64Var(&f.fill, "fill", 0.9, "share of the GPUs running work holds before the first cycle, 0 to 1")
+	fl.Float64Var(&f.elastic, "elastic", 0, "share of the queued whole-GPU jobs outside reservations that are elastic, 0 to 1 (gangs n to 2n nodes, single instances 1 to 2)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the world and of its churn")
 	fl.IntVar(&f.cycles, "cycles", 100, "steady-state cycles after the first")
 	fl.BoolVar(&f.scratch, "scratch", false, "plan every cycle from a Snapshot of the whole world, carrying nothing between cycles")
@@ -129,6 +139,7 @@ type benchSchedResult struct {
 	Nodes          int     `json:"nodes"`
 	Pending        int     `json:"pending"`
 	Fill           float64 `json:"fill"`
+	Elastic        float64 `json:"elastic"`       // share of the queued whole-GPU jobs that are elastic
 	HeldAtStart    float64 `json:"held_at_start"` // share of GPUs held before the first cycle
 	RunningAtStart int     `json:"running_at_start"`
 	Seed           uint64  `json:"seed"`
@@ -146,6 +157,7 @@ type benchSchedResult struct {
 	FirstDecisionsPerS  float64 `json:"first_cycle_decisions_per_sec"`
 	BindsPerCycle       float64 `json:"binds_per_cycle"`       // steady mean
 	PreemptionsPerCycle float64 `json:"preemptions_per_cycle"` // steady mean
+	ResizesPerCycle     float64 `json:"resizes_per_cycle"`     // steady mean, of elastic jobs
 
 	SingleNodeDecisions int     `json:"single_node_decisions"`
 	SingleNodeP99Ms     float64 `json:"single_node_decision_p99_ms"`
@@ -199,8 +211,8 @@ func (c *decisionClock) sampleHeap() {
 }
 
 func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
-	if f.gpus < 8 || f.pending < 0 || f.cycles < 0 || f.fill < 0 || f.fill > 1 {
-		return Usage(fmt.Errorf("need --gpus ≥ 8, --pending ≥ 0, --cycles ≥ 0 and 0 ≤ --fill ≤ 1"))
+	if f.gpus < 8 || f.pending < 0 || f.cycles < 0 || f.fill < 0 || f.fill > 1 || !(f.elastic >= 0 && f.elastic <= 1) {
+		return Usage(fmt.Errorf("need --gpus ≥ 8, --pending ≥ 0, --cycles ≥ 0, 0 ≤ --fill ≤ 1 and 0 ≤ --elastic ≤ 1"))
 	}
 	if f.output != "table" && f.output != "json" {
 		return Usage(fmt.Errorf("--output must be table or json"))
@@ -216,12 +228,12 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 	load, _ := os.ReadFile("/proc/loadavg")
 	bar.say("building and filling the fleet")
 	t0 := time.Now()
-	b, err := schedtest.NewBusy(schedtest.BusyConfig{Nodes: f.gpus / 8, Pending: f.pending, Fill: f.fill, Seed: f.seed})
+	b, err := schedtest.NewBusy(schedtest.BusyConfig{Nodes: f.gpus / 8, Pending: f.pending, Fill: f.fill, Seed: f.seed, Elastic: f.elastic})
 	if err != nil {
 		return Usage(err)
 	}
 	r := benchSchedResult{
-		GPUs: f.gpus / 8 * 8, Nodes: f.gpus / 8, Pending: f.pending, Fill: f.fill, Seed: f.seed, Cycles: f.cycles,
+		GPUs: f.gpus / 8 * 8, Nodes: f.gpus / 8, Pending: f.pending, Fill: f.fill, Elastic: f.elastic, Seed: f.seed, Cycles: f.cycles,
 		HeldAtStart: b.Held(), SetupS: time.Since(t0).Seconds(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0), LoadAvgAtStart: string(bytes.TrimSpace(load)),
 	}
@@ -281,10 +293,17 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 		for _, bd := range p.Binds {
 			bound[bd.Job] = true
 		}
-		var started []*model.Job
+		resized := make(map[string]bool, len(p.Resizes))
+		for _, rs := range p.Resizes {
+			resized[rs.Job] = true
+		}
+		var started, grown []*model.Job
 		for _, j := range b.World.Jobs {
-			if bound[j.ID] {
+			switch {
+			case bound[j.ID]:
 				started = append(started, j)
+			case resized[j.ID]:
+				grown = append(grown, j)
 			}
 		}
 		start = time.Now()
@@ -293,6 +312,11 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 		}
 		for _, j := range started {
 			if err := session.Hold(j); err != nil {
+				return 0, 0, p, err
+			}
+		}
+		for _, j := range grown { // or shrunk: held anew with its allocations
+			if err := session.Update(j); err != nil {
 				return 0, 0, p, err
 			}
 		}
@@ -309,7 +333,7 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 	r.FirstDecisionsPerS = float64(n) / d.Seconds()
 	var steady []time.Duration
 	var total time.Duration
-	decisions, binds, preempts := 0, 0, 0
+	decisions, binds, preempts, resizes := 0, 0, 0, 0
 	for c := 1; c <= f.cycles; c++ {
 		bar.step(c, f.cycles+1, fmt.Sprintf("last cycle %.0f ms", ms(d)))
 		b.Step()
@@ -329,6 +353,7 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 		decisions += n
 		binds += len(p.Binds)
 		preempts += len(p.Preemptions)
+		resizes += len(p.Resizes)
 	}
 	bar.done()
 	if f.cycles > 0 {
@@ -336,6 +361,7 @@ func runBenchSched(out, errOut io.Writer, f benchSchedFlags) error {
 		r.DecisionsPerSec = float64(decisions) / total.Seconds()
 		r.BindsPerCycle = float64(binds) / float64(f.cycles)
 		r.PreemptionsPerCycle = float64(preempts) / float64(f.cycles)
+		r.ResizesPerCycle = float64(resizes) / float64(f.cycles)
 	}
 	r.SingleNodeDecisions, r.SingleNodeP99Ms = len(clock.single), ms(pct(clock.single, 0.99))
 	r.Gang64Decisions, r.Gang64P99Ms, r.Gang64MaxMs = len(clock.gang), ms(pct(clock.gang, 0.99)), ms(pct(clock.gang, 1))
@@ -355,8 +381,12 @@ func writeBenchSched(out io.Writer, r benchSchedResult, format string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(r)
 	}
-	fmt.Fprintf(out, "%d GPUs (%d nodes), %.1f %% held by %d running jobs, %d queued, seed %d; setup %.1f s\n",
-		r.GPUs, r.Nodes, 100*r.HeldAtStart, r.RunningAtStart, r.Pending, r.Seed, r.SetupS)
+	elastic := ""
+	if r.Elastic > 0 {
+		elastic = fmt.Sprintf(" (%g of the whole-GPU ones elastic)", r.Elastic)
+	}
+	fmt.Fprintf(out, "%d GPUs (%d nodes), %.1f %% held by %d running jobs, %d queued%s, seed %d; setup %.1f s\n",
+		r.GPUs, r.Nodes, 100*r.HeldAtStart, r.RunningAtStart, r.Pending, elastic, r.Seed, r.SetupS)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("first cycle", fmt.Sprintf("%.0f ms, %d decisions (%.0f/s), %d binds, %d preemptions",
@@ -364,7 +394,11 @@ func writeBenchSched(out io.Writer, r benchSchedResult, format string) error {
 	if r.Cycles > 0 {
 		row("steady cycle", fmt.Sprintf("p50 %.0f ms, p99 %.0f ms, max %.0f ms over %d cycles", r.SteadyP50Ms, r.SteadyP99Ms, r.SteadyMaxMs, r.Cycles))
 		row("decisions/s", fmt.Sprintf("%.0f (steady)", r.DecisionsPerSec))
-		row("per cycle", fmt.Sprintf("%.1f binds, %.1f preemptions", r.BindsPerCycle, r.PreemptionsPerCycle))
+		if r.Elastic > 0 {
+			row("per cycle", fmt.Sprintf("%.1f binds, %.1f preemptions, %.1f resizes", r.BindsPerCycle, r.PreemptionsPerCycle, r.ResizesPerCycle))
+		} else {
+			row("per cycle", fmt.Sprintf("%.1f binds, %.1f preemptions", r.BindsPerCycle, r.PreemptionsPerCycle))
+		}
 	}
 	row("1-node decision", fmt.Sprintf("p99 %.3f ms over %d", r.SingleNodeP99Ms, r.SingleNodeDecisions))
 	row("64-node gang decision", fmt.Sprintf("p99 %.3f ms, max %.3f ms over %d", r.Gang64P99Ms, r.Gang64MaxMs, r.Gang64Decisions))
@@ -376,13 +410,14 @@ func writeBenchSched(out io.Writer, r benchSchedResult, format string) error {
 	return err
 }
 
-// digestPlan adds p to the digest of whole Plans and its binds and
-// preemptions to the digest of decisions.
+// digestPlan adds p to the digest of whole Plans and its binds,
+// preemptions and resizes to the digest of decisions (a Plan without
+// resizes digests as before they existed).
 func digestPlan(plans, decisions io.Writer, p sched.Plan) error {
 	if err := json.NewEncoder(plans).Encode(p); err != nil {
 		return err
 	}
-	return json.NewEncoder(decisions).Encode(sched.Plan{Binds: p.Binds, Preemptions: p.Preemptions})
+	return json.NewEncoder(decisions).Encode(sched.Plan{Binds: p.Binds, Preemptions: p.Preemptions, Resizes: p.Resizes})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

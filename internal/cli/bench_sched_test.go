@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sched/schedtest"
 )
 
 // A tiny `allot bench sched` run fills the fleet, runs its cycles and
@@ -65,5 +68,67 @@ func TestBenchSched(t *testing.T) {
 	}
 	if _, errOut, code := run(t, "bench", "sched", "--gpus", "3200", "--pending", "400", "--cycles", "3", "--baseline", path); code != ExitUsage {
 		t.Fatalf("against a baseline of another fleet size: exit %d: %s", code, errOut)
+	}
+}
+
+// --elastic F makes about F of the queued whole-GPU jobs outside
+// reservations elastic, up to twice their instances, and changes nothing
+// else of the world: which jobs are elastic is drawn apart.
+func TestBenchSchedElastic(t *testing.T) {
+	world := func(share float64) []*model.Job {
+		b, err := schedtest.NewBusy(schedtest.BusyConfig{Nodes: 200, Pending: 2000, Fill: 0.9, Seed: 1, Elastic: share})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			b.Step()
+		}
+		return b.World.Jobs
+	}
+	rigid, elastic := world(0), world(0.2)
+	if len(rigid) != len(elastic) {
+		t.Fatalf("%d jobs with --elastic 0.2, %d without", len(elastic), len(rigid))
+	}
+	eligible, made := 0, 0
+	for i, j := range elastic {
+		r := rigid[i]
+		if r.Spec.Elastic != nil {
+			t.Fatalf("%s is elastic without --elastic", r.ID)
+		}
+		cp := *j
+		cp.Spec.Elastic = nil
+		if !reflect.DeepEqual(&cp, r) {
+			t.Fatalf("%s differs beyond its elasticity:\n%+v\n%+v", j.ID, cp, *r)
+		}
+		res := j.Spec.Resources
+		if j.Status.State == model.StateQueued && !res.Fractional() && j.Spec.Placement.Reservation == "" {
+			eligible++
+		}
+		e := j.Spec.Elastic
+		if e == nil {
+			continue
+		}
+		made++
+		if j.Status.State != model.StateQueued || res.Fractional() || j.Spec.Placement.Reservation != "" ||
+			e.MinInstances != res.InstanceCount || e.MaxInstances != 2*res.InstanceCount || e.StepOrOne() != 1 {
+			t.Errorf("%s (%s, %d×%d GPUs, reservation %q): elastic %s", j.ID, j.Status.State, res.InstanceCount, res.GPUsPerInstance,
+				j.Spec.Placement.Reservation, e)
+		}
+		if err := j.Spec.Validate(); err != nil {
+			t.Errorf("%s: %v", j.ID, err)
+		}
+	}
+	if share := float64(made) / float64(eligible); share < 0.16 || share > 0.24 {
+		t.Errorf("%d of %d eligible queued jobs elastic (%.2f), want about 0.2", made, eligible, share)
+	}
+	out, errOut, code := run(t, "bench", "sched", "--gpus", "1600", "--pending", "400", "--cycles", "3", "--elastic", "0.2", "-o", "json")
+	var r benchSchedResult
+	if code != ExitOK || json.Unmarshal([]byte(out), &r) != nil || r.Elastic != 0.2 {
+		t.Fatalf("--elastic 0.2: exit %d, %s: %s", code, errOut, out)
+	}
+	for _, bad := range []string{"-0.1", "1.5", "NaN"} {
+		if _, errOut, code := run(t, "bench", "sched", "--elastic", bad); code != ExitUsage {
+			t.Errorf("--elastic %s: exit %d: %s", bad, code, errOut)
+		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 type simScenarioFlags struct {
 	strategy, policies, output, report string
 	checkpoints, seeds, loads, grid    string
-	findMin, ablation                  bool
+	findMin, ablation, elastic         bool
 	factor                             float64
 	parallel                           int
 }
@@ -69,6 +69,16 @@ instance; the scheduler is told and sends the job back there) or local-untold
 (on the node, the scheduler unaware); with a local choice the table adds the
 checkpointed GPU-hours redone.
 
+--elastic makes the training streams' jobs elastic, as each stream's elastic
+block says (by default the gangs, 2 instances or more, may grow to twice their
+size one instance at a time): the core grows them into capacity nothing else
+uses and shrinks them before it evicts whole jobs; each resize restarts the job
+from its last checkpoint, and a job runs at the speed its size gives it, each
+doubling keeping scaling_efficiency of its speed (0.9 by default;
+docs/serving-model.md, "Elastic training"). The work drawn is the same as
+without --elastic, so two runs compare the same scenario with and without
+elasticity; the table adds the resizes and the GPU-hours they lost.
+
 --find-min-fleet runs every strategy at each fleet factor of --grid (a uniform
 factor of every node count) over the seeds, and reports the smallest factor at
 which at least 95 % of the seeds meet every target, with the whole grid: no
@@ -83,6 +93,9 @@ partition, and an index.html.`,
   # With the operator policies, at three loads, as JSON
   allot sim scenario examples/scenarios/week.yaml --strategy all --policies examples/policies.yaml \
       --seeds 1-10 --load 0.8,1.0,1.2 -o json
+
+  # The same week with elastic training gangs
+  allot sim scenario examples/scenarios/week.yaml --strategy all --policies examples/policies.yaml --seeds 1-3 --elastic
 
   # What the policies and the overflow layer each change
   allot sim scenario examples/scenarios/week.yaml --ablation --policies examples/policies.yaml --seeds 1-10
@@ -100,6 +113,7 @@ partition, and an index.html.`,
 	fl.StringVar(&f.loads, "load", "1", "load factors, e.g. 0.8,1.0,1.2: arrival, training and request rates times L")
 	fl.IntVar(&f.parallel, "parallel", runtime.GOMAXPROCS(0), "runs at a time")
 	fl.Float64Var(&f.factor, "fleet-factor", 1, "scale every node count of the fleet by F")
+	fl.BoolVar(&f.elastic, "elastic", false, "make the training streams' jobs elastic as their elastic blocks say (default: gangs grow to twice their size)")
 	fl.BoolVar(&f.findMin, "find-min-fleet", false, "find the smallest fleet factor of --grid at which ≥ 95 % of the seeds meet every target")
 	fl.StringVar(&f.grid, "grid", "0.6,0.7,0.8,0.9,1,1.1,1.2", "fleet factors --find-min-fleet tries")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
@@ -114,6 +128,7 @@ type scenarioCase struct {
 	Strategy   string             `json:"strategy"`
 	NoOverflow bool               `json:"no_overflow,omitempty"`
 	Policies   bool               `json:"policies"`
+	Elastic    bool               `json:"elastic,omitempty"`
 	Load       float64            `json:"load"`
 	Seeds      []int64            `json:"seeds"`
 	Figures    []figureOut        `json:"figures"`
@@ -225,7 +240,7 @@ func runSimScenario(cmd *cobra.Command, path string, f simScenarioFlags) error {
 			cases = append(cases, scenario.Case{Strategy: s, Policies: ps, Load: l})
 		}
 	}
-	base := scenario.Options{Factor: f.factor, Checkpoints: ckpts}
+	base := scenario.Options{Factor: f.factor, Checkpoints: ckpts, Elastic: f.elastic}
 	results, err := scenario.Sweep(cmd.Context(), file, base, cases, seeds, f.parallel)
 	if err != nil {
 		return err
@@ -233,6 +248,7 @@ func runSimScenario(cmd *cobra.Command, path string, f simScenarioFlags) error {
 	out := make([]scenarioCase, len(cases))
 	for i, c := range cases {
 		out[i] = summariseCase(c, seeds, results[i])
+		out[i].Elastic = f.elastic
 		if c.Strategy == "" && len(results[i]) > 0 {
 			out[i].Strategy = results[i][0].Strategy
 		}
@@ -414,10 +430,14 @@ func writeScenarioTables(w io.Writer, cases []scenarioCase, loads []float64, see
 		if li > 0 {
 			fmt.Fprintln(w)
 		}
+		elastic := ""
+		if cs[0].Elastic {
+			elastic = ", elastic training"
+		}
 		if seeds > 1 {
-			fmt.Fprintf(w, "load %g, %d seeds (%s): mean ± 95 %% CI; targets: seeds that met them\n", l, seeds, seedList(cs[0].Seeds))
+			fmt.Fprintf(w, "load %g%s, %d seeds (%s): mean ± 95 %% CI; targets: seeds that met them\n", l, elastic, seeds, seedList(cs[0].Seeds))
 		} else {
-			fmt.Fprintf(w, "load %g, seed %d\n", l, cs[0].Seeds[0])
+			fmt.Fprintf(w, "load %g%s, seed %d\n", l, elastic, cs[0].Seeds[0])
 		}
 		if err := writeScenarioTable(w, cs); err != nil {
 			return err

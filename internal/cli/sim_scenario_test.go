@@ -102,6 +102,15 @@ func TestSimScenarioTableAndErrors(t *testing.T) {
 		t.Errorf("--checkpoints local: exit %d, table:\n%s", code, stdout.String())
 	}
 	stdout.Reset()
+	if code := Run(context.Background(), []string{"sim", "scenario", smallScenario, "--strategy", "hybrid", "--elastic"}, &stdout, &stderr); code != ExitOK ||
+		!strings.Contains(stdout.String(), "load 1, elastic training, seed 1") || !strings.Contains(stdout.String(), "GPU-h lost to resizes") ||
+		!strings.Contains(stdout.String(), "resizes: grow") {
+		t.Errorf("--elastic: exit %d, table:\n%s", code, stdout.String())
+	}
+	if strings.Contains(out, "resizes") || strings.Contains(out, "elastic training") {
+		t.Errorf("without --elastic the table has resize rows:\n%s", out)
+	}
+	stdout.Reset()
 	if code := Run(context.Background(), []string{"sim", "scenario", smallScenario, "--ablation", "--policies", "../../examples/policies.yaml"}, &stdout, &stderr); code != ExitOK ||
 		!strings.Contains(stdout.String(), "hybrid (no overflow)+policies") || !strings.Contains(stdout.String(), "hybrid+policies") {
 		t.Errorf("--ablation: exit %d, table:\n%s", code, stdout.String())

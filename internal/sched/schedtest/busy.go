@@ -16,6 +16,12 @@ type BusyConfig struct {
 	Pending int     // queued jobs at the first cycle, and kept queued after
 	Fill    float64 // share of the GPUs running work holds at the first cycle
 	Seed    uint64
+	// Elastic is the share of the queued whole-GPU jobs outside
+	// reservations that are elastic (model.Elastic): a gang of n nodes
+	// runs with n to 2n, a job of one instance with 1 or 2, one instance
+	// at a time. Drawn apart from the rest, so the jobs are those of a
+	// world without it, 0 included.
+	Elastic float64
 }
 
 // Busy is the fleet of Synthetic filled with running work, with a queue in
@@ -27,7 +33,8 @@ type Busy struct {
 	Now   time.Time
 	cfg   BusyConfig
 	rng   *rand.Rand
-	next  int // jobs made so far, for IDs
+	erng  *rand.Rand // draws which jobs are elastic; nil without any
+	next  int        // jobs made so far, for IDs
 	owner map[string]model.Reservation
 	// Done holds the jobs the last Step completed, for a driver that
 	// reports changes to a sched.Session.
@@ -47,8 +54,8 @@ const busyReservations = 4
 // times spread over the last three days, and queues Pending jobs of the mix
 // that newJob draws. The world is ready for its first cycle at Now.
 func NewBusy(cfg BusyConfig) (*Busy, error) {
-	if cfg.Nodes < 1 || cfg.Pending < 0 || cfg.Fill < 0 || cfg.Fill > 1 {
-		return nil, fmt.Errorf("busy world: need nodes ≥ 1, pending ≥ 0 and 0 ≤ fill ≤ 1")
+	if cfg.Nodes < 1 || cfg.Pending < 0 || cfg.Fill < 0 || cfg.Fill > 1 || !(cfg.Elastic >= 0 && cfg.Elastic <= 1) {
+		return nil, fmt.Errorf("busy world: need nodes ≥ 1, pending ≥ 0, 0 ≤ fill ≤ 1 and 0 ≤ elastic ≤ 1")
 	}
 	w := Synthetic(cfg.Nodes, 0, cfg.Seed)
 	b := &Busy{World: w, Now: Epoch, cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 7)), owner: map[string]model.Reservation{}}
@@ -62,6 +69,9 @@ func NewBusy(cfg BusyConfig) (*Busy, error) {
 	}
 	if err := w.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Elastic > 0 {
+		b.erng = rand.New(rand.NewPCG(cfg.Seed, 11))
 	}
 	b.fill()
 	for i := range cfg.Pending {
@@ -138,6 +148,8 @@ var GangSizes = []int{2, 4, 8, 16, 32, 64, 64, 64}
 // GPUs inside its reservation, 4 % (1 % while filling) multi-node gangs of
 // GangSizes × 8 GPUs on InfiniBand; a quarter of the non-reservation work is
 // spot, a tenth reserved class, the rest standard; half names a GPU model.
+// With BusyConfig.Elastic, that share of the queued whole-GPU jobs outside
+// reservations is elastic.
 func (b *Busy) newJob(filling bool) *JobBuilder {
 	rng := b.rng
 	b.next++
@@ -167,6 +179,10 @@ func (b *Busy) newJob(filling bool) *JobBuilder {
 		j.GPUs(GangSizes[rng.IntN(len(GangSizes))], 8).Interconnect(model.FabricInfiniBand)
 	default:
 		j.GPUs(1, 1)
+	}
+	if res := j.Job.Spec.Resources; !filling && !res.Fractional() && b.erng != nil && b.erng.Float64() < b.cfg.Elastic {
+		n := res.InstanceCount
+		j.Job.Spec.Elastic = &model.Elastic{MinInstances: n, MaxInstances: 2 * n, Step: 1}
 	}
 	j.CPU(int64(1000*(1+rng.IntN(8))), int64(4096*(1+rng.IntN(8))))
 	switch rng.IntN(4) {

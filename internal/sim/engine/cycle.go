@@ -34,28 +34,41 @@ func (e *Engine) cycle() error {
 			return err
 		}
 		e.cycles++
-		if len(plan.Binds) == 0 && len(plan.Preemptions) == 0 {
+		if len(plan.Binds) == 0 && len(plan.Preemptions) == 0 && len(plan.Resizes) == 0 {
 			e.idle++
 		}
-		if err := plan.Apply(jobs, now); err != nil {
-			return fmt.Errorf("engine at %s: %w", now.Format(time.RFC3339), err)
-		}
-		for _, p := range plan.Preemptions {
-			e.preempted(e.byID[p.Job], p)
-		}
-		for _, b := range plan.Binds {
-			e.started(e.byID[b.Job])
-		}
-		for _, p := range plan.Pending {
-			if p.Reason == sched.AwaitingPreemption {
-				e.wakeForProtection()
-				break
-			}
+		if err := e.commit(plan, jobs, now); err != nil {
+			return err
 		}
 		if len(plan.Preemptions) == 0 {
 			return nil
 		}
 	}
+	return nil
+}
+
+// commit applies plan, made over jobs, to the engine's jobs at now, and
+// accounts for what it started, resized and preempted.
+func (e *Engine) commit(plan sched.Plan, jobs []*model.Job, now time.Time) error {
+	if err := plan.Apply(jobs, now); err != nil {
+		return fmt.Errorf("engine at %s: %w", now.Format(time.RFC3339), err)
+	}
+	for _, p := range plan.Preemptions {
+		e.preempted(e.byID[p.Job], p)
+	}
+	for _, r := range plan.Resizes {
+		e.resized(e.byID[r.Job], r)
+	}
+	for _, b := range plan.Binds {
+		e.started(e.byID[b.Job])
+	}
+	for _, p := range plan.Pending {
+		if p.Reason == sched.AwaitingPreemption {
+			e.wakeForProtection()
+			break
+		}
+	}
+	e.wakeForGrowth()
 	return nil
 }
 
@@ -82,40 +95,51 @@ func (e *Engine) snapshotJobs() []*model.Job {
 // lastCheckpoint is when running j last saved its state: every checkpoint
 // interval from the start of its attempt; the start itself without one.
 func lastCheckpoint(j *model.Job, now time.Time) time.Time {
-	iv := j.Spec.Checkpoint.Interval
+	return checkpointAt(j.Status.StartedAt, j.Spec.Checkpoint.Interval, now)
+}
+
+// checkpointAt is the last checkpoint by now of an attempt started at
+// started that saves every iv; the start itself when iv is 0.
+func checkpointAt(started time.Time, iv time.Duration, now time.Time) time.Time {
 	if iv <= 0 {
-		return j.Status.StartedAt
+		return started
 	}
-	ran := now.Sub(j.Status.StartedAt)
-	return j.Status.StartedAt.Add(ran / iv * iv)
+	return started.Add(now.Sub(started) / iv * iv)
 }
 
 func (e *Engine) started(x *entry) {
 	x.gen++
-	if e.local() && x.saved > 0 {
-		// The attempt resumes from the job's checkpoint on its node, and
-		// starts over anywhere else.
-		home := x.job.Status.Allocations[0].Node == x.savedOn
-		redone := 0.0
-		if x.from = 0; home {
-			x.from = x.saved
-		} else {
-			redone = x.saved.Seconds() * float64(x.job.Spec.Resources.TotalMilli()) / model.MilliPerGPU
-		}
-		if r, ok := e.cfg.Recorder.(RestartRecorder); ok {
-			r.Restarted(x.job, home, redone, e.now)
-		}
-		x.remaining = x.work - x.from
-	}
+	e.resume(x, true)
 	if e.cfg.Recorder != nil {
 		e.cfg.Recorder.Started(x.job, e.now)
 	}
-	x.speed = 1
-	if e.cfg.Speed != nil {
-		if s := e.cfg.Speed(x.job); s > 0 {
-			x.speed = s
-		}
+	e.runAttempt(x)
+}
+
+// resume sets, with local checkpoints, the work x's new attempt resumes
+// from: its checkpoint's when its first instance runs on the node of it,
+// none elsewhere (told to a RestartRecorder when report is set).
+func (e *Engine) resume(x *entry, report bool) {
+	if !e.local() || x.saved <= 0 {
+		return
 	}
+	home := x.job.Status.Allocations[0].Node == x.savedOn
+	redone := 0.0
+	if x.from = 0; home {
+		x.from = x.saved
+	} else {
+		redone = x.saved.Seconds() * float64(x.job.Spec.Resources.TotalMilli()) / model.MilliPerGPU
+	}
+	if r, ok := e.cfg.Recorder.(RestartRecorder); ok && report {
+		r.Restarted(x.job, home, redone, e.now)
+	}
+	x.remaining = x.work - x.from
+}
+
+// runAttempt sets the speed of x's attempt, which started now, and when
+// it completes.
+func (e *Engine) runAttempt(x *entry) {
+	x.speed = e.speed(x.job)
 	switch {
 	case e.cfg.RunFor != nil:
 		e.push(event{at: e.now.Add(max(e.cfg.RunFor(x.job, e.now), 0)), job: x, gen: x.gen})
@@ -138,20 +162,38 @@ func anyQueued(jobs []*model.Job) bool {
 // queued it again; its StartedAt is still that of the attempt it lost.
 func (e *Engine) preempted(x *entry, p sched.Preemption) {
 	x.gen++
-	if x.remaining != Forever && e.cfg.RunFor == nil {
-		saved := time.Duration(float64(lastCheckpoint(x.job, e.now).Sub(x.job.Status.StartedAt)) * x.speed)
-		x.remaining = max(x.remaining-saved, 0)
-		if st := &x.job.Status; e.local() && saved > 0 {
-			// The checkpoint lies on the lost attempt's first node.
-			x.saved, x.savedOn = x.from+saved, st.Attempts[len(st.Attempts)-1].Nodes[0]
-			if e.cfg.Checkpoints == CheckpointsLocal {
-				st.CheckpointNode = x.savedOn
-			}
-		}
-	}
+	e.keep(x, x.job.Status.StartedAt, firstNode(x.job, 1))
 	if e.cfg.Recorder != nil {
 		e.cfg.Recorder.Preempted(x.job, p, e.now)
 	}
+}
+
+// keep ends x's attempt, started at started with its first instance on
+// firstNode, at now: its work up to its last checkpoint is kept (at the
+// attempt's speed), the rest lost; with local checkpoints the checkpoint
+// lies on firstNode.
+func (e *Engine) keep(x *entry, started time.Time, firstNode string) {
+	if x.remaining == Forever || e.cfg.RunFor != nil {
+		return
+	}
+	saved := time.Duration(float64(checkpointAt(started, x.job.Spec.Checkpoint.Interval, e.now).Sub(started)) * x.speed)
+	x.remaining = max(x.remaining-saved, 0)
+	if e.local() && saved > 0 {
+		x.saved, x.savedOn = x.from+saved, firstNode
+		if e.cfg.Checkpoints == CheckpointsLocal {
+			x.job.Status.CheckpointNode = x.savedOn
+		}
+	}
+}
+
+// firstNode is the node of the first instance of j's attempt back from
+// its last (1: the last); empty when there is none.
+func firstNode(j *model.Job, back int) string {
+	att := j.Status.Attempts
+	if k := len(att) - back; k >= 0 && len(att[k].Nodes) > 0 {
+		return att[k].Nodes[0]
+	}
+	return ""
 }
 
 // local reports whether checkpoints lie on one node's disk (Config.Checkpoints).

@@ -32,10 +32,15 @@
 //     preempted one keeps the work up to its last checkpoint and loses
 //     the rest (Preemption.LostGPUSeconds, as the core computed it), and
 //     with Config.Checkpoints local keeps it only if its next attempt runs
-//     on the node of that checkpoint (RestartRecorder hears of each restart); a job
-//     left AwaitingPreemption brings a cycle when the first protection
+//     on the node of that checkpoint (RestartRecorder hears of each restart); a
+//     resized elastic job (sched.Resize) does both at once: its attempt
+//     keeps the work up to its last checkpoint, and the next resumes from
+//     it at once at the new size's speed, Config.Speed times Scaling of its
+//     instances over its base size (Config.ScalingEfficiency; elastic.go);
+//     a job left AwaitingPreemption brings a cycle when the first protection
 //     (Config.Core.MinRunTime) of running work ends.
 //
 // The Recorder hook sees every start, preemption and end and every
-// interval of time; metrics live there, not in the engine.
+// interval of time (a ResizeRecorder every resize too); metrics live
+// there, not in the engine.
 package engine

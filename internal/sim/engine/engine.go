@@ -40,10 +40,16 @@ type Config struct {
 	RunFor func(j *model.Job, now time.Time) time.Duration
 	// Speed, when not nil, is how much work a job bound as j is does per
 	// second of the clock (a driver whose GPU models differ in speed: the
-	// work is at the reference speed 1); it is asked at every start, after
-	// Recorder.Started. Nil, or a result that is not positive, is 1.
-	// Ignored with RunFor.
+	// work is at the reference speed 1); it is asked at every start and
+	// resize, after the Recorder heard of it. Nil, or a result that is not
+	// positive, is 1. Ignored with RunFor.
 	Speed func(j *model.Job) float64
+	// ScalingEfficiency is what an elastic job (model.Elastic) keeps of
+	// each doubling of its instances: at n instances it runs
+	// Scaling(ScalingEfficiency, n, base) times as fast as at its base
+	// size (its MinInstances), times Speed. 0 means
+	// DefaultScalingEfficiency. A job at its base size runs at Speed.
+	ScalingEfficiency float64
 	// Period, when positive, is the core's cycle period: what changes
 	// between two boundaries of it (counted from Start) is scheduled
 	// together at the next boundary, as a server whose cycles run on a
@@ -108,6 +114,15 @@ func ParseCheckpoints(s string) (Checkpoints, error) {
 	return 0, fmt.Errorf("%q: want shared, local or local-untold", s)
 }
 
+// ResizeRecorder is a Recorder told of the resizes of elastic jobs
+// (sched.Resize): j's attempt ended at now and the next started with its
+// new Allocations, from its last checkpoint. A Recorder that keeps books
+// of what each job holds must be one when the work may be elastic; the
+// engine's own progress follows the resize either way.
+type ResizeRecorder interface {
+	Resized(j *model.Job, r sched.Resize, now time.Time)
+}
+
 // RestartRecorder is a Recorder told, with local checkpoints, where a job
 // that had saved work restarts: on the node of its checkpoint (home), or
 // away from it, redoing gpuSeconds (the work saved times the job's GPUs).
@@ -130,10 +145,15 @@ type Engine struct {
 	n      int // jobs submitted
 	dirty  bool
 	wake   time.Time // a cycle is due then (protection ends); zero for none
-	cycles int
-	idle   int
-	abort  error
-	inc    *sched.Incremental // the core's state carried between cycles (session.go)
+	// elastic holds the live elastic jobs; grow is when the first of those
+	// running below their maximum may grow (their resize interval ends),
+	// zero for none (elastic.go).
+	elastic map[*entry]bool
+	grow    time.Time
+	cycles  int
+	idle    int
+	abort   error
+	inc     *sched.Incremental // the core's state carried between cycles (session.go)
 }
 
 // entry is one job with what the engine knows of its work.
@@ -156,7 +176,11 @@ func New(cfg Config) *Engine {
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 8
 	}
-	return &Engine{cfg: cfg, inc: sched.NewIncremental(sched.New(cfg.Core), cfg.CheckIncremental), now: cfg.Start, byID: map[string]*entry{}}
+	if cfg.ScalingEfficiency <= 0 {
+		cfg.ScalingEfficiency = DefaultScalingEfficiency
+	}
+	return &Engine{cfg: cfg, inc: sched.NewIncremental(sched.New(cfg.Core), cfg.CheckIncremental), now: cfg.Start, byID: map[string]*entry{},
+		elastic: map[*entry]bool{}}
 }
 
 // Now is the virtual clock.
@@ -239,6 +263,9 @@ func (e *Engine) Submit(j *model.Job, work time.Duration) error {
 	e.n++
 	e.live = append(e.live, x)
 	e.byID[j.ID] = x
+	if j.Spec.Elastic != nil {
+		e.elastic[x] = true
+	}
 	e.dirty = true
 	return nil
 }
@@ -300,6 +327,9 @@ func (e *Engine) run(until time.Time, bounded bool) error {
 		if !e.wake.IsZero() && !e.wake.After(t) {
 			e.wake, e.dirty = time.Time{}, true
 		}
+		if !e.grow.IsZero() && !e.grow.After(t) {
+			e.grow, e.dirty = time.Time{}, true
+		}
 		if e.dirty && e.abort == nil && !e.now.Before(e.cycleDue()) {
 			if err := e.cycle(); err != nil {
 				return err
@@ -322,6 +352,9 @@ func (e *Engine) next() (time.Time, bool) {
 		} else {
 			t, ok = e.wake, true
 		}
+	}
+	if !e.grow.IsZero() && (!ok || e.grow.Before(t)) {
+		t, ok = e.grow, true
 	}
 	if due := e.cycleDue(); e.dirty && (!ok || due.Before(t)) {
 		t, ok = due, true
@@ -361,6 +394,7 @@ func (e *Engine) end(x *entry, state model.State) {
 	j.Status.Allocations = nil
 	x.gen++
 	delete(e.byID, j.ID)
+	delete(e.elastic, x)
 	e.live[x.pos] = nil
 	e.dead++
 	if e.dead > 64 && e.dead > len(e.live)/2 {

@@ -27,7 +27,13 @@
 // p95 of the SLO's metric is the sample the autoscaler decides from, as the
 // server's endpoint reconcile does, and replicas are submitted or stopped
 // (queued first, then not serving, then the newest) — the core places them
-// like any job. The autoscaler keeps its own queueing model; the Result
+// like any job. With Options.Elastic the training streams' jobs are
+// elastic as their elastic blocks say (TrainingGen.Elastic; by default the
+// gangs, up to twice their size): the core grows and shrinks them, each
+// resize a restart from the last checkpoint, and a job of n instances over
+// a base of n0 runs (n/n0) × scaling_efficiency^log2(n/n0) times as fast
+// (engine.Scaling); the work drawn is the same as without it. The
+// autoscaler keeps its own queueing model; the Result
 // reports its predicted p95 over the measured one. Then the policies
 // record utilisation and latency and are evaluated; a change of the
 // policies that apply brings a cycle.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/allot-dev/allot/data/traces"
 	"github.com/allot-dev/allot/internal/model"
+	"github.com/allot-dev/allot/internal/sim/engine"
 	"github.com/allot-dev/allot/internal/sim/serving"
 	"github.com/allot-dev/allot/internal/spec"
 	"github.com/allot-dev/allot/internal/trace/azurellm"
@@ -62,6 +63,11 @@ type File struct {
 	// at the reference speed, and a gang runs at its slowest GPU's.
 	// Default DefaultTrainingSpeed; a model it leaves out runs at 1.
 	TrainingSpeed map[string]float64 `yaml:"training_speed"`
+	// ScalingEfficiency is what an elastic job keeps of each doubling of
+	// its instances (engine.Config.ScalingEfficiency; default
+	// engine.DefaultScalingEfficiency, docs/serving-model.md): it matters
+	// only in runs with elastic training (Options.Elastic).
+	ScalingEfficiency float64 `yaml:"scaling_efficiency"`
 
 	dir string // of the file, for Tenants and traces
 
@@ -238,7 +244,35 @@ type TrainingGen struct {
 	Class           string            `yaml:"class"`
 	Checkpoint      spec.Duration     `yaml:"checkpoint"`
 	Labels          map[string]string `yaml:"labels"`
+	// Elastic says which of the stream's jobs are elastic, and how, in a
+	// run with elastic training (Options.Elastic, --elastic); a stream
+	// without it takes DefaultElastic there. Other runs ignore it: the
+	// same file gives the comparison with and without elasticity.
+	Elastic *ElasticGen `yaml:"elastic"`
 }
+
+// ElasticGen makes a training stream's larger jobs elastic
+// (model.Elastic): a job of n instances, n at least FromInstances, runs
+// with n to n × MaxFactor instances (its base size n is what it waits
+// for), Step at a time; when Step does not divide n × (MaxFactor − 1),
+// its maximum is the largest size below that it reaches.
+type ElasticGen struct {
+	// FromInstances: jobs of at least this many instances are elastic
+	// (default 2: the gangs of whole nodes; 1 makes every job elastic,
+	// its grown instances on other nodes of its cluster).
+	FromInstances int `yaml:"from_instances"`
+	// MaxFactor bounds a job's size at MaxFactor times its base size
+	// (default 2).
+	MaxFactor int `yaml:"max_factor"`
+	// Step is the instances a resize adds or removes (default 1).
+	Step int `yaml:"step"`
+}
+
+// DefaultElastic is the elasticity of a training stream without an
+// elastic block, in a run with elastic training: the gangs (2 instances
+// or more, 9 to 64 GPUs of Philly's jobs) grow to twice their size, an
+// instance at a time; jobs of one node stay rigid.
+var DefaultElastic = ElasticGen{FromInstances: 2, MaxFactor: 2, Step: 1}
 
 // Read reads the scenario file at path. See Parse.
 func Read(path string) (*File, error) {
@@ -335,6 +369,17 @@ func (f *File) defaults() {
 		}
 		if t.NodeGPUs == 0 {
 			t.NodeGPUs = DefaultNodeGPUs
+		}
+		if e := t.Elastic; e != nil {
+			if e.FromInstances == 0 {
+				e.FromInstances = DefaultElastic.FromInstances
+			}
+			if e.MaxFactor == 0 {
+				e.MaxFactor = DefaultElastic.MaxFactor
+			}
+			if e.Step == 0 {
+				e.Step = DefaultElastic.Step
+			}
 		}
 	}
 	if f.TrainingSpeed == nil {
@@ -505,6 +550,10 @@ func (f *File) check() error {
 			return fieldErr(fmt.Sprintf("training[%d].gpu_hours_per_hour", i), "the scenario would generate more than %d jobs", maxJobs)
 		}
 	}
+	if s := f.ScalingEfficiency; s < 0 || s > 1 || math.IsNaN(s) {
+		return fieldErr("scaling_efficiency", "must be the share of each doubling of an elastic job's instances that turns into speed, above 0 and at most 1 (0 or unset: %g), got %g",
+			engine.DefaultScalingEfficiency, s)
+	}
 	for m, v := range f.TrainingSpeed {
 		if !(v > 0) || v > 100 {
 			return fieldErr("training_speed."+m, "must be a speed above 0 and at most 100 (the reference GPU is 1), got %g", v)
@@ -549,6 +598,16 @@ func (t TrainingGen) check(f *File, p string) error {
 	}
 	if _, err := class(t.Class); err != nil {
 		return fieldErr(p+".class", "%v", err)
+	}
+	if e := t.Elastic; e != nil {
+		switch {
+		case e.FromInstances < 1 || e.FromInstances > 4096:
+			return fieldErr(p+".elastic.from_instances", "must be between 1 and 4096 (jobs of at least this many instances are elastic), got %d", e.FromInstances)
+		case e.MaxFactor < 1 || e.MaxFactor > 16:
+			return fieldErr(p+".elastic.max_factor", "must be between 1 and 16 (a job grows to at most this many times its size), got %d", e.MaxFactor)
+		case e.Step < 1 || e.Step > 4096:
+			return fieldErr(p+".elastic.step", "must be between 1 and 4096 instances, got %d", e.Step)
+		}
 	}
 	return nil
 }

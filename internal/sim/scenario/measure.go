@@ -293,7 +293,8 @@ func (r *run) result() *Result {
 		PolicyOverrideCycles: r.overridden,
 		Preemptions:          rec.preemptions, LostGPUHours: rec.lostSeconds / 3600,
 		SpotGPUHours: rec.spotSeconds / 3600, SpotLostGPUHours: rec.spotLost / 3600, RedoneGPUHours: rec.redone / 3600,
-		RestartsHome: rec.home, RestartsAway: rec.away}
+		RestartsHome: rec.home, RestartsAway: rec.away,
+		Elastic: r.opt.Elastic, Grows: rec.grows, Shrinks: rec.shrinks, ResizeLostGPUHours: rec.resizeLost / 3600}
 	if r.opt.NoOverflow {
 		res.Variant = "no-overflow"
 	}

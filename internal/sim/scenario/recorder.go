@@ -34,8 +34,12 @@ type recorder struct {
 	redone      float64 // GPU-seconds of checkpointed work started over (engine.RestartRecorder)
 	home, away  int     // restarts of jobs with saved work on the node of their checkpoint, and elsewhere
 	preemptions int
-	hourly      []float64  // GPU-seconds held per hour
-	cost        *costMeter // USD per tenant (cost.go)
+	// Resizes of elastic jobs (engine.ResizeRecorder), and the work since
+	// the last checkpoint they lost.
+	grows, shrinks int
+	resizeLost     float64
+	hourly         []float64  // GPU-seconds held per hour
+	cost           *costMeter // USD per tenant (cost.go)
 
 	// What is held now (hold, release).
 	holds        map[string]*holding
@@ -197,6 +201,18 @@ func (r *recorder) Ended(j *model.Job, now time.Time) {
 		r.ended[j.ID] = now
 		r.goodput += r.work[j.ID]
 	}
+}
+
+// Resized: elastic job j's attempt ended and the next started at its new
+// size; it holds its new allocations from now.
+func (r *recorder) Resized(j *model.Job, rs sched.Resize, _ time.Time) {
+	r.hold(j)
+	if rs.Grows() {
+		r.grows++
+	} else {
+		r.shrinks++
+	}
+	r.resizeLost += rs.LostGPUSeconds
 }
 
 // Restarted: j, with saved work, restarted on the node of its checkpoint

@@ -36,6 +36,14 @@ type Result struct {
 	Tenants              []TenantUse `json:"gpu_hours_by_tenant"`
 	Preemptions          int         `json:"preemptions"`
 	LostGPUHours         float64     `json:"lost_gpu_hours"`
+	// Elastic is whether the training streams' jobs ran elastic
+	// (Options.Elastic). Grows and Shrinks count the resizes of elastic
+	// jobs; ResizeLostGPUHours is the work since the last checkpoint that
+	// their instances lost to them (LostGPUHours is preemption's).
+	Elastic            bool    `json:"elastic,omitempty"`
+	Grows              int     `json:"resizes_grow,omitempty"`
+	Shrinks            int     `json:"resizes_shrink,omitempty"`
+	ResizeLostGPUHours float64 `json:"resize_lost_gpu_hours,omitempty"`
 	// RedoneGPUHours, with checkpoints on the nodes' disks
 	// (Options.Checkpoints), is the checkpointed work that attempts
 	// started over because they ran on another node than their checkpoint.

@@ -31,6 +31,12 @@ type Options struct {
 	// Load scales every arrival and training stream and every endpoint's
 	// request rate; 0 means 1.
 	Load float64
+	// Elastic makes the training streams' jobs elastic as their elastic
+	// blocks say (DefaultElastic for a stream without one; Arrival.Elastic):
+	// the core may grow them into capacity nothing else uses and shrink
+	// them before it evicts whole jobs. The work drawn is the same as
+	// without it.
+	Elastic bool
 	// NoOverflow runs hybrid without its overflow layer (the tenancy as
 	// written: guarantees lent and reclaimed, classes as submitted), for
 	// the ablation of what that layer does.
@@ -104,6 +110,9 @@ func Run(ctx context.Context, f *File, opt Options) (*Result, error) {
 	// The workload.
 	for i, a := range work {
 		j := &model.Job{ID: fmt.Sprintf("job-%06d", i), Spec: a.Job}
+		if opt.Elastic {
+			j.Spec.Elastic = a.Elastic
+		}
 		spotLike := a.Job.Priority.Class == model.ClassSpot ||
 			(w.Tenancy.Strategy == model.StrategyHybrid && a.Job.Priority.Class == model.ClassStandard && strategy.NonUrgent(w.Tenancy, &a.Job))
 		training := workload(w.Promised, &a.Job) == "training"
@@ -185,7 +194,7 @@ func newRun(f *File, w *World, opt Options) *run {
 	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
 		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime), HoldAfter: time.Duration(f.HoldAfter), PriorityGap: f.PriorityGap},
 		Input: r.input, Checkpoints: opt.Checkpoints, CheckIncremental: opt.CheckIncremental, Speed: r.speed,
-		Period: time.Duration(f.Cycle)})
+		ScalingEfficiency: f.ScalingEfficiency, Period: time.Duration(f.Cycle)})
 	r.rec.eng = r.eng
 	return r
 }
@@ -194,7 +203,9 @@ func newRun(f *File, w *World, opt Options) *run {
 const MaxLoad = 100
 
 // speed is the work per second of job j's attempt: its slowest GPU's
-// training speed (File.TrainingSpeed; 1 for a model it leaves out).
+// training speed (File.TrainingSpeed; 1 for a model it leaves out), as
+// data-parallel ranks wait for the slowest; the engine multiplies it by
+// the scaling of an elastic job's size (File.ScalingEfficiency).
 func (r *run) speed(j *model.Job) float64 {
 	s := 0.0
 	for _, a := range j.Status.Allocations {

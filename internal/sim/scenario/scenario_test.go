@@ -54,6 +54,13 @@ func TestParseErrorsNameLineAndField(t *testing.T) {
 		{"model too large for a T4", "params_b: 8,", "params_b: 80,", 34, "endpoints[0].serving"},
 		{"no batch", "max_batch: 64", "max_batch: 0", 34, "endpoints[0].serving.max_batch"},
 		{"old curve field", "load: {trace", "curve: {trace", 39, "endpoints[0].curve"},
+		{"scaling efficiency above 1", "duration: 24h", "duration: 24h\nscaling_efficiency: 1.5", 6, "scaling_efficiency"},
+		{"negative scaling efficiency", "duration: 24h", "duration: 24h\nscaling_efficiency: -0.9", 6, "scaling_efficiency"},
+		{"elastic max_factor", "checkpoint: 30m}", "checkpoint: 30m, elastic: {max_factor: 20}}", 25, "training[0].elastic.max_factor"},
+		{"elastic step", "checkpoint: 30m}", "checkpoint: 30m, elastic: {step: -2}}", 25, "training[0].elastic.step"},
+		{"elastic from_instances", "checkpoint: 30m}", "checkpoint: 30m, elastic: {from_instances: -1}}", 25, "training[0].elastic.from_instances"},
+		{"elastic unknown field", "checkpoint: 30m}", "checkpoint: 30m, elastic: {max: 4}}", 25, "training[0].elastic.max"},
+		{"elastic not a block", "checkpoint: 30m}", "checkpoint: 30m, elastic: yes}", 25, "training[0].elastic"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := strings.Replace(string(base), tc.from, tc.to, 1)

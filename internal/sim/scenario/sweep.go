@@ -157,6 +157,12 @@ func Figures(runs []*Result) []Figure {
 		add("USD "+t.Tenant, 0, func(r *Result) float64 { return r.Tenants[i].USD })
 	}
 	add("preemptions", -1, func(r *Result) float64 { return float64(r.Preemptions) })
+	if r0.Elastic {
+		add("GPU-h lost to preemption", -1, func(r *Result) float64 { return r.LostGPUHours })
+		add("resizes: grow", 0, func(r *Result) float64 { return float64(r.Grows) })
+		add("resizes: shrink", 0, func(r *Result) float64 { return float64(r.Shrinks) })
+		add("GPU-h lost to resizes", -1, func(r *Result) float64 { return r.ResizeLostGPUHours })
+	}
 	add("wall s", 0, func(r *Result) float64 { return r.WallSeconds })
 	return out
 }

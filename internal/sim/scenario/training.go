@@ -97,7 +97,7 @@ func (t TrainingGen) generate(trace []philly.Job, rng *rand.Rand, load float64) 
 		n++
 		j := pool[rng.IntN(len(pool))]
 		res, fabric := t.shape(j.gpus)
-		out = append(out, Arrival{At: at.Round(time.Second), Work: j.work, Job: model.JobSpec{
+		out = append(out, Arrival{At: at.Round(time.Second), Work: j.work, Elastic: t.elastic(res.InstanceCount), Job: model.JobSpec{
 			Name: fmt.Sprintf("%s-%d", t.Name, n), Tenant: t.Tenant, Priority: c, Labels: t.Labels,
 			Resources:  res,
 			Placement:  model.Placement{Regions: t.Regions, Residency: t.Residency, Interconnect: fabric},
@@ -116,4 +116,22 @@ func (t TrainingGen) shape(gpus int) (model.Resources, model.Fabric) {
 	inst := (gpus + t.NodeGPUs - 1) / t.NodeGPUs
 	per := (gpus + inst - 1) / inst
 	return model.Resources{InstanceCount: inst, GPUsPerInstance: per, GPUModels: t.GPUModels}, model.FabricInfiniBand
+}
+
+// elastic is how a job of n instances of the stream is elastic in a run
+// with elastic training (ElasticGen; DefaultElastic without a block); nil
+// for a job that stays rigid.
+func (t TrainingGen) elastic(n int) *model.Elastic {
+	e := DefaultElastic
+	if t.Elastic != nil {
+		e = *t.Elastic
+	}
+	if n < e.FromInstances {
+		return nil
+	}
+	grow := n * (e.MaxFactor - 1) / e.Step * e.Step
+	if grow == 0 {
+		return nil
+	}
+	return &model.Elastic{MinInstances: n, MaxInstances: n + grow, Step: e.Step}
 }

@@ -19,6 +19,10 @@ type Arrival struct {
 	// Reservation names the reservation whose opening the job is; empty
 	// for other work.
 	Reservation string
+	// Elastic is how the job is elastic in a run with elastic training
+	// (Options.Elastic: a training stream's gang, TrainingGen.Elastic);
+	// nil for work that stays rigid. Job.Elastic is nil either way.
+	Elastic *model.Elastic
 }
 
 // Workload generates the scenario's jobs in submit order for a seed and a
@@ -91,6 +95,13 @@ func (f *File) Workload(seed int64, load float64) ([]Arrival, error) {
 	for i := range out {
 		if err := out[i].Job.Validate(); err != nil {
 			return nil, fmt.Errorf("scenario %s: job %s: %w", f.Name, out[i].Job.Name, err)
+		}
+		if e := out[i].Elastic; e != nil {
+			s := out[i].Job
+			s.Elastic = e
+			if err := s.Validate(); err != nil {
+				return nil, fmt.Errorf("scenario %s: job %s, elastic: %w", f.Name, s.Name, err)
+			}
 		}
 	}
 	return out, nil
