@@ -100,8 +100,8 @@ func (st *state) undoResizes() {
 	st.resized = st.resized[:0]
 }
 
-// shrinkable reports whether rj may give up instances in this cycle.
-func (st *state) shrinkable(rj *running) bool {
+// mayShrink reports whether rj may give up instances in this cycle.
+func (st *state) mayShrink(rj *running) bool {
 	e := rj.job.Spec.Elastic
 	return !rj.evicted && !rj.fresh && !rj.resized && rj.guarded.IsZero() &&
 		rj.job.Status.State == model.StateRunning && len(rj.nodes)-e.StepOrOne() >= e.MinInstances
@@ -112,13 +112,13 @@ func (st *state) shrinkable(rj *running) bool {
 // freed capacity may change; ok is false, and nothing changed, when no
 // shrink lets a in.
 func (st *state) shrinkFor(a *attempt, plan *Plan) (freed []uint64, ok bool) {
-	if len(st.elastic) == 0 || st.cfg.DisablePreemption || a.class == model.ClassSpot {
+	if len(st.shrinkable) == 0 || st.cfg.DisablePreemption || a.class == model.ClassSpot {
 		return nil, false
 	}
 	cuts := st.cuts[:0]
 	stamped := false
-	for _, rj := range st.elastic {
-		if rj.job == a.job || !st.shrinkable(rj) {
+	for _, rj := range st.shrinkable {
+		if rj.job == a.job || !st.mayShrink(rj) {
 			continue
 		}
 		if !stamped {
@@ -211,9 +211,18 @@ func (st *state) growable(rj *running) bool {
 // grow gives running elastic jobs more instances on capacity the cycle left
 // free, highest class first, then the jobs that waited longest.
 func (st *state) grow(plan *Plan) {
+	// A job whose domain lacks the idle GPUs of one step is passed over
+	// before anything is built for it: on a busy fleet that is nearly all.
 	var jobs []*running
+	var free []int
 	for _, rj := range st.elastic {
-		if st.growable(rj) {
+		if !st.growable(rj) {
+			continue
+		}
+		if free == nil {
+			free = st.freeWholeByDomain()
+		}
+		if free[st.groups[st.groupOf[rj.nodes[0]]].domain] >= rj.job.Spec.Elastic.StepOrOne()*rj.req.GPUs {
 			jobs = append(jobs, rj)
 		}
 	}
@@ -229,7 +238,6 @@ func (st *state) grow(plan *Plan) {
 		}
 		return cmp.Compare(x.job.ID, y.job.ID)
 	})
-	free := st.freeWholeByDomain()
 	failed := map[string]bool{} // growth of a shape in a domain that found no room: capacity only shrinks
 	for _, rj := range jobs {
 		j := rj.job

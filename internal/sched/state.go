@@ -218,9 +218,12 @@ type state struct {
 	keyBuf     []byte      // scratch: the shape key of the job being scheduled
 	// elastic lists, in victim order, the running elastic jobs of the
 	// cycle (elastic.go); resized what the cycle resized, to be undone.
-	elastic  []*running
-	resized  []resized
-	headroom map[int]int64 // milli-GPU kept free of growth, by pool (Snapshot.Headroom)
+	elastic []*running
+	// shrinkable lists those of them above their minimum by a step at
+	// least: the only ones a shrink reads.
+	shrinkable []*running
+	resized    []resized
+	headroom   map[int]int64 // milli-GPU kept free of growth, by pool (Snapshot.Headroom)
 	// vacated holds the nodes where the cycle evicted work or shrank a
 	// job: growth stays off them, so that it never takes what a
 	// preemption freed.
@@ -371,11 +374,14 @@ func (st *state) begin(now time.Time, jobs []*model.Job) {
 		b.work = b.work[:0]
 	}
 	st.clearOwn()
-	st.elastic, st.resized, st.vacated = st.elastic[:0], st.resized[:0], nil
+	st.elastic, st.shrinkable, st.resized, st.vacated = st.elastic[:0], st.shrinkable[:0], st.resized[:0], nil
 	for _, rj := range st.running {
 		st.indexRunning(rj, false)
-		if rj.job.Spec.Elastic != nil {
+		if e := rj.job.Spec.Elastic; e != nil {
 			st.elastic = append(st.elastic, rj)
+			if len(rj.nodes)-e.StepOrOne() >= e.MinInstances {
+				st.shrinkable = append(st.shrinkable, rj)
+			}
 		}
 	}
 }
