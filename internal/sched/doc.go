@@ -39,7 +39,7 @@
 //     and work that checkpoints when its protection (MinRunTime) and one
 //     checkpoint interval end by the start: evicted then as from an active
 //     reservation, it loses at most one interval, where the node would
-//     otherwise stand idle until the start (earmark.go, yieldsBy);
+//     otherwise stand idle until the start (earmark.go, precedesInTime);
 //     a Duration is an estimate and bounds nothing. Earmarks are worked
 //     out afresh each cycle from the Snapshot and now, like the nodes of
 //     active reservations; in the window the owner's idle nodes are lent

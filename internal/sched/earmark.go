@@ -95,32 +95,49 @@ func endsBy(j *model.Job, start time.Time) (time.Time, bool) {
 // earmarks: the owner's work (it is inside the reservation at its start),
 // spot work (evicted when the owner needs the node), work whose
 // retry.timeout ends it, started now, by rs's start, and work that gives
-// the node back in time (yieldsBy).
+// the node back in time (precedesInTime).
 func (st *state) mayPrecede(a *attempt, rs *reservationState) bool {
 	if a.tenant.name == rs.Owner || a.class == model.ClassSpot {
 		return true
 	}
-	return st.precedesInTime(a.job, rs.Start)
+	return st.precedesInTime(a.job, a.tenant, rs.pool(st), rs.Start)
 }
 
-// precedesInTime reports whether j, started now, leaves by start on its own
-// (endsBy) or may be evicted then at the cost of at most one checkpoint
-// interval (yieldsBy).
-func (st *state) precedesInTime(j *model.Job, start time.Time) bool {
-	end, ok := endsBy(j, st.now)
-	return (ok && !end.After(start)) || st.yieldsBy(j, start)
+// pool is the pool of the nodes rs earmarks (its SKU's GPU model in its
+// region); -1 when it earmarks none.
+func (rs *reservationState) pool(st *state) int {
+	if len(rs.earmarks) == 0 {
+		return -1
+	}
+	return st.groups[st.groupOf[rs.earmarks[0]]].pool
 }
 
-// yieldsBy reports whether j, started now, is work that checkpoints and
-// would be evictable at start having saved at least once: its protection
-// (Config.MinRunTime; an elastic job's resize interval if longer) and one
-// checkpoint interval end by then. Such work may use a node a reservation
-// earmarks: at the start it gives the node back as to an active
-// reservation, losing at most one interval, instead of the node standing
-// idle until then.
-func (st *state) yieldsBy(j *model.Job, start time.Time) bool {
+// precedesInTime reports whether j of tenant t, started now, may use a
+// node of pool k that a reservation starting at start earmarks: it leaves
+// by the start on its own (endsBy), or it is work that checkpoints and
+// would be evictable at the start having saved at least once (its
+// protection, Config.MinRunTime or an elastic job's resize interval if
+// longer, and one checkpoint interval end by then) of a partition that
+// lends in the pool. Such work gives the node back at the start as to an
+// active reservation, losing at most one interval, instead of the node
+// standing idle until then; the capacity it held is then its partition's
+// idle guarantee, which the owner may borrow only where the partition
+// lends (under a static strategy none does, and the node stays kept).
+func (st *state) precedesInTime(j *model.Job, t *tenantState, k int, start time.Time) bool {
+	return st.precedesFrom(j, t, k, st.now, start)
+}
+
+// precedesFrom is precedesInTime for j started at at (reserve reads it of
+// work already running, which the earmark let in by this rule).
+func (st *state) precedesFrom(j *model.Job, t *tenantState, k int, at, start time.Time) bool {
+	if end, ok := endsBy(j, at); ok && !end.After(start) {
+		return true
+	}
 	every := j.Spec.Checkpoint.Interval
-	return every > 0 && !st.now.Add(st.guard(j)+every).After(start)
+	if every <= 0 || at.Add(st.guard(j)+every).After(start) {
+		return false
+	}
+	return t == nil || t.partition == nil || t.partition.lend[k] != 0
 }
 
 // guard is how long j is protected from preemption after it starts
@@ -146,7 +163,7 @@ func (st *state) earmarkKey(b []byte, j *model.Job) []byte {
 	}
 	for i := range st.res {
 		if rs := &st.res[i]; len(rs.earmarks) > 0 {
-			b = appendBit(b, st.precedesInTime(j, rs.Start))
+			b = appendBit(b, st.precedesInTime(j, st.tenants[j.Spec.Tenant], rs.pool(st), rs.Start))
 		}
 	}
 	return b

@@ -79,6 +79,18 @@ func TestBeforeStart(t *testing.T) {
 		want: map[string]sched.Reason{"job": sched.InsufficientCapacity},
 		says: []string{"checkpoints"},
 	}, {
+		name: "work that checkpoints is kept off when its partition lends nothing there",
+		world: func() *World {
+			// At the start the node would become p's idle guarantee, which p
+			// does not lend: the reservation could not take it back.
+			w := NewWorld().Region("eastus", "us", model.FabricInfiniBand).Nodes("h", 1, h100, "l1").
+				Partition("p", "eastus", "H100", 8).LendLimit(0).Tenant("alice", "p").Tenant("bob", "")
+			reserve(w)
+			w.Job("job", "alice").GPUs(1, 8).Checkpoints(30 * time.Minute)
+			return w
+		},
+		want: map[string]sched.Reason{"job": sched.InsufficientCapacity},
+	}, {
 		name: "spot work may use it",
 		world: func() *World {
 			w := reserve(oneRegion(1))
@@ -128,7 +140,7 @@ func TestBeforeStart(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := tc.world()
-			cyc := BeforeCycle(w, now)
+			cyc := BeforeCycle(w, now, sched.Config{MinRunTime: sched.DefaultMinRunTime}) // as schedule
 			p := schedule(t, w)
 			for job, want := range tc.want {
 				expect(t, p, job, want)

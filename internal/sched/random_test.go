@@ -45,8 +45,8 @@ func TestRandomCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	const resizeInterval = 7 * time.Minute
-	s := sched.New(sched.Config{MinRunTime: 5 * time.Minute, ResizeInterval: resizeInterval})
+	cfg := sched.Config{MinRunTime: 5 * time.Minute, ResizeInterval: 7 * time.Minute}
+	s := sched.New(cfg)
 	clock := Epoch
 	next := 0
 	tenants := []string{"t1", "t2", "t3", "t4", "t5"}
@@ -69,8 +69,7 @@ func TestRandomCycles(t *testing.T) {
 		}
 		before := stateSet(w.Jobs)
 		usedBefore := snapshotUsage(w)
-		cyc := BeforeCycle(w, clock)
-		cyc.ResizeInterval, cyc.MinRunTime = resizeInterval, 5*time.Minute
+		cyc := BeforeCycle(w, clock, cfg)
 		p := s.Schedule(w.Snapshot(), clock)
 		for _, r := range p.Resizes {
 			if r.Grows() {
@@ -377,7 +376,7 @@ func starved(w *World, now time.Time, before map[string]model.State, usedBefore 
 	for _, j := range w.Jobs {
 		p := part[j.Spec.Tenant]
 		borrower := (p == "" || min(used[p], usedBefore[p]) > guar[p]) && before[j.ID] == model.StateRunning
-		guard := 5 * time.Minute // Config.MinRunTime
+		guard := cyc.MinRunTime
 		if j.Spec.Elastic != nil {
 			guard = max(guard, cyc.ResizeInterval)
 		}

@@ -20,9 +20,12 @@ import (
 //     the least (that work yields to it, yieldsToNamed); otherwise they
 //     tie, so that the reservation may cover the owner's work and leave
 //     idle nodes to others;
-//  3. for a reservation with a start (whose nodes took only spot work and
-//     work bound to end before it, see earmark), nodes whose other work is
-//     all spot: the spot work is evicted before any that kept the rule;
+//  3. for a reservation with a start (whose nodes took only spot work,
+//     work bound to end before it and work that checkpoints and would be
+//     past its protection and one checkpoint at the start, see earmark),
+//     nodes whose other work is all such work, judged from when it
+//     started: it gives way at once, where other work may still be
+//     protected;
 //  4. nodes whose other work (spot work included) loses the fewest
 //     GPU-seconds since its last checkpoint if evicted;
 //
@@ -80,7 +83,8 @@ func (st *state) reserve() {
 
 // reserveCost ranks node i for reservation rs (see reserve): tier 0 when it
 // runs work naming rs, 1 when it holds no other tenant's work, 2 when rs
-// has a start and other tenants' work on it is all spot, else 3, and 4
+// has a start and other tenants' work on it is all spot or work that
+// precedes it (precedesFrom, from its start), else 3, and 4
 // more than that when the queued work naming rs may not use it (unwanted);
 // with the GPU-seconds that work would lose (in tier 1, the owner's work
 // that does not name rs, while work naming rs is queued; else nothing).
@@ -109,7 +113,7 @@ func (st *state) unwanted(rs *reservationState, i int) bool {
 
 // reserveTier is reserveCost without the unwanted rank.
 func (st *state) reserveTier(rs *reservationState, i int) (tier int, cost float64) {
-	named, foreign, onlySpot := false, false, true
+	named, foreign, onlySpot := false, false, true // onlySpot: or work that precedes rs
 	var own float64 // the owner's work that does not name rs
 	work := st.byNode[i]
 	if len(work) > 2 {
@@ -127,7 +131,8 @@ func (st *state) reserveTier(rs *reservationState, i int) (tier int, cost float6
 		switch {
 		case rj.tenant.name != rs.Owner:
 			foreign = true
-			onlySpot = onlySpot && rj.job.Spec.Priority.Class == model.ClassSpot
+			onlySpot = onlySpot && (rj.job.Spec.Priority.Class == model.ClassSpot ||
+				(!rs.Start.IsZero() && st.precedesFrom(rj.job, rj.tenant, st.groups[st.groupOf[i]].pool, rj.job.Status.StartedAt, rs.Start)))
 			cost += rj.cost // counted at begin
 		case rj.job.Spec.Placement.Reservation == rs.Name:
 			named = true

@@ -25,8 +25,8 @@ type Cycle struct {
 	// that keeps it for its start, by the same documented rule.
 	Earmarked map[string]model.Reservation
 	// ResizeInterval is the core's Config.ResizeInterval (zero: its
-	// default) and MinRunTime its Config.MinRunTime, for the checks of
-	// resizes and of work on earmarked nodes.
+	// default) and MinRunTime its Config.MinRunTime (BeforeCycle's cfg),
+	// for the rules of resizes and of work on reserved nodes.
 	ResizeInterval, MinRunTime time.Duration
 }
 
@@ -42,9 +42,14 @@ type heldJob struct {
 	allocs []model.Allocation // as the cycle found them
 }
 
-// BeforeCycle records w at now, before a cycle plans over it.
-func BeforeCycle(w *World, now time.Time) *Cycle {
+// BeforeCycle records w at now, before a cycle plans over it by cfg (the
+// core's defaults when none is given; only its MinRunTime and
+// ResizeInterval are read).
+func BeforeCycle(w *World, now time.Time, cfg ...sched.Config) *Cycle {
 	c := &Cycle{w: w, now: now, jobs: map[string]heldJob{}}
+	if len(cfg) > 0 {
+		c.MinRunTime, c.ResizeInterval = cfg[0].MinRunTime, cfg[0].ResizeInterval
+	}
 	for _, j := range w.Jobs {
 		h := heldJob{job: j}
 		if j.Status.State.Holds() {
@@ -62,7 +67,8 @@ func BeforeCycle(w *World, now time.Time) *Cycle {
 // those holding no other tenant's work (while the owner's work that names
 // it is queued, those whose owner's work loses the fewest GPU-seconds
 // first, idle ones before all), then (for a reservation with a start)
-// those whose other tenants' work is all spot, then those whose other
+// those whose other tenants' work is all spot or work that, from its
+// start, precedes the reservation (Precedes), then those whose other
 // tenants' work loses the fewest GPU-seconds since its last checkpoint,
 // then by name; while all the owner's queued work naming it names its
 // nodes, the nodes none of it may use after all others; taken from as few
@@ -129,7 +135,8 @@ func (c *Cycle) reserve() map[string]model.Reservation {
 				switch {
 				case j.Spec.Tenant != r.Owner:
 					foreign = true
-					spot = spot && j.Spec.Priority.Class == model.ClassSpot
+					spot = spot && (j.Spec.Priority.Class == model.ClassSpot ||
+						(!r.Start.IsZero() && c.precedesFrom(j, j.Status.StartedAt, r)))
 					x.cost += c.lost(j)
 				case j.Spec.Placement.Reservation == r.Name:
 					named = true

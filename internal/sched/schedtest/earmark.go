@@ -16,16 +16,46 @@ func (c *Cycle) Precedes(j *model.Job, r model.Reservation) bool {
 	if j.Spec.Tenant == r.Owner || j.Spec.Priority.Class == model.ClassSpot {
 		return true
 	}
-	if endsBy(j, c.now, r.Start) {
+	return c.precedesFrom(j, c.now, r)
+}
+
+// precedesFrom reports whether j, started at at, is gone by r's start
+// (its timeout and grace) or evictable then having saved once (its
+// protection and one checkpoint interval end by the start) with a
+// partition that lends in r's pool.
+func (c *Cycle) precedesFrom(j *model.Job, at time.Time, r model.Reservation) bool {
+	if endsBy(j, at, r.Start) {
 		return true
 	}
-	// Work that checkpoints, evictable at the start having saved once.
 	guard := c.MinRunTime
 	if j.Spec.Elastic != nil {
 		guard = max(guard, c.resizeInterval())
 	}
 	every := j.Spec.Checkpoint.Interval
-	return every > 0 && !c.now.Add(guard+every).After(r.Start)
+	return every > 0 && !at.Add(guard+every).After(r.Start) && c.lends(j.Spec.Tenant, r)
+}
+
+// lends reports whether the partition of tenant lends in the pool of r's
+// nodes: a guarantee there with a lending limit of zero lends nothing.
+func (c *Cycle) lends(tenant string, r model.Reservation) bool {
+	part := ""
+	for _, t := range c.w.Tenancy.Tenants {
+		if t.Name == tenant {
+			part = t.Partition
+		}
+	}
+	gpuModel := c.w.Fleet.Catalog[r.SKU].GPUModel
+	for _, p := range c.w.Tenancy.Partitions {
+		if p.Name != part {
+			continue
+		}
+		for _, g := range p.Guarantees {
+			if g.Region == r.Region && g.GPUModel == gpuModel && g.LendLimit != nil && *g.LendLimit == 0 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func endsBy(j *model.Job, start, by time.Time) bool {
