@@ -113,7 +113,8 @@ func (st *state) unwanted(rs *reservationState, i int) bool {
 
 // reserveTier is reserveCost without the unwanted rank.
 func (st *state) reserveTier(rs *reservationState, i int) (tier int, cost float64) {
-	named, foreign, onlySpot := false, false, true // onlySpot: or work that precedes rs
+	// onlySpot: the other tenants' work is all spot, or precedes rs.
+	named, foreign, onlySpot := false, false, true
 	var own float64 // the owner's work that does not name rs
 	work := st.byNode[i]
 	if len(work) > 2 {
