@@ -68,12 +68,8 @@ func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 		j := byID[b.Job]
 		j.Status.State = model.StateRunning
 		j.Status.StartedAt = now
-		j.Status.Allocations = make([]model.Allocation, len(b.Nodes))
-		nodes := make([]string, len(b.Nodes))
-		for i, n := range b.Nodes {
-			j.Status.Allocations[i] = model.Allocation{Node: n.Node, GPUs: n.GPUs, GPUMilli: n.GPUMilli}
-			nodes[i] = n.Node
-		}
+		var nodes []string
+		j.Status.Allocations, nodes = allocations(b.Nodes)
 		j.Status.Attempts = append(slices.Clip(j.Status.Attempts),
 			model.Attempt{Number: len(j.Status.Attempts) + 1, Nodes: nodes, Started: now})
 	}
@@ -85,13 +81,21 @@ func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 		}
 		j.Status.Resizes++
 		j.Status.StartedAt = now
-		j.Status.Allocations = make([]model.Allocation, len(r.Nodes))
-		nodes := make([]string, len(r.Nodes))
-		for i, n := range r.Nodes {
-			j.Status.Allocations[i] = model.Allocation{Node: n.Node, GPUs: n.GPUs, GPUMilli: n.GPUMilli}
-			nodes[i] = n.Node
-		}
+		var nodes []string
+		j.Status.Allocations, nodes = allocations(r.Nodes)
 		j.Status.Attempts = append(att, model.Attempt{Number: len(att) + 1, Nodes: nodes, Started: now})
 	}
 	return nil
+}
+
+// allocations is what a job holds once placed on ps, and the node of each
+// instance, as its attempt records them.
+func allocations(ps []Placement) ([]model.Allocation, []string) {
+	allocs := make([]model.Allocation, len(ps))
+	nodes := make([]string, len(ps))
+	for i, n := range ps {
+		allocs[i] = model.Allocation{Node: n.Node, GPUs: n.GPUs, GPUMilli: n.GPUMilli}
+		nodes[i] = n.Node
+	}
+	return allocs, nodes
 }
