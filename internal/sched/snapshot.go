@@ -63,9 +63,11 @@ type Config struct {
 	// default, earmarks for every reservation ahead.
 	EarmarkLead time.Duration
 	// ResizeInterval is the least time between two resizes of an elastic
-	// job (model.Elastic), counted from the start of its current attempt,
-	// and how long capacity must be expected to stay free for the job to
-	// grow into it (elastic.go). Zero means model.DefaultResizeInterval.
+	// job (model.Elastic), counted from the start of its current attempt:
+	// it grows no sooner, and is protected from shrinks and eviction that
+	// long when MinRunTime is shorter (elastic.go). Snapshot.Headroom is
+	// what a driver expects to be asked for within it. Zero means
+	// model.DefaultResizeInterval.
 	ResizeInterval time.Duration
 	// Observer, when not nil, is told as the cycle goes, so that a driver
 	// can time the core's decisions; nil costs nothing.

@@ -223,8 +223,8 @@ func explainElastic(j *model.Job, now time.Time, interval time.Duration) string 
 			next.UTC().Format(time.RFC3339), interval, len(j.Status.Attempts))
 	default:
 		step := e.StepOrOne()
-		s += fmt.Sprintf("; not larger: it grows by %d instance(s) (%d GPUs) only into capacity that nothing queued needs, on the fabric it runs on, expected to stay idle for %s",
-			step, step*j.Spec.Resources.GPUsPerInstance, interval)
+		s += fmt.Sprintf("; not larger: it grows by %d instance(s) (%d GPUs) only into capacity that nothing queued needs, on the fabric it runs on, off nodes kept for a reservation ahead",
+			step, step*j.Spec.Resources.GPUsPerInstance)
 	}
 	at := j.Status.Attempts
 	for i := len(at) - 1; i >= 0; i-- {
