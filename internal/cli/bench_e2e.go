@@ -358,11 +358,11 @@ func runBenchE2E(ctx context.Context, out, errOut io.Writer, f benchE2EFlags) er
 		return err
 	}
 	cpu := cpuTime() - cpu0
-	r.Cycles = bs.srv.Cycles() - cycles0
-	after, err := scrapeServer(ctx, run.client, bs.url, bs.token)
+	after, err := settledScrape(ctx, run.client, bs.url, bs.token, before)
 	if err != nil {
 		return err
 	}
+	r.Cycles = bs.srv.Cycles() - cycles0
 	if r.CycleSplit, err = cycleSplit(before, after); err != nil {
 		return err
 	}

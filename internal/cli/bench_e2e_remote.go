@@ -81,7 +81,7 @@ func runBenchE2ERemote(ctx context.Context, out, errOut io.Writer, f benchE2EFla
 		cancelRun(ctx, run, errOut)
 		return err
 	}
-	after, err := scrapeServer(ctx, run.client, f.server, f.token)
+	after, err := settledScrape(ctx, run.client, f.server, f.token, before)
 	if err != nil {
 		return err
 	}

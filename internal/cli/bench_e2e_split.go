@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/allot-dev/allot/internal/server"
 )
@@ -250,3 +251,38 @@ func clipText(s string) string {
 
 // round3 rounds to three decimals (microseconds of a figure in ms).
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// settledScrape scrapes url until the cycles that committed since before
+// have ended, for at most two seconds: the jobs a cycle commits are seen
+// running (through the watch) before the cycle publishes and is counted,
+// and a scrape between the two would split a cycle that is not over.
+func settledScrape(ctx context.Context, c *http.Client, url, token string, before serverScrape) (serverScrape, error) {
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		s, err := scrapeServer(ctx, c, url, token)
+		if err != nil || cyclesEnded(before, s) || time.Now().After(deadline) {
+			return s, err
+		}
+		select {
+		case <-ctx.Done():
+			return s, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// cyclesEnded reports whether every cycle that committed by after had
+// published, and one that committed since before was counted as ended.
+func cyclesEnded(before, after serverScrape) bool {
+	count := func(s serverScrape, phase string) float64 {
+		if h := s.phases[phase]; h != nil {
+			return h.count
+		}
+		return 0
+	}
+	committed := count(after, "commit")
+	if count(after, "publish") < committed {
+		return false
+	}
+	return committed == count(before, "commit") || after.cycles > before.cycles
+}

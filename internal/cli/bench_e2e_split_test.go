@@ -132,3 +132,26 @@ func FuzzParseSample(f *testing.F) {
 		_, _ = readScrape(strings.NewReader("allot_cycle_phase_seconds" + line + "\n"))
 	})
 }
+
+// A scrape taken after a cycle committed but before it published and ended
+// is not settled: the split would count a commit without its publish.
+func TestCyclesEnded(t *testing.T) {
+	scrape := func(commit, publish, cycles float64) serverScrape {
+		return serverScrape{cycles: cycles, phases: map[string]*histogram{"commit": {count: commit}, "publish": {count: publish}}}
+	}
+	before := scrape(4, 4, 10)
+	for _, tc := range []struct {
+		after serverScrape
+		want  bool
+	}{
+		{scrape(4, 4, 10), true},  // nothing committed since
+		{scrape(5, 4, 10), false}, // committed, not published
+		{scrape(5, 5, 10), false}, // published, not yet counted
+		{scrape(5, 5, 11), true},
+		{scrape(7, 7, 12), true},
+	} {
+		if got := cyclesEnded(before, tc.after); got != tc.want {
+			t.Errorf("after %+v: %v, want %v", tc.after, got, tc.want)
+		}
+	}
+}
