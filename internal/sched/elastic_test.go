@@ -75,10 +75,19 @@ func TestElasticGrowsIntoIdleCapacity(t *testing.T) {
 		w := world(now.Add(-time.Hour), false)
 		snap := w.Snapshot()
 		snap.Headroom = []sched.Headroom{{Region: "eastus", GPUModel: "H100", GPUs: 16}}
-		p := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime}).Schedule(snap, now)
+		core := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
+		p := core.Schedule(snap, now)
 		r, ok := resizeOf(p, "e")
 		if !ok || r.To != 2 {
 			t.Fatalf("with 24 idle GPUs and 16 kept, want e grown 1→2, got %+v (ok %v)", r, ok)
+		}
+		// A driver that carries a Session gets the same from the Snapshot.
+		inc, err := sched.NewIncremental(core, true).Plan(snap, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, ok := resizeOf(inc, "e"); !ok || r.To != 2 {
+			t.Fatalf("incremental: want e grown 1→2, got %+v (ok %v)", r, ok)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -114,6 +115,9 @@ func (inc *Incremental) Plan(in *Snapshot, now time.Time) (Plan, error) {
 			inc.OnRefused(err)
 		}
 		return inc.core.Schedule(in, now), nil
+	}
+	if !slices.Equal(inc.ss.headroom, in.Headroom) {
+		inc.ss.SetHeadroom(in.Headroom)
 	}
 	plan := inc.ss.Schedule(queued, now)
 	if inc.scratch == nil {

@@ -3,6 +3,7 @@ package scenario
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -224,14 +225,60 @@ func (r *run) speed(j *model.Job) float64 {
 // operator policies' adjustment of it, as the server's cycle does.
 func (r *run) input(snap *sched.Snapshot, now time.Time) *sched.Snapshot {
 	s := strategy.Apply(snap, now)
-	if r.opt.Policies == nil || len(r.active) == 0 {
-		return s
+	if r.opt.Policies != nil && len(r.active) > 0 {
+		adj := policy.Adjust(s, r.opt.Policies, r.active, now)
+		if len(adj.Overrides) > 0 {
+			r.overridden++
+		}
+		s = adj.Snapshot
 	}
-	adj := policy.Adjust(s, r.opt.Policies, r.active, now)
-	if len(adj.Overrides) > 0 {
-		r.overridden++
+	if r.opt.Elastic {
+		if h := r.headroom(now); len(h) > 0 {
+			if s == snap {
+				c := *snap
+				s = &c
+			}
+			s.Headroom = h
+		}
 	}
-	return adj.Snapshot
+	return s
+}
+
+// headroom is what the endpoints' daily curves will ask for within the
+// core's resize interval beyond the replicas they have: for each endpoint,
+// the replicas its throughput profile needs at the highest rate of the
+// curve (noise aside) over the interval, less those it has, in the region
+// and GPU model where most of its replicas run. Elastic jobs do not grow
+// into it (sched.Snapshot.Headroom), so that a gang does not take capacity
+// the next morning's replicas will evict it from.
+func (r *run) headroom(now time.Time) []sched.Headroom {
+	interval := model.DefaultResizeInterval
+	var out []sched.Headroom
+	for _, ep := range r.endpoints {
+		pools := map[[2]string]int{}
+		var pool [2]string
+		for _, j := range ep.replicas {
+			if len(j.Status.Allocations) == 0 {
+				continue
+			}
+			p := r.nodePool[j.Status.Allocations[0].Node]
+			if pools[p]++; pools[p] > pools[pool] || (pools[p] == pools[pool] && p[0]+p[1] < pool[0]+pool[1]) {
+				pool = p
+			}
+		}
+		per := ep.spec.Throughput[pool[1]]
+		if len(pools) == 0 || !(per > 0) {
+			continue
+		}
+		peak := 0.0
+		for t := now; !t.After(now.Add(interval)); t = t.Add(time.Minute) {
+			peak = max(peak, ep.rate(t, false))
+		}
+		if extra := int(math.Ceil(peak/per)) - len(ep.replicas); extra > 0 {
+			out = append(out, sched.Headroom{Region: pool[0], GPUModel: pool[1], GPUs: extra * max(ep.spec.Resources.GPUsPerInstance, 1)})
+		}
+	}
+	return out
 }
 
 // tick is one minute: the endpoints measure and scale, the operator
