@@ -244,21 +244,32 @@ func (l *agentLab) waitState(t *testing.T, id, state string, limit time.Duration
 
 func (l *agentLab) logs(t *testing.T, id string, attempt int) string {
 	t.Helper()
+	return l.must(t, l.team, logArgs(id, attempt)...)
+}
+
+// logArgs is 'allot job logs' of attempt (0: the current one) of job id.
+func logArgs(id string, attempt int) []string {
 	args := []string{"job", "logs", id}
 	if attempt > 0 {
 		args = append(args, "--attempt", strconv.Itoa(attempt))
 	}
-	return l.must(t, l.team, args...)
+	return args
 }
 
-// waitLog polls the job's log until it contains want.
+// waitLog polls the job's log until it contains want. A job not placed
+// yet has no attempt, and so no log: that is waited out too.
 func (l *agentLab) waitLog(t *testing.T, id string, attempt int, want string, limit time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
-		s := l.logs(t, id, attempt)
-		if strings.Contains(s, want) {
+		args := logArgs(id, attempt)
+		r := l.run(t, l.team, args...)
+		s := r.out
+		switch {
+		case r.code == 0 && strings.Contains(s, want):
 			return s
+		case r.code != 0 && !strings.Contains(r.err, "has no attempt"):
+			t.Fatalf("allot %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.out, r.err)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("job %s attempt %d: log lacks %q within %s:\n%s", id, attempt, want, limit, s)

@@ -137,7 +137,7 @@ func (st *state) precedesFrom(j *model.Job, t *tenantState, k int, at, start tim
 	if every <= 0 || at.Add(st.guard(j)+every).After(start) {
 		return false
 	}
-	return t == nil || t.partition == nil || t.partition.lend[k] != 0
+	return t == nil || t.partition == nil || k < 0 || t.partition.lend[k] != 0
 }
 
 // guard is how long j is protected from preemption after it starts
