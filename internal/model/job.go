@@ -261,7 +261,8 @@ func (c Checkpoint) GraceOrDefault() time.Duration {
 
 // State is a job's place in its lifecycle:
 // Queued → Preparing → Running → Succeeded | Failed | Canceled, with
-// Running → Preempted → Queued and Running → TimedOut. A job with After
+// Running → Preempted → Queued, Running → TimedOut, and Running →
+// Preparing → Running when an elastic job is resized. A job with After
 // starts Blocked: Blocked → Queued once its predecessors succeeded,
 // Blocked → Canceled when one of them ended otherwise.
 type State string
