@@ -161,9 +161,10 @@ func (st *state) earmarkKey(b []byte, j *model.Job) []byte {
 	if !st.earmarked {
 		return b
 	}
+	t := st.tenants[j.Spec.Tenant] // once per job: this runs for most of a long queue
 	for i := range st.res {
 		if rs := &st.res[i]; len(rs.earmarks) > 0 {
-			b = appendBit(b, st.precedesInTime(j, st.tenants[j.Spec.Tenant], rs.pool(st), rs.Start))
+			b = appendBit(b, st.precedesInTime(j, t, rs.pool(st), rs.Start))
 		}
 	}
 	return b
