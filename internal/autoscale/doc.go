@@ -19,7 +19,8 @@
 //  0. Learn: a newest sample whose p95 missed the SLO, measured with every
 //     ready replica reporting, raises the factor the forecast is planned
 //     up by (State.Boost) by Params.MissBoost, up to Params.MissBoostMax;
-//     the raise beyond 1 halves every Params.MissHalfLife without a miss.
+//     it falls back by that factor every Params.MissEvery without a miss,
+//     so it settles where the endpoint misses one sample in MissEvery.
 //     The model plans for the p95 of a typical minute; an endpoint whose
 //     traffic comes in bursts misses more minutes than it foresees, and
 //     this is how the misses teach it the headroom such traffic needs.

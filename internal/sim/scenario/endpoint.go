@@ -51,7 +51,10 @@ type endpointSim struct {
 	window   []autoscale.Sample
 	state    autoscale.State
 	warm     time.Time // replicas started then serve at once
-	hist     serving.Histogram
+	// represented is how many requests a minute the representatives of a
+	// GPU model must see together (RepresentedRequests; tests change it).
+	represented float64
+	hist        serving.Histogram
 
 	// measured
 	minutes, within int
@@ -65,19 +68,38 @@ type endpointSim struct {
 
 // representative is a replica of a GPU model whose requests the world
 // serves: the router spreads requests in proportion to capacity, so every
-// replica of a model sees the same process; the world serves those of up
-// to Representatives replicas of each model, each simulated request
-// standing for as many as there are replicas of the model over the
+// replica of a model sees the same process; the world serves those of
+// some of the replicas of each model (representatives), each simulated
+// request standing for as many as there are replicas of the model over the
 // replicas simulated.
 type representative struct {
 	replica  *serving.Replica
 	arrivals *serving.Arrivals
 }
 
-// Representatives is how many replicas of each GPU model the world
-// serves requests on each minute (all of them when there are fewer): a
-// minute's p95 is taken over their requests together.
-const Representatives = 4
+// How many replicas of each GPU model the world serves requests on each
+// minute: at least MinRepresentatives (all of them when there are fewer),
+// and more until their requests of the minute number RepresentedRequests.
+// A minute's p95 is taken over the simulated requests together, so it is
+// as noisy as a p95 of that many requests: with four representatives an
+// endpoint of 45 replicas at 9 req/s measured its p95 over 48 requests, not
+// its 560, and missed minutes no replica count removes (the week's
+// copilot-eu; BENCHMARKS.md, "The world measures a minute's p95 over
+// enough requests").
+const (
+	MinRepresentatives  = 4
+	RepresentedRequests = 500
+)
+
+// representatives is how many of the n replicas of a model whose share of
+// the endpoint's requests is share (each) the world serves at rate.
+func (ep *endpointSim) representatives(n int, rate, share float64) int {
+	k := MinRepresentatives
+	if perReplica := rate * share * 60; perReplica > 0 {
+		k = max(k, int(min(math.Ceil(ep.represented/perReplica), float64(n))))
+	}
+	return min(n, k)
+}
 
 func (f *File) newEndpointSim(e EndpointGen, seed int64, i int, load float64, start time.Time) (*endpointSim, error) {
 	s := endpointSpec(e)
@@ -87,7 +109,7 @@ func (f *File) newEndpointSim(e EndpointGen, seed int64, i int, load float64, st
 	}
 	ep := &endpointSim{gen: e, spec: s, params: autoscale.ForEndpoint(s), rng: rand.New(rand.NewPCG(uint64(seed), 1<<32+uint64(i))),
 		seed: uint64(seed), index: i, load: load, start: start, slo: e.SLO.P95Ms / 1000, pattern: p,
-		capacity: map[string]float64{}, profiles: map[string]serving.Profile{}, reps: map[string][]*representative{}}
+		represented: RepresentedRequests, capacity: map[string]float64{}, profiles: map[string]serving.Profile{}, reps: map[string][]*representative{}}
 	ctx, gen := p.MeanTokens()
 	for _, m := range s.Resources.GPUModels {
 		prof, err := serving.NewProfile(*e.Serving, m, s.Resources.GPUsPerInstance)
@@ -255,8 +277,8 @@ func (ep *endpointSim) serve(rate float64, count map[string]int, now time.Time) 
 		weight += float64(n) * ep.capacity[m]
 	}
 	for m, reps := range ep.reps {
-		if k := min(count[m], Representatives); k < len(reps) {
-			ep.reps[m] = reps[:k] // replicas went: their state with them
+		if n := count[m]; n < len(reps) {
+			ep.reps[m] = reps[:n] // replicas went: their state with them
 		}
 	}
 	ep.hist.Reset()
@@ -281,15 +303,15 @@ func (ep *endpointSim) serve(rate float64, count map[string]int, now time.Time) 
 		if !ok {
 			continue // a GPU model the endpoint does not allow: not placed there
 		}
-		k := min(count[m], Representatives)
+		share := ep.capacity[m] / weight // of the endpoint's requests, to each replica of m
+		k := ep.representatives(count[m], rate, share)
 		for len(ep.reps[m]) < k {
 			ep.drawn++
 			rng := rand.New(rand.NewPCG(ep.seed, 1<<48+uint64(ep.index)<<24+uint64(ep.drawn)))
 			ep.reps[m] = append(ep.reps[m], &representative{replica: serving.NewReplica(prof), arrivals: serving.NewArrivals(ep.pattern, rng)})
 		}
 		n := float64(count[m]) / float64(k) // requests each simulated one stands for
-		share := ep.capacity[m] / weight    // of the endpoint's requests, to each replica of m
-		for _, rep := range ep.reps[m] {
+		for _, rep := range ep.reps[m][:k] {
 			rep.arrivals.Span(from, to, rate, share, func(at float64, ctx, gen int) {
 				o := rep.replica.Serve(at, ctx, gen)
 				v := o.Latency
