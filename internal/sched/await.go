@@ -17,15 +17,18 @@ import (
 // long as such work keeps arriving (on the simulated week, spot batch kept
 // a partition's 4-node gang from its guarantee for hours, and other work a
 // reservation's gang from its opening for up to 44 minutes). So for the
-// rest of the cycle the
-// nodes of its protected victims take no work the job could evict there
-// that no guarantee covers: spot work, and work of a lower class (or of its
-// tenant and class, a priority gap below it) beyond its partition's
-// guarantee in the node's pool. Work it could not evict, and work its
-// partition's guarantee covers, still uses them (as with holds, kept nodes
-// never keep a partition below its guarantee); other nodes are untouched. Kubernetes keeps a preemptor's nominated node
-// the same way: pods of a lower priority are not bound there while it
-// waits for its victims to go.
+// rest of the cycle the nodes of the victims it would take, were none
+// protected, take no work the job could evict there that no guarantee
+// covers: spot work, and work of a lower class (or of its tenant and
+// class, a priority gap below it) beyond its partition's guarantee in the
+// node's pool. The unprotected victims' nodes are kept too: a gang that
+// waits for one protected victim would otherwise see the free GPUs beside
+// the others taken and protected in turn. Work it could not evict, and
+// work its partition's guarantee covers, still uses them (as with holds,
+// kept nodes never keep a partition below its guarantee); other nodes are
+// untouched. Kubernetes keeps a preemptor's nominated node the same way:
+// pods of a lower priority are not bound there while it waits for its
+// victims to go.
 //
 // A job naming a reservation keeps all of the reservation's nodes, the
 // free ones too. Nodes are kept afresh every cycle, by the job of the
@@ -48,9 +51,10 @@ func (st *state) clearKept() {
 	st.keptNodes, st.awaits = st.keptNodes[:0], st.awaits[:0]
 }
 
-// keep records that a waits for the victims preempt found protected
-// (st.protectedOn) until until, and keeps their nodes (and, for a job
-// naming a reservation, the reservation's) that no job before it keeps.
+// keep records that a waits until until for victims preempt found
+// protected, and keeps the nodes of every victim it would take were none
+// protected (st.protectedOn, preempt) and, for a job naming a
+// reservation, the reservation's nodes, where no job before it keeps them.
 func (st *state) keep(a *attempt, until time.Time) {
 	if a.class == model.ClassSpot || len(st.protectedOn) == 0 {
 		return

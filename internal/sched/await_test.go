@@ -95,3 +95,25 @@ func TestReservationNodesKeptForItsWaitingOwner(t *testing.T) {
 		t.Errorf("n's detail does not name the job the nodes are kept for: %q", pend.Detail)
 	}
 }
+
+// TestAGangKeepsEveryNodeItWouldTake: j (2×8) needs both nodes; spot work
+// holds four GPUs of each, protected on h-1 (started a minute ago), not on
+// h-2 (an hour ago). j waits for h-1's protection, and h-2 is kept too:
+// the four GPUs free there take no spot work, which would be protected
+// when h-1's victim no longer is, and j wait another protection. Keeping
+// only the protected victim's node let the week's 2-node gangs wait for
+// spot pair after pair (internal-ai's violation minutes, BENCHMARKS.md).
+func TestAGangKeepsEveryNodeItWouldTake(t *testing.T) {
+	spot := model.ClassSpot
+	w := oneRegion(2)
+	w.Job("s1", "bob").GPUs(1, 4).Class(spot).Running(now.Add(-time.Minute), On("h-1", 0, 1, 2, 3))
+	w.Job("s2", "bob").GPUs(1, 4).Class(spot).Running(now.Add(-time.Hour), On("h-2", 0, 1, 2, 3))
+	w.Job("j", "alice").GPUs(2, 8)
+	w.Job("n", "bob").GPUs(1, 4).Class(spot)
+	p := schedule(t, w)
+	expect(t, p, "j", sched.AwaitingPreemption)
+	expect(t, p, "n", sched.InsufficientCapacity)
+	if len(p.Preemptions) != 0 {
+		t.Errorf("j evicted part of what it waits for: %+v", p.Preemptions)
+	}
+}

@@ -68,7 +68,9 @@
 //     fewest GPU-seconds since their last checkpoint (also where all the
 //     free capacity is other partitions' idle guarantee, when evicting
 //     frees enough beyond it); work (a resumed job included) is protected
-//     for Config.MinRunTime after it starts, and work whose every instance
+//     for Config.MinRunTime after it starts (spot work not from a partition
+//     below its guarantee there, nor borrowing work from such a partition's
+//     work queued before it started), and work whose every instance
 //     runs in its own tenant's reservations is evicted only by its
 //     tenant's work that names the reservation, of the same class or
 //     above, when it needs those nodes (a gang partly outside is evictable

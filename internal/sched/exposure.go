@@ -12,7 +12,9 @@ import (
 // why' on a running job.
 type Exposure struct {
 	// ProtectedUntil is when its protection (Config.MinRunTime) ends;
-	// zero when it is not protected at now.
+	// zero when it is not protected at now. Spot work is not protected
+	// from a partition reclaiming its guarantee, nor borrowing work from
+	// what was queued before it started (By says so; reclaims).
 	ProtectedUntil time.Time
 	// By lists the work that may preempt it once unprotected; empty when
 	// nothing may.
@@ -64,8 +66,11 @@ func (s *Scheduler) Exposure(snap *Snapshot, now time.Time, id string) (e Exposu
 		e.By = append(e.By, fmt.Sprintf("%s work of its own partition %s only (it runs within the partition's guarantee of %s %s in %s)",
 			higher, q.name, gpuText(q.guar[k]), st.pools[k].gpuModel, st.pools[k].region))
 	}
-	if q == nil || q.used[k] > q.guar[k] {
-		e.By = append(e.By, "a partition below its guarantee there, reclaiming what it is owed")
+	switch {
+	case rj.class == model.ClassSpot: // reclaims: not protected from that
+		e.By = append(e.By, "a partition below its guarantee there, reclaiming what it is owed, protected or not")
+	case q == nil || q.used[k] > q.guar[k]:
+		e.By = append(e.By, "a partition below its guarantee there, reclaiming what it is owed (while it is protected, only for work queued before it started)")
 	}
 	return e, true
 }

@@ -34,7 +34,7 @@ func TestExposure(t *testing.T) {
 		setup: func(w *World) {
 			w.Job("x", "inside").Class(model.ClassSpot).GPUs(1, 8).Running(Epoch.Add(-h), On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
 		},
-		want:    []string{"standard or reserved work of any tenant"},
+		want:    []string{"standard or reserved work of any tenant", "reclaiming what it is owed, protected or not"},
 		evictor: func(w *World) { w.Job("new", "other").GPUs(2, 8) },
 	}, {
 		name: "within its partition's guarantee: only its own partition",
@@ -65,8 +65,13 @@ func TestExposure(t *testing.T) {
 		name: "protected for min_run_time",
 		setup: func(w *World) {
 			w.Job("x", "free").Class(model.ClassSpot).GPUs(1, 8).Running(Epoch.Add(-time.Minute), On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("o1", "other").GPUs(1, 8).Running(Epoch.Add(-h), On("h-2", 0, 1, 2, 3, 4, 5, 6, 7))
 		},
-		want: []string{"standard or reserved work of any tenant"},
+		want: []string{"standard or reserved work of any tenant", "reclaiming what it is owed, protected or not"},
+		// p is owed its 8 GPUs and takes them back at once; o holds its
+		// guarantee, so its reserved work waits for the protection.
+		evictor: func(w *World) { w.Job("new", "inside").GPUs(1, 8).Models("H100") },
+		spared:  func(w *World) { w.Job("new", "other").Class(model.ClassReserved).GPUs(1, 8).Models("H100") },
 	}}
 	cfg := sched.Config{MinRunTime: 10 * time.Minute}
 	for _, tc := range tests {

@@ -183,3 +183,74 @@ func keys(m map[string]sched.Reason) string {
 	sort.Strings(k)
 	return strings.Join(k, ",")
 }
+
+// TestAGuaranteeIsNotKeptWaitingForProtection: carol's partition p is owed
+// its 8 GPUs of the one node, which work started a minute ago holds. Spot
+// work is not protected from that reclaim: it runs on capacity p is owed,
+// and a guarantee kept waiting for spot is not kept; nor is a borrower of
+// a higher class (bob has no partition) that started while j, submitted
+// before it, waited. Once p holds its guarantee, for p's own spot work,
+// spot work in its tenant's own reservation and a borrower that was there
+// before j, protection holds as before.
+func TestAGuaranteeIsNotKeptWaitingForProtection(t *testing.T) {
+	spot := model.ClassSpot
+	started := now.Add(-time.Minute) // within DefaultMinRunTime
+	all := On("h-1", 0, 1, 2, 3, 4, 5, 6, 7)
+	for _, tc := range []struct {
+		name   string
+		world  func() *World
+		victim sched.Reason // of x; ReasonNone: j waits for x's protection
+	}{
+		{"spot work gives a guarantee back at once", func() *World {
+			w := oneNode().Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
+			w.Job("x", "bob").GPUs(1, 8).Class(spot).Running(started, all)
+			return w
+		}, sched.HigherClass},
+		{"a borrower that started while j waited gives it back at once", func() *World {
+			w := oneNode().Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
+			w.Job("x", "bob").GPUs(1, 8).Running(started, all)
+			return w
+		}, sched.ReclaimGuarantee},
+		{"a borrower that was there before j stays protected", func() *World {
+			w := oneNode().Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
+			w.Job("x", "bob").GPUs(1, 8).Running(started, all)
+			return w
+		}, sched.ReasonNone},
+		{"spot work stays protected from a partition that holds its guarantee", func() *World {
+			w := oneRegion(2).Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
+			w.Job("held", "carol").GPUs(1, 8).Running(Epoch, On("h-2", 0, 1, 2, 3, 4, 5, 6, 7))
+			w.Job("x", "bob").GPUs(1, 8).Class(spot).Running(started, all)
+			return w
+		}, sched.ReasonNone},
+		{"the partition's own spot work stays protected", func() *World {
+			w := oneNode().Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
+			w.Job("x", "carol").GPUs(1, 8).Class(spot).Running(started, all)
+			return w
+		}, sched.ReasonNone},
+		{"spot work in its own reservation stays protected", func() *World {
+			w := oneNode().Partition("p", "eastus", "H100", 8).Tenant("carol", "p").
+				Reserve("r", "bob", h100, "eastus", 1, time.Time{}, time.Time{})
+			w.Job("x", "bob").GPUs(1, 8).Class(spot).Reservation("r").Running(started, all)
+			return w
+		}, sched.ReasonNone},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.world()
+			jb := w.Job("j", "carol").GPUs(1, 8).Submitted(started.Add(-time.Minute))
+			if strings.Contains(tc.name, "there before j") {
+				jb.Submitted(now)
+			}
+			p := schedule(t, w)
+			if tc.victim == sched.ReasonNone {
+				if len(p.Preemptions) != 0 {
+					t.Errorf("protected work was evicted: %+v", p.Preemptions)
+				}
+				return
+			}
+			expect(t, p, "j", sched.ReasonNone)
+			if len(p.Preemptions) != 1 || p.Preemptions[0].Job != "x" || p.Preemptions[0].Reason != tc.victim {
+				t.Errorf("preemptions %+v, want x for %s", p.Preemptions, tc.victim)
+			}
+		})
+	}
+}

@@ -33,7 +33,9 @@ type Config struct {
 	Scorer Scorer
 	// MinRunTime protects a job from preemption until its current attempt
 	// has run this long (Slurm's PreemptExemptTime), so preemption cannot
-	// loop and a resumed job gets to make progress.
+	// loop and a resumed job gets to make progress. Spot work is not
+	// protected from a partition taking back its guarantee (state.reclaims):
+	// a guarantee is not kept waiting for spot.
 	MinRunTime time.Duration
 	// DisablePreemption turns step 4 off.
 	DisablePreemption bool

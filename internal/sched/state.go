@@ -181,12 +181,17 @@ type state struct {
 	keptOf    []int
 	keptNodes []int
 	// protectedOn collects, while one attempt looks for victims, the nodes
-	// of those it may evict only once their protection ends.
+	// of those it may evict only once their protection ends; once the
+	// search failed for protection, the nodes of the victims it would take
+	// were none protected (preempt).
 	protectedOn []int
-	heldBuf     []*running // heldWork's list, reused
-	res         []reservationState
-	resByName   map[string]int
-	partitions  map[string]*partitionState
+	// unguarded makes the victim search treat protected work as evictable
+	// now (preempt's second search).
+	unguarded  bool
+	heldBuf    []*running // heldWork's list, reused
+	res        []reservationState
+	resByName  map[string]int
+	partitions map[string]*partitionState
 	// partitionList holds the partitions of the map, in the tenancy's
 	// order, for loops that visit them all.
 	partitionList []*partitionState

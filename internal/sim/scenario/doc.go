@@ -41,9 +41,10 @@
 // The Result holds every strategy to the tenancy as written: SLO
 // attainment per endpoint (% of minutes whose p95 over the simulated
 // requests was within the SLO), guarantee violation minutes per partition
-// (work the guarantee covers waited longer than min_run_time while the
-// partition held less than it, and would have started with what the
-// partition was owed taken back from the others; see checkGuarantees), reservations whose
+// (work the guarantee covers had been owed it for longer than
+// min_run_time, as each minute's cycle left the fleet: the partition held
+// less than it, and the work would have started with what the partition
+// was owed taken back from the others; see checkGuarantees), reservations whose
 // work started within on_time of their opening, spot GPU-hours run and
 // lost to preemption, queueing per tier (mean, median, p95), training's
 // queueing, completion time and goodput (work done and kept, at the

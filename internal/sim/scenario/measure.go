@@ -16,12 +16,15 @@ import (
 	"github.com/allot-dev/allot/internal/strategy"
 )
 
-// checkGuarantees counts, over jobs (the live jobs at now), a violation
-// minute for every partition with a guarantee (as promised, whatever the
-// strategy) that has queued work
-// which has waited longer than min_run_time — the time the core may take
-// to reclaim lent capacity from protected work — and that the guarantee
-// covers while the partition holds less than it: in one pool (GPU model,
+// checkGuarantees counts, over jobs (the live jobs at now, as the
+// minute's cycle left them), a violation minute for every partition with
+// a guarantee (as promised, whatever the strategy) that has queued work
+// the guarantee has covered for longer than min_run_time — the time the
+// core may take to reclaim lent capacity from protected work — counted
+// from the later of the work's queueing and the last minute the partition
+// was owed nothing (r.clear), so that work that waited behind its own
+// partition until the partition fell short is owed from then. The
+// guarantee covers work while the partition holds less than it: in one pool (GPU model,
 // region, residency) the work may use, the partition holds fewer GPUs than
 // guaranteed there, the work is no larger than the guarantee, and the work
 // would start were the guarantee given back: a cluster of that pool (of
@@ -34,29 +37,43 @@ import (
 // guarantee stands in its way, not when its own partition's work does
 // (that is the partition's own order, which its queueing shows).
 func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
-	type key struct{ part, region, model string }
 	holding := r.eng.Holding()
-	used := map[key]int64{}
+	clear(r.held)
 	for _, j := range holding {
-		p := r.partOf[j.Spec.Tenant]
-		if p == "" {
+		p, ok := r.partIndex[j.Spec.Tenant]
+		if !ok {
 			continue
 		}
 		for _, a := range j.Status.Allocations {
-			pool := r.nodePool[a.Node]
-			used[key{p, pool[0], pool[1]}] += int64(len(a.GPUs)) * a.GPUMilli
+			r.held[p*len(r.pools)+r.poolIndex[a.Node]] += int64(len(a.GPUs)) * a.GPUMilli
 		}
+	}
+	// used is what the pi-th partition holds in the pool of g.
+	used := func(pi int, g model.Guarantee) int64 {
+		k, ok := r.pools[[2]string{g.Region, g.GPUModel}]
+		if !ok {
+			return 0 // a guarantee where the fleet has no such GPU
+		}
+		return r.held[pi*len(r.pools)+k]
 	}
 	// Partitions that hold less than a guarantee somewhere: only their
 	// work can count, and most minutes there are none.
 	short := map[string]bool{}
-	for _, part := range r.w.Promised.Partitions {
+	for pi, part := range r.w.Promised.Partitions {
 		for _, g := range part.Guarantees {
-			if used[key{part.Name, g.Region, g.GPUModel}] < int64(g.GPUs)*model.MilliPerGPU {
+			if used(pi, g) < int64(g.GPUs)*model.MilliPerGPU {
 				short[part.Name] = true
 			}
 		}
 	}
+	owed := map[string]bool{} // partitions with work the guarantee covers waiting now
+	defer func() {
+		for _, part := range r.w.Promised.Partitions {
+			if !owed[part.Name] {
+				r.clear[part.Name] = now
+			}
+		}
+	}()
 	if len(short) == 0 {
 		return
 	}
@@ -71,9 +88,15 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 		if p == "" || !short[p] || violated[p] {
 			continue
 		}
-		since, queued := r.rec.queuedAt[j.ID]
-		if !queued || now.Sub(since) <= grace {
+		queuedAt, queued := r.rec.queuedAt[j.ID]
+		if !queued {
 			continue
+		}
+		// Owed since it was queued, or since the last minute the
+		// partition was owed nothing, whichever came later.
+		since := queuedAt
+		if c, ok := r.clear[p]; ok && c.After(since) {
+			since = c
 		}
 		need := j.Spec.Resources.TotalMilli()
 		if need == 0 {
@@ -81,7 +104,7 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 		}
 		for _, g := range r.partition(p).Guarantees {
 			guaranteed := int64(g.GPUs) * model.MilliPerGPU
-			u := used[key{p, g.Region, g.GPUModel}]
+			u := used(r.partIndex[j.Spec.Tenant], g)
 			if u >= guaranteed || need > guaranteed || !r.mayRun(j, g.Region, g.GPUModel) {
 				continue
 			}
@@ -89,11 +112,15 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 				room = r.roomCheck(now, holding)
 			}
 			if room(p, g.Region, g.GPUModel, j, guaranteed-u) {
+				owed[p] = true
+				if now.Sub(since) <= grace {
+					break // owed for less than min_run_time yet
+				}
 				violated[p] = true
 				if _, seen := r.firstViolation[p]; !seen {
-					r.firstViolation[p] = fmt.Sprintf("%s: %s (%s, %d×%d GPUs) waited %s while the partition held %d of its %d %s GPUs in %s",
+					r.firstViolation[p] = fmt.Sprintf("%s: %s (%s, %d×%d GPUs) waited %s, %s of it owed, while the partition held %d of its %d %s GPUs in %s",
 						now.Format(time.RFC3339), j.Spec.Name, j.ID, j.Spec.Resources.InstanceCount, j.Spec.Resources.GPUsPerInstance,
-						now.Sub(since).Round(time.Minute), u/model.MilliPerGPU, g.GPUs, g.GPUModel, g.Region)
+						now.Sub(queuedAt).Round(time.Minute), now.Sub(since).Round(time.Minute), u/model.MilliPerGPU, g.GPUs, g.GPUModel, g.Region)
 				}
 				break
 			}

@@ -134,7 +134,7 @@ type PartitionResult struct {
 	GuaranteedGPUs int    `json:"guaranteed_gpus"`
 	// ViolationMinutes counts the minutes in which work of the partition
 	// that fits its unused guarantee (in one pool and one cluster of it)
-	// had waited longer than min_run_time.
+	// had been owed it for longer than min_run_time (checkGuarantees).
 	ViolationMinutes int `json:"guarantee_violation_minutes"`
 	// FirstViolation says which work waited, when, and how much of the
 	// guarantee was unused; empty without a violation.

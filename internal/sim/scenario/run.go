@@ -70,6 +70,13 @@ type run struct {
 	nodePool  map[string][2]string
 	clusters  map[string][]clusterNodes // region → its clusters
 	partOf    map[string]string         // tenant → partition
+	// For checkGuarantees' count of what partitions hold, by index:
+	// node → its pool's, tenant → its partition's in Promised (absent for
+	// none), and the count itself, reused.
+	poolIndex map[string]int
+	pools     map[[2]string]int
+	partIndex map[string]int
+	held      []int64 // milli-GPU by partition × pool
 
 	// operator policies, driven as the server's applyPolicies does
 	metrics    policy.Metrics
@@ -79,7 +86,11 @@ type run struct {
 
 	jobs []*model.Job // scratch: the live jobs of this minute's tick
 
-	violations     map[string]int    // partition → minutes
+	violations map[string]int // partition → minutes
+	// clear is, by partition, the last minute checkGuarantees found none
+	// of its work owed the guarantee: a job waits for what it is owed
+	// from then, or from its queueing if later.
+	clear          map[string]time.Time
 	firstViolation map[string]string // partition → what waited first
 }
 
@@ -182,16 +193,29 @@ func workload(t *model.Tenancy, s *model.JobSpec) string {
 // newRun is a run of w with nothing submitted yet.
 func newRun(f *File, w *World, opt Options) *run {
 	r := &run{f: f, w: w, opt: opt, rec: newRecorder(w), nodeModel: map[string]string{}, nodePool: map[string][2]string{},
-		partOf: map[string]string{}, violations: map[string]int{}, firstViolation: map[string]string{}}
+		poolIndex: map[string]int{}, pools: map[[2]string]int{}, partIndex: map[string]int{},
+		partOf: map[string]string{}, violations: map[string]int{}, firstViolation: map[string]string{}, clear: map[string]time.Time{}}
 	r.clusters = clustersOf(w.Fleet)
 	for _, n := range w.Fleet.Nodes {
 		m := w.Fleet.Catalog[n.SKU].GPUModel
 		r.nodeModel[n.Name] = m
 		r.nodePool[n.Name] = [2]string{n.Region, m}
+		k, ok := r.pools[r.nodePool[n.Name]]
+		if !ok {
+			k = len(r.pools)
+			r.pools[r.nodePool[n.Name]] = k
+		}
+		r.poolIndex[n.Name] = k
 	}
 	for _, t := range w.Promised.Tenants {
 		r.partOf[t.Name] = t.Partition
+		for i, p := range w.Promised.Partitions {
+			if p.Name == t.Partition {
+				r.partIndex[t.Name] = i
+			}
+		}
 	}
+	r.held = make([]int64, len(w.Promised.Partitions)*len(r.pools))
 	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
 		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime), HoldAfter: time.Duration(f.HoldAfter), PriorityGap: f.PriorityGap},
 		Input: r.input, Checkpoints: opt.Checkpoints, CheckIncremental: opt.CheckIncremental, Speed: r.speed,
@@ -282,7 +306,8 @@ func (r *run) headroom(now time.Time) []sched.Headroom {
 }
 
 // tick is one minute: the endpoints measure and scale, the operator
-// policies record and evaluate, and the guarantees are checked.
+// policies record and evaluate, and the guarantees are checked once the
+// minute's cycle ran.
 func (r *run) tick(now time.Time) error {
 	p95 := make([]float64, len(r.endpoints))
 	for i, ep := range r.endpoints {
@@ -318,7 +343,10 @@ func (r *run) tick(now time.Time) error {
 		}
 		r.active = next
 	}
-	r.checkGuarantees(now, r.jobs)
+	// The guarantees are checked on what the minute's cycle, which runs
+	// after this tick's events, leaves: work that ended since the last
+	// cycle has not been replaced before it, whatever the strategy.
+	r.eng.At(now.Add(time.Nanosecond), func(time.Time) { r.checkGuarantees(now, r.jobs) })
 	return nil
 }
 

@@ -18,7 +18,7 @@ const BlockLen = 256
 // endpoint reaches every replica at once, each with its share of it.
 type Arrivals struct {
 	p      *azurellm.Pattern
-	prefix []float64 // prefix[i] = Σ Gaps[:i]
+	prefix []float64 // prefix[i] = Σ Gaps[:i]: p's own (Pattern.Prefix) where it has one
 	rng    *rand.Rand
 	block  int // start of the block being read
 	off    int // position in it of the last request drawn
@@ -32,9 +32,9 @@ type Arrivals struct {
 // NewArrivals reads p (gaps with a mean of one, package trace/azurellm)
 // from random blocks drawn from rng. p must have a request.
 func NewArrivals(p *azurellm.Pattern, rng *rand.Rand) *Arrivals {
-	a := &Arrivals{p: p, rng: rng, prefix: make([]float64, len(p.Gaps)+1), next: -1}
-	for i, g := range p.Gaps {
-		a.prefix[i+1] = a.prefix[i] + g
+	a := &Arrivals{p: p, rng: rng, prefix: p.Prefix, next: -1}
+	if len(a.prefix) != len(p.Gaps)+1 {
+		a.prefix = azurellm.PrefixSums(p.Gaps) // a Pattern built by hand
 	}
 	a.jump()
 	return a
