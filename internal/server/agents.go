@@ -249,6 +249,10 @@ type Assignment struct {
 	// Started is set when the agent already reported the instance started:
 	// an agent that does not run it has lost it.
 	Started bool
+	// Container is the job's image, nil for a job run on the host.
+	Container *model.Container
+	// CPUMilli and MemoryMiB are the instance's requests (0: not set).
+	CPUMilli, MemoryMiB int64
 }
 
 // StopOrder is an instance a node must stop.
@@ -343,7 +347,8 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 				}
 				as := Assignment{Job: j.ID, Attempt: n, Rank: r, WorldSize: len(st.Allocations), Command: j.Spec.Command,
 					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, NoResume: noResume, Timeout: timeLeft(j),
-					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n)}
+					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n),
+					Container: j.Spec.Container, CPUMilli: j.Spec.Resources.CPUMilli, MemoryMiB: j.Spec.Resources.MemoryMiB}
 				if r < len(resume) {
 					as.ResumeFrom, as.ResumeNode = resume[r].Path, resume[r].Node
 				}

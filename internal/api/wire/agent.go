@@ -61,6 +61,29 @@ type Assignment struct {
 	Timeout  string `json:"timeout,omitempty"`
 	Grace    string `json:"grace"`
 	Started  bool   `json:"started"`
+	// Container, when set, runs the instance from an image; nil runs
+	// Command on the host.
+	Container *Container `json:"container,omitempty"`
+	// CPUMilli and MemoryMiB are the instance's CPU (milli-cores) and
+	// memory requests, its limits in a container; 0 when not set.
+	CPUMilli  int64 `json:"cpu_milli,omitempty"`
+	MemoryMiB int64 `json:"memory_mib,omitempty"`
+}
+
+// Container is the image an instance runs from and what of it the job
+// overrides (a job file's image, args, workdir and mounts).
+type Container struct {
+	Image   string   `json:"image"`
+	Args    []string `json:"args,omitempty"`
+	Workdir string   `json:"workdir,omitempty"`
+	Mounts  []Mount  `json:"mounts,omitempty"`
+}
+
+// Mount is a host directory a container sees at Target.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
 // AssignedGPU is one GPU of an assignment.
