@@ -20,6 +20,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/agent/launch"
+	"github.com/allot-dev/allot/internal/agent/runtime"
 	"github.com/allot-dev/allot/internal/agent/shim"
 	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/client"
@@ -138,6 +139,16 @@ type Config struct {
 	// later run fences what a crash left instead of adopting it. It needs
 	// OnExitStop.
 	InProcess bool
+	// Runtime runs the instances of jobs that name an image (package
+	// runtime, container.go); nil: such an instance fails to start, and
+	// says why.
+	Runtime runtime.Runtime
+	// MountAllow are the host directories a job's mounts may name (their
+	// subtrees); none allows no mount but the job's own directories.
+	MountAllow []string
+	// ImageDirs are the directories whose local images (oci:/PATH,
+	// oci-archive:/PATH) jobs may run.
+	ImageDirs []string
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
@@ -181,6 +192,7 @@ type proc struct {
 	done     chan struct{}      // closed once the exit is reported
 	noResume string             // why the instance did not resume (spec), for its log
 	markers  *markers           // the checkpoint markers the instance may write (watch)
+	image    string             // the runtime's name of the pulled image, for an instance run from one
 }
 
 // Agent runs one node.

@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Podman runs containers with rootful podman, one 'podman run' in the
+// foreground per instance (no daemon: podman's conmon keeps the
+// container, podman's own process relays its output and its signals).
+type Podman struct {
+	// Path is the podman executable.
+	Path string
+	// OCIRuntime is podman's --runtime: crun, runc or a path; "" is
+	// podman's default (crun on Debian).
+	OCIRuntime string
+	// CDI names GPUs by their Container Device Interface names
+	// (nvidia.com/gpu=UUID), for a host with an NVIDIA CDI spec
+	// (nvidia-ctk cdi generate), which also brings the driver's
+	// libraries into the container; otherwise the container gets the
+	// GPUs' device nodes and the image must bring the user-space driver.
+	CDI bool
+	// DevDir is where the GPUs' device nodes lie; "" is /dev.
+	DevDir string
+	// NoFile is the container's limit of open files, soft and hard; 0
+	// leaves podman's (which a host whose own hard limit is lower
+	// refuses: the agent passes its own hard limit).
+	NoFile uint64
+	// NProc is the container's RLIMIT_NPROC (counted per uid: per job,
+	// whose uid is its own) when the container has no Pids limit; 0
+	// leaves podman's, which is over what podman itself may set where
+	// the host's hard limit is lower.
+	NProc uint64
+}
+
+// Name implements Runtime.
+func (p *Podman) Name() string {
+	if p.OCIRuntime != "" {
+		return "podman (" + filepath.Base(p.OCIRuntime) + ")"
+	}
+	return "podman"
+}
+
+// FindPodman returns the podman on PATH.
+func FindPodman() (string, error) {
+	path, err := exec.LookPath("podman")
+	if err != nil {
+		return "", fmt.Errorf("runtime: podman not found on PATH (Debian: apt-get install podman): %w", err)
+	}
+	return path, nil
+}
+
+// HasNvidiaCDI reports whether the host has an NVIDIA CDI spec in the
+// directories CDI reads (/etc/cdi, /var/run/cdi).
+func HasNvidiaCDI() bool {
+	for _, dir := range []string{"/etc/cdi", "/var/run/cdi"} {
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "nvidia") && (strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".json")) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// global is podman's arguments before its command.
+func (p *Podman) global() []string {
+	if p.OCIRuntime != "" {
+		return []string{"--runtime", p.OCIRuntime}
+	}
+	return nil
+}
+
+// maxPullMessage bounds what a failed pull reports of podman's output.
+const maxPullMessage = 2048
+
+// Pull implements Runtime: the ID of the image when the host holds it
+// (podman image inspect), else podman pull's; the last of podman's output
+// is the message of a failure.
+func (p *Podman) Pull(ctx context.Context, image, auth string) (string, error) {
+	if id, err := p.run(ctx, "image", "inspect", "--format", "{{.Id}}", "--", image); err == nil && id != "" {
+		return id, nil
+	}
+	args := []string{"pull", "--quiet"}
+	if auth != "" {
+		args = append(args, "--authfile", auth)
+	}
+	out, err := p.run(ctx, append(args, "--", image)...)
+	if err != nil {
+		msg := out
+		if ctx.Err() != nil {
+			msg = "interrupted: " + ctx.Err().Error()
+		}
+		if msg == "" {
+			msg = err.Error()
+		}
+		if len(msg) > maxPullMessage {
+			msg = "…" + msg[len(msg)-maxPullMessage:]
+		}
+		return "", &PullError{Image: image, Msg: msg}
+	}
+	lines := strings.Split(out, "\n")
+	id := strings.TrimSpace(lines[len(lines)-1])
+	if id == "" {
+		return "", &PullError{Image: image, Msg: "podman pull printed no image ID"}
+	}
+	return id, nil
+}
+
+// run runs podman with args, in a minimal environment, and returns its
+// output trimmed.
+func (p *Podman) run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, p.Path, append(p.global(), args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
+	err := cmd.Run()
+	return strings.TrimSpace(out.String()), err
+}
+
+// Command implements Runtime.
+func (p *Podman) Command(c Container) (Process, error) {
+	if c.Name == "" || c.Image == "" || c.EnvFile == "" {
+		return Process{}, errors.New("runtime: a container needs a name, an image and an env file")
+	}
+	a := append([]string{p.Path}, p.global()...)
+	a = append(a, "run", "--rm", "--name", c.Name,
+		// Pulled before: a run never fetches on its own.
+		"--pull", "never",
+		// A PID 1 that forwards SIGTERM: a job's program run as PID 1
+		// would ignore it.
+		"--init",
+		"--user", fmt.Sprintf("%d:%d", c.UID, c.GID),
+		"--cap-drop", "all", "--security-opt", "no-new-privileges",
+		"--env-file", c.EnvFile,
+		"--log-driver", "none")
+	if c.Network != "" {
+		a = append(a, "--network", c.Network)
+	}
+	if c.Workdir != "" {
+		a = append(a, "--workdir", c.Workdir)
+	}
+	switch {
+	case c.Pids > 0:
+		n := strconv.FormatInt(c.Pids, 10)
+		a = append(a, "--pids-limit", n, "--ulimit", "nproc="+n+":"+n)
+	case p.NProc > 0:
+		n := strconv.FormatUint(p.NProc, 10)
+		a = append(a, "--ulimit", "nproc="+n+":"+n)
+	}
+	if c.CPUMilli > 0 {
+		a = append(a, "--cpus", strconv.FormatFloat(float64(c.CPUMilli)/1000, 'f', -1, 64))
+	}
+	if c.MemoryMiB > 0 {
+		a = append(a, "--memory", strconv.FormatInt(c.MemoryMiB, 10)+"m")
+	}
+	if p.NoFile > 0 {
+		n := strconv.FormatUint(p.NoFile, 10)
+		a = append(a, "--ulimit", "nofile="+n+":"+n)
+	}
+	for _, d := range p.devices(c.GPUs) {
+		a = append(a, "--device", d)
+	}
+	for _, m := range c.Mounts {
+		if strings.ContainsAny(m.Source+m.Target, ",\n") {
+			return Process{}, fmt.Errorf("runtime: mount %s:%s: a path with ',' cannot be mounted by podman", m.Source, m.Target)
+		}
+		spec := "type=bind,source=" + m.Source + ",destination=" + m.Target
+		if m.ReadOnly {
+			spec += ",ro=true"
+		}
+		a = append(a, "--mount", spec)
+	}
+	args := c.Args
+	if c.Entrypoint != nil {
+		ep, err := json.Marshal(c.Entrypoint)
+		if err != nil {
+			return Process{}, err
+		}
+		a = append(a, "--entrypoint", string(ep))
+	}
+	a = append(a, "--", c.Image)
+	a = append(a, args...)
+	dir := "/"
+	for _, m := range c.Mounts {
+		if m.Target == c.Workdir {
+			dir = m.Source
+		}
+	}
+	return Process{Argv: a, Dir: dir}, nil
+}
+
+// controlDevices are the driver's device nodes every CUDA process opens,
+// given to a container with GPUs where they exist.
+var controlDevices = []string{"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"}
+
+// devices are the --device values for gpus: CDI names, or device nodes.
+func (p *Podman) devices(gpus []GPU) []string {
+	if len(gpus) == 0 {
+		return nil
+	}
+	var out []string
+	for _, g := range gpus {
+		switch {
+		case p.CDI && g.UUID != "":
+			out = append(out, "nvidia.com/gpu="+g.UUID)
+		case p.CDI:
+			out = append(out, "nvidia.com/gpu="+strconv.Itoa(g.Index))
+		default:
+			out = append(out, p.device("nvidia"+strconv.Itoa(g.Index)))
+		}
+	}
+	if p.CDI {
+		return out
+	}
+	for _, name := range controlDevices {
+		if exists(filepath.Join(p.devDir(), name)) {
+			out = append(out, p.device(name))
+		}
+	}
+	return out
+}
+
+// device is the --device value of the node name: HOST:/dev/NAME.
+func (p *Podman) device(name string) string {
+	return filepath.Join(p.devDir(), name) + ":/dev/" + name
+}
+
+func (p *Podman) devDir() string {
+	if p.DevDir != "" {
+		return p.DevDir
+	}
+	return "/dev"
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// removeTimeout bounds one podman rm.
+const removeTimeout = 30 * time.Second
+
+// Remove implements Runtime: podman rm --force, which kills what runs of
+// the container still.
+func (p *Podman) Remove(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, removeTimeout)
+	defer cancel()
+	if out, err := p.run(ctx, "rm", "--force", "--ignore", "--time", "0", "--", name); err != nil {
+		return fmt.Errorf("podman rm %s: %w: %s", name, err, out)
+	}
+	return nil
+}
