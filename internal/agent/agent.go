@@ -205,6 +205,9 @@ type Agent struct {
 	shims  string    // the cgroup of the instances' shims, in cgroup; "" leaves them in the agent's
 	pids   pidsBound // how jobs' processes are bounded
 	allot  string    // the agent's executable where jobs can run it (WORK/bin/allot)
+	// virtual is set when the GPUs are declared (gpu.Virtual): a
+	// container gets no device of them.
+	virtual bool
 
 	mu        sync.Mutex // guards procs, left, finished and firstSeen
 	procs     map[key]*proc
@@ -286,6 +289,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent %s: discover GPUs: %w", cfg.Node, err)
 	}
 	a.devs = devs
+	switch cfg.GPUs.(type) {
+	case gpu.Virtual, *gpu.Virtual:
+		a.virtual = true
+	}
 	a.survey()
 	if err := a.register(ctx); err != nil {
 		a.mu.Lock()

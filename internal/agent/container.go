@@ -119,7 +119,7 @@ func (a *Agent) containerize(x client.Assignment, image string, sb sandbox, s *l
 		rc.Entrypoint = x.Command
 	}
 	for _, g := range x.GPUs {
-		rc.GPUs = append(rc.GPUs, runtime.GPU{Index: g.Index, UUID: g.UUID})
+		rc.GPUs = append(rc.GPUs, runtime.GPU{Index: g.Index, UUID: g.UUID, Virtual: a.virtual})
 	}
 	if n := a.pidsLimit(); n > 0 {
 		rc.Pids = n

@@ -66,7 +66,7 @@ resources: {gpus_per_instance: 2, cpu: 2, memory: 4Gi}
 	var uuids []string
 	for _, g := range running.Allocations[0].GPUs {
 		u := fmt.Sprintf("GPU-virtual-h100-01-%d", g)
-		want = append(want, runtime.GPU{Index: g, UUID: u})
+		want = append(want, runtime.GPU{Index: g, UUID: u, Virtual: true})
 		uuids = append(uuids, u)
 	}
 	if !slices.Equal(c.GPUs, want) {

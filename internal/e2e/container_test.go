@@ -40,7 +40,13 @@ func TestExampleJobsUnderUpInImages(t *testing.T) {
 	needServer(t)
 	rt := containerRuntime(t)
 	dir := t.TempDir()
-	images := filepath.Join(dir, "images")
+	// podman reads a local image only from a lower-case path, which
+	// t.TempDir's is not.
+	images, err := os.MkdirTemp("", "allot-e2e-images-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(images) })
 	r := allotAt(t, "", "", "demo", "image", "build", "--dir", images, "--tag", "e2e")
 	if r.code != 0 {
 		t.Fatalf("allot demo image build: exit %d\n%s%s", r.code, r.out, r.err)

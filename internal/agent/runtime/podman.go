@@ -88,6 +88,13 @@ const maxPullMessage = 2048
 // (podman image inspect), else podman pull's; the last of podman's output
 // is the message of a failure.
 func (p *Podman) Pull(ctx context.Context, image, auth string) (string, error) {
+	for _, t := range []string{"oci:", "oci-archive:"} {
+		if path, ok := strings.CutPrefix(image, t); ok && strings.ToLower(path) != path {
+			// podman names the image it reads after the path, and a
+			// repository's name is lower-case.
+			return "", &PullError{Image: image, Msg: "podman cannot read a local image whose path has upper-case letters; move it to a lower-case path"}
+		}
+	}
 	if id, err := p.run(ctx, "image", "inspect", "--format", "{{.Id}}", "--", image); err == nil && id != "" {
 		return id, nil
 	}
@@ -210,7 +217,12 @@ func (p *Podman) devices(gpus []GPU) []string {
 		return nil
 	}
 	var out []string
+	real := 0
 	for _, g := range gpus {
+		if g.Virtual {
+			continue
+		}
+		real++
 		switch {
 		case p.CDI && g.UUID != "":
 			out = append(out, "nvidia.com/gpu="+g.UUID)
@@ -220,7 +232,7 @@ func (p *Podman) devices(gpus []GPU) []string {
 			out = append(out, p.device("nvidia"+strconv.Itoa(g.Index)))
 		}
 	}
-	if p.CDI {
+	if p.CDI || real == 0 {
 		return out
 	}
 	for _, name := range controlDevices {

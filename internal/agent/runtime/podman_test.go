@@ -65,6 +65,18 @@ func TestPodmanCommand(t *testing.T) {
 		t.Errorf("CDI devices %q, want %q", devices, want)
 	}
 
+	// Virtual GPUs (allot up): no device to give.
+	p.CDI = false
+	v := c
+	v.GPUs = []GPU{{Index: 0, Virtual: true}}
+	got, err = p.Command(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(got.Argv, "--device") {
+		t.Errorf("a virtual GPU gave a device: %q", got.Argv)
+	}
+
 	// The image's entrypoint: no --entrypoint; no GPUs: no device.
 	c.Entrypoint, c.GPUs = nil, nil
 	got, err = p.Command(c)
@@ -125,6 +137,9 @@ esac`)
 	args, _ := os.ReadFile(log)
 	if !strings.Contains(string(args), "pull --quiet --authfile /data/auth.json -- registry.example/private:1") {
 		t.Errorf("podman's arguments:\n%s", args)
+	}
+	if _, err := p.Pull(ctx, "oci:/srv/Images/demo:1", ""); err == nil || !strings.Contains(err.Error(), "lower-case") {
+		t.Errorf("Pull of a local image at an upper-case path: %v, want an error that says why", err)
 	}
 	if err := p.Remove(ctx, "allot-x"); err != nil {
 		t.Fatal(err)

@@ -65,6 +65,9 @@ type Container struct {
 type GPU struct {
 	Index int
 	UUID  string
+	// Virtual is a GPU an agent declared (allot up, tests): the host has
+	// no device of it to give the container.
+	Virtual bool
 }
 
 // Mount is a host directory the container sees at Target.
