@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -42,6 +43,14 @@ func main() {
 	}
 	sort.Strings(devs)
 	fmt.Printf("devices=%s\n", strings.Join(devs, ","))
+	procs := 0
+	ents, _ = os.ReadDir("/proc")
+	for _, e := range ents {
+		if e.Name()[0] >= '0' && e.Name()[0] <= '9' {
+			procs++
+		}
+	}
+	fmt.Printf("processes=%d\n", procs)
 	for _, p := range os.Args[1:] {
 		if _, err := os.Stat(p); err == nil {
 			fmt.Printf("reached %s\n", p)
@@ -149,13 +158,15 @@ func TestPodmanRunsContainer(t *testing.T) {
 		}
 	}
 	p := &Podman{Path: podman, OCIRuntime: oci, DevDir: dev, NoFile: 1024}
+	// The test's own process, which a job on the host could see.
+	hostProc := "/proc/" + strconv.Itoa(os.Getpid())
 	run := func(name string, env []string) (*exec.Cmd, *bufio.Scanner) {
 		t.Helper()
 		envFile := filepath.Join(dir, name+".env")
 		if err := WriteEnvFile(envFile, env); err != nil {
 			t.Fatal(err)
 		}
-		c := Container{Name: name, Image: "localhost/allot-probe:test", Args: []string{secret, "/allot/checkpoints"}, Env: env,
+		c := Container{Name: name, Image: "localhost/allot-probe:test", Args: []string{secret, "/allot/checkpoints", hostProc}, Env: env,
 			EnvFile: envFile, Workdir: "/allot/work", UID: uid, GID: uid, GPUs: []GPU{{Index: 0}, {Index: 2}},
 			Mounts: []Mount{{Source: work, Target: "/allot/work"}, {Source: ckpt, Target: "/allot/checkpoints"}}, Network: "host", Pids: 512}
 		proc, err := p.Command(c)
@@ -196,8 +207,11 @@ func TestPodmanRunsContainer(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Contains(text, "reached "+secret) || strings.Contains(text, "write:") {
-		t.Errorf("the container reached the host's files, or could not write its own:\n%s", text)
+	if strings.Contains(text, "reached "+secret) || strings.Contains(text, "reached "+hostProc) || strings.Contains(text, "write:") {
+		t.Errorf("the container reached the host's files or processes, or could not write its own:\n%s", text)
+	}
+	if !strings.Contains(text, "processes=2") {
+		t.Errorf("the container sees other processes than its init and its program:\n%s", text)
 	}
 	if st, err := os.Stat(filepath.Join(work, "out")); err != nil || st.Sys().(*syscall.Stat_t).Uid != uid {
 		t.Errorf("the job's file in its work directory: %v, want it the job's uid's", err)
