@@ -21,7 +21,7 @@ func newDemoImageCmd() *cobra.Command {
 		Short: "Build the image of the demo programs from this allot executable",
 		Long: `build writes an OCI image layout in DIR holding this allot executable (with
 its ELF interpreter and shared libraries, as this host's loader finds them)
-at /usr/local/bin/allot, entrypoint allot, default arguments 'demo train',
+at /usr/local/bin/allot, entrypoint allot, default arguments 'demo serve',
 and prints the image's reference, oci:DIR:TAG, for a job file's image field
 (the agents need --image-dir DIR, or a parent of it). Nothing is downloaded;
 the same executable gives the same image.`,

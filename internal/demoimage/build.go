@@ -84,7 +84,7 @@ func Build(dir, tag, exe string) (Result, error) {
 	cfg.OS, cfg.Architecture = "linux", goarch()
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Entrypoint = []string{Executable}
-	cfg.Config.Cmd = []string{"demo", "train"}
+	cfg.Config.Cmd = []string{"demo", "serve"}
 	cfg.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
 	cfg.Config.WorkingDir = "/allot/work"
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.title": "allot demo programs"}

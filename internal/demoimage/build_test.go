@@ -65,7 +65,7 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cfg.Config.Entrypoint, []string{Executable}) || !slices.Equal(cfg.Config.Cmd, []string{"demo", "train"}) || cfg.OS != "linux" {
+	if !slices.Equal(cfg.Config.Entrypoint, []string{Executable}) || !slices.Equal(cfg.Config.Cmd, []string{"demo", "serve"}) || cfg.OS != "linux" {
 		t.Errorf("config %+v", cfg.Config)
 	}
 	files := map[string]*tar.Header{}

@@ -6,9 +6,10 @@
 // it loads where it is not static (found as the dynamic loader finds them
 // on this host, elfdeps.go), the directories allot mounts over
 // (/allot/work, /allot/checkpoints) and /tmp. Its entrypoint is allot's
-// executable and its default arguments 'demo train', so that a job file's
-// 'command: [allot, demo, train]' and a job that names only the image run
-// the same program in a container as on the host.
+// executable and its default arguments 'demo serve', so that an endpoint
+// that names the image and no command runs the demo server, as it does on
+// the host without an image, and a job file's 'command: [allot, demo,
+// train]' runs the same program in a container as on the host.
 //
 // The format is github.com/google/go-containerregistry's (layout, mutate,
 // tarball); this package only chooses the files.

@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/allot-dev/allot/internal/client"
 )
 
 // containerRuntime is the --runtime 'allot up' runs images with here:
@@ -138,4 +142,99 @@ func TestExampleJobsUnderUpInImages(t *testing.T) {
 		t.Errorf("%d jobs Running (%d ran), %d containers of allot's running:\n%s", running, ran, containers, out)
 	}
 	allotMust(t, url, admin, "job", "cancel", "--state", "Queued,Running")
+}
+
+// TestExampleEndpointsUnderUpInImages creates every endpoint of
+// examples/endpoints in its image variant (the demo image; an endpoint
+// without a command runs the image's entrypoint, the demo server, as it
+// runs allot demo serve on the host): each keeps min_replicas replicas
+// running, in containers, and a replica answers requests.
+func TestExampleEndpointsUnderUpInImages(t *testing.T) {
+	needServer(t)
+	rt := containerRuntime(t)
+	dir := t.TempDir()
+	images, err := os.MkdirTemp("", "allot-e2e-images-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(images) })
+	r := allotAt(t, "", "", "demo", "image", "build", "--dir", images)
+	if r.code != 0 {
+		t.Fatalf("allot demo image build: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	image := strings.TrimSpace(r.out)
+	log := &syncBuffer{}
+	data := filepath.Join(dir, "data")
+	url, admin, stop, err := startServerArgs(data, log, "up", "--data", data, "--listen", "127.0.0.1:0",
+		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml"),
+		"--log-level", "warn", "--runtime", rt, "--image-dir", images)
+	if err != nil {
+		t.Fatalf("start allot up: %v\n%s", err, log.String())
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("server log (last 8 KiB):\n%s", tail(log.String(), 8<<10))
+		}
+	})
+	files, err := filepath.Glob(filepath.Join(root, "examples/endpoints/*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example endpoints: %v", err)
+	}
+	listening := regexp.MustCompile(`listening on (http://\S+)`)
+	replicas := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		variant := filepath.Join(dir, filepath.Base(f))
+		if err := os.WriteFile(variant, append(b, []byte("\nimage: "+image+"\n")...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		allotMust(t, url, admin, "endpoint", "create", "-f", variant)
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		ep := endpointWatch{t: t, url: url, tok: admin, name: name}
+		e := ep.waitFor("min_replicas replicas run", 60*time.Second, func(e client.Endpoint) bool {
+			return len(e.Replicas) > 0 && runningReplicas(e) >= e.Desired
+		})
+		var spec struct {
+			Image string `json:"image"`
+		}
+		if err := json.Unmarshal(e.Spec, &spec); err != nil || spec.Image != image {
+			t.Errorf("%s: spec image %q (%v), want %s", name, spec.Image, err, image)
+		}
+		job := e.Replicas[0].Job
+		var replicaURL string
+		for deadline := time.Now().Add(20 * time.Second); replicaURL == ""; time.Sleep(300 * time.Millisecond) {
+			if m := listening.FindStringSubmatch(allotAt(t, url, admin, "job", "logs", job).out); m != nil {
+				replicaURL = m[1]
+			} else if time.Now().After(deadline) {
+				t.Fatalf("%s: replica %s never said where it listens:\n%s", name, job, allotAt(t, url, admin, "job", "logs", job).out)
+			}
+		}
+		res, err := http.Get(replicaURL + "/")
+		if err != nil {
+			t.Fatalf("%s: the replica in its container does not answer: %v", name, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Errorf("%s: the replica answered %s", name, res.Status)
+		}
+		t.Logf("%s: %d replicas running; %s answers", name, runningReplicas(e), replicaURL)
+		replicas += runningReplicas(e)
+	}
+	out, err := exec.Command("podman", "ps", "--format", "{{.Names}}").CombinedOutput()
+	if err != nil {
+		t.Fatalf("podman ps: %v\n%s", err, out)
+	}
+	containers := 0
+	for _, n := range strings.Fields(string(out)) {
+		if strings.HasPrefix(n, "allot-") {
+			containers++
+		}
+	}
+	if containers < replicas {
+		t.Errorf("%d replicas running, %d containers of allot's:\n%s", replicas, containers, out)
+	}
 }
