@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -88,15 +90,23 @@ const maxPullMessage = 2048
 // (podman image inspect), else podman pull's; the last of podman's output
 // is the message of a failure.
 func (p *Podman) Pull(ctx context.Context, image, auth string) (string, error) {
+	held := image
+	if dir, ok := strings.CutPrefix(image, "oci:"); ok {
+		// podman knows an image by its config's digest: a layout's image
+		// the host holds already is not read again.
+		if id, err := layoutImageID(dir); err == nil {
+			held = id
+		}
+	}
+	if id, err := p.run(ctx, "image", "inspect", "--format", "{{.Id}}", "--", held); err == nil && id != "" {
+		return id, nil
+	}
 	for _, t := range []string{"oci:", "oci-archive:"} {
 		if path, ok := strings.CutPrefix(image, t); ok && strings.ToLower(path) != path {
 			// podman names the image it reads after the path, and a
 			// repository's name is lower-case.
 			return "", &PullError{Image: image, Msg: "podman cannot read a local image whose path has upper-case letters; move it to a lower-case path"}
 		}
-	}
-	if id, err := p.run(ctx, "image", "inspect", "--format", "{{.Id}}", "--", image); err == nil && id != "" {
-		return id, nil
 	}
 	args := []string{"pull", "--quiet"}
 	if auth != "" {
@@ -272,4 +282,67 @@ func (p *Podman) Remove(ctx context.Context, name string) error {
 		return fmt.Errorf("podman rm %s: %w: %s", name, err, out)
 	}
 	return nil
+}
+
+// digestPattern is a sha256 digest as an OCI layout names its blobs.
+var digestPattern = regexp.MustCompile(`^sha256:([a-f0-9]{64})$`)
+
+// maxLayoutJSON bounds what layoutImageID reads of a layout's JSON files.
+const maxLayoutJSON = 1 << 20
+
+// layoutImageID is the ID podman gives the image tagged in the OCI layout
+// ref (DIR[:TAG], one image when no tag): its config's digest, as the
+// layout's index and the manifest it points to say.
+func layoutImageID(ref string) (string, error) {
+	dir, tag := ref, ""
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		dir, tag = ref[:i], ref[i+1:]
+	}
+	var index struct {
+		Manifests []struct {
+			MediaType   string            `json:"mediaType"`
+			Digest      string            `json:"digest"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"manifests"`
+	}
+	if err := readLayoutJSON(filepath.Join(dir, "index.json"), &index); err != nil {
+		return "", err
+	}
+	var digest string
+	for _, m := range index.Manifests {
+		if (tag == "" && len(index.Manifests) == 1) || m.Annotations["org.opencontainers.image.ref.name"] == tag {
+			digest = m.Digest
+		}
+	}
+	var manifest struct {
+		Config struct {
+			Digest string `json:"digest"`
+		} `json:"config"`
+	}
+	if err := readBlob(dir, digest, &manifest); err != nil {
+		return "", err
+	}
+	hex := digestPattern.FindStringSubmatch(manifest.Config.Digest)
+	if hex == nil {
+		return "", fmt.Errorf("layout %s: manifest %s names no sha256 config", dir, digest)
+	}
+	return hex[1], nil
+}
+
+// readBlob reads the JSON blob digest of the layout dir into v.
+func readBlob(dir, digest string, v any) error {
+	hex := digestPattern.FindStringSubmatch(digest)
+	if hex == nil {
+		return fmt.Errorf("layout %s: no manifest of that tag, or a digest %q that is not sha256", dir, digest)
+	}
+	return readLayoutJSON(filepath.Join(dir, "blobs", "sha256", hex[1]), v)
+}
+
+func readLayoutJSON(path string, v any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return json.NewDecoder(io.LimitReader(f, maxLayoutJSON)).Decode(v)
 }

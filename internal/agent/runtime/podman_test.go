@@ -115,7 +115,8 @@ func podmanScript(t *testing.T, body string) (path, logPath string) {
 func TestPodmanPull(t *testing.T) {
 	ctx := context.Background()
 	path, log := podmanScript(t, `case "$1" in
-image) [ "$6" = held ] && { echo sha256:held; exit 0; }; echo "Error: held: image not known" >&2; exit 125;;
+image) case "$6" in held) echo sha256:held; exit 0;; cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc) echo cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc; exit 0;; esac
+  echo "Error: $6: image not known" >&2; exit 125;;
 pull) [ "$3" = --authfile ] && { echo sha256:private; exit 0; }
   echo "Trying to pull registry.example/x:1..." >&2
   echo "Error: initializing source docker://registry.example/x:1: reading manifest 1 in registry.example/x: manifest unknown" >&2; exit 125;;
@@ -137,6 +138,26 @@ esac`)
 	args, _ := os.ReadFile(log)
 	if !strings.Contains(string(args), "pull --quiet --authfile /data/auth.json -- registry.example/private:1") {
 		t.Errorf("podman's arguments:\n%s", args)
+	}
+	// A layout's image the host holds (by its config's digest) is not
+	// read again; another tag of the layout is.
+	layout := t.TempDir()
+	manifest := `{"config": {"digest": "sha256:` + strings.Repeat("c", 64) + `"}}`
+	blob := strings.Repeat("d", 64)
+	if err := os.MkdirAll(filepath.Join(layout, "blobs", "sha256"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"index.json": `{"manifests": [{"digest": "sha256:` + blob + `", "annotations": {"org.opencontainers.image.ref.name": "v1"}}]}`,
+		"blobs/sha256/" + blob: manifest} {
+		if err := os.WriteFile(filepath.Join(layout, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, err := p.Pull(ctx, "oci:"+layout+":v1", ""); err != nil || id != strings.Repeat("c", 64) {
+		t.Errorf("Pull of a held layout image = %q, %v; want its config's digest", id, err)
+	}
+	if _, err := p.Pull(ctx, "oci:"+layout+":v2", ""); err == nil {
+		t.Error("a tag the layout lacks was taken for the held image")
 	}
 	if _, err := p.Pull(ctx, "oci:/srv/Images/demo:1", ""); err == nil || !strings.Contains(err.Error(), "lower-case") {
 		t.Errorf("Pull of a local image at an upper-case path: %v, want an error that says why", err)
