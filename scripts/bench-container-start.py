@@ -82,6 +82,8 @@ def main():
     finally:
         up.terminate()
         up.wait(timeout=60)
+        # podman named the image it read after the layout's path.
+        subprocess.run(["podman", "rmi", "--force", "localhost" + images], capture_output=True)
 
 
 if __name__ == "__main__":

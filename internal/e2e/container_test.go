@@ -50,7 +50,11 @@ func TestExampleJobsUnderUpInImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(images) })
+	t.Cleanup(func() {
+		os.RemoveAll(images)
+		// podman named the image it read after the layout's path.
+		_ = exec.Command("podman", "rmi", "--force", "localhost"+images).Run()
+	})
 	r := allotAt(t, "", "", "demo", "image", "build", "--dir", images, "--tag", "e2e")
 	if r.code != 0 {
 		t.Fatalf("allot demo image build: exit %d\n%s%s", r.code, r.out, r.err)
@@ -157,7 +161,11 @@ func TestExampleEndpointsUnderUpInImages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(images) })
+	t.Cleanup(func() {
+		os.RemoveAll(images)
+		// podman named the image it read after the layout's path.
+		_ = exec.Command("podman", "rmi", "--force", "localhost"+images).Run()
+	})
 	r := allotAt(t, "", "", "demo", "image", "build", "--dir", images)
 	if r.code != 0 {
 		t.Fatalf("allot demo image build: exit %d\n%s%s", r.code, r.out, r.err)
