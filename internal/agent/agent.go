@@ -149,6 +149,10 @@ type Config struct {
 	// ImageDirs are the directories whose local images (oci:/PATH,
 	// oci-archive:/PATH) jobs may run.
 	ImageDirs []string
+	// ImageCacheBytes, when above 0, bounds the images the host holds: past
+	// it, images the agent pulled and no instance uses are removed, least
+	// recently used first (imagecache.go).
+	ImageCacheBytes int64
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
@@ -208,6 +212,9 @@ type Agent struct {
 	// virtual is set when the GPUs are declared (gpu.Virtual): a
 	// container gets no device of them.
 	virtual bool
+
+	imagesMu   sync.Mutex           // guards imagesUsed
+	imagesUsed map[string]time.Time // images this agent pulled, by ID, when an instance last started from each
 
 	mu        sync.Mutex // guards procs, left, finished and firstSeen
 	procs     map[key]*proc
@@ -278,7 +285,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Node), procs: map[key]*proc{}, finished: map[key]bool{},
-		leaving: make(chan struct{})}
+		leaving: make(chan struct{}), imagesUsed: map[string]time.Time{}}
 	a.reports, a.endReports = context.WithCancel(context.WithoutCancel(ctx))
 	defer a.endReports()
 	if err := a.isolate(); err != nil {

@@ -41,7 +41,10 @@ func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
 				a.pullFailed(k, p, err)
 				return
 			}
+			a.mu.Lock()
 			p.image = img
+			a.mu.Unlock()
+			a.trimImages(sctx, time.Now())
 		}
 		for _, w := range waitFor {
 			select {

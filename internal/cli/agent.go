@@ -394,7 +394,8 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
 				NodeTimeout: f.nodeTimeout, KeepJobFiles: off(f.keepFiles), HealthCheck: f.healthCheck,
 				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, CheckpointRoot: f.checkpointRoot, JobEnv: f.jobEnvMap,
-				OnExit: agent.OnExit(f.onExit), Runtime: rt, MountAllow: f.containers.mountAllow, ImageDirs: f.containers.imageDirs, Logger: log}
+				OnExit: agent.OnExit(f.onExit), Runtime: rt, MountAllow: f.containers.mountAllow, ImageDirs: f.containers.imageDirs,
+				ImageCacheBytes: f.containers.cacheBytes(), Logger: log}
 			f.jobs.apply(&cfg)
 			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {

@@ -17,7 +17,11 @@ type runtimeFlags struct {
 	ociRuntime string   // --oci-runtime: podman's --runtime
 	mountAllow []string // --mount-allow DIR
 	imageDirs  []string // --image-dir DIR
+	cacheGiB   float64  // --image-cache-gib
 }
+
+// cacheBytes is --image-cache-gib in bytes, 0 for no limit.
+func (f runtimeFlags) cacheBytes() int64 { return int64(f.cacheGiB * (1 << 30)) }
 
 // register adds the flags to cmd: the agent's, and up's and the server's
 // for their in-process agents.
@@ -27,6 +31,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.ociRuntime, "oci-runtime", "", "the OCI runtime podman uses: crun, runc or a path (default podman's own)")
 	fl.StringArrayVar(&f.mountAllow, "mount-allow", nil, "a host directory whose subtree jobs' mounts may name (repeatable; none: no mounts)")
 	fl.StringArrayVar(&f.imageDirs, "image-dir", nil, "a directory whose local images (oci:/PATH, oci-archive:/PATH) jobs may run (repeatable)")
+	fl.Float64Var(&f.cacheGiB, "image-cache-gib", 0, "keep the host's images under this many GiB by removing images the agent pulled and no job uses, least recently used first (0: no limit)")
 }
 
 // agentRuntime is the container runtime --runtime names: podman (with
@@ -35,6 +40,9 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 // to start, saying why). lookPodman finds podman.
 func agentRuntime(f runtimeFlags, lookPodman func() (string, error), log *slog.Logger) (runtime.Runtime, error) {
 	oci := f.ociRuntime
+	if f.cacheGiB < 0 {
+		return nil, fmt.Errorf("--image-cache-gib %v: want 0 (no limit) or more", f.cacheGiB)
+	}
 	switch f.runtime {
 	case "host":
 		return nil, nil

@@ -589,7 +589,7 @@ func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPo
 				// jobs stop with it, supervised inside it (a shim
 				// process per job would cost more than a demo's jobs).
 				OnExit: agent.OnExitStop, InProcess: true, Runtime: rt, MountAllow: containers.mountAllow, ImageDirs: containers.imageDirs,
-				Logger: log.With("agent", "virtual")}
+				ImageCacheBytes: containers.cacheBytes(), Logger: log.With("agent", "virtual")}
 			jobs.apply(&cfg)
 			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {

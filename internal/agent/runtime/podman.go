@@ -346,3 +346,36 @@ func readLayoutJSON(path string, v any) error {
 	defer f.Close()
 	return json.NewDecoder(io.LimitReader(f, maxLayoutJSON)).Decode(v)
 }
+
+// Images implements ImageStore.
+func (p *Podman) Images(ctx context.Context) ([]Image, error) {
+	out, err := p.run(ctx, "images", "--format", "json")
+	if err != nil {
+		return nil, fmt.Errorf("podman images: %w: %s", err, out)
+	}
+	var list []struct {
+		ID   string `json:"Id"`
+		Size int64  `json:"Size"`
+	}
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		return nil, fmt.Errorf("podman images: %w", err)
+	}
+	seen := map[string]bool{}
+	var images []Image
+	for _, i := range list {
+		if !seen[i.ID] { // one line per name
+			seen[i.ID] = true
+			images = append(images, Image{ID: i.ID, Size: i.Size})
+		}
+	}
+	return images, nil
+}
+
+// RemoveImage implements ImageStore: podman rmi without --force, which
+// refuses an image a container uses.
+func (p *Podman) RemoveImage(ctx context.Context, id string) error {
+	if out, err := p.run(ctx, "rmi", "--", id); err != nil {
+		return fmt.Errorf("podman rmi %s: %w: %s", id, err, out)
+	}
+	return nil
+}

@@ -115,6 +115,8 @@ func podmanScript(t *testing.T, body string) (path, logPath string) {
 func TestPodmanPull(t *testing.T) {
 	ctx := context.Background()
 	path, log := podmanScript(t, `case "$1" in
+images) echo '[{"Id": "aa", "Size": 10}, {"Id": "aa", "Size": 10}, {"Id": "bb", "Size": 5}]'; exit 0;;
+rmi) [ "$3" = bb ] && { echo "Error: image used by 1 container" >&2; exit 2; }; exit 0;;
 image) case "$6" in held) echo sha256:held; exit 0;; cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc) echo cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc; exit 0;; esac
   echo "Error: $6: image not known" >&2; exit 125;;
 pull) [ "$3" = --authfile ] && { echo sha256:private; exit 0; }
@@ -161,6 +163,16 @@ esac`)
 	}
 	if _, err := p.Pull(ctx, "oci:/srv/Images/demo:1", ""); err == nil || !strings.Contains(err.Error(), "lower-case") {
 		t.Errorf("Pull of a local image at an upper-case path: %v, want an error that says why", err)
+	}
+	images, err := p.Images(ctx)
+	if err != nil || !slices.Equal(images, []Image{{ID: "aa", Size: 10}, {ID: "bb", Size: 5}}) {
+		t.Errorf("Images = %+v, %v; want each image once", images, err)
+	}
+	if err := p.RemoveImage(ctx, "aa"); err != nil {
+		t.Error(err)
+	}
+	if err := p.RemoveImage(ctx, "bb"); err == nil || !strings.Contains(err.Error(), "used by") {
+		t.Errorf("RemoveImage of a used image = %v, want podman's refusal", err)
 	}
 	if err := p.Remove(ctx, "allot-x"); err != nil {
 		t.Fatal(err)

@@ -139,3 +139,19 @@ func Names(env []string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// ImageStore is a runtime's store of images on the host, which the agent
+// keeps under a size (its image cache).
+type ImageStore interface {
+	// Images lists the images the host holds.
+	Images(ctx context.Context) ([]Image, error)
+	// RemoveImage removes the image id; an image a container uses is
+	// refused.
+	RemoveImage(ctx context.Context, id string) error
+}
+
+// Image is one image of a host's store.
+type Image struct {
+	ID   string
+	Size int64 // bytes
+}
