@@ -3,6 +3,7 @@ package agent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -47,14 +48,50 @@ func (a *Agent) pull(ctx context.Context, x client.Assignment) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, pullTimeout)
 	defer cancel()
+	auth, err := a.authFile(x.RegistryAuth)
+	if err != nil {
+		return "", err
+	}
+	if auth != "" {
+		defer os.Remove(auth)
+	}
 	start := time.Now()
-	id, err := a.cfg.Runtime.Pull(ctx, image, "")
+	id, err := a.cfg.Runtime.Pull(ctx, image, auth)
 	if err != nil {
 		return "", err
 	}
 	a.log.Info("image ready", "image", image, "id", id, "runtime", a.cfg.Runtime.Name(), "took", time.Since(start).Round(time.Millisecond))
 	a.usedImage(id, time.Now())
 	return id, nil
+}
+
+// authFile writes the registry credential ra, for one pull, in an auth
+// file of the agent's state directory (0600, the agent's alone) as
+// podman's --authfile reads it, and returns its path; "" for none. The
+// caller removes it once the pull ended.
+func (a *Agent) authFile(ra *client.RegistryAuth) (string, error) {
+	if ra == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(map[string]map[string]map[string]string{"auths": {ra.Registry: {"auth": ra.Auth}}})
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(a.cfg.Data, "state", "pull-"+opaqueName()+".auth")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("registry auth file: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", fmt.Errorf("registry auth file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("registry auth file: %w", err)
+	}
+	return path, nil
 }
 
 // allowedPath resolves path (links included) and checks that it lies in

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -269,5 +270,69 @@ func TestInsideAndOnHost(t *testing.T) {
 	}
 	if got := containerGPUs([]client.AssignedGPU{{Index: 3}, {Index: 5}}); !slices.Equal(got, []string{"0", "1"}) {
 		t.Errorf("containerGPUs without UUIDs = %q, want positions 0,1", got)
+	}
+}
+
+// A private image pulls with the credential its tenant set for the
+// registry: the agent gets it for that pull alone, in an auth file only it
+// reads, removed once the pull ended, and the job sees none of it.
+func TestContainerPrivateImageWithCredential(t *testing.T) {
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := l.config(t, "h100-01")
+	const private, secret = "registry.example/team/private:1", "registry-password-canary"
+	fake := fakeRuntime()
+	fake.Images[private] = runtimetest.Image{Entrypoint: []string{"sh", "-c", "env; echo pulled-and-ran"}}
+	fake.Private[private] = true
+	var authSeen string
+	fake.OnPull = func(image, auth string) {
+		if auth != "" {
+			b, err := os.ReadFile(auth)
+			st, _ := os.Stat(auth)
+			if err == nil && st.Mode().Perm() == 0o600 {
+				authSeen = string(b)
+			}
+		}
+	}
+	cfg.Runtime = fake
+	go func() { _ = Run(ctx, cfg) }()
+	if _, err := l.cl.SetRegistryCredential(context.Background(), "team", "registry.example", "bot", secret); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.cl.SetRegistryCredential(context.Background(), "team", "other.example", "bot", "not-this-one"); err != nil {
+		t.Fatal(err)
+	}
+	id := l.submit(t, "name: private\ntenant: team\nimage: "+private+"\n")
+	l.waitState(t, id, "Succeeded")
+	l.logHas(t, id, "pulled-and-ran")
+	want := base64.StdEncoding.EncodeToString([]byte("bot:" + secret))
+	if !strings.Contains(authSeen, `"registry.example":{"auth":"`+want+`"}`) || strings.Contains(authSeen, "other.example") {
+		t.Errorf("auth file %q, want the credential of registry.example alone", authSeen)
+	}
+	pulls := fake.Pulls()
+	if len(pulls) != 1 || pulls[0].Auth == "" {
+		t.Fatalf("pulls %+v, want one with an auth file", pulls)
+	}
+	if _, err := os.Stat(pulls[0].Auth); !os.IsNotExist(err) {
+		t.Errorf("auth file %s outlived the pull: %v", pulls[0].Auth, err)
+	}
+	var log strings.Builder
+	if err := l.cl.Logs(context.Background(), id, 1, false, &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fake.Containers() {
+		for _, kv := range c.Env {
+			if strings.Contains(kv, secret) || strings.Contains(kv, want) {
+				t.Errorf("the job's environment holds the credential: %s", kv)
+			}
+		}
+	}
+	if strings.Contains(log.String(), secret) || strings.Contains(log.String(), want) {
+		t.Error("the job's log holds the credential")
+	}
+	cs, err := l.cl.RegistryCredentials(context.Background(), "team")
+	if err != nil || len(cs) != 2 {
+		t.Fatalf("credentials %+v, %v", cs, err)
 	}
 }

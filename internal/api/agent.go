@@ -156,6 +156,9 @@ func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.P
 		for k, g := range x.GPUs {
 			as.GPUs[k] = AssignedGPU{Index: g.Index, UUID: g.UUID}
 		}
+		if ra := x.RegistryAuth; ra != nil {
+			as.RegistryAuth = &wire.RegistryAuth{Registry: ra.Registry, Auth: ra.Auth}
+		}
 		out.Run[i] = as
 	}
 	for i, x := range a.Stop {

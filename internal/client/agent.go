@@ -21,6 +21,7 @@ type (
 	Assignment   = wire.Assignment
 	AssignedGPU  = wire.AssignedGPU
 	Container    = wire.Container
+	RegistryAuth = wire.RegistryAuth
 	Mount        = wire.Mount
 	StopOrder    = wire.StopOrder
 	AttemptEvent = wire.AttemptEvent

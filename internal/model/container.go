@@ -175,6 +175,26 @@ func parseLocalImage(transport, rest string) (ImageRef, error) {
 	return ImageRef{Transport: transport, Repository: p, Tag: tag}, nil
 }
 
+// ValidRegistry reports whether host names a registry as a reference
+// writes it: a host name or [IPv6] with an optional :PORT.
+func ValidRegistry(host string) bool { return len(host) <= 255 && registryRE.MatchString(host) }
+
+// DefaultRegistry is the registry of a reference that names none, as
+// podman and docker resolve it.
+const DefaultRegistry = "docker.io"
+
+// RegistryHost is the registry the image is pulled from, DefaultRegistry
+// for a reference that names none; "" for a local image.
+func (r ImageRef) RegistryHost() string {
+	switch {
+	case r.Local():
+		return ""
+	case r.Registry == "":
+		return DefaultRegistry
+	}
+	return r.Registry
+}
+
 // Local reports whether the image lies on the agent's disk.
 func (r ImageRef) Local() bool { return r.Transport != "" }
 

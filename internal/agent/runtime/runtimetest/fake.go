@@ -26,6 +26,9 @@ type Fake struct {
 	// Private are images whose pull needs an auth file: a pull without
 	// one is refused, as a registry answers an anonymous client.
 	Private map[string]bool
+	// OnPull, when set, is called at each pull with its image and auth
+	// file, while the file exists.
+	OnPull func(image, auth string)
 
 	mu         sync.Mutex // guards pulls, containers and removed
 	pulls      []Pull
@@ -48,6 +51,9 @@ func (f *Fake) Pull(_ context.Context, image, auth string) (string, error) {
 	f.mu.Lock()
 	f.pulls = append(f.pulls, Pull{Image: image, Auth: auth})
 	f.mu.Unlock()
+	if f.OnPull != nil {
+		f.OnPull(image, auth)
+	}
 	if _, ok := f.Images[image]; !ok {
 		return "", &runtime.PullError{Image: image, Msg: "reading manifest: manifest unknown: manifest unknown"}
 	}
