@@ -20,6 +20,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/agent/launch"
+	"github.com/allot-dev/allot/internal/agent/runtime"
 	"github.com/allot-dev/allot/internal/agent/shim"
 	"github.com/allot-dev/allot/internal/api/wire"
 	"github.com/allot-dev/allot/internal/client"
@@ -138,6 +139,20 @@ type Config struct {
 	// later run fences what a crash left instead of adopting it. It needs
 	// OnExitStop.
 	InProcess bool
+	// Runtime runs the instances of jobs that name an image (package
+	// runtime, container.go); nil: such an instance fails to start, and
+	// says why.
+	Runtime runtime.Runtime
+	// MountAllow are the host directories a job's mounts may name (their
+	// subtrees); none allows no mount but the job's own directories.
+	MountAllow []string
+	// ImageDirs are the directories whose local images (oci:/PATH,
+	// oci-archive:/PATH) jobs may run.
+	ImageDirs []string
+	// ImageCacheBytes, when above 0, bounds the images the host holds: past
+	// it, images the agent pulled and no instance uses are removed, least
+	// recently used first (imagecache.go).
+	ImageCacheBytes int64
 	// Logger receives one line per start, stop and exit; nil discards.
 	Logger *slog.Logger
 }
@@ -181,6 +196,7 @@ type proc struct {
 	done     chan struct{}      // closed once the exit is reported
 	noResume string             // why the instance did not resume (spec), for its log
 	markers  *markers           // the checkpoint markers the instance may write (watch)
+	image    string             // the runtime's name of the pulled image, for an instance run from one
 }
 
 // Agent runs one node.
@@ -193,6 +209,12 @@ type Agent struct {
 	shims  string    // the cgroup of the instances' shims, in cgroup; "" leaves them in the agent's
 	pids   pidsBound // how jobs' processes are bounded
 	allot  string    // the agent's executable where jobs can run it (WORK/bin/allot)
+	// virtual is set when the GPUs are declared (gpu.Virtual): a
+	// container gets no device of them.
+	virtual bool
+
+	imagesMu   sync.Mutex           // guards imagesUsed
+	imagesUsed map[string]time.Time // images this agent pulled, by ID, when an instance last started from each
 
 	mu        sync.Mutex // guards procs, left, finished and firstSeen
 	procs     map[key]*proc
@@ -263,7 +285,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Node), procs: map[key]*proc{}, finished: map[key]bool{},
-		leaving: make(chan struct{})}
+		leaving: make(chan struct{}), imagesUsed: map[string]time.Time{}}
 	a.reports, a.endReports = context.WithCancel(context.WithoutCancel(ctx))
 	defer a.endReports()
 	if err := a.isolate(); err != nil {
@@ -274,6 +296,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("agent %s: discover GPUs: %w", cfg.Node, err)
 	}
 	a.devs = devs
+	switch cfg.GPUs.(type) {
+	case gpu.Virtual, *gpu.Virtual:
+		a.virtual = true
+	}
 	a.survey()
 	if err := a.register(ctx); err != nil {
 		a.mu.Lock()

@@ -206,6 +206,10 @@ type markerWatch struct {
 	// instance found it (an earlier attempt's, not this one's to report).
 	reported marker
 	bad      string // the last path refused, logged once
+	// mapped, for an instance in a container, is the job's checkpoint
+	// directory on the host, which the container sees at
+	// model.ContainerCheckpointDir; "" on the host.
+	mapped string
 }
 
 // markersOf follows the markers of rank of a job of world instances: its
@@ -249,7 +253,11 @@ func (a *Agent) checkMarker(ctx context.Context, k key, w *markerWatch) bool {
 	if err != nil || cur.path == "" || cur.same(w.reported) {
 		return false
 	}
-	path, err := confine(w.dir, cur.path)
+	raw := cur.path
+	if w.mapped != "" {
+		raw = onHost(w.mapped, raw)
+	}
+	path, err := confine(w.dir, raw)
 	if err != nil {
 		if cur.path != w.bad {
 			w.bad = cur.path

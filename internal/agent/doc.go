@@ -144,4 +144,16 @@
 //     a job ending also kills every process of its dynamic uid, which
 //     catches setsid and double-forked children. A job inherits no
 //     descriptor but its standard input (/dev/null) and its log.
+//   - Images (container.go): a job that names an image has it pulled
+//     (Config.Runtime, package runtime) before its instance starts; a
+//     pull that fails is reported as outcome ImagePullFailed with the
+//     runtime's message. The instance then runs as the runtime's
+//     process under its shim like a bare command, and the container gets
+//     the same uid, its GPUs alone, its attempt directory at
+//     /allot/work and the job's checkpoint directory at
+//     /allot/checkpoints (a marker naming a path there is read on the
+//     host), the mounts it asks for under Config.MountAllow, and the
+//     environment above with the container's paths, from a file in
+//     DATA/state that only the agent reads. The container is removed
+//     when the instance ended or is fenced.
 package agent

@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/allot-dev/allot/internal/agent/launch"
+	"github.com/allot-dev/allot/internal/agent/runtime"
 	"github.com/allot-dev/allot/internal/agent/shim"
 	"github.com/allot-dev/allot/internal/client"
 )
@@ -32,6 +34,18 @@ func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
 	go func() {
 		defer a.instances.Done()
 		defer cancel()
+		if x.Container != nil {
+			// The image is pulled while the GPUs may still be held.
+			img, err := a.pull(sctx, x)
+			if err != nil && sctx.Err() == nil {
+				a.pullFailed(k, p, err)
+				return
+			}
+			a.mu.Lock()
+			p.image = img
+			a.mu.Unlock()
+			a.trimImages(sctx, time.Now())
+		}
 		for _, w := range waitFor {
 			select {
 			case <-w:
@@ -70,6 +84,30 @@ func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
 	}()
 }
 
+// pullFailed reports an instance whose image could not be pulled: it
+// exits with outcome ImagePullFailed and the registry's message, which the
+// server keeps as the job's reason and retries after a back-off.
+func (a *Agent) pullFailed(k key, p *proc, err error) {
+	a.mu.Lock()
+	a.finished[k] = true
+	delete(a.procs, k)
+	close(p.done)
+	a.mu.Unlock()
+	a.log.Error("image pull failed", "job", k.job, "attempt", k.attempt, "rank", k.rank, "image", p.a.Container.Image, "err", err)
+	cause := err.Error()
+	var pe *runtime.PullError
+	if errors.As(err, &pe) {
+		cause = pe.Msg
+	}
+	msg := eventMessage(fmt.Sprintf("image %s not pulled on %s: %s", p.a.Container.Image, a.cfg.Node, cause))
+	a.tell(a.reports, k, msg)
+	a.report(a.reports, k, client.AttemptEvent{Type: "exited", ExitCode: 127, Outcome: OutcomeImagePullFailed, Message: msg})
+}
+
+// OutcomeImagePullFailed is the outcome of an instance whose image could
+// not be pulled (server.OutcomeImagePullFailed).
+const OutcomeImagePullFailed = "ImagePullFailed"
+
 // launch builds the instance's sandbox, records it, and starts it under a
 // shim. Called with a.mu held.
 func (a *Agent) launch(k key, p *proc) (launch.Spec, error) {
@@ -79,9 +117,20 @@ func (a *Agent) launch(k key, p *proc) (launch.Spec, error) {
 	}
 	spec, why := a.spec(k, p.a, sb)
 	p.noResume = why
+	var container string
+	if p.a.Container != nil {
+		if container, err = a.containerize(p.a, p.image, sb, &spec); err != nil {
+			a.release(sb)
+			return launch.Spec{}, fmt.Errorf("container: %w", err)
+		}
+	}
 	// The markers are an earlier attempt's, if any: not this one's to report.
 	rec := record{Job: k.job, Attempt: k.attempt, Rank: k.rank, UID: sb.uid, Dynamic: sb.dynamic, Cgroup: sb.cgroup,
-		GPUs: gpuIndices(p.a.GPUs), Log: sb.logPath, Checkpoints: sb.ckptDir, World: p.a.WorldSize, JobCheckpoints: a.jobMarkerDir(k, p.a, sb)}
+		GPUs: gpuIndices(p.a.GPUs), Log: sb.logPath, Checkpoints: sb.ckptDir, World: p.a.WorldSize, JobCheckpoints: a.jobMarkerDir(k, p.a, sb),
+		Container: container}
+	if container != "" {
+		rec.ContainerCheckpoints = sb.jobCkpt
+	}
 	seen, _ := readMarker(rec.Checkpoints)
 	rec.Marker, rec.MarkerTime = seen.path, seen.mod
 	if rec.JobCheckpoints != "" {
@@ -172,6 +221,9 @@ func (a *Agent) watch(k key, p *proc) {
 		a.leave(k, p)
 		return
 	default:
+	}
+	if p.rec.Container != "" {
+		a.removeContainer(p.rec.Container)
 	}
 	a.forget(p.sb.recordKey)
 	a.release(p.sb)

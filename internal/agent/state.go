@@ -54,14 +54,27 @@ type record struct {
 	JobCheckpoints string    `json:"job_checkpoints,omitempty"`
 	JobMarker      string    `json:"job_marker,omitempty"`
 	JobMarkerTime  time.Time `json:"job_marker_time,omitzero"`
+	// Container is the name of the instance's container when it runs
+	// from an image: what is left of it is removed with the instance.
+	Container string `json:"container,omitempty"`
+	// ContainerCheckpoints is the job's checkpoint directory on the host
+	// that the container sees at model.ContainerCheckpointDir: a marker
+	// that names a path there is read on the host.
+	ContainerCheckpoints string `json:"container_checkpoints,omitempty"`
 }
 
 func (r record) key() key { return key{r.Job, r.Attempt, r.Rank} }
 
 // markers follows the instance's markers from where the record left them.
 func (r record) markers() *markers {
-	return markersOf(r.Checkpoints, r.JobCheckpoints, r.Rank, r.World, marker{path: r.Marker, mod: r.MarkerTime},
+	m := markersOf(r.Checkpoints, r.JobCheckpoints, r.Rank, r.World, marker{path: r.Marker, mod: r.MarkerTime},
 		marker{path: r.JobMarker, mod: r.JobMarkerTime})
+	for _, w := range []*markerWatch{m.own, m.job} {
+		if w != nil {
+			w.mapped = r.ContainerCheckpoints
+		}
+	}
+	return m
 }
 
 // seen records in r the markers m last reported.
@@ -103,7 +116,9 @@ func (a *Agent) writeRecord(name string, r record) error {
 
 // shimFiles are the endings of the files an instance's shim reads and
 // writes beside its record, with those of their atomic replacements.
-var shimFiles = []string{".exit.json", ".order.json", ".exit.json.tmp", ".order.json.tmp"}
+// The container runtime's env file (an instance run from an image) lies
+// there too.
+var shimFiles = []string{".exit.json", ".order.json", ".exit.json.tmp", ".order.json.tmp", ".env"}
 
 // forget removes the instance's record and its shim's files: nothing of it
 // is left to adopt or to fence.
@@ -274,6 +289,9 @@ func (a *Agent) killRecord(r record, byUID bool) {
 		h := shim.Attach(r.Shim, r.ShimStart, "", "")
 		h.Destroy()
 		h.Close()
+	}
+	if r.Container != "" {
+		a.removeContainer(r.Container)
 	}
 }
 

@@ -22,6 +22,8 @@ type (
 	Assignments       = wire.Assignments
 	Assignment        = wire.Assignment
 	AssignedGPU       = wire.AssignedGPU
+	Container         = wire.Container
+	Mount             = wire.Mount
 	StopOrder         = wire.StopOrder
 	AttemptEvent      = wire.AttemptEvent
 	CheckpointRequest = wire.CheckpointRequest
@@ -150,9 +152,12 @@ func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.P
 		as := Assignment{Job: x.Job, Attempt: x.Attempt, Rank: x.Rank, WorldSize: x.WorldSize, Command: x.Command,
 			Env: x.Env, ArrayIndex: x.ArrayIndex, GPUs: make([]AssignedGPU, len(x.GPUs)), GPUMilli: x.GPUMilli, MasterAddr: x.MasterAddr,
 			MasterPort: x.MasterPort, ResumeFrom: x.ResumeFrom, ResumeNode: x.ResumeNode, NoResume: x.NoResume, Timeout: timeout,
-			Grace: x.Grace.String(), Started: x.Started}
+			Grace: x.Grace.String(), Started: x.Started, Container: wireContainer(x.Container), CPUMilli: x.CPUMilli, MemoryMiB: x.MemoryMiB}
 		for k, g := range x.GPUs {
 			as.GPUs[k] = AssignedGPU{Index: g.Index, UUID: g.UUID}
+		}
+		if ra := x.RegistryAuth; ra != nil {
+			as.RegistryAuth = &wire.RegistryAuth{Registry: ra.Registry, Auth: ra.Auth}
 		}
 		out.Run[i] = as
 	}
@@ -160,6 +165,18 @@ func (h *handler) assignments(w http.ResponseWriter, r *http.Request, _ server.P
 		out.Stop[i] = StopOrder{Job: x.Job, Attempt: x.Attempt, Rank: x.Rank, Grace: x.Grace.String(), Reason: x.Reason}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// wireContainer is c on the wire, nil for nil.
+func wireContainer(c *model.Container) *Container {
+	if c == nil {
+		return nil
+	}
+	w := &Container{Image: c.Image, Args: c.Args, Workdir: c.Workdir}
+	for _, m := range c.Mounts {
+		w.Mounts = append(w.Mounts, Mount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	return w
 }
 
 // attempt reads the {n} path segment.

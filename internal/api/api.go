@@ -189,6 +189,9 @@ func (h *handler) routes() []route {
 		{"GET /v1/partitions", admins, h.partitions},
 		{"GET /v1/quotas", admins, h.quotas},
 		{"PUT /v1/quotas", admins, h.setQuota},
+		{"PUT /v1/registry-credentials/{registry}", tenants, h.setRegistryCredential},
+		{"GET /v1/registry-credentials", tenants, h.listRegistryCredentials},
+		{"DELETE /v1/registry-credentials/{registry}", tenants, h.deleteRegistryCredential},
 		{"POST /v1/quota-requests", tenants, h.createQuotaRequest},
 		{"GET /v1/quota-requests", tenants, h.listQuotaRequests},
 		{"POST /v1/quota-requests/{id}/approve", admins, h.approveQuotaRequest},
@@ -261,9 +264,11 @@ func (h *handler) ready(w http.ResponseWriter, r *http.Request, _ server.Princip
 // an audit record; --audit-rate bounds them per tenant, so that a loop of
 // them cannot grow the audit log (and the store) without end.
 var auditedWrites = map[string]bool{
-	"POST /v1/reservations":          true,
-	"DELETE /v1/reservations/{name}": true,
-	"POST /v1/quota-requests":        true,
+	"POST /v1/reservations":                      true,
+	"DELETE /v1/reservations/{name}":             true,
+	"POST /v1/quota-requests":                    true,
+	"PUT /v1/registry-credentials/{registry}":    true,
+	"DELETE /v1/registry-credentials/{registry}": true,
 }
 
 type principalKey struct{}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/agent"
 	"github.com/allot-dev/allot/internal/agent/gpu"
+	"github.com/allot-dev/allot/internal/agent/runtime"
 	"github.com/allot-dev/allot/internal/agent/shim"
 	"github.com/allot-dev/allot/internal/client"
 	"github.com/allot-dev/allot/internal/server"
@@ -49,6 +50,7 @@ type agentFlags struct {
 	jobEnvMap          map[string]string
 	onExit             string // --on-exit leave|stop
 	jobs               jobLimitFlags
+	containers         runtimeFlags
 }
 
 // errTokenInArgv is the answer to 'allot agent --token' and 'allot
@@ -207,7 +209,20 @@ times, with or without --health-check: a GPU gone, uncorrectable ECC errors,
 pages or rows waiting for a reset, a failed row remap, or a critical XID
 since the agent started (the XIDs an application causes, 13, 31, 43, 45, 68
 and 109, aside) drain the node as a failing check does, naming the GPU.
-Restart the agent after resetting a GPU that reported an XID.`,
+Restart the agent after resetting a GPU that reported an XID.
+
+A job that names an image (image: in its file, job run --image) runs in a
+container of --runtime: podman as root (auto: where it is installed;
+crun or runc: podman with that OCI runtime, as --oci-runtime sets), one
+'podman run' per instance, pulled before it starts. The container runs as
+the job's own uid, gets the instance's GPUs alone (their CDI names where
+the host has an NVIDIA CDI spec, else their device nodes), its CPU, memory
+and process limits, the host's network, no capabilities, the job's work
+directory at /allot/work and its checkpoints at /allot/checkpoints, and
+the host directories its mounts name only under a --mount-allow
+directory; a local image (oci:/PATH) only under an --image-dir. A pull
+that fails is reported as ImagePullFailed with the registry's message
+('allot job why'); the server retries it after a back-off.`,
 		Example: `  allot token create --node eastus-h100-01 > /etc/allot/node-token   # on the control plane; copy it over, mode 0600
   sudo allot agent --server http://10.0.0.1:8080 --token-file /etc/allot/node-token --node eastus-h100-01 \
       --gpus auto --data /var/lib/allot-agent --work /var/lib/allot-work
@@ -247,9 +262,13 @@ Restart the agent after resetting a GPU that reported an XID.`,
 				return Usage(fmt.Errorf("--on-exit %q: want leave or stop", f.onExit))
 			}
 			log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			rt, err := agentRuntime(f.containers, runtime.FindPodman, log)
+			if err != nil {
+				return Usage(err)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return runAgents(ctx, cl, f, uids, runAs, log)
+			return runAgents(ctx, cl, f, uids, runAs, rt, log)
 		},
 	}
 	fl := cmd.Flags()
@@ -277,6 +296,7 @@ Restart the agent after resetting a GPU that reported an XID.`,
 	fl.StringVar(&f.healthCheck, "health-check", "", "command (sh -c) that exits 0 when the host is fit for work; a failure drains the node, the next pass resumes it (as Slurm's HealthCheckProgram)")
 	fl.DurationVar(&f.healthCheckEvery, "health-check-every", agent.DefaultHealthCheckEvery, "interval of --health-check")
 	fl.DurationVar(&f.healthCheckTimeout, "health-check-timeout", agent.DefaultHealthCheckTimeout, "a --health-check that has not ended this long fails")
+	f.containers.register(cmd)
 	f.jobs.register(cmd)
 	_ = cmd.MarkFlagRequired("node")
 	cmd.AddCommand(newAgentDiscoverCmd(), newAgentShimCmd())
@@ -325,7 +345,7 @@ func parseJobEnv(list []string, lookup func(string) (string, bool)) (map[string]
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // runAgents runs one agent per node until ctx ends.
-func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.UIDRange, runAs *syscall.Credential, log *slog.Logger) error {
+func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.UIDRange, runAs *syscall.Credential, rt runtime.Runtime, log *slog.Logger) error {
 	if f.address == "" {
 		f.address, _ = os.Hostname()
 	}
@@ -374,7 +394,8 @@ func runAgents(ctx context.Context, cl *client.Client, f agentFlags, uids agent.
 				UIDs: uids, RunAs: runAs, Address: f.address, Heartbeat: f.heartbeat, Wait: f.wait,
 				NodeTimeout: f.nodeTimeout, KeepJobFiles: off(f.keepFiles), HealthCheck: f.healthCheck,
 				HealthCheckEvery: f.healthCheckEvery, HealthCheckTimeout: f.healthCheckTimeout, GPUHealth: n.health, CheckpointRoot: f.checkpointRoot, JobEnv: f.jobEnvMap,
-				OnExit: agent.OnExit(f.onExit), Logger: log}
+				OnExit: agent.OnExit(f.onExit), Runtime: rt, MountAllow: f.containers.mountAllow, ImageDirs: f.containers.imageDirs,
+				ImageCacheBytes: f.containers.cacheBytes(), Logger: log}
 			f.jobs.apply(&cfg)
 			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {

@@ -45,7 +45,7 @@ They need nothing but the environment allot's agent gives every job, and the
 agent runs a command named allot as its own executable, so a job file can say
 command: [allot, demo, train, --steps, "100"] on any host.`,
 	}
-	cmd.AddCommand(newDemoServeCmd(), newDemoLoadCmd(), newDemoTrainCmd())
+	cmd.AddCommand(newDemoServeCmd(), newDemoLoadCmd(), newDemoTrainCmd(), newDemoImageCmd())
 	return cmd
 }
 

@@ -18,7 +18,8 @@ import (
 // runFlags are the fields of a job that 'job run' takes as flags.
 type runFlags struct {
 	name, tenant, priority, array, cpu, memory, duration, key, begin, timeout string
-	afterCondition, instances                                                 string
+	afterCondition, instances, image, workdir                                 string
+	mounts                                                                    []string
 	maxRetries                                                                int
 	gpus                                                                      int
 	gpuMilli                                                                  int64
@@ -36,12 +37,13 @@ var runFlagOf = map[string]string{
 	"placement.regions": "--region", "placement.nodes": "--node", "placement.exclude_nodes": "--exclude", "env": "--env", "command": "the command", "resources": "--gpus or --cpu",
 	"elastic": "--instances", "elastic.min_instances": "--instances", "elastic.max_instances": "--instances", "elastic.step": "--instances",
 	"begin": "--begin", "retry.timeout": "--timeout", "retry.max_retries": "--max-retries", "after": "--after", "after_condition": "--after-condition",
+	"image": "--image", "workdir": "--workdir", "mounts": "--mount",
 }
 
 func newJobRunCmd(conn *connection) *cobra.Command {
 	var r runFlags
 	cmd := &cobra.Command{
-		Use:   "run [--gpus N] [--gpu-model M] [--instances N|A-B[:STEP]] [--tenant T] [--name N] [--priority P] [--array A-B[:STEP]] -- CMD [ARG]...",
+		Use:   "run [--gpus N] [--gpu-model M] [--instances N|A-B[:STEP]] [--tenant T] [--name N] [--priority P] [--array A-B[:STEP]] [--image IMG] -- CMD [ARG]...",
 		Short: "Submit a command as a job, without a job file",
 		Long: `run submits CMD with its arguments as a job, as sbatch --wrap or az ml job
 create do, and prints the new job's ID like 'job submit'. The flags set the
@@ -59,8 +61,17 @@ waits Blocked until that job succeeded, as --dependency=afterok; with
 with notok until it ended without succeeding, as afternotok; or per job,
 --after any:ID, as --dependency=afterany:ID), --env
 NAME=VALUE, and --set for any other field (checkpoint.grace=2m). --name
-defaults to the program's name; --tenant to the token's tenant (an admin
-token must give it).
+defaults to the program's name (the image's, without a command); --tenant
+to the token's tenant (an admin token must give it).
+
+--image IMG runs the command in a container of the image (an OCI
+reference such as ghcr.io/team/train:1.4, or oci:/PATH[:TAG] on the
+agents' disk), as the image field of a job file: CMD replaces the image's
+entrypoint, and without CMD the image's entrypoint runs. --workdir sets
+the container's working directory, --mount SOURCE:TARGET[:ro] mounts a
+host directory the agents' operator allows (repeatable). The job's work
+directory is /allot/work and its checkpoints /allot/checkpoints
+($ALLOT_CHECKPOINT_DIR).
 
 --array A-B[:STEP] submits the command once per index of the range (or of
 a list, 1,5,9; at most 1000), all or none: the jobs are named NAME[IDX] and
@@ -92,6 +103,8 @@ and variables, run sh -c '...'.`,
   allot job run --array 0-99 --gpus 1 -- sh -c 'python sweep.py --seed $ALLOT_ARRAY_INDEX'
   allot job run --tenant research --priority spot:5 -o json -- python eval.py   # {"id": "..."}
   allot job run --gpus 8 --exclude eastus-h100-03 -- python train.py          # not on that host
+  allot job run --gpus 8 --image nvcr.io/nvidia/pytorch:24.05-py3 -- torchrun --nproc-per-node 8 train.py
+  allot job run --gpus 1 --image ghcr.io/team/eval:2.1 --mount /data/sets:/data:ro   # the image's entrypoint
   allot job run --gpus 8 --node eastus-h100-03 --attach -- nvidia-smi          # on that host only
   allot job run --begin 2026-12-24T02:00:00Z --gpus 8 -- python nightly.py
   allot job run --begin 6h --gpus 8 -- python nightly.py                     # six hours from now
@@ -99,7 +112,12 @@ and variables, run sh -c '...'.`,
   allot job run --after "$(allot job run -- python prepare.py)" --gpus 8 -- python train.py
   allot job run --after "$TRAIN" --after-condition any --gpus 0 --cpu 1 -- python cleanup.py
   allot job run --after "$TRAIN" --after-condition notok --gpus 0 --cpu 1 -- python page-oncall.py`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if r.image != "" {
+				return nil // the image's entrypoint runs
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, f, err := conn.client()
 			if err != nil {
@@ -135,6 +153,9 @@ and variables, run sh -c '...'.`,
 	fl.StringVar(&r.begin, "begin", "", "start no earlier than this: a time (2026-12-24T02:00:00Z), a date, or a duration from now (6h)")
 	fl.StringVar(&r.array, "array", "", "submit once per index: A-B[:STEP] or a list (1,5,9), at most 1000")
 	fl.StringArrayVar(&r.env, "env", nil, "an environment variable NAME=VALUE (repeatable)")
+	fl.StringVar(&r.image, "image", "", "run in a container of this image: an OCI reference (REGISTRY/REPO:TAG or @sha256:…) or oci:/PATH[:TAG]")
+	fl.StringVar(&r.workdir, "workdir", "", "with --image: the container's working directory (default the image's)")
+	fl.StringArrayVar(&r.mounts, "mount", nil, "with --image: a host directory SOURCE:TARGET[:ro] the agents allow (repeatable)")
 	fl.StringArrayVar(&r.sets, "set", nil, "set any other field of the job, key=value, e.g. retry.max_retries=3 (repeatable)")
 	fl.StringVar(&r.key, "idempotency-key", "", idempotencyHelp)
 	r.wait.register(cmd)
@@ -145,12 +166,28 @@ and variables, run sh -c '...'.`,
 // package spec (so units, defaults, arrays and validation are those of a
 // job file), and names the flag of each problem.
 func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
-	doc := map[string]any{"command": command}
+	doc := map[string]any{}
+	if len(command) > 0 {
+		doc["command"] = command
+	}
 	name := r.name
-	if name == "" {
+	switch {
+	case name != "":
+	case len(command) > 0:
 		name = filepath.Base(command[0])
+	default:
+		name = imageName(r.image)
 	}
 	doc["name"] = name
+	if r.image != "" {
+		doc["image"] = r.image
+	}
+	if r.workdir != "" {
+		doc["workdir"] = r.workdir
+	}
+	if len(r.mounts) > 0 {
+		doc["mounts"] = r.mounts
+	}
 	// Without --tenant the server fills in the token's tenant; the
 	// placeholder only lets the document be checked here.
 	const anyTenant = "-"
@@ -253,6 +290,21 @@ func runSpecs(r runFlags, command []string) ([]model.JobSpec, error) {
 		}
 	}
 	return specs, nil
+}
+
+// imageName is the name of a job that runs an image's entrypoint: the
+// last component of its repository, without tag or digest ("train" of
+// ghcr.io/team/train:1.4).
+func imageName(image string) string {
+	name, _, _ := strings.Cut(image, "@")
+	name = name[strings.LastIndexByte(name, '/')+1:]
+	if i := strings.IndexByte(name, ':'); i > 0 {
+		name = name[:i]
+	}
+	if name == "" {
+		return "image"
+	}
+	return name
 }
 
 // parseInstances reads --instances: a count N, or an elastic range A-B or

@@ -42,3 +42,43 @@ func FuzzRunSpecs(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRunImage holds 'job run --image' to the same contract: any image,
+// working directory, mount and command give valid jobs or an error with a
+// message.
+func FuzzRunImage(f *testing.F) {
+	f.Add("nvcr.io/nvidia/pytorch:24.05-py3", "/workspace", "/data:/data:ro", "python")
+	f.Add("oci:/var/lib/allot/images/demo:latest", "", "", "")
+	f.Add("Team/X", "rel", "/a", "x")
+	f.Add("ghcr.io/a/b@sha256:", "/", "/a:/allot/work:rw", "")
+	f.Add("", "/w", "a:b:c:d", "sh")
+	f.Fuzz(func(t *testing.T, image, workdir, mount, prog string) {
+		r := runFlags{gpus: 1, instances: "1", image: image, workdir: workdir}
+		if mount != "" {
+			r.mounts = []string{mount}
+		}
+		var command []string
+		if prog != "" {
+			command = []string{prog}
+		}
+		if image == "" && len(command) == 0 {
+			return // cobra refuses it before runSpecs
+		}
+		specs, err := runSpecs(r, command)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("error without a message")
+			}
+			return
+		}
+		for _, s := range specs {
+			s.Tenant = "filled-in-by-the-server"
+			if err := s.Validate(); err != nil {
+				t.Fatalf("job %+v fails Validate: %v", s, err)
+			}
+			if image != "" && (s.Container == nil || s.Container.Image != image) {
+				t.Fatalf("job %+v lost its image %q", s, image)
+			}
+		}
+	})
+}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,55 @@ func TestJobRun(t *testing.T) {
 	}
 }
 
+// TestJobRunImage checks 'job run --image': the image fields of the
+// document, with or without a command (the image's entrypoint then, and
+// the job named after the image).
+func TestJobRunImage(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		name    string
+		command []string
+		mounts  []mountDoc
+	}{
+		{[]string{"--image", "nvcr.io/nvidia/pytorch:24.05-py3", "--", "torchrun", "train.py"}, "torchrun", []string{"torchrun", "train.py"}, nil},
+		{[]string{"--image", "ghcr.io/team/eval@sha256:" + strings.Repeat("0", 64), "--mount", "/data/sets:/data:ro", "--workdir", "/w"}, "eval", nil,
+			[]mountDoc{{"/data/sets", "/data", true}}},
+		{[]string{"--image", "oci:/var/lib/allot/images/demo:latest", "--name", "demo"}, "demo", nil, nil},
+	} {
+		r := runFlags{gpus: 1, instances: "1"}
+		fs := newJobRunCmd(&connection{}).Flags()
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		r.image, _ = fs.GetString("image")
+		r.workdir, _ = fs.GetString("workdir")
+		r.mounts, _ = fs.GetStringArray("mount")
+		r.name, _ = fs.GetString("name")
+		specs, err := runSpecs(r, fs.Args())
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		s := specs[0]
+		if s.Name != tc.name || !slices.Equal(s.Command, tc.command) || s.Container == nil || s.Container.Image != tc.args[1] {
+			t.Errorf("%v: job %s, command %q, container %+v", tc.args, s.Name, s.Command, s.Container)
+			continue
+		}
+		var got []mountDoc
+		for _, m := range s.Container.Mounts {
+			got = append(got, mountDoc{m.Source, m.Target, m.ReadOnly})
+		}
+		if !slices.Equal(got, tc.mounts) {
+			t.Errorf("%v: mounts %+v, want %+v", tc.args, got, tc.mounts)
+		}
+	}
+}
+
+// mountDoc is a mount as the test compares it.
+type mountDoc struct {
+	source, target string
+	ro             bool
+}
+
 // TestJobRunErrors checks that a bad flag fails before any request, naming
 // the flag, every problem at once.
 func TestJobRunErrors(t *testing.T) {
@@ -181,6 +231,11 @@ func TestJobRunErrors(t *testing.T) {
 		{[]string{"--after", "t", "--after-condition", "anny", "--", "x"}, []string{"--after-condition: want ok", "(did you mean any?)"}},
 		{[]string{"--after-condition", "any", "--", "x"}, []string{"--after-condition: is any, but the job waits for no job"}},
 		{[]string{"--begin", "-1h", "--", "x"}, []string{`--begin "-1h": want an RFC 3339 time (2027-03-01T00:00:00Z), a date (2027-03-01), now, or a duration from now (+24h)`}},
+		{[]string{"--image", "Team/Train", "--", "x"}, []string{"--image: ", "lower-case"}},
+		{[]string{"--image", "ghcr.io/a/b", "--mount", "/data", "--", "x"}, []string{"--mount: want SOURCE:TARGET"}},
+		{[]string{"--image", "ghcr.io/a/b", "--mount", "/d:/allot/work"}, []string{"--mount: /allot/work is where allot mounts the job's own directories"}},
+		{[]string{"--image", "ghcr.io/a/b", "--workdir", "rel"}, []string{"--workdir: \"rel\" must be an absolute path"}},
+		{[]string{"--workdir", "/w", "--", "x"}, []string{"--image: must not be empty", "need an image"}},
 	} {
 		_, errOut, code := runCLI(t, append([]string{"job", "run", "--server", url, "--token", "tok"}, tc.args...)...)
 		if code != ExitUsage {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/allot-dev/allot/internal/agent"
 	"github.com/allot-dev/allot/internal/agent/gpu"
+	"github.com/allot-dev/allot/internal/agent/runtime"
 	"github.com/allot-dev/allot/internal/api"
 	"github.com/allot-dev/allot/internal/client"
 	"github.com/allot-dev/allot/internal/forecast"
@@ -70,6 +71,7 @@ type serveFlags struct {
 	advertise                    string        // --advertise-url
 	termTTL                      time.Duration // --leader-ttl (hidden)
 	jobs                         jobLimitFlags // of the in-process agents (--agents virtual)
+	containers                   runtimeFlags  // of the in-process agents (--agents virtual)
 	gatewayURL                   string        // --gateway-url: where callers reach the gateways
 	gatewayListen                string        // up's --gateway-listen: its in-process gateway ("none": no gateway)
 	gatewayReport                time.Duration // up's --gateway-report-every (hidden, tests)
@@ -130,6 +132,7 @@ func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	_ = fl.MarkHidden("alert-for")
 	fl.StringVar(&f.checkpointRoot, "checkpoint-root", "", "with --agents virtual: the directory every virtual node shares for jobs' checkpoints (ROOT/JOB), as a fleet shares NFS or Lustre, so that a job resumes from its checkpoint on any node; 'none' keeps each node's on its own disk, so that a job resumes only where its parts lie (default: WORK/.checkpoints beside the virtual nodes' work directories)")
 	f.jobs.register(cmd)
+	f.containers.register(cmd)
 	fl.StringVar(&f.gatewayURL, "gateway-url", "", "where callers reach the gateways in front of the endpoints (allot gateway, or a load balancer before several): an endpoint's URL is GATEWAY-URL/NAME/ (default with up: its own gateway's)")
 }
 
@@ -426,7 +429,7 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if f.agents == "virtual" {
 		go func() {
 			agentsErr <- runVirtualAgents(agentsCtx, url, token, certPool(ownCerts), fleet, filepath.Join(f.data, "agents"), agent.DefaultWork(f.data),
-				f.checkpointRoot, f.nodeTimeout, f.jobs, log)
+				f.checkpointRoot, f.nodeTimeout, f.jobs, f.containers, log)
 		}()
 	}
 	gwErr := make(chan error, 1)
@@ -540,7 +543,7 @@ func newLocalGateway(url, token string, trust *x509.CertPool, reportEvery time.D
 }
 
 func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPool, fleet *model.Fleet, dir, work, ckptRoot string,
-	nodeTimeout time.Duration, jobs jobLimitFlags, log *slog.Logger) error {
+	nodeTimeout time.Duration, jobs jobLimitFlags, containers runtimeFlags, log *slog.Logger) error {
 	switch ckptRoot {
 	case "none":
 		ckptRoot = ""
@@ -554,6 +557,10 @@ func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPo
 		}
 	}
 	log.Info("virtual agents", "data", dir, "work", work, "checkpoint_root", ckptRoot)
+	rt, err := agentRuntime(containers, runtime.FindPodman, log)
+	if err != nil {
+		return err
+	}
 	cl, err := client.New(url, token)
 	if err != nil {
 		return err
@@ -581,7 +588,8 @@ func runVirtualAgents(ctx context.Context, url, token string, trust *x509.CertPo
 				// The whole system goes down with the process: its
 				// jobs stop with it, supervised inside it (a shim
 				// process per job would cost more than a demo's jobs).
-				OnExit: agent.OnExitStop, InProcess: true, Logger: log.With("agent", "virtual")}
+				OnExit: agent.OnExitStop, InProcess: true, Runtime: rt, MountAllow: containers.mountAllow, ImageDirs: containers.imageDirs,
+				ImageCacheBytes: containers.cacheBytes(), Logger: log.With("agent", "virtual")}
 			jobs.apply(&cfg)
 			err := agent.Run(ctx, cfg)
 			if err != nil && ctx.Err() == nil {

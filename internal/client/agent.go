@@ -20,6 +20,9 @@ type (
 	Assignments  = wire.Assignments
 	Assignment   = wire.Assignment
 	AssignedGPU  = wire.AssignedGPU
+	Container    = wire.Container
+	RegistryAuth = wire.RegistryAuth
+	Mount        = wire.Mount
 	StopOrder    = wire.StopOrder
 	AttemptEvent = wire.AttemptEvent
 	// CheckpointRequest is a checkpoint a job saved: a path, where it

@@ -52,6 +52,8 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		{"post", "/v1/nodes/{name}/drain", "200"}, {"post", "/v1/nodes/{name}/resume", "200"},
 		{"post", "/v1/nodes/{name}/job-files", "200"}, {"post", "/v1/jobs/{id}/checkpoint", "200"},
 		{"get", "/v1/routes", "200"}, {"post", "/v1/gateway/reports", "204"},
+		{"put", "/v1/registry-credentials/{registry}", "200"}, {"get", "/v1/registry-credentials", "200"},
+		{"delete", "/v1/registry-credentials/{registry}", "204"},
 	} {
 		op, ok := doc.Paths[ep.path][ep.method]
 		if !ok {
@@ -77,7 +79,8 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		"Assignment": wire.Assignment{}, "CheckpointRequest": wire.CheckpointRequest{}, "JobFilesRequest": wire.JobFilesRequest{},
 		"JobFiles": wire.JobFiles{}, "EndpointGateway": client.EndpointGateway{}, "EndpointGatewayReplica": client.EndpointGatewayReplica{},
 		"LatencyQuantiles": client.LatencyQuantiles{}, "RouteTable": wire.RouteTable{}, "Route": wire.Route{}, "RouteReplica": wire.RouteReplica{},
-		"GatewayReport": wire.GatewayReport{}, "GatewayEndpointReport": wire.GatewayEndpointReport{}, "GatewayReplicaReport": wire.GatewayReplicaReport{}} {
+		"GatewayReport": wire.GatewayReport{}, "GatewayEndpointReport": wire.GatewayEndpointReport{}, "GatewayReplicaReport": wire.GatewayReplicaReport{},
+		"RegistryCredential": client.RegistryCredential{}, "RegistryCredentialSet": wire.RegistryCredentialSet{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)

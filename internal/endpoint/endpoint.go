@@ -146,7 +146,7 @@ func (b *Book) replicaSpec(e *Endpoint) model.JobSpec {
 	}
 	return model.JobSpec{
 		Name: sp.Name + "-replica", Tenant: sp.Tenant, Command: slices.Clone(sp.Command), Env: env,
-		Resources: sp.Resources, Priority: sp.Priority, Placement: sp.Placement,
+		Container: sp.Container.Clone(), Resources: sp.Resources, Priority: sp.Priority, Placement: sp.Placement,
 		Labels: map[string]string{LabelEndpoint: sp.Name, model.LabelWorkload: model.WorkloadInference, LabelTemplate: e.template()},
 	}
 }
@@ -170,7 +170,7 @@ func (b *Book) Create(ctx context.Context, c Caller, spec model.EndpointSpec) (*
 	if !model.ValidName(spec.Name) {
 		return nil, refusal.New(refusal.InvalidSpec, "name", "%s", model.NameRule)
 	}
-	if spec.Command == nil {
+	if spec.Command == nil && spec.Container == nil {
 		spec.Command = slices.Clone(model.DefaultEndpointCommand)
 	}
 	if err := spec.Validate(); err != nil {

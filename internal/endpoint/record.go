@@ -28,6 +28,7 @@ type endpointSpecRecord struct {
 	Model       string             `json:"model"`
 	Command     []string           `json:"command,omitempty"`
 	Env         map[string]string  `json:"env,omitempty"`
+	Container   *model.Container   `json:"container,omitempty"`
 	GPUs        int                `json:"gpus_per_instance"`
 	GPUMilli    int64              `json:"gpu_milli,omitempty"`
 	GPUModels   []string           `json:"gpu_models,omitempty"`
@@ -102,7 +103,7 @@ type eventRecord struct {
 // template, rollout.go): what the store keeps of it, so that an
 // empty list or map and a missing one are the same template.
 func templateRecord(s *model.EndpointSpec) endpointSpecRecord {
-	return endpointSpecRecord{Command: s.Command, Env: s.Env,
+	return endpointSpecRecord{Command: s.Command, Env: s.Env, Container: s.Container,
 		GPUs: s.Resources.GPUsPerInstance, GPUMilli: s.Resources.GPUMilli, GPUModels: s.Resources.GPUModels,
 		CPUMilli: s.Resources.CPUMilli, MemoryMiB: s.Resources.MemoryMiB,
 		Class: int(s.Priority.Class), Value: s.Priority.Value,
@@ -173,7 +174,7 @@ func decode(b []byte) (*Endpoint, error) {
 // specOfRecord is the spec a record holds.
 func specOfRecord(s endpointSpecRecord) model.EndpointSpec {
 	return model.EndpointSpec{
-		Name: s.Name, Tenant: s.Tenant, Model: s.Model, Command: s.Command, Env: s.Env,
+		Name: s.Name, Tenant: s.Tenant, Model: s.Model, Command: s.Command, Env: s.Env, Container: s.Container,
 		Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: s.GPUs, GPUMilli: s.GPUMilli,
 			GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
 		Priority:    model.Priority{Class: model.Class(s.Class), Value: s.Value},

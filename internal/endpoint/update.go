@@ -32,7 +32,7 @@ func (b *Book) Update(ctx context.Context, c Caller, spec model.EndpointSpec) (*
 	if spec.Tenant == "" {
 		spec.Tenant = e.Spec.Tenant
 	}
-	if spec.Command == nil {
+	if spec.Command == nil && spec.Container == nil {
 		spec.Command = slices.Clone(model.DefaultEndpointCommand)
 	}
 	if err := spec.Validate(); err != nil {
@@ -68,6 +68,7 @@ func (b *Book) Update(ctx context.Context, c Caller, spec model.EndpointSpec) (*
 		{"readiness", spec.Readiness == old.Readiness},
 		{"access", spec.Access == old.Access},
 		{"command", slices.Equal(spec.Command, old.Command)},
+		{"image", spec.Container.Equal(old.Container)},
 		{"env", maps.Equal(spec.Env, old.Env)},
 		{"resources", sameResources(spec.Resources, old.Resources)},
 		{"priority", spec.Priority == old.Priority},
@@ -204,10 +205,10 @@ func (b *Book) Undo(ctx context.Context, c Caller, name string) (*Endpoint, erro
 	return e, nil
 }
 
-// withTemplate is spec with the template (command, env, resources,
+// withTemplate is spec with the template (command, env, image, resources,
 // priority, placement) of from.
 func withTemplate(spec model.EndpointSpec, from *model.EndpointSpec) model.EndpointSpec {
-	spec.Command, spec.Env, spec.Resources = from.Command, from.Env, from.Resources
+	spec.Command, spec.Env, spec.Resources, spec.Container = from.Command, from.Env, from.Resources, from.Container.Clone()
 	spec.Priority, spec.Placement = from.Priority, from.Placement
 	return spec
 }

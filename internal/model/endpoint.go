@@ -25,6 +25,9 @@ type EndpointSpec struct {
 	Model   string
 	Command []string
 	Env     map[string]string
+	// Container, when set, runs each replica from an image, as a job's
+	// (container.go); Command then replaces the image's entrypoint.
+	Container *Container
 	// Resources is one replica: InstanceCount is 1, and a replica needs a
 	// GPU or a fraction of one (GPUMilli); GPUModels lists the models a
 	// replica may run on, each of which needs a Throughput entry.
@@ -192,7 +195,7 @@ func (s *EndpointSpec) Validate() error {
 	// The rest is checked as a job of one instance would be: the same
 	// fields, the same messages.
 	job := JobSpec{Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env, Resources: r,
-		Priority: s.Priority, Placement: s.Placement}
+		Priority: s.Priority, Placement: s.Placement, Container: s.Container}
 	if err := job.Validate(); err != nil {
 		return err
 	}

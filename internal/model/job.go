@@ -46,6 +46,9 @@ type JobSpec struct {
 	// Elastic, when set, lets the gang run with more instances than
 	// Resources.InstanceCount, which is then its minimum (elastic.go).
 	Elastic *Elastic
+	// Container, when set, runs the job's instances from an image
+	// (container.go); nil runs Command on the host.
+	Container *Container
 }
 
 // Resources is the shape of a job: InstanceCount instances (a gang when more
@@ -162,8 +165,8 @@ func (s *JobSpec) Validate() error {
 		check(Printable("tenant", s.Tenant))
 	}
 	// No command at all is allowed (simulated nodes run nothing; a server
-	// whose agents run jobs refuses it); a command given must name a
-	// program.
+	// whose agents run jobs refuses it unless the job names an image, whose
+	// entrypoint runs); a command given must name a program.
 	if s.Command != nil && len(s.Command) == 0 {
 		add("command", "must not be empty: give the program and its arguments, e.g. [python, train.py]")
 	}
@@ -245,6 +248,9 @@ func (s *JobSpec) Validate() error {
 	}
 	errs = append(errs, s.validateAfter()...)
 	errs = append(errs, s.validateElastic()...)
+	if s.Container != nil {
+		errs = append(errs, s.Container.Validate()...)
+	}
 	return errors.Join(errs...)
 }
 

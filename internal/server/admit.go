@@ -16,12 +16,12 @@ import (
 // fleet cannot hold (package admission; the refusal's code is the core's
 // reason, as allot plan prints it), one whose priority class its tenant
 // may not use (model.Tenancy.AllowedClasses; Forbidden, whoever submits),
-// and, when agents run the jobs, one without a command. A job that merely
+// and, when agents run the jobs, one without a command or an image. A job that merely
 // must wait is admissible.
 func (s *Server) admissible(w *world, spec model.JobSpec, now time.Time) error {
-	if s.agentMode && len(spec.Command) == 0 {
+	if s.agentMode && len(spec.Command) == 0 && spec.Container == nil {
 		return refuse(CodeInvalidSpec, "command", "a job needs a command to run on a node: "+
-			"give the program and its arguments, e.g. command: [python, train.py]")
+			"give the program and its arguments, e.g. command: [python, train.py], or an image whose entrypoint runs")
 	}
 	if name := spec.Placement.Reservation; name != "" {
 		if err := usableReservation(w, &spec, now); err != nil {

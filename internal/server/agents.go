@@ -249,6 +249,15 @@ type Assignment struct {
 	// Started is set when the agent already reported the instance started:
 	// an agent that does not run it has lost it.
 	Started bool
+	// Container is the job's image, nil for a job run on the host.
+	Container *model.Container
+	// CPUMilli and MemoryMiB are the instance's requests (0: not set).
+	CPUMilli, MemoryMiB int64
+	// Tenant is the job's tenant; RegistryAuth its credential for the
+	// registry of Container's image, nil when it has none
+	// (registry_auth.go).
+	Tenant       string
+	RegistryAuth *RegistryAuth
 }
 
 // StopOrder is an instance a node must stop.
@@ -281,12 +290,16 @@ func (s *Server) NodeAssignments(ctx context.Context, node string, after int64, 
 	for {
 		rev, changed := s.cache.jobsChanged()
 		if rev > after || wait <= 0 {
-			return s.assignments(node, rev), nil
+			a := s.assignments(node, rev)
+			s.withRegistryAuth(ctx, &a)
+			return a, nil
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return s.assignments(node, rev), nil
+			a := s.assignments(node, rev)
+			s.withRegistryAuth(ctx, &a)
+			return a, nil
 		case <-ctx.Done():
 			return Assignments{}, ctx.Err()
 		}
@@ -343,7 +356,9 @@ func (s *Server) assignments(node string, rev int64) Assignments {
 				}
 				as := Assignment{Job: j.ID, Attempt: n, Rank: r, WorldSize: len(st.Allocations), Command: j.Spec.Command,
 					Env: j.Spec.Env, ArrayIndex: j.Spec.ArrayIndex, GPUMilli: a.GPUMilli, NoResume: noResume, Timeout: timeLeft(j),
-					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n)}
+					Grace: grace, MasterAddr: s.address(st.Allocations[0].Node), MasterPort: masterPort(j.ID, n),
+					Container: j.Spec.Container, CPUMilli: j.Spec.Resources.CPUMilli, MemoryMiB: j.Spec.Resources.MemoryMiB,
+					Tenant: j.Spec.Tenant}
 				if r < len(resume) {
 					as.ResumeFrom, as.ResumeNode = resume[r].Path, resume[r].Node
 				}

@@ -20,6 +20,7 @@ import (
 //	Preparing|Running|Preempted --canceled, an instance live--> Preempted (Canceling) --its exits--> Canceled
 //	Preparing|Running|Preempted --node lost--> Queued (NodeLost; no retry counted)
 //	Preparing|Running --outcome Stopped (its agent went down)--> Preempted (Requeued; no retry counted) --its exits--> Queued
+//	Preparing --outcome ImagePullFailed--> Queued, or Preempted while other ranks run (ImagePullFailed; no retry counted; back-off)
 //	Running --resized (elastic)--> Preparing: the old attempt's ranks stop, then the new attempt's start (resize.go)
 //
 // The functions below are pure: they take the job as it is and now, and
@@ -35,6 +36,9 @@ const (
 	OutcomeStopped  = "Stopped"
 	OutcomeTimedOut = "TimedOut"
 	OutcomeNodeLost = "NodeLost"
+	// OutcomeImagePullFailed: the instance's image could not be pulled
+	// (imagePullFailed); Event.Message says why, in the registry's words.
+	OutcomeImagePullFailed = "ImagePullFailed"
 )
 
 // Event is a fact an agent reports about one instance (by rank) of an
@@ -271,6 +275,8 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*mod
 			return j, "job failed: too many attempts lost", nil
 		}
 		return j, "job requeued: its agent lost the attempt", nil
+	case in.Outcome == OutcomeImagePullFailed:
+		return imagePullFailed(j, where, e.Message, now, lim.retryBackoff), "job requeued: its image could not be pulled", nil
 	case in.Outcome == OutcomeTimedOut:
 		detail := fmt.Sprintf("%s ran past retry.timeout %s", where, old.Spec.Retry.Timeout)
 		if e.Killed {
@@ -323,6 +329,60 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*mod
 		e.ExitCode, now)
 	f.Status.Attempts[len(f.Status.Attempts)-1].FailedNode = e.Node
 	return f, "job failed", nil
+}
+
+// Image pulls. An instance whose image could not be pulled (no such
+// image, a bad reference, a private one without credentials) ends its
+// attempt without counting a retry: the program never ran. The job goes
+// back to the queue with reason ImagePullFailed and the agent's message
+// (the registry's words) as its detail, held for a back-off that doubles
+// with each pull of the job that failed in a row, as kubelet's
+// ImagePullBackOff: a person fixes the image or its credentials, or
+// cancels the job. The first hold is the server's --retry-backoff (10 s by
+// default; 1 s when that is none).
+const maxPullBackoff = 5 * time.Minute
+
+// ReasonImagePullFailed is the reason of a job whose last attempt could
+// not pull its image.
+const ReasonImagePullFailed = "ImagePullFailed"
+
+// pullFailures counts the attempts of j before its current one, last
+// first, that ended as their image could not be pulled.
+func pullFailures(j *model.Job) int {
+	n := 0
+	for i := len(j.Status.Attempts) - 2; i >= 0 && j.Status.Attempts[i].Reason == ReasonImagePullFailed; i-- {
+		n++
+	}
+	return n
+}
+
+// imagePullFailed requeues j, whose instance (where) could not pull its
+// image (why), after the back-off of its failed pulls in a row; the other
+// ranks of a gang that still run are stopped first (Preempted).
+func imagePullFailed(j *model.Job, where, why string, now time.Time, first time.Duration) *model.Job {
+	k := pullFailures(j) + 1
+	backoff := first
+	if backoff <= 0 {
+		backoff = time.Second
+	}
+	for i := 1; i < k && backoff < maxPullBackoff; i++ {
+		backoff *= 2
+	}
+	backoff = min(backoff, maxPullBackoff)
+	if why == "" {
+		why = "its image could not be pulled"
+	}
+	hold := now.Add(backoff)
+	detail := fmt.Sprintf("%s: %s; %d failed pull(s) in a row, retried after %s (back-off %s)", where, why, k,
+		hold.UTC().Format(time.RFC3339), backoff)
+	q := requeue(j, ReasonImagePullFailed, detail, now, ReasonImagePullFailed)
+	q.Status.NotBefore = hold
+	if anyLive(j.Status.Instances) {
+		q.Status.State = model.StatePreempted
+		q.Status.Instances = append([]model.Instance(nil), j.Status.Instances...)
+		stopAttempt(q, now)
+	}
+	return q
 }
 
 func allStarted(in []model.Instance) bool {

@@ -35,6 +35,7 @@ type specRecord struct {
 	Tenant      string            `json:"tenant"`
 	Command     []string          `json:"command,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
+	Container   *model.Container  `json:"container,omitempty"`
 	Instances   int               `json:"instance_count"`
 	GPUs        int               `json:"gpus_per_instance"`
 	GPUMilli    int64             `json:"gpu_milli,omitempty"`
@@ -165,7 +166,7 @@ func encodeJob(j *model.Job) []byte {
 	r := jobRecord{
 		ID: j.ID,
 		Spec: specRecord{
-			Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env,
+			Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env, Container: s.Container,
 			Instances: s.Resources.InstanceCount, GPUs: s.Resources.GPUsPerInstance, GPUMilli: s.Resources.GPUMilli,
 			GPUModels: s.Resources.GPUModels, CPUMilli: s.Resources.CPUMilli, MemoryMiB: s.Resources.MemoryMiB,
 			Class: int(s.Priority.Class), Value: s.Priority.Value,
@@ -219,7 +220,7 @@ func decodeJob(b []byte) (*model.Job, error) {
 	j := &model.Job{
 		ID: r.ID,
 		Spec: model.JobSpec{
-			Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env,
+			Name: s.Name, Tenant: s.Tenant, Command: s.Command, Env: s.Env, Container: s.Container,
 			Resources: model.Resources{InstanceCount: s.Instances, GPUsPerInstance: s.GPUs, GPUMilli: s.GPUMilli,
 				GPUModels: s.GPUModels, CPUMilli: s.CPUMilli, MemoryMiB: s.MemoryMiB},
 			Priority: model.Priority{Class: model.Class(s.Class), Value: s.Value},

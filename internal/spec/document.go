@@ -15,6 +15,10 @@ type Document struct {
 	Tenant     string            `json:"tenant"`
 	Command    []string          `json:"command,omitempty"`
 	Env        map[string]string `json:"env,omitempty"`
+	Image      string            `json:"image,omitempty"`
+	Args       []string          `json:"args,omitempty"`
+	Workdir    string            `json:"workdir,omitempty"`
+	Mounts     []mountDoc        `json:"mounts,omitempty"`
 	Resources  resourcesDoc      `json:"resources"`
 	Priority   string            `json:"priority"`
 	Placement  *placementDoc     `json:"placement,omitempty"`
@@ -90,6 +94,7 @@ func DocumentOf(s model.JobSpec) Document {
 		ArrayIndex: s.ArrayIndex,
 		After:      s.After,
 	}
+	d.Image, d.Args, d.Workdir, d.Mounts = containerDoc(s.Container)
 	if !s.Begin.IsZero() {
 		d.Begin = s.Begin.UTC().Format(time.RFC3339Nano)
 	}

@@ -32,6 +32,13 @@ func TestDocumentRoundTrip(t *testing.T) {
 	}, {
 		Name: "elastic", Tenant: "t", Resources: model.Resources{InstanceCount: 2, GPUsPerInstance: 8},
 		Elastic: &model.Elastic{MinInstances: 2, MaxInstances: 8, Step: 2},
+	}, {
+		Name: "image", Tenant: "t", Command: []string{"torchrun", "train.py"}, Resources: model.Resources{InstanceCount: 2, GPUsPerInstance: 8},
+		Container: &model.Container{Image: "nvcr.io/nvidia/pytorch:24.05-py3", Args: []string{"--epochs", "3"}, Workdir: "/workspace",
+			Mounts: []model.Mount{{Source: "/data/sets", Target: "/data", ReadOnly: true}, {Source: "/scratch", Target: "/scratch"}}},
+	}, {
+		Name: "entrypoint", Tenant: "t", Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: 1},
+		Container: &model.Container{Image: "oci:/var/lib/allot/images/demo:latest"},
 	}}
 	files, err := filepath.Glob("../../examples/jobs/*.yaml")
 	if err != nil || len(files) == 0 {

@@ -20,6 +20,10 @@ type endpointFile struct {
 	Model       string            `yaml:"model"`
 	Command     command           `yaml:"command"`
 	Env         map[string]string `yaml:"env"`
+	Image       string            `yaml:"image"`
+	Args        []string          `yaml:"args"`
+	Workdir     string            `yaml:"workdir"`
+	Mounts      []mountEntry      `yaml:"mounts"`
 	Resources   replicaEntry      `yaml:"resources"`
 	Priority    priority          `yaml:"priority"`
 	MinReplicas int               `yaml:"min_replicas"`
@@ -217,11 +221,12 @@ func (d *decoder) endpoint(root, n *yaml.Node, path, tenant string) (model.Endpo
 	}
 	r := e.Resources
 	s := model.EndpointSpec{
-		Name:    e.Name,
-		Tenant:  e.Tenant,
-		Model:   e.Model,
-		Command: []string(e.Command),
-		Env:     e.Env,
+		Name:      e.Name,
+		Tenant:    e.Tenant,
+		Model:     e.Model,
+		Command:   []string(e.Command),
+		Env:       e.Env,
+		Container: containerFields{Image: e.Image, Args: e.Args, Workdir: e.Workdir, Mounts: e.Mounts}.container(),
 		Resources: model.Resources{InstanceCount: 1, GPUsPerInstance: r.GPUsPerInstance, GPUMilli: r.GPUMilli,
 			GPUModels: r.GPUModels, CPUMilli: int64(r.CPU), MemoryMiB: int64(r.Memory)},
 		Priority:    model.Priority(e.Priority),
@@ -256,7 +261,7 @@ func (d *decoder) endpoint(root, n *yaml.Node, path, tenant string) (model.Endpo
 		}
 		s.Rollout = model.EndpointRollout{MaxSurge: r.MaxSurge, MaxUnavailable: r.MaxUnavailable}
 	}
-	if s.Command == nil {
+	if s.Command == nil && s.Container == nil {
 		s.Command = slices.Clone(model.DefaultEndpointCommand)
 	}
 	if s.Resources.GPUModels == nil {

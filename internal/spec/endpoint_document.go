@@ -15,6 +15,10 @@ type EndpointDocument struct {
 	Model       string             `json:"model"`
 	Command     []string           `json:"command,omitempty"`
 	Env         map[string]string  `json:"env,omitempty"`
+	Image       string             `json:"image,omitempty"`
+	Args        []string           `json:"args,omitempty"`
+	Workdir     string             `json:"workdir,omitempty"`
+	Mounts      []mountDoc         `json:"mounts,omitempty"`
 	Resources   replicaDoc         `json:"resources"`
 	Priority    string             `json:"priority"`
 	MinReplicas int                `json:"min_replicas"`
@@ -75,6 +79,7 @@ func EndpointDocumentOf(s model.EndpointSpec) EndpointDocument {
 		Throughput: s.Throughput,
 	}
 	d.Resources.CPU, d.Resources.Memory = cpuMemoryText(r)
+	d.Image, d.Args, d.Workdir, d.Mounts = containerDoc(s.Container)
 	d.Placement = placementDocOf(s.Placement)
 	if a := s.Autoscale; a != (model.EndpointAutoscale{}) {
 		d.Autoscale = &autoscaleDoc{ScaleInAfter: durationText(a.ScaleInAfter), ScaleInInterval: durationText(a.ScaleInInterval),

@@ -87,7 +87,8 @@ func asError(err error, se **Error) bool {
 // back, as JSON, to the same spec.
 func TestEndpointDocumentRoundTrip(t *testing.T) {
 	docs := []string{chatEndpoint, chatEndpoint + "autoscale: {scale_in_after: 10s, lead_time: 1m30s}\n",
-		chatEndpoint + "rollout: {max_surge: 0, max_unavailable: 1}\n", `
+		chatEndpoint + "rollout: {max_surge: 0, max_unavailable: 1}\n",
+		chatEndpoint + "image: ghcr.io/team/serve:2\nargs: [--port, \"8000\"]\nmounts: [/models/llama:/models:ro]\n", `
 name: frac
 tenant: t
 model: m

@@ -114,6 +114,9 @@ func FuzzParseJobs(f *testing.F) {
 	f.Add([]byte("name: e\ntenant: t\nresources: {gpus_per_instance: 8}\nelastic: {min_instances: 2, max_instances: 6, step: 2}\n"), "elastic.step=3")
 	f.Add([]byte(`{"name": "e", "tenant": "t", "resources": {"instance_count": 2}, "elastic": {"min_instances": 2, "max_instances": 4}}`), "resources.instance_count=")
 	f.Add([]byte("name: e\ntenant: t\nresources: {gpu_milli: 500}\nelastic: {min_instances: 3, max_instances: 1}\n"), "elastic=")
+	f.Add([]byte("name: c\ntenant: t\nimage: nvcr.io/nvidia/pytorch:24.05-py3\ncommand: [torchrun, train.py]\nargs: [--epochs, '3']\nworkdir: /workspace\nmounts: [/data:/data:ro, {source: /s, target: /scratch, read_only: false}]\n"), "image=ghcr.io/a/b@sha256:"+strings.Repeat("0", 64))
+	f.Add([]byte("- {name: a, tenant: t, image: 'oci:/var/lib/allot/images/demo:latest', array: 0-3}\n- {name: b, tenant: t, after: [a], image: x, mounts: [/a:/allot/work, '/b:/c:rx', [x]]}\n"), "workdir=rel")
+	f.Add([]byte(`{"name": "j", "tenant": "t", "args": ["a"], "workdir": "/w", "mounts": ["/a:/a"]}`), "mounts=[/x:/y]")
 	f.Fuzz(func(t *testing.T, data []byte, set string) {
 		var sets []string
 		if set != "" {
@@ -177,6 +180,8 @@ func FuzzParseEndpoints(f *testing.F) {
 	f.Add([]byte(`{"name": "c", "tenant": "t", "model": "m", "slo": {"p95_ms": 1e3}, "throughput": {"H100": 9e2}, "resources": {"gpu_milli": 500}}`))
 	f.Add([]byte("name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 1, T4: 2}\n"))
 	f.Add([]byte("name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 1}\nrollout: {max_surge: 0, max_unavailable: 1}\n"))
+	f.Add([]byte("name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 1}\nimage: ghcr.io/team/serve:2\nargs: [--port, '8000']\nmounts: ['/m:/models:ro']\nworkdir: /srv\n"))
+	f.Add([]byte("name: e\ntenant: t\nmodel: m\nslo: {p95_ms: 100}\nthroughput: {T4: 1}\nmounts: [{source: rel, target: /allot}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		eps, err := ParseEndpoints("ep.yaml", data)
 		if err != nil {

@@ -20,6 +20,10 @@ type jobFile struct {
 	Tenant     string            `yaml:"tenant"`
 	Command    command           `yaml:"command"`
 	Env        map[string]string `yaml:"env"`
+	Image      string            `yaml:"image"`
+	Args       []string          `yaml:"args"`
+	Workdir    string            `yaml:"workdir"`
+	Mounts     []mountEntry      `yaml:"mounts"`
 	Resources  resourcesEntry    `yaml:"resources"`
 	Priority   priority          `yaml:"priority"`
 	Placement  placementEntry    `yaml:"placement"`
@@ -329,11 +333,12 @@ func (d *decoder) job(root, n *yaml.Node, path string) ([]model.JobSpec, error) 
 	}
 	r := j.Resources
 	s := model.JobSpec{
-		Elastic: j.Elastic.model(),
-		Name:    j.Name,
-		Tenant:  j.Tenant,
-		Command: []string(j.Command),
-		Env:     j.Env,
+		Elastic:   j.Elastic.model(),
+		Name:      j.Name,
+		Tenant:    j.Tenant,
+		Command:   []string(j.Command),
+		Env:       j.Env,
+		Container: containerFields{Image: j.Image, Args: j.Args, Workdir: j.Workdir, Mounts: j.Mounts}.container(),
 		Resources: model.Resources{
 			InstanceCount: j.instanceCount(), GPUsPerInstance: r.GPUsPerInstance, GPUMilli: r.GPUMilli,
 			GPUModels: r.GPUModels, CPUMilli: int64(r.CPU), MemoryMiB: int64(r.Memory),

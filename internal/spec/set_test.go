@@ -113,7 +113,7 @@ func TestParseJobsSetErrors(t *testing.T) {
 	}{
 		{"no =", pretrain, "priority", "--set priority", 0, "", "want key=value"},
 		{"no key", pretrain, "=spot", "--set =spot", 0, "", "want key=value"},
-		{"unknown key", pretrain, "priorty=spot", "--set priorty", 0, "priorty", `unknown key "priorty" (known keys: after, after_condition, array, array_index, begin, checkpoint, command, duration, elastic, env, labels, name, placement, priority, resources, retry, tenant); did you mean priority?`},
+		{"unknown key", pretrain, "priorty=spot", "--set priorty", 0, "priorty", `unknown key "priorty" (known keys: after, after_condition, args, array, array_index, begin, checkpoint, command, duration, elastic, env, image, labels, mounts, name, placement, priority, resources, retry, tenant, workdir); did you mean priority?`},
 		{"unknown nested key", pretrain, "retry.max=5", "--set retry.max", 0, "retry.max", `unknown key "max" (known keys under retry: max_retries, timeout)`},
 		{"key under a value", pretrain, "priority.class=spot", "--set priority.class", 0, "priority.class", "priority takes one value"},
 		{"key under a scalar", pretrain, "name.first=x", "--set name.first", 0, "name.first", "name is a single value"},

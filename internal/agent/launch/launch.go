@@ -59,6 +59,11 @@ type Spec struct {
 	// Allot is the executable a command named allot runs (see Program);
 	// empty means the agent's own.
 	Allot string
+	// ExactEnv, when not nil, is the process's whole environment in place
+	// of what Environ builds from the spec: the process of a container
+	// runtime (package runtime), whose job gets its own environment
+	// through the runtime, built by the agent with Environ.
+	ExactEnv []string `json:",omitempty"`
 }
 
 // Outcome is how an attempt ended.
@@ -120,6 +125,9 @@ func Start(s Spec) (*Process, error) {
 	cmd := exec.Command(prog, s.Command[1:]...)
 	cmd.Args[0] = s.Command[0] // the job sees the name it gave
 	cmd.Env = Environ(s)
+	if s.ExactEnv != nil {
+		cmd.Env = s.ExactEnv
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = s.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.Credential}

@@ -61,6 +61,55 @@ type Assignment struct {
 	Timeout  string `json:"timeout,omitempty"`
 	Grace    string `json:"grace"`
 	Started  bool   `json:"started"`
+	// Container, when set, runs the instance from an image; nil runs
+	// Command on the host.
+	Container *Container `json:"container,omitempty"`
+	// CPUMilli and MemoryMiB are the instance's CPU (milli-cores) and
+	// memory requests, its limits in a container; 0 when not set.
+	CPUMilli  int64 `json:"cpu_milli,omitempty"`
+	MemoryMiB int64 `json:"memory_mib,omitempty"`
+	// RegistryAuth is the job's tenant's credential for the registry of
+	// Container's image, for its pull alone; absent when it has none.
+	RegistryAuth *RegistryAuth `json:"registry_auth,omitempty"`
+}
+
+// RegistryAuth is a registry credential as an auth file holds it.
+type RegistryAuth struct {
+	Registry string `json:"registry"`
+	Auth     string `json:"auth"` // base64 of USER:PASSWORD
+}
+
+// RegistryCredentialSet is the body of PUT
+// /v1/registry-credentials/{registry}.
+type RegistryCredentialSet struct {
+	Tenant   string `json:"tenant,omitempty"`
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+// RegistryCredential is a tenant's registry credential as the API shows
+// it: never its secret.
+type RegistryCredential struct {
+	Tenant   string `json:"tenant"`
+	Registry string `json:"registry"`
+	SetAt    string `json:"set_at"`
+	SetBy    string `json:"set_by"`
+}
+
+// Container is the image an instance runs from and what of it the job
+// overrides (a job file's image, args, workdir and mounts).
+type Container struct {
+	Image   string   `json:"image"`
+	Args    []string `json:"args,omitempty"`
+	Workdir string   `json:"workdir,omitempty"`
+	Mounts  []Mount  `json:"mounts,omitempty"`
+}
+
+// Mount is a host directory a container sees at Target.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only,omitempty"`
 }
 
 // AssignedGPU is one GPU of an assignment.
