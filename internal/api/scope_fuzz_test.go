@@ -384,8 +384,15 @@ func FuzzScope(f *testing.F) {
 		if query != "" {
 			target += "?" + url.PathEscape(query)
 		}
-		// Long polls and followed logs end with the request's context.
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		// Long polls and followed logs (GETs) end with the request's
+		// context. A write keeps the deadline a server's caller would give
+		// it: bbolt's fsync alone took over 50 ms on a loaded 2-core VM,
+		// and the store's "context deadline exceeded" was then a 500.
+		timeout := 50 * time.Millisecond
+		if m != http.MethodGet {
+			timeout = 10 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		req := httptest.NewRequestWithContext(ctx, m, "http://allot"+path, bytes.NewReader(body))
 		req.URL.RawQuery = strings.TrimPrefix(target[len(path):], "?")
