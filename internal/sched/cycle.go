@@ -113,12 +113,12 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 	// Most of a long queue is answered here, by a verdict for its shape:
 	// the key is looked up without allocating, the attempt made only after.
 	st.keyBuf = st.holdKey(st.earmarkKey(appendShapeKey(st.keyBuf[:0], j), j), j)
-	if f, seen := failed[string(st.keyBuf)]; seen {
+	if f, seen := failed[string(st.keyBuf)]; seen && !j.Status.SubmittedAt.Before(f.submitted) {
 		pend(f.Reason, f.Detail)
 		return
 	}
 	// ...or by one for its shape whatever CPU and memory it asks (miss.go).
-	if f, seen := st.settled[string(st.missKey(&j.Spec.Resources))]; seen {
+	if f, seen := st.settled[string(st.missKey(&j.Spec.Resources))]; seen && !j.Status.SubmittedAt.Before(f.submitted) {
 		pend(f.Reason, f.Detail)
 		return
 	}
@@ -148,7 +148,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 			}
 			// 5. Explain.
 			groups := st.shapeGroups(a)
-			failed[key] = failure{Pending: Pending{Reason: reason, Detail: detail}, groups: groups}
+			failed[key] = failure{Pending: Pending{Reason: reason, Detail: detail}, groups: groups, submitted: j.Status.SubmittedAt}
 			if !missed {
 				st.addMiss(a, until, groups)
 			}

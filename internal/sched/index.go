@@ -3,6 +3,7 @@ package sched
 import (
 	"math/bits"
 	"slices"
+	"time"
 )
 
 // The indexes below are built once per cycle from the Snapshot and kept in
@@ -193,6 +194,12 @@ func (st *state) scanNotFull(a *attempt, g *group, v *verdict) {
 type failure struct {
 	Pending
 	groups []uint64 // bit per group: groups the shape's static filters admit
+	// submitted is when the job whose attempt it records was submitted:
+	// a job may evict borrowers that started after its own submission
+	// (reclaims), so the outcome answers only jobs submitted no earlier.
+	// A tenant's queue serves a higher priority value first, which may
+	// be the later submission.
+	submitted time.Time
 }
 
 // shapeGroups marks the groups whose nodes a's region, model, size,

@@ -40,7 +40,8 @@ type preemptMiss struct {
 	cpu, mem    int64
 	until       time.Time
 	protectedOn []int
-	groups      []uint64 // the shape's groups (shapeGroups): a preemption there drops the miss
+	groups      []uint64  // the shape's groups (shapeGroups): a preemption there drops the miss
+	submitted   time.Time // of the job that missed: it answers jobs submitted no earlier (failure.submitted)
 }
 
 // preemptOrMiss is preempt, answered from the cycle's misses when a job of
@@ -54,7 +55,7 @@ func (st *state) preemptOrMiss(a *attempt) (victims []victim, until time.Time, m
 	}
 	r := &a.job.Spec.Resources
 	for _, m := range st.misses[string(st.missKey(r))] {
-		if m.cpu <= r.CPUMilli && m.mem <= r.MemoryMiB {
+		if m.cpu <= r.CPUMilli && m.mem <= r.MemoryMiB && !a.job.Status.SubmittedAt.Before(m.submitted) {
 			st.protectedOn = append(st.protectedOn[:0], m.protectedOn...)
 			return nil, m.until, true, m.cpu == 0 && m.mem == 0
 		}
@@ -73,7 +74,7 @@ func (st *state) settle(a *attempt, p Pending, groups []uint64) {
 	if st.settled == nil {
 		st.settled = map[string]failure{}
 	}
-	st.settled[string(st.missKey(&a.job.Spec.Resources))] = failure{Pending: p, groups: groups}
+	st.settled[string(st.missKey(&a.job.Spec.Resources))] = failure{Pending: p, groups: groups, submitted: a.job.Status.SubmittedAt}
 }
 
 // roomCouldNotHoldAny reports, once roomCouldHold found that releasing
@@ -98,7 +99,8 @@ func (st *state) addMiss(a *attempt, until time.Time, groups []uint64) {
 	}
 	r := &a.job.Spec.Resources
 	k := string(st.missKey(r))
-	m := preemptMiss{cpu: r.CPUMilli, mem: r.MemoryMiB, until: until, protectedOn: slices.Clone(st.protectedOn), groups: groups}
+	m := preemptMiss{cpu: r.CPUMilli, mem: r.MemoryMiB, until: until, protectedOn: slices.Clone(st.protectedOn), groups: groups,
+		submitted: a.job.Status.SubmittedAt}
 	if st.missAll {
 		m.cpu, m.mem = 0, 0 // it misses whatever CPU and memory it asks
 	}

@@ -254,3 +254,22 @@ func TestAGuaranteeIsNotKeptWaitingForProtection(t *testing.T) {
 		})
 	}
 }
+
+// TestAnEarlierJobReclaimsWhatALaterOneMayNot: carol's j2 (priority value
+// 10, submitted 30 s ago) comes first in her queue, but bob's borrower x
+// started before it, a minute ago, and is protected from it; j1 (value 0)
+// was submitted two minutes ago, before x started, so x is not protected
+// from j1. The failure j2's shape records must not answer j1 (failure and
+// preemptMiss.submitted): j1 reclaims the node.
+func TestAnEarlierJobReclaimsWhatALaterOneMayNot(t *testing.T) {
+	w := oneNode().Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
+	w.Job("x", "bob").GPUs(1, 8).Running(now.Add(-time.Minute), On("h-1", 0, 1, 2, 3, 4, 5, 6, 7))
+	w.Job("j1", "carol").GPUs(1, 8).Submitted(now.Add(-2 * time.Minute))
+	w.Job("j2", "carol").GPUs(1, 8).Value(10).Submitted(now.Add(-30 * time.Second))
+	p := schedule(t, w)
+	expect(t, p, "j2", sched.AwaitingPreemption)
+	expect(t, p, "j1", sched.ReasonNone)
+	if len(p.Preemptions) != 1 || p.Preemptions[0].Job != "x" || p.Preemptions[0].For != "j1" {
+		t.Errorf("preemptions %+v, want x for j1", p.Preemptions)
+	}
+}
