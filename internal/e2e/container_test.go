@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -43,69 +42,13 @@ func containerRuntime(t *testing.T) string {
 func TestExampleJobsUnderUpInImages(t *testing.T) {
 	needServer(t)
 	rt := containerRuntime(t)
-	dir := t.TempDir()
-	// podman reads a local image only from a lower-case path, which
-	// t.TempDir's is not.
-	images, err := os.MkdirTemp("", "allot-e2e-images-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		os.RemoveAll(images)
-		// podman named the image it read after the layout's path.
-		_ = exec.Command("podman", "rmi", "--force", "localhost"+images).Run()
-	})
-	r := allotAt(t, "", "", "demo", "image", "build", "--dir", images, "--tag", "e2e")
-	if r.code != 0 {
-		t.Fatalf("allot demo image build: exit %d\n%s%s", r.code, r.out, r.err)
-	}
-	image := strings.TrimSpace(r.out)
-	if image != "oci:"+images+":e2e" {
-		t.Fatalf("demo image build printed %q, want oci:%s:e2e", image, images)
-	}
-	log := &syncBuffer{}
-	data := filepath.Join(dir, "data")
-	url, admin, stop, err := startServerArgs(data, log, "up", "--data", data, "--listen", "127.0.0.1:0",
-		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml"),
-		"--log-level", "warn", "--runtime", rt, "--image-dir", images)
-	if err != nil {
-		t.Fatalf("start allot up: %v\n%s", err, log.String())
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("server log (last 8 KiB):\n%s", tail(log.String(), 8<<10))
-		}
-	})
+	images, image := demoImage(t, "e2e")
+	url, admin := startUp(t, t.TempDir(), "--runtime", rt, "--image-dir", images)
 	allotMust(t, url, admin, "job", "submit", "-f", filepath.Join(root, "examples/jobs"), "--set", "image="+image)
-
-	var last []job
-	deadline := time.Now().Add(120 * time.Second)
-	for {
-		var page struct{ Jobs []job }
-		if err := json.Unmarshal([]byte(allotMust(t, url, admin, "job", "list", "--all", "-o", "json")), &page); err != nil {
-			t.Fatalf("job list -o json: %v", err)
-		}
-		last = page.Jobs
-		settled := len(last) == len(exampleOutcomes)
-		for _, j := range last {
-			if want, ok := exampleOutcomes[j.Name]; !ok || !outcomeHolds(want, j.State, j.Reason) {
-				settled = false
-			}
-		}
-		if settled || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	sort.Slice(last, func(a, b int) bool { return last[a].Name < last[b].Name })
+	last := awaitExampleOutcomes(t, url, admin, 120*time.Second)
+	checkExampleOutcomes(t, last)
 	ran := 0
 	for _, j := range last {
-		want, ok := exampleOutcomes[j.Name]
-		t.Logf("%-15s %-9s %s %s", j.Name, j.State, j.Reason, j.Detail)
-		if !ok || !outcomeHolds(want, j.State, j.Reason) {
-			t.Errorf("%s is %s (%s: %s); want %s %s", j.Name, j.State, j.Reason, j.Detail, strings.Join(want.states, " or "), want.reason)
-		}
 		if j.State == "Running" || j.State == "Succeeded" {
 			ran++
 			var spec struct {
@@ -126,16 +69,7 @@ func TestExampleJobsUnderUpInImages(t *testing.T) {
 	}
 	// The jobs that run do so in containers: podman lists one per running
 	// instance (each is removed once it ended).
-	out, err := exec.Command("podman", "ps", "--format", "{{.Names}}").CombinedOutput()
-	if err != nil {
-		t.Fatalf("podman ps: %v\n%s", err, out)
-	}
-	containers := 0
-	for _, name := range strings.Fields(string(out)) {
-		if strings.HasPrefix(name, "allot-") {
-			containers++
-		}
-	}
+	containers, out := allotContainers(t)
 	running := 0
 	for _, j := range last {
 		if j.State == "Running" {
@@ -157,34 +91,8 @@ func TestExampleEndpointsUnderUpInImages(t *testing.T) {
 	needServer(t)
 	rt := containerRuntime(t)
 	dir := t.TempDir()
-	images, err := os.MkdirTemp("", "allot-e2e-images-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		os.RemoveAll(images)
-		// podman named the image it read after the layout's path.
-		_ = exec.Command("podman", "rmi", "--force", "localhost"+images).Run()
-	})
-	r := allotAt(t, "", "", "demo", "image", "build", "--dir", images)
-	if r.code != 0 {
-		t.Fatalf("allot demo image build: exit %d\n%s%s", r.code, r.out, r.err)
-	}
-	image := strings.TrimSpace(r.out)
-	log := &syncBuffer{}
-	data := filepath.Join(dir, "data")
-	url, admin, stop, err := startServerArgs(data, log, "up", "--data", data, "--listen", "127.0.0.1:0",
-		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml"),
-		"--log-level", "warn", "--runtime", rt, "--image-dir", images)
-	if err != nil {
-		t.Fatalf("start allot up: %v\n%s", err, log.String())
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("server log (last 8 KiB):\n%s", tail(log.String(), 8<<10))
-		}
-	})
+	images, image := demoImage(t, "")
+	url, admin := startUp(t, dir, "--runtime", rt, "--image-dir", images)
 	files, err := filepath.Glob(filepath.Join(root, "examples/endpoints/*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no example endpoints: %v", err)
@@ -232,17 +140,56 @@ func TestExampleEndpointsUnderUpInImages(t *testing.T) {
 		t.Logf("%s: %d replicas running; %s answers", name, runningReplicas(e), replicaURL)
 		replicas += runningReplicas(e)
 	}
+	if containers, out := allotContainers(t); containers < replicas {
+		t.Errorf("%d replicas running, %d containers of allot's:\n%s", replicas, containers, out)
+	}
+}
+
+// demoImage builds the demo image of the allot under test ('allot demo
+// image build', with tag unless empty) in a directory it removes, with
+// what podman read of it, when the test ends, and returns the directory
+// and the image's reference as the command printed it.
+func demoImage(t *testing.T, tag string) (dir, image string) {
+	t.Helper()
+	// podman reads a local image only from a lower-case path, which
+	// t.TempDir's is not.
+	dir, err := os.MkdirTemp("", "allot-e2e-images-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		// podman named the image it read after the layout's path.
+		_ = exec.Command("podman", "rmi", "--force", "localhost"+dir).Run()
+	})
+	args := []string{"demo", "image", "build", "--dir", dir}
+	if tag != "" {
+		args = append(args, "--tag", tag)
+	}
+	r := allotAt(t, "", "", args...)
+	if r.code != 0 {
+		t.Fatalf("allot demo image build: exit %d\n%s%s", r.code, r.out, r.err)
+	}
+	image = strings.TrimSpace(r.out)
+	if want := "oci:" + dir + ":" + tag; (tag != "" && image != want) || !strings.HasPrefix(image, "oci:"+dir+":") {
+		t.Fatalf("demo image build printed %q, want oci:%s:%s", image, dir, tag)
+	}
+	return dir, image
+}
+
+// allotContainers counts the containers of allot's that podman runs, with
+// podman's list for a failure's message.
+func allotContainers(t *testing.T) (int, []byte) {
+	t.Helper()
 	out, err := exec.Command("podman", "ps", "--format", "{{.Names}}").CombinedOutput()
 	if err != nil {
 		t.Fatalf("podman ps: %v\n%s", err, out)
 	}
-	containers := 0
-	for _, n := range strings.Fields(string(out)) {
-		if strings.HasPrefix(n, "allot-") {
-			containers++
+	n := 0
+	for _, name := range strings.Fields(string(out)) {
+		if strings.HasPrefix(name, "allot-") {
+			n++
 		}
 	}
-	if containers < replicas {
-		t.Errorf("%d replicas running, %d containers of allot's:\n%s", replicas, containers, out)
-	}
+	return n, out
 }

@@ -46,48 +46,8 @@ func TestExampleJobsUnderUp(t *testing.T) {
 	needServer(t)
 	url, admin := startUp(t, t.TempDir())
 	allotMust(t, url, admin, "job", "submit", "-f", filepath.Join(root, "examples/jobs"))
-
-	var last []job
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var page struct{ Jobs []job }
-		if err := json.Unmarshal([]byte(allotMust(t, url, admin, "job", "list", "--all", "-o", "json")), &page); err != nil {
-			t.Fatalf("job list -o json: %v", err)
-		}
-		last = page.Jobs
-		settled := len(last) == len(exampleOutcomes)
-		for _, j := range last {
-			want, ok := exampleOutcomes[j.Name]
-			if !ok {
-				t.Fatalf("examples/jobs holds %q, which exampleOutcomes does not list", j.Name)
-			}
-			if !outcomeHolds(want, j.State, j.Reason) {
-				settled = false
-			}
-		}
-		if settled || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	seen := map[string]bool{}
-	sort.Slice(last, func(a, b int) bool { return last[a].Name < last[b].Name })
-	for _, j := range last {
-		seen[j.Name] = true
-		want := exampleOutcomes[j.Name]
-		t.Logf("%-15s %-9s %s %s", j.Name, j.State, j.Reason, j.Detail)
-		if !outcomeHolds(want, j.State, j.Reason) {
-			t.Errorf("%s is %s (%s: %s); want %s %s", j.Name, j.State, j.Reason, j.Detail, strings.Join(want.states, " or "), want.reason)
-		}
-		if j.State == "Queued" && j.Detail == "" {
-			t.Errorf("%s waits without a detail", j.Name)
-		}
-	}
-	for name := range exampleOutcomes {
-		if !seen[name] {
-			t.Errorf("exampleOutcomes lists %s, which examples/jobs did not submit", name)
-		}
-	}
+	last := awaitExampleOutcomes(t, url, admin, 60*time.Second)
+	checkExampleOutcomes(t, last)
 	// eu-batch waits for eu-prep, whose spec says it runs 15 minutes:
 	// its estimated start is known.
 	for _, j := range last {
@@ -115,4 +75,61 @@ func outcomeHolds(want exampleOutcome, state, reason string) bool {
 		}
 	}
 	return false
+}
+
+// awaitExampleOutcomes polls the server's jobs until every job of
+// examples/jobs has its outcome in exampleOutcomes or wait passes, and
+// returns the last list, by name. A job exampleOutcomes does not list
+// fails the test at once.
+func awaitExampleOutcomes(t *testing.T, url, admin string, wait time.Duration) []job {
+	t.Helper()
+	var last []job
+	deadline := time.Now().Add(wait)
+	for {
+		var page struct{ Jobs []job }
+		if err := json.Unmarshal([]byte(allotMust(t, url, admin, "job", "list", "--all", "-o", "json")), &page); err != nil {
+			t.Fatalf("job list -o json: %v", err)
+		}
+		last = page.Jobs
+		settled := len(last) == len(exampleOutcomes)
+		for _, j := range last {
+			want, ok := exampleOutcomes[j.Name]
+			if !ok {
+				t.Fatalf("examples/jobs holds %q, which exampleOutcomes does not list", j.Name)
+			}
+			if !outcomeHolds(want, j.State, j.Reason) {
+				settled = false
+			}
+		}
+		if settled || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	sort.Slice(last, func(a, b int) bool { return last[a].Name < last[b].Name })
+	return last
+}
+
+// checkExampleOutcomes logs each job of last and fails the test for one
+// off its outcome, one that waits without a detail, and an entry of
+// exampleOutcomes that no job answers.
+func checkExampleOutcomes(t *testing.T, last []job) {
+	t.Helper()
+	seen := map[string]bool{}
+	for _, j := range last {
+		seen[j.Name] = true
+		want := exampleOutcomes[j.Name]
+		t.Logf("%-15s %-9s %s %s", j.Name, j.State, j.Reason, j.Detail)
+		if !outcomeHolds(want, j.State, j.Reason) {
+			t.Errorf("%s is %s (%s: %s); want %s %s", j.Name, j.State, j.Reason, j.Detail, strings.Join(want.states, " or "), want.reason)
+		}
+		if j.State == "Queued" && j.Detail == "" {
+			t.Errorf("%s waits without a detail", j.Name)
+		}
+	}
+	for name := range exampleOutcomes {
+		if !seen[name] {
+			t.Errorf("exampleOutcomes lists %s, which examples/jobs did not submit", name)
+		}
+	}
 }

@@ -271,13 +271,13 @@ func tail(s string, n int) string {
 // startUp runs 'allot up' with the example fleet on a free loopback port
 // with its data in dir/data, stops it when the test ends (showing the end
 // of its log if the test failed), and returns its URL and admin token.
-func startUp(t *testing.T, dir string) (url, admin string) {
+func startUp(t *testing.T, dir string, more ...string) (url, admin string) {
 	t.Helper()
 	log := &syncBuffer{}
 	data := filepath.Join(dir, "data")
-	url, admin, stop, err := startServerArgs(data, log, "up", "--data", data, "--listen", "127.0.0.1:0",
+	url, admin, stop, err := startServerArgs(data, log, append([]string{"up", "--data", data, "--listen", "127.0.0.1:0",
 		"--fleet", filepath.Join(root, "examples/fleet.yaml"), "--tenants", filepath.Join(root, "examples/tenants.yaml"),
-		"--log-level", "warn")
+		"--log-level", "warn"}, more...)...)
 	if err != nil {
 		t.Fatalf("start allot up: %v\n%s", err, log.String())
 	}
