@@ -22,6 +22,7 @@ import (
 type simScenarioFlags struct {
 	strategy, policies, output, report string
 	checkpoints, seeds, loads, grid    string
+	cpuProfile                         string
 	findMin, ablation, elastic         bool
 	factor                             float64
 	parallel                           int
@@ -118,6 +119,8 @@ partition, and an index.html.`,
 	fl.StringVar(&f.grid, "grid", "0.6,0.7,0.8,0.9,1,1.1,1.2", "fleet factors --find-min-fleet tries")
 	fl.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
 	fl.StringVar(&f.report, "report", "", "write plots and index.html into this directory")
+	fl.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of the runs to this file")
+	_ = fl.MarkHidden("cpuprofile")
 	fl.StringVar(&f.checkpoints, "checkpoints", "shared", "where preempted work's checkpoints lie: shared (storage every node reaches), local (on the node, as allot's agents keep them; placement goes back to it), local-untold (on the node, placement unaware)")
 	return cmd
 }
@@ -178,6 +181,11 @@ func runSimScenario(cmd *cobra.Command, path string, f simScenarioFlags) error {
 	if f.parallel < 1 {
 		return Usage(fmt.Errorf("--parallel %d: want 1 or more", f.parallel))
 	}
+	stopProfile, err := startProfile(f.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	strategies, err := parseStrategies(f.strategy)
 	if err != nil {
 		return Usage(err)

@@ -44,7 +44,7 @@ type endpointSim struct {
 	// the trace's mean request: the router's weights.
 	capacity map[string]float64
 	profiles map[string]serving.Profile
-	reps     map[string][]*representative
+	groups   map[string]*group
 	replicas []*model.Job // live, in creation order
 	made     int          // replicas made
 	drawn    int          // representatives made, for their streams' seeds
@@ -66,15 +66,17 @@ type endpointSim struct {
 	ratios          []float64 // the autoscaler's predicted p95 over the measured one, per minute both are finite
 }
 
-// representative is a replica of a GPU model whose requests the world
-// serves: the router spreads requests in proportion to capacity, so every
-// replica of a model sees the same process; the world serves those of
-// some of the replicas of each model (representatives), each simulated
-// request standing for as many as there are replicas of the model over the
+// group is the replicas of a GPU model whose requests the world serves
+// (representatives): requests split between GPU models in proportion to
+// capacity, the group receives its replicas' share of the endpoint's
+// stream (bursts included) and routes it among them as the gateway does,
+// to the one with the fewest in flight (serving.Router); each simulated
+// request stands for as many as there are replicas of the model over the
 // replicas simulated.
-type representative struct {
-	replica  *serving.Replica
+type group struct {
+	replicas []*serving.Replica
 	arrivals *serving.Arrivals
+	router   serving.Router
 }
 
 // How many replicas of each GPU model the world serves requests on each
@@ -109,7 +111,7 @@ func (f *File) newEndpointSim(e EndpointGen, seed int64, i int, load float64, st
 	}
 	ep := &endpointSim{gen: e, spec: s, params: autoscale.ForEndpoint(s), rng: rand.New(rand.NewPCG(uint64(seed), 1<<32+uint64(i))),
 		seed: uint64(seed), index: i, load: load, start: start, slo: e.SLO.P95Ms / 1000, pattern: p,
-		represented: RepresentedRequests, capacity: map[string]float64{}, profiles: map[string]serving.Profile{}, reps: map[string][]*representative{}}
+		represented: RepresentedRequests, capacity: map[string]float64{}, profiles: map[string]serving.Profile{}, groups: map[string]*group{}}
 	ctx, gen := p.MeanTokens()
 	for _, m := range s.Resources.GPUModels {
 		prof, err := serving.NewProfile(*e.Serving, m, s.Resources.GPUsPerInstance)
@@ -276,9 +278,9 @@ func (ep *endpointSim) serve(rate float64, count map[string]int, now time.Time) 
 	for m, n := range count {
 		weight += float64(n) * ep.capacity[m]
 	}
-	for m, reps := range ep.reps {
-		if n := count[m]; n < len(reps) {
-			ep.reps[m] = reps[:n] // replicas went: their state with them
+	for m, g := range ep.groups {
+		if n := count[m]; n < len(g.replicas) {
+			g.replicas = g.replicas[:n] // replicas went: their state with them
 		}
 	}
 	ep.hist.Reset()
@@ -305,25 +307,29 @@ func (ep *endpointSim) serve(rate float64, count map[string]int, now time.Time) 
 		}
 		share := ep.capacity[m] / weight // of the endpoint's requests, to each replica of m
 		k := ep.representatives(count[m], rate, share)
-		for len(ep.reps[m]) < k {
+		g := ep.groups[m]
+		if g == nil {
 			ep.drawn++
 			rng := rand.New(rand.NewPCG(ep.seed, 1<<48+uint64(ep.index)<<24+uint64(ep.drawn)))
-			ep.reps[m] = append(ep.reps[m], &representative{replica: serving.NewReplica(prof), arrivals: serving.NewArrivals(ep.pattern, rng)})
+			g = &group{arrivals: serving.NewArrivals(ep.pattern, rng)}
+			ep.groups[m] = g
+		}
+		for len(g.replicas) < k {
+			g.replicas = append(g.replicas, serving.NewReplica(prof))
 		}
 		n := float64(count[m]) / float64(k) // requests each simulated one stands for
-		for _, rep := range ep.reps[m][:k] {
-			rep.arrivals.Span(from, to, rate, share, func(at float64, ctx, gen int) {
-				o := rep.replica.Serve(at, ctx, gen)
-				v := o.Latency
-				if ttft {
-					v = o.TTFT
-				}
-				ep.hist.Add(v, n)
-				if v <= ep.slo {
-					met += n
-				}
-			})
-		}
+		reps := g.replicas[:k]
+		g.arrivals.Span(from, to, rate, min(share*float64(k), 1), func(at float64, ctx, gen int) {
+			o := g.router.Pick(reps, at).Serve(at, ctx, gen)
+			v := o.Latency
+			if ttft {
+				v = o.TTFT
+			}
+			ep.hist.Add(v, n)
+			if v <= ep.slo {
+				met += n
+			}
+		})
 	}
 	total := ep.hist.Total()
 	if total == 0 {

@@ -18,7 +18,8 @@ import (
 // start on idle capacity and what ai is owed taken back from the others —
 // a gang too, even when ai's own work holds part of the guarantee — and
 // not when ai's own work stands in its way, more of the others' work than
-// ai is owed, or nodes another partition's reservation holds.
+// ai is owed, or nodes another partition's reservation holds — or will
+// take at its start, unless the job would give them back by then.
 func TestGuaranteeViolationsOnHandBuiltTimelines(t *testing.T) {
 	type hold struct {
 		tenant     string
@@ -44,21 +45,27 @@ func TestGuaranteeViolationsOnHandBuiltTimelines(t *testing.T) {
 		at        time.Duration // from the scenario's start; shop's reservation of one node is active 12h-18h
 		instances int           // of the queued job, 8 GPUs each
 		waits     time.Duration
-		want      int // violation minutes over the 20 minutes checked
+		want      int           // violation minutes over the 20 minutes checked
+		every     time.Duration // the queued job's checkpoint interval
 	}{
-		{"a covered gang waits while ai holds 8 of 16", whole("trainer", 1), 0, 2, 0, 10},
-		{"a covered gang waits while ai holds nothing", nil, 0, 2, 0, 10},
-		{"ai holds its whole guarantee", whole("trainer", 1, 2), 0, 2, 0, 0},
-		{"ai holds more than its guarantee", whole("trainer", 1, 2, 3), 0, 1, 0, 0},
-		{"a gang larger than the guarantee", nil, 0, 3, 0, 0},
-		{"waited long before the check", whole("trainer", 1), 0, 1, time.Hour, 20},
-		{"others' work on every node stands in the way", each("dev", 3, 1, 2, 3, 4), 0, 2, 0, 10},
-		{"what ai is owed would not free room", append(whole("trainer", 1), each("dev", 5, 2, 3, 4)...), 0, 2, 0, 0},
-		{"what ai is owed frees room", append(whole("trainer", 1), each("dev", 4, 2, 3, 4)...), 0, 2, 0, 10},
-		{"ai's own work on every node stands in the way", each("trainer", 3, 1, 2, 3, 4), 0, 2, 0, 0},
-		{"ai's own work on three nodes leaves one whole", each("trainer", 3, 1, 2, 3), 0, 1, 0, 10},
-		{"another partition's reservation holds a free node, two are left", whole("trainer", 1), 12 * time.Hour, 2, 0, 10},
-		{"another partition's reservation holds a free node, one is left", each("trainer", 2, 1, 2), 12 * time.Hour, 2, 0, 0},
+		{"a covered gang waits while ai holds 8 of 16", whole("trainer", 1), 0, 2, 0, 10, 0},
+		{"a covered gang waits while ai holds nothing", nil, 0, 2, 0, 10, 0},
+		{"ai holds its whole guarantee", whole("trainer", 1, 2), 0, 2, 0, 0, 0},
+		{"ai holds more than its guarantee", whole("trainer", 1, 2, 3), 0, 1, 0, 0, 0},
+		{"a gang larger than the guarantee", nil, 0, 3, 0, 0, 0},
+		{"waited long before the check", whole("trainer", 1), 0, 1, time.Hour, 20, 0},
+		{"others' work on every node stands in the way", each("dev", 3, 1, 2, 3, 4), 0, 2, 0, 10, 0},
+		{"what ai is owed would not free room", append(whole("trainer", 1), each("dev", 5, 2, 3, 4)...), 0, 2, 0, 0, 0},
+		{"what ai is owed frees room", append(whole("trainer", 1), each("dev", 4, 2, 3, 4)...), 0, 2, 0, 10, 0},
+		{"ai's own work on every node stands in the way", each("trainer", 3, 1, 2, 3, 4), 0, 2, 0, 0, 0},
+		{"ai's own work on three nodes leaves one whole", each("trainer", 3, 1, 2, 3), 0, 1, 0, 10, 5 * time.Minute},
+		{"ai's own work on three nodes, the one whole node a reservation ahead will take", each("trainer", 3, 1, 2, 3), 0, 1, 0, 0, 0},
+		{"another partition's reservation holds a free node, two are left", whole("trainer", 1), 12 * time.Hour, 2, 0, 10, 0},
+		{"another partition's reservation holds a free node, one is left", each("trainer", 2, 1, 2), 12 * time.Hour, 2, 0, 0, 0},
+		{"a reservation ahead will take a free node the gang would keep past its start", each("trainer", 2, 1, 2), 11 * time.Hour, 2, 0, 0, 0},
+		{"a reservation ahead will take a free node the gang would give back in time", each("trainer", 2, 1, 2), 11 * time.Hour, 2, 0, 10, 5 * time.Minute},
+		{"a reservation ahead, a checkpoint too rare to give its node back in time", each("trainer", 2, 1, 2), 11 * time.Hour, 2, 0, 0, time.Hour},
+		{"a reservation ahead, two free nodes left beside it", whole("trainer", 1), 11 * time.Hour, 2, 0, 10, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := handBuiltRun(t)
@@ -78,7 +85,7 @@ func TestGuaranteeViolationsOnHandBuiltTimelines(t *testing.T) {
 			}
 			gang := &model.Job{ID: "gang", Spec: model.JobSpec{Name: "gang", Tenant: "trainer",
 				Resources: model.Resources{InstanceCount: tc.instances, GPUsPerInstance: 8, GPUModels: []string{"H100"}},
-				Placement: model.Placement{Interconnect: model.FabricInfiniBand}}}
+				Placement: model.Placement{Interconnect: model.FabricInfiniBand}, Checkpoint: model.Checkpoint{Interval: tc.every}}}
 			if err := r.eng.Submit(gang, 1); err != nil {
 				t.Fatal(err)
 			}

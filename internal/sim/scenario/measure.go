@@ -31,7 +31,9 @@ import (
 // the fabric the work asks for) has room for each of its instances on its
 // nodes of that model, idle or freed by taking back from other partitions'
 // work at most what the partition is owed there (guaranteed less held),
-// leaving out the nodes other partitions' active reservations hold. A
+// leaving out the nodes other partitions' active reservations hold, and
+// those their reservations ahead will take at their start unless the work
+// would give them back by then (precedes). A
 // guarantee protects a partition from the others, not from itself: a gang
 // counts while it waits when idle capacity or what others hold of its
 // guarantee stands in its way, not when its own partition's work does
@@ -164,11 +166,16 @@ func (r *run) roomCheck(now time.Time, holding []*model.Job) func(p, region, gpu
 			}
 		}
 	}
-	// Active reservations of region's SKUs, for the room check.
+	// Active reservations and those ahead, of each region, for the room
+	// check.
 	active := map[string][]model.Reservation{} // region → its active reservations
+	ahead := map[string][]model.Reservation{}  // region → its reservations not yet open
 	for _, res := range r.w.Tenancy.Reservations {
-		if res.ActiveAt(now) {
+		switch {
+		case res.ActiveAt(now):
 			active[res.Region] = append(active[res.Region], res)
+		case res.Start.After(now):
+			ahead[res.Region] = append(ahead[res.Region], res)
 		}
 	}
 	type roomKey struct {
@@ -176,18 +183,49 @@ func (r *run) roomCheck(now time.Time, holding []*model.Job) func(p, region, gpu
 		milli             int64
 		count             int
 		fabric            model.Fabric
+		kept              uint64 // the reservations ahead j would not give nodes back to in time, by index
 	}
 	rooms := map[roomKey]bool{}
 	return func(p, region, gpu string, j *model.Job, owed int64) bool {
-		k := roomKey{p, region, gpu, j.Spec.Resources.MilliPerInstance(), j.Spec.Resources.InstanceCount, j.Spec.Placement.Interconnect}
+		k := roomKey{p, region, gpu, j.Spec.Resources.MilliPerInstance(), j.Spec.Resources.InstanceCount, j.Spec.Placement.Interconnect, 0}
+		for i, res := range ahead[region] {
+			if i < 64 && r.partOf[res.Owner] != p && !r.precedes(j, now, res.Start) {
+				k.kept |= 1 << i
+			}
+		}
 		if v, ok := rooms[k]; ok {
 			return v
 		}
 		reserved, more := r.othersReserved(p, active[region], resWork)
+		for i, res := range ahead[region] {
+			if k.kept&(1<<i) != 0 {
+				more[res.SKU] += res.Count // the nodes it will take at its start
+			}
+		}
 		v := r.room(j, region, gpu, owed, own[p], held, reserved, more)
 		rooms[k] = v
 		return v
 	}
+}
+
+// precedes reports whether j, started at now, would give a reservation
+// that opens at start its nodes back by then, as a reservation bought
+// ahead is promised (docs/strategies.md): it ends by then (its
+// retry.timeout and checkpoint grace), or it checkpoints and would be past
+// its protection (min_run_time, or the resize interval of elastic work
+// when longer) with one checkpoint saved, so that the reservation may
+// evict it at its start losing at most one interval. Other work would
+// keep a node the reservation needs, so that node is no room for it.
+func (r *run) precedes(j *model.Job, now, start time.Time) bool {
+	if t := j.Spec.Retry.Timeout; t > 0 && !now.Add(t+j.Spec.Checkpoint.GraceOrDefault()).After(start) {
+		return true
+	}
+	every := j.Spec.Checkpoint.Interval
+	protect := time.Duration(r.f.MinRunTime)
+	if j.Spec.Elastic != nil {
+		protect = max(protect, model.DefaultResizeInterval)
+	}
+	return every > 0 && !now.Add(protect+every).After(start)
 }
 
 // othersReserved returns the nodes that active reservations of partitions

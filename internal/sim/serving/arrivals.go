@@ -11,11 +11,12 @@ import (
 // before it jumps to a random offset.
 const BlockLen = 256
 
-// Arrivals draws one replica's requests. The endpoint's requests follow a
-// trace's pattern at the endpoint's rate; the router sends each to this
-// replica with a probability (its share of the endpoint's capacity), so
-// the replica sees the endpoint's bursts thinned: a burst of the whole
-// endpoint reaches every replica at once, each with its share of it.
+// Arrivals draws the requests of a share of an endpoint's replicas. The
+// endpoint's requests follow a trace's pattern at the endpoint's rate;
+// each goes to these replicas with a probability (their share of the
+// endpoint's capacity), so they see the endpoint's bursts thinned: a burst
+// of the whole endpoint reaches every share at once. Within the share a
+// Router picks the replica.
 type Arrivals struct {
 	p      *azurellm.Pattern
 	prefix []float64 // prefix[i] = Σ Gaps[:i]: p's own (Pattern.Prefix) where it has one
@@ -82,9 +83,9 @@ func (a *Arrivals) draw(logMiss float64) int {
 	return 1 + int(math.Min(math.Floor(math.Log(u)/logMiss), 1e9))
 }
 
-// Span calls fn for every request this replica gets in [from, to), in
+// Span calls fn for every request the share gets in [from, to), in
 // order, with its time and token counts, while the endpoint receives rate
-// requests/s and the replica's share of them is share (0, 1]. A change of
+// requests/s and the share of them is share (0, 1]. A change of
 // rate between spans rescales the wait for the pending request.
 func (a *Arrivals) Span(from, to, rate, share float64, fn func(at float64, ctx, gen int)) {
 	if !(rate > 0) || !(share > 0) {

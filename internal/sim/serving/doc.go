@@ -44,7 +44,9 @@
 // inter-arrival gaps normalised to a mean of one, scaled to the rate the
 // caller asks for minute by minute, read in blocks of BlockLen
 // consecutive requests from random offsets (a block bootstrap), so that
-// bursts and token counts stay as the trace has them.
+// bursts and token counts stay as the trace has them. A Router sends each
+// request to the replica with the fewest in flight, as allot's gateway
+// does.
 //
 // The package is pure: no I/O, no clock, no goroutines; randomness comes
 // from the *rand.Rand its caller passes. Times are seconds (float64) on

@@ -19,29 +19,26 @@ import (
 // easier: a minute of few requests has a noisy p95), and the first that
 // meets is the answer; 0 when none down to a hundredth of capacity does.
 func LoadTest(p Profile, pattern *azurellm.Pattern, ttft bool, slo float64, replicas int, minutes float64, hours int, seed uint64) float64 {
-	share := 1 / float64(replicas)
 	meets := func(rate float64) bool {
 		rs := make([]*Replica, replicas)
-		as := make([]*Arrivals, replicas)
 		for i := range rs {
 			rs[i] = NewReplica(p)
-			as[i] = NewArrivals(pattern, rand.New(rand.NewPCG(seed, uint64(i))))
 		}
+		a := NewArrivals(pattern, rand.New(rand.NewPCG(seed, 0)))
+		var route Router
 		var h Histogram
 		ok, total := 0, 0
 		for m := 0; m < hours*60; m++ {
 			h.Reset()
 			from := float64(m) * 60
-			for i, a := range as {
-				a.Span(from, from+60, rate/share, share, func(at float64, ctx, gen int) {
-					o := rs[i].Serve(at, ctx, gen)
-					if ttft {
-						h.Add(o.TTFT, 1)
-					} else {
-						h.Add(o.Latency, 1)
-					}
-				})
-			}
+			a.Span(from, from+60, rate*float64(replicas), 1, func(at float64, ctx, gen int) {
+				o := route.Pick(rs, at).Serve(at, ctx, gen)
+				if ttft {
+					h.Add(o.TTFT, 1)
+				} else {
+					h.Add(o.Latency, 1)
+				}
+			})
 			if h.Total() == 0 {
 				continue
 			}

@@ -88,6 +88,16 @@ func (r *Replica) Serve(at float64, ctx, gen int) Outcome {
 	return Outcome{TTFT: r.prefillFree - at, Latency: leaves - at}
 }
 
+// InFlight is how many requests the replica holds at at, admitted and not
+// yet done: what a router that sends each request to the replica with the
+// fewest in flight reads. at must not precede the arrival last served.
+func (r *Replica) InFlight(at float64) int {
+	for len(r.batch) > 0 && r.batch[0].leaves <= at {
+		r.kv -= r.batch.pop().kv
+	}
+	return len(r.batch)
+}
+
 func dropped() Outcome {
 	return Outcome{TTFT: math.Inf(1), Latency: math.Inf(1), Dropped: true}
 }

@@ -1,0 +1,24 @@
+package serving
+
+// Router sends each request to the replica with the fewest requests in
+// flight, ties broken from a start that moves on with every request: what
+// allot's gateway does (internal/gateway, least outstanding requests).
+// The zero Router is ready to use.
+type Router struct {
+	next int // where the search for the least loaded starts
+}
+
+// Pick is the replica of reps (at least one) with the fewest requests in
+// flight at at. Calls must come in arrival order.
+func (r *Router) Pick(reps []*Replica, at float64) *Replica {
+	n := len(reps)
+	r.next = (r.next + 1) % n
+	best, load := -1, 0
+	for i := range n {
+		k := (r.next + i) % n
+		if l := reps[k].InFlight(at); best < 0 || l < load {
+			best, load = k, l
+		}
+	}
+	return reps[best]
+}
