@@ -157,7 +157,7 @@ func (a *Agent) containerize(x client.Assignment, image string, sb sandbox, s *l
 		rc.Entrypoint = x.Command
 	}
 	for _, g := range x.GPUs {
-		rc.GPUs = append(rc.GPUs, runtime.GPU{Index: g.Index, UUID: g.UUID, Virtual: a.virtual})
+		rc.GPUs = append(rc.GPUs, runtime.GPU{Index: g.Index, Minor: a.minorOf(g.Index), UUID: g.UUID, Virtual: a.virtual})
 	}
 	if n := a.pidsLimit(); n > 0 {
 		rc.Pids = n
@@ -176,6 +176,18 @@ func (a *Agent) containerize(x client.Assignment, image string, sb sandbox, s *l
 		s.Credential = nil // the runtime's, which runs the container as the job's user
 	}
 	return rc.Name, nil
+}
+
+// minorOf is the minor number of the device node of the GPU of index i,
+// as discovery found it; where it could not tell, the index stands in
+// (the driver's numbering on most hosts).
+func (a *Agent) minorOf(i int) int {
+	for _, d := range a.devs {
+		if d.Index == i && d.Minor >= 0 {
+			return d.Minor
+		}
+	}
+	return i
 }
 
 // insideContainer is path, a host path in the job's checkpoint directory

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/agent/runtime"
 	"github.com/allot-dev/allot/internal/agent/runtime/runtimetest"
 	"github.com/allot-dev/allot/internal/client"
@@ -40,6 +41,12 @@ func TestContainerJob(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := l.config(t, "h100-01")
+	// Device minors that are not the indices, as on a host whose driver
+	// numbers its device nodes otherwise.
+	v := cfg.GPUs.(gpu.Virtual)
+	for i := range v.Devices {
+		v.Devices[i].Minor = 7 - i
+	}
 	fake := fakeRuntime()
 	cfg.Runtime = fake
 	go func() { _ = Run(ctx, cfg) }()
@@ -59,7 +66,7 @@ resources: {gpus_per_instance: 2, cpu: 2, memory: 4Gi}
 	}
 	c := cs[0]
 	jobDir := filepath.Join(cfg.Work, "jobs", jobDirName(id))
-	// Its GPUs, exactly.
+	// Its GPUs, exactly, with their device nodes by minor number.
 	if len(running.Allocations) != 1 || len(running.Allocations[0].GPUs) != 2 {
 		t.Fatalf("allocations %+v, want one of 2 GPUs", running.Allocations)
 	}
@@ -67,7 +74,7 @@ resources: {gpus_per_instance: 2, cpu: 2, memory: 4Gi}
 	var uuids []string
 	for _, g := range running.Allocations[0].GPUs {
 		u := fmt.Sprintf("GPU-virtual-h100-01-%d", g)
-		want = append(want, runtime.GPU{Index: g, UUID: u, Virtual: true})
+		want = append(want, runtime.GPU{Index: g, Minor: 7 - g, UUID: u, Virtual: true})
 		uuids = append(uuids, u)
 	}
 	if !slices.Equal(c.GPUs, want) {

@@ -239,7 +239,7 @@ func (p *Podman) devices(gpus []GPU) []string {
 		case p.CDI:
 			out = append(out, "nvidia.com/gpu="+strconv.Itoa(g.Index))
 		default:
-			out = append(out, p.device("nvidia"+strconv.Itoa(g.Index)))
+			out = append(out, p.device("nvidia"+strconv.Itoa(g.Minor)))
 		}
 	}
 	if p.CDI || real == 0 {

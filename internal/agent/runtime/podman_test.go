@@ -10,19 +10,19 @@ import (
 	"testing"
 )
 
-// The command line podman gets: the instance's GPUs alone (device nodes,
-// or CDI names), its user, limits, mounts and env file, no capability,
+// The command line podman gets: the instance's GPUs alone (device nodes
+// by the driver's minor numbers, not their indices, or CDI names), its user, limits, mounts and env file, no capability,
 // the host's network, the job's command as the entrypoint.
 func TestPodmanCommand(t *testing.T) {
 	dev := t.TempDir()
-	for _, n := range []string{"nvidia0", "nvidia1", "nvidia2", "nvidiactl", "nvidia-uvm"} {
+	for _, n := range []string{"nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidiactl", "nvidia-uvm"} {
 		if err := os.WriteFile(filepath.Join(dev, n), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := Container{Name: "allot-0123456789abcdef", Image: "sha256:feed", Entrypoint: []string{"python", "train.py"},
 		Args: []string{"--epochs", "3"}, EnvFile: "/data/state/j.1.0.env", Workdir: "/allot/work", UID: 1879048200, GID: 1879048200,
-		GPUs:    []GPU{{Index: 0, UUID: "GPU-a"}, {Index: 2, UUID: "GPU-c"}},
+		GPUs:    []GPU{{Index: 0, Minor: 3, UUID: "GPU-a"}, {Index: 2, Minor: 0, UUID: "GPU-c"}},
 		Mounts:  []Mount{{Source: "/w/jobs/jx/attempt-1", Target: "/allot/work"}, {Source: "/data/sets", Target: "/data", ReadOnly: true}},
 		Network: "host", CPUMilli: 1500, MemoryMiB: 4096, Pids: 4096}
 	p := &Podman{Path: "/usr/bin/podman", OCIRuntime: "runc", DevDir: dev, NoFile: 20000}
@@ -34,7 +34,7 @@ func TestPodmanCommand(t *testing.T) {
 		"--user", "1879048200:1879048200", "--cap-drop", "all", "--security-opt", "no-new-privileges",
 		"--env-file", "/data/state/j.1.0.env", "--log-driver", "none", "--network", "host", "--workdir", "/allot/work",
 		"--pids-limit", "4096", "--ulimit", "nproc=4096:4096", "--cpus", "1.5", "--memory", "4096m", "--ulimit", "nofile=20000:20000",
-		"--device", dev + "/nvidia0:/dev/nvidia0", "--device", dev + "/nvidia2:/dev/nvidia2",
+		"--device", dev + "/nvidia3:/dev/nvidia3", "--device", dev + "/nvidia0:/dev/nvidia0",
 		"--device", dev + "/nvidiactl:/dev/nvidiactl", "--device", dev + "/nvidia-uvm:/dev/nvidia-uvm",
 		"--mount", "type=bind,source=/w/jobs/jx/attempt-1,destination=/allot/work",
 		"--mount", "type=bind,source=/data/sets,destination=/data,ro=true",
@@ -45,8 +45,10 @@ func TestPodmanCommand(t *testing.T) {
 	if got.Env != nil || got.AsJob || got.Dir != "/w/jobs/jx/attempt-1" {
 		t.Errorf("process %+v: want podman's own environment, as the agent's user, in the work directory", got)
 	}
-	if slices.Contains(got.Argv, dev+"/nvidia1:/dev/nvidia1") {
-		t.Error("GPU 1, not the instance's, is in the container")
+	for _, n := range []string{"nvidia1", "nvidia2"} {
+		if slices.Contains(got.Argv, dev+"/"+n+":/dev/"+n) {
+			t.Errorf("%s, the device of no GPU of the instance (GPU 2's index, GPU 1's node), is in the container", n)
+		}
 	}
 
 	// With a CDI spec: the GPUs by CDI name, nothing else of /dev.

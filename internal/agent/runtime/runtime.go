@@ -64,6 +64,9 @@ type Container struct {
 // GPU is one GPU of an instance.
 type GPU struct {
 	Index int
+	// Minor is the N of the GPU's device node /dev/nvidiaN: the driver's
+	// minor number of it (NVML's), which need not be its index.
+	Minor int
 	UUID  string
 	// Virtual is a GPU an agent declared (allot up, tests): the host has
 	// no device of it to give the container.
