@@ -213,8 +213,9 @@ type Agent struct {
 	// container gets no device of them.
 	virtual bool
 
-	imagesMu   sync.Mutex           // guards imagesUsed
+	imagesMu   sync.Mutex           // guards imagesUsed and imageRefs
 	imagesUsed map[string]time.Time // images this agent pulled, by ID, when an instance last started from each
+	imageRefs  map[string]string    // the references jobs named the images of imagesUsed by -> their IDs
 
 	mu        sync.Mutex // guards procs, left, finished and firstSeen
 	procs     map[key]*proc
@@ -285,7 +286,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Node), procs: map[key]*proc{}, finished: map[key]bool{},
-		leaving: make(chan struct{}), imagesUsed: map[string]time.Time{}}
+		leaving: make(chan struct{}), imagesUsed: map[string]time.Time{}, imageRefs: map[string]string{}}
 	a.reports, a.endReports = context.WithCancel(context.WithoutCancel(ctx))
 	defer a.endReports()
 	if err := a.isolate(); err != nil {
@@ -379,7 +380,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		case <-t.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, a.heartbeatTimeout())
-		err := a.cfg.Client.Heartbeat(hctx, a.cfg.Node)
+		err := a.cfg.Client.Heartbeat(hctx, a.cfg.Node, a.heldImages())
 		cancel()
 		if ctx.Err() != nil {
 			return

@@ -218,7 +218,7 @@ func TestNodeTokenActsForItsNodeOnly(t *testing.T) {
 		t.Fatalf("register with no GPUs: %v, want a refusal naming gpus", err)
 	}
 	var ae *client.APIError
-	if err := cl.Heartbeat(ctx, "h100-02"); !errors.As(err, &ae) || ae.Status != 403 {
+	if err := cl.Heartbeat(ctx, "h100-02", nil); !errors.As(err, &ae) || ae.Status != 403 {
 		t.Fatalf("heartbeat for another node: %v, want 403", err)
 	}
 	if _, err := cl.ListJobs(ctx, client.JobFilter{Tenant: "team"}); err == nil {

@@ -61,7 +61,7 @@ func (a *Agent) pull(ctx context.Context, x client.Assignment) (string, error) {
 		return "", err
 	}
 	a.log.Info("image ready", "image", image, "id", id, "runtime", a.cfg.Runtime.Name(), "took", time.Since(start).Round(time.Millisecond))
-	a.usedImage(id, time.Now())
+	a.usedImage(image, id, time.Now())
 	return id, nil
 }
 

@@ -343,3 +343,45 @@ func TestContainerPrivateImageWithCredential(t *testing.T) {
 		t.Fatalf("credentials %+v, %v", cs, err)
 	}
 }
+
+// The agent reports the images it pulled with its heartbeats, and the
+// server's core then prefers the node that holds a job's image among
+// nodes otherwise alike: the next job of that image goes there, not to
+// the node of lower rank.
+func TestContainerImageLocality(t *testing.T) {
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, node := range []string{"h100-01", "h100-02"} {
+		cfg := l.config(t, node)
+		cfg.Runtime = fakeRuntime()
+		go func() { _ = Run(ctx, cfg) }()
+	}
+	job := func(name, extra string) string {
+		return l.submit(t, "name: "+name+"\ntenant: team\nimage: "+trainImage+"\ncommand: [sh, -c]\nargs: ['true']\nresources: {gpus_per_instance: 1}\n"+extra)
+	}
+	first := job("first", "placement: {nodes: [h100-02]}\n")
+	l.waitState(t, first, "Succeeded")
+	waitFor(t, "h100-02's heartbeat to report the image", 5*time.Second, func() bool {
+		return slices.Equal(l.srv.NodeImages("h100-02"), []string{trainImage})
+	})
+	if got := l.srv.NodeImages("h100-01"); len(got) != 0 {
+		t.Errorf("h100-01 reports images %q it never pulled", got)
+	}
+	second := job("second", "")
+	ranOn := func(id string) []string {
+		j := l.waitState(t, id, "Succeeded")
+		if len(j.AttemptHistory) != 1 {
+			t.Fatalf("job %s: attempts %+v, want one", id, j.AttemptHistory)
+		}
+		return j.AttemptHistory[0].Nodes
+	}
+	if got := ranOn(second); !slices.Equal(got, []string{"h100-02"}) {
+		t.Errorf("the second job ran on %q, want h100-02, which holds its image", got)
+	}
+	// A job without an image: the node of lower rank, as before.
+	bare := l.submit(t, "name: bare\ntenant: team\ncommand: ['true']\nresources: {gpus_per_instance: 1}\n")
+	if got := ranOn(bare); !slices.Equal(got, []string{"h100-01"}) {
+		t.Errorf("the job without an image ran on %q, want h100-01", got)
+	}
+}

@@ -70,9 +70,26 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request, _ server.Prin
 }
 
 func (h *handler) heartbeat(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req wire.HeartbeatRequest
+	if len(body) > 0 {
+		if e := decodeStrict(body, &req); e != nil {
+			writeError(w, e.Code, e.Field, e.Message)
+			return
+		}
+	}
 	if err := h.srv.Heartbeat(r.Context(), r.PathValue("name")); err != nil {
 		h.fail(w, r, err)
 		return
+	}
+	if len(body) > 0 {
+		if err := h.srv.SetNodeImages(r.PathValue("name"), req.Images); err != nil {
+			h.fail(w, r, err)
+			return
+		}
 	}
 	w.WriteHeader(http.StatusNoContent)
 }

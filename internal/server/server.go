@@ -187,9 +187,11 @@ type Server struct {
 	// failedJobsPruned is its size after it was last pruned.
 	failedJobs       map[string][]failedAt
 	failedJobsPruned int
-	autoDrainMu      sync.Mutex  // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
-	lastAutoDrain    time.Time   // when this server last drained a failing node
-	failuresRebuilt  atomic.Bool // rebuildFailures has run (tests wait for it)
+	imagesMu         sync.Mutex                          // serialises replacing nodeImages (images.go)
+	nodeImages       atomic.Pointer[map[string][]string] // by node, the images its agent reported; never changed once stored
+	autoDrainMu      sync.Mutex                          // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
+	lastAutoDrain    time.Time                           // when this server last drained a failing node
+	failuresRebuilt  atomic.Bool                         // rebuildFailures has run (tests wait for it)
 	logs             *logBook
 	ep               *endpoint.Book // inference endpoints (endpoints.go)
 	pol              policyBook     // operator policies (policies.go)

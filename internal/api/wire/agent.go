@@ -6,6 +6,19 @@ type RegisterRequest struct {
 	Address string        `json:"address"`
 }
 
+// HeartbeatRequest is the optional body of POST
+// /v1/nodes/{name}/heartbeat: the image references the node holds (its
+// agent pulled them and keeps them in its cache), for the core's
+// image-locality term. A heartbeat without a body leaves what the node
+// reported before.
+type HeartbeatRequest struct {
+	Images []string `json:"images"`
+}
+
+// MaxHeartbeatImages bounds HeartbeatRequest.Images: an agent with more
+// reports the ones its jobs used last.
+const MaxHeartbeatImages = 256
+
 // RegisterGPU is one GPU an agent found.
 type RegisterGPU struct {
 	Index     int    `json:"index"`
