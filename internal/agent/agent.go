@@ -149,6 +149,10 @@ type Config struct {
 	// ImageDirs are the directories whose local images (oci:/PATH,
 	// oci-archive:/PATH) jobs may run.
 	ImageDirs []string
+	// PullProgressEvery is how often, at most, the agent reports how far
+	// the pull of an instance's image has come; 0 means
+	// DefaultPullProgressEvery.
+	PullProgressEvery time.Duration
 	// ImageCacheBytes, when above 0, bounds the images the host holds: past
 	// it, images the agent pulled and no instance uses are removed, least
 	// recently used first (imagecache.go).

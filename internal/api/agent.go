@@ -81,15 +81,16 @@ func (h *handler) heartbeat(w http.ResponseWriter, r *http.Request, _ server.Pri
 			return
 		}
 	}
-	if err := h.srv.Heartbeat(r.Context(), r.PathValue("name")); err != nil {
-		h.fail(w, r, err)
-		return
-	}
 	if len(body) > 0 {
+		// First: a body refused leaves the heartbeat unrecorded.
 		if err := h.srv.SetNodeImages(r.PathValue("name"), req.Images); err != nil {
 			h.fail(w, r, err)
 			return
 		}
+	}
+	if err := h.srv.Heartbeat(r.Context(), r.PathValue("name")); err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -218,8 +219,17 @@ func (h *handler) event(w http.ResponseWriter, r *http.Request, p server.Princip
 	if !printable(w, "message", e.Message, wire.MaxEventMessage) {
 		return
 	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"pulled", e.Pulled}, {"pull_total", e.PullTotal}} {
+		if f.v < 0 {
+			writeError(w, codeInvalidSpec, f.name, fmt.Sprintf("%d: a count of bytes cannot be negative", f.v))
+			return
+		}
+	}
 	j, err := h.srv.ReportEvent(r.Context(), p, r.PathValue("id"), n, server.Event{Type: e.Type, Rank: e.Rank, Node: e.Node,
-		ExitCode: e.ExitCode, Outcome: e.Outcome, Killed: e.Killed, Message: e.Message})
+		ExitCode: e.ExitCode, Outcome: e.Outcome, Killed: e.Killed, Message: e.Message, Pulled: e.Pulled, PullTotal: e.PullTotal})
 	if err != nil {
 		h.fail(w, r, err)
 		return

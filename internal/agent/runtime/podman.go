@@ -88,14 +88,17 @@ const maxPullMessage = 2048
 
 // Pull implements Runtime: the ID of the image when the host holds it
 // (podman image inspect), else podman pull's; the last of podman's output
-// is the message of a failure.
-func (p *Podman) Pull(ctx context.Context, image, auth string) (string, error) {
+// is the message of a failure. podman pull prints no byte counts off a
+// terminal: the progress it tells is the pull's start, with the image's
+// size for an OCI layout (its manifest's layers), none for a registry's.
+func (p *Podman) Pull(ctx context.Context, image, auth string, progress func(Progress)) (string, error) {
 	held := image
+	var size int64
 	if dir, ok := strings.CutPrefix(image, "oci:"); ok {
 		// podman knows an image by its config's digest: a layout's image
 		// the host holds already is not read again.
-		if id, err := layoutImageID(dir); err == nil {
-			held = id
+		if l, err := readLayout(dir); err == nil {
+			held, size = l.id, l.size
 		}
 	}
 	if id, err := p.run(ctx, "image", "inspect", "--format", "{{.Id}}", "--", held); err == nil && id != "" {
@@ -107,6 +110,9 @@ func (p *Podman) Pull(ctx context.Context, image, auth string) (string, error) {
 			// repository's name is lower-case.
 			return "", &PullError{Image: image, Msg: "podman cannot read a local image whose path has upper-case letters; move it to a lower-case path"}
 		}
+	}
+	if progress != nil {
+		progress(Progress{Total: size})
 	}
 	args := []string{"pull", "--quiet"}
 	if auth != "" {
@@ -287,13 +293,20 @@ func (p *Podman) Remove(ctx context.Context, name string) error {
 // digestPattern is a sha256 digest as an OCI layout names its blobs.
 var digestPattern = regexp.MustCompile(`^sha256:([a-f0-9]{64})$`)
 
-// maxLayoutJSON bounds what layoutImageID reads of a layout's JSON files.
+// maxLayoutJSON bounds what readLayout reads of a layout's JSON files.
 const maxLayoutJSON = 1 << 20
 
-// layoutImageID is the ID podman gives the image tagged in the OCI layout
-// ref (DIR[:TAG], one image when no tag): its config's digest, as the
-// layout's index and the manifest it points to say.
-func layoutImageID(ref string) (string, error) {
+// layout is what Pull reads of an OCI layout's image: the ID podman
+// gives it and the size of its layers.
+type layout struct {
+	id   string
+	size int64
+}
+
+// readLayout reads the image tagged in the OCI layout ref (DIR[:TAG], one
+// image when no tag): the ID podman gives it, its config's digest, as the
+// layout's index and the manifest it points to say, and its layers' size.
+func readLayout(ref string) (layout, error) {
 	dir, tag := ref, ""
 	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
 		dir, tag = ref[:i], ref[i+1:]
@@ -306,7 +319,7 @@ func layoutImageID(ref string) (string, error) {
 		} `json:"manifests"`
 	}
 	if err := readLayoutJSON(filepath.Join(dir, "index.json"), &index); err != nil {
-		return "", err
+		return layout{}, err
 	}
 	var digest string
 	for _, m := range index.Manifests {
@@ -318,15 +331,24 @@ func layoutImageID(ref string) (string, error) {
 		Config struct {
 			Digest string `json:"digest"`
 		} `json:"config"`
+		Layers []struct {
+			Size int64 `json:"size"`
+		} `json:"layers"`
 	}
 	if err := readBlob(dir, digest, &manifest); err != nil {
-		return "", err
+		return layout{}, err
 	}
 	hex := digestPattern.FindStringSubmatch(manifest.Config.Digest)
 	if hex == nil {
-		return "", fmt.Errorf("layout %s: manifest %s names no sha256 config", dir, digest)
+		return layout{}, fmt.Errorf("layout %s: manifest %s names no sha256 config", dir, digest)
 	}
-	return hex[1], nil
+	l := layout{id: hex[1]}
+	for _, x := range manifest.Layers {
+		if x.Size > 0 {
+			l.size += x.Size
+		}
+	}
+	return l, nil
 }
 
 // readBlob reads the JSON blob digest of the layout dir into v.

@@ -122,20 +122,21 @@ rmi) [ "$3" = bb ] && { echo "Error: image used by 1 container" >&2; exit 2; }; 
 image) case "$6" in held) echo sha256:held; exit 0;; cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc) echo cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc; exit 0;; esac
   echo "Error: $6: image not known" >&2; exit 125;;
 pull) [ "$3" = --authfile ] && { echo sha256:private; exit 0; }
+  case "$4" in oci:*) echo sha256:fromlayout; exit 0;; esac
   echo "Trying to pull registry.example/x:1..." >&2
   echo "Error: initializing source docker://registry.example/x:1: reading manifest 1 in registry.example/x: manifest unknown" >&2; exit 125;;
 esac`)
 	p := &Podman{Path: path}
-	id, err := p.Pull(ctx, "held", "")
+	id, err := p.Pull(ctx, "held", "", nil)
 	if err != nil || id != "sha256:held" {
 		t.Fatalf("Pull(held) = %q, %v; want the held image's ID", id, err)
 	}
-	_, err = p.Pull(ctx, "registry.example/x:1", "")
+	_, err = p.Pull(ctx, "registry.example/x:1", "", nil)
 	var pe *PullError
 	if !errors.As(err, &pe) || pe.Image != "registry.example/x:1" || !strings.Contains(pe.Msg, "manifest unknown") {
 		t.Fatalf("Pull(missing) = %v, want a PullError with the registry's message", err)
 	}
-	id, err = p.Pull(ctx, "registry.example/private:1", "/data/auth.json")
+	id, err = p.Pull(ctx, "registry.example/private:1", "/data/auth.json", nil)
 	if err != nil || id != "sha256:private" {
 		t.Fatalf("Pull(private, auth) = %q, %v", id, err)
 	}
@@ -145,25 +146,52 @@ esac`)
 	}
 	// A layout's image the host holds (by its config's digest) is not
 	// read again; another tag of the layout is.
-	layout := t.TempDir()
+	// A lower-case path, as podman needs (t.TempDir's has the test's name).
+	layout, err := os.MkdirTemp("", "allot-layout-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(layout) })
 	manifest := `{"config": {"digest": "sha256:` + strings.Repeat("c", 64) + `"}}`
 	blob := strings.Repeat("d", 64)
 	if err := os.MkdirAll(filepath.Join(layout, "blobs", "sha256"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"index.json": `{"manifests": [{"digest": "sha256:` + blob + `", "annotations": {"org.opencontainers.image.ref.name": "v1"}}]}`,
-		"blobs/sha256/" + blob: manifest} {
+	blob3 := strings.Repeat("f", 64)
+	manifest3 := `{"config": {"digest": "sha256:` + strings.Repeat("e", 64) + `"}, "layers": [{"size": 100}, {"size": 23}]}`
+	for name, body := range map[string]string{"index.json": `{"manifests": [{"digest": "sha256:` + blob + `", "annotations": {"org.opencontainers.image.ref.name": "v1"}},
+		{"digest": "sha256:` + blob3 + `", "annotations": {"org.opencontainers.image.ref.name": "v3"}}]}`,
+		"blobs/sha256/" + blob: manifest, "blobs/sha256/" + blob3: manifest3} {
 		if err := os.WriteFile(filepath.Join(layout, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if id, err := p.Pull(ctx, "oci:"+layout+":v1", ""); err != nil || id != strings.Repeat("c", 64) {
+	if id, err := p.Pull(ctx, "oci:"+layout+":v1", "", nil); err != nil || id != strings.Repeat("c", 64) {
 		t.Errorf("Pull of a held layout image = %q, %v; want its config's digest", id, err)
 	}
-	if _, err := p.Pull(ctx, "oci:"+layout+":v2", ""); err == nil {
-		t.Error("a tag the layout lacks was taken for the held image")
+	// A tag the layout lacks is not the held image: podman is asked, and
+	// the progress says only that the pull began.
+	var told []Progress
+	tell := func(x Progress) { told = append(told, x) }
+	if id, err := p.Pull(ctx, "oci:"+layout+":v2", "", tell); err != nil || id != "sha256:fromlayout" {
+		t.Errorf("Pull of a tag the layout lacks = %q, %v; want podman's pull", id, err)
 	}
-	if _, err := p.Pull(ctx, "oci:/srv/Images/demo:1", ""); err == nil || !strings.Contains(err.Error(), "lower-case") {
+	if !slices.Equal(told, []Progress{{}}) {
+		t.Errorf("progress %+v, want one, without figures", told)
+	}
+	// A layout's image the host lacks: the progress has its layers' size.
+	told = nil
+	if id, err := p.Pull(ctx, "oci:"+layout+":v3", "", tell); err != nil || id != "sha256:fromlayout" {
+		t.Errorf("Pull of a layout's image the host lacks = %q, %v", id, err)
+	}
+	if !slices.Equal(told, []Progress{{Total: 123}}) {
+		t.Errorf("progress %+v, want the layers' 123 bytes as the total", told)
+	}
+	told = nil
+	if _, err := p.Pull(ctx, "held", "", tell); err != nil || told != nil {
+		t.Errorf("a held image: %v, progress %+v; want none", err, told)
+	}
+	if _, err := p.Pull(ctx, "oci:/srv/Images/demo:1", "", nil); err == nil || !strings.Contains(err.Error(), "lower-case") {
 		t.Errorf("Pull of a local image at an upper-case path: %v, want an error that says why", err)
 	}
 	images, err := p.Images(ctx)

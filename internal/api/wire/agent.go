@@ -152,6 +152,11 @@ type AttemptEvent struct {
 	// words the tenant can act on (at most MaxEventMessage bytes of
 	// printable text).
 	Message string `json:"message,omitempty"`
+	// Pulled and PullTotal are how far the pull of the instance's image
+	// has come, for an event of type "pulling": bytes fetched and the
+	// image's size, each 0 where the runtime cannot tell.
+	Pulled    int64 `json:"pulled,omitempty"`
+	PullTotal int64 `json:"pull_total,omitempty"`
 }
 
 // MaxEventMessage bounds AttemptEvent.Message.
