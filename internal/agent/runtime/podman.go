@@ -89,8 +89,9 @@ const maxPullMessage = 2048
 // Pull implements Runtime: the ID of the image when the host holds it
 // (podman image inspect), else podman pull's; the last of podman's output
 // is the message of a failure. podman pull prints no byte counts off a
-// terminal: the progress it tells is the pull's start, with the image's
-// size for an OCI layout (its manifest's layers), none for a registry's.
+// terminal: the progress it tells is the bytes podman has read so far
+// (its /proc/PID/io, every watchEvery), with the image's size for an OCI
+// layout (its manifest's layers), none for a registry's.
 func (p *Podman) Pull(ctx context.Context, image, auth string, progress func(Progress)) (string, error) {
 	held := image
 	var size int64
@@ -118,7 +119,19 @@ func (p *Podman) Pull(ctx context.Context, image, auth string, progress func(Pro
 	if auth != "" {
 		args = append(args, "--authfile", auth)
 	}
-	out, err := p.run(ctx, append(args, "--", image)...)
+	var watch func(pid int)
+	if progress != nil {
+		watch = func(pid int) {
+			// Reading a layout, podman reads some of it twice: no more
+			// than the whole is told.
+			done := readBytes(pid)
+			if size > 0 {
+				done = min(done, size)
+			}
+			progress(Progress{Done: done, Total: size})
+		}
+	}
+	out, err := p.runWatched(ctx, watch, append(args, "--", image)...)
 	if err != nil {
 		msg := out
 		if ctx.Err() != nil {
@@ -143,12 +156,73 @@ func (p *Podman) Pull(ctx context.Context, image, auth string, progress func(Pro
 // run runs podman with args, in a minimal environment, and returns its
 // output trimmed.
 func (p *Podman) run(ctx context.Context, args ...string) (string, error) {
+	return p.runWatched(ctx, nil, args...)
+}
+
+// watchEvery is how often runWatched calls its watch.
+const watchEvery = 500 * time.Millisecond
+
+// runWatched is run that, while podman runs, calls watch (when not nil)
+// with its process ID every watchEvery.
+func (p *Podman) runWatched(ctx context.Context, watch func(pid int), args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, p.Path, append(p.global(), args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if watch == nil {
+			return
+		}
+		t := time.NewTicker(watchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				watch(cmd.Process.Pid)
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	<-watched
 	return strings.TrimSpace(out.String()), err
+}
+
+// readBytes is what process pid has read so far (rchar of
+// /proc/PID/io: files and sockets), which for podman pull is mostly the
+// image's layers as they arrive; 0 when it cannot be read.
+func readBytes(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0
+	}
+	n, _ := ParseReadBytes(b)
+	return n
+}
+
+// ParseReadBytes reads rchar, the bytes a process read, from the text of
+// /proc/PID/io ("rchar: N" among other lines).
+func ParseReadBytes(b []byte) (int64, error) {
+	for _, line := range strings.Split(string(b), "\n") {
+		v, ok := strings.CutPrefix(line, "rchar:")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("rchar: %q is not a count of bytes", strings.TrimSpace(v))
+		}
+		return n, nil
+	}
+	return 0, errors.New("rchar: missing")
 }
 
 // Command implements Runtime.
