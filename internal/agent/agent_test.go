@@ -25,6 +25,7 @@ type lab struct {
 	cl    *client.Client
 	admin string
 	url   string
+	dir   string // the server's data directory (its admin token's file)
 }
 
 func newLab(t *testing.T) *lab {
@@ -64,7 +65,7 @@ func newLabWith(t *testing.T, configure func(*server.Config)) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lab{srv: srv, cl: cl, admin: tok, url: hs.URL}
+	return &lab{srv: srv, cl: cl, admin: tok, url: hs.URL, dir: dir}
 }
 
 // workDir is a work directory jobs under dynamic uids can enter: unlike
