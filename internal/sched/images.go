@@ -78,13 +78,9 @@ func (st *state) setImages(images map[string][]string) {
 
 // mergeIDs is the sorted union of sorted a and b.
 func mergeIDs(a, b []int32) []int32 {
-	for _, id := range b {
-		if _, found := slices.BinarySearch(a, id); !found {
-			a = append(a, id)
-		}
-	}
+	a = append(a, b...)
 	slices.Sort(a)
-	return a
+	return slices.Compact(a)
 }
 
 // imageOf is the id of the image j runs from when a node holds it, else
