@@ -368,6 +368,9 @@ func TestContainerImageLocality(t *testing.T) {
 	if got := l.srv.NodeImages("h100-01"); len(got) != 0 {
 		t.Errorf("h100-01 reports images %q it never pulled", got)
 	}
+	if d, err := l.cl.GetNode(context.Background(), "h100-02"); err != nil || !slices.Equal(d.Images, []string{trainImage}) {
+		t.Errorf("GET /v1/nodes/h100-02: images %q, %v; want the image it holds", d.Images, err)
+	}
 	second := job("second", "")
 	ranOn := func(id string) []string {
 		j := l.waitState(t, id, "Succeeded")

@@ -293,7 +293,7 @@ func newWhy(why server.Why) Why {
 func newNodeDetail(d server.NodeDetail) NodeDetail {
 	out := NodeDetail{Node: newNode(d.NodeStatus), Address: d.Address, HealthSince: timePtr(d.HealthSince),
 		LastHeartbeat: timePtr(d.LastHeartbeat), GPUList: make([]NodeGPU, len(d.GPUs)), FailedAttempts: []NodeFailure{},
-		Reservation: d.Reservation, ReservationAhead: d.Ahead}
+		Reservation: d.Reservation, ReservationAhead: d.Ahead, Images: d.Images}
 	for _, f := range d.Failures {
 		out.FailedAttempts = append(out.FailedAttempts, NodeFailure{Job: f.Job, Tenant: f.Tenant, Attempt: f.Attempt,
 			ExitCode: f.ExitCode, At: f.At.UTC(), Detail: f.Detail})

@@ -49,6 +49,9 @@ func TestSetNodeImages(t *testing.T) {
 	if len(taken) != 1 || len(taken["h100-01"]) != 2 || taken["h100-02"] != nil {
 		t.Errorf("the map a cycle took changed under it: %v", taken)
 	}
+	if d, err := srv.Node("h100-02"); err != nil || !slices.Equal(d.Images, []string{"registry.example/a:1"}) {
+		t.Errorf("node h100-02's detail: images %q, %v", d.Images, err)
+	}
 }
 
 func FuzzCheckImages(f *testing.F) {
