@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# scripts/gpu-check.sh [ALLOT] — allot's real-GPU path on this host, end to end.
+# scripts/gpu-check.sh [--image] [ALLOT] — allot's real-GPU path on this host, end to end.
 #
 # Run it as root on a host with NVIDIA GPUs and their driver (nvidia-smi).
 # With no argument it builds allot (go build); ALLOT names a built binary.
@@ -24,13 +24,32 @@
 #      standard job that needs as much preempts it and allocates it.
 # It prints PASS or FAIL for each check and exits non-zero on any FAIL.
 #
+# --image runs the jobs of step 3 in containers instead (steps 3 and 4 on
+# the host are then left out): the agent runs with --runtime podman (or
+# GPU_CHECK_RUNTIME: crun, runc) and --image-dir, and the ranks run from the
+# demo image ('allot demo image build': this allot binary, no shell), whose
+# 'allot demo gpus' prints what the rank sees. A rank on all GPUs and a
+# rank on one GPU must each see exactly their assigned GPUs: as many
+# distinct UUIDs in CUDA_VISIBLE_DEVICES, all of this host's, and in its
+# /dev exactly the device nodes of those GPUs (nvidiaN, N each GPU's minor
+# number as 'allot agent discover' reads it from NVML) and no other GPU's;
+# where the host has an NVIDIA CDI spec (/etc/cdi, /var/run/cdi), which
+# brings nvidia-smi into the container, 'nvidia-smi -L' in a rank must list
+# exactly its GPUs. Needs podman (Debian: apt-get install podman).
+#
 # GPU_CHECK_GPUS=virtual:2xH100-80GB runs the same steps on declared GPUs
 # (no driver needed; the CUDA checks are skipped): a dry run of the script.
 # GPU_CHECK_AGENT_ARGS adds arguments to the agent's command line, e.g.
 # "--run-as nobody --job-env CUDA_MPS_PIPE_DIRECTORY" to run the jobs as
 # clients of an MPS daemon the operator started.
+# shellcheck disable=SC2015 # pass never fails: 'A && pass … || fail …' is if-then-else here
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
+image_mode=
+if [[ ${1:-} == --image ]]; then
+	image_mode=1
+	shift
+fi
 tmp=$(mktemp -d /tmp/allot-gpu-check.XXXXXX)
 chmod 711 "$tmp" # jobs under other uids pass through to their directories
 bin=${1:-}
@@ -47,9 +66,14 @@ fail() {
 	failed=1
 }
 pids=()
+# podman names a local image after its path, which must be lower-case:
+# mktemp's letters are not.
+imgdir=/tmp/allot-gpu-check-images-$$-$RANDOM
+# shellcheck disable=SC2317 # the EXIT trap calls it
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
+	rm -rf "$imgdir"
 	if ((failed)); then echo "logs kept in $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
@@ -63,12 +87,13 @@ if [[ $gpus == auto ]]; then
 	fi
 fi
 "$bin" agent discover --gpus "$gpus" || fail "allot agent discover"
-"$bin" agent discover --gpus "$gpus" -o json >"$tmp/gpus.json" || fail "allot agent discover -o json"
+"$bin" agent discover --gpus "$gpus" -o json --node gpu-check-01 >"$tmp/gpus.json" || fail "allot agent discover -o json"
 "$bin" agent discover --gpus "$gpus" -o fleet --node gpu-check-01 >"$tmp/fleet.yaml" || fail "allot agent discover -o fleet"
 cat "$tmp/fleet.yaml"
 count=$(grep -c '"uuid"' "$tmp/gpus.json")
 gpu_model=$(grep -m1 '"model"' "$tmp/gpus.json" | sed 's/.*"model": "\(.*\)".*/\1/')
 mapfile -t uuids < <(grep '"uuid"' "$tmp/gpus.json" | sed 's/.*"uuid": "\(.*\)".*/\1/')
+mapfile -t minors < <(grep '"minor"' "$tmp/gpus.json" | tr -dc '0-9-\n')
 ((count > 0)) && pass "discovered $count × $gpu_model" || {
 	fail "no GPUs discovered"
 	exit 1
@@ -103,7 +128,19 @@ job_env=()
 [[ $gpus == auto ]] || health=true
 # shellcheck disable=SC2206 # GPU_CHECK_AGENT_ARGS is split into arguments
 extra=(${GPU_CHECK_AGENT_ARGS:-})
-ALLOT_TOKEN= "$bin" agent --token-file "$tmp/node-token" --node gpu-check-01 --gpus "$gpus" "${job_env[@]}" "${extra[@]}" \
+if [[ -n $image_mode ]]; then
+	command -v podman >/dev/null || {
+		fail "--image needs podman (Debian: apt-get install podman)"
+		exit 1
+	}
+	mkdir -m 700 "$imgdir" || exit 1
+	image=$("$bin" demo image build --dir "$imgdir/demo" --tag check) && pass "demo image built: $image" || {
+		fail "allot demo image build"
+		exit 1
+	}
+	extra+=(--runtime "${GPU_CHECK_RUNTIME:-podman}" --image-dir "$imgdir")
+fi
+ALLOT_TOKEN='' "$bin" agent --token-file "$tmp/node-token" --node gpu-check-01 --gpus "$gpus" "${job_env[@]}" "${extra[@]}" \
 	--data "$tmp/agent" --work "$tmp/work" --heartbeat 1s --health-check "$health" --health-check-every 2s \
 	>"$tmp/agent.log" 2>&1 &
 pids+=($!)
@@ -151,6 +188,7 @@ print("cuda ok")
 EOF
 chmod 644 "$tmp/check.py"
 if [[ $gpus != auto ]]; then py=; fi
+# shellcheck disable=SC2016 # the job's shell expands them
 script='echo "uid $(id -u), CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES, ALLOT_GPU_MILLI=${ALLOT_GPU_MILLI:-}"
 if [ "$GPUS" = auto ]; then "$SMI" -L || exit 3; fi
 if [ -n "$PY" ]; then exec "$PY" '"$tmp/check.py"'; fi
@@ -181,39 +219,98 @@ verdict() {
 	"$bin" job logs "$id" | sed 's/^/      /'
 }
 
-echo "== jobs"
-id=$(submit all-gpus "$count" 0 --gpus "$count") && verdict "$id" "a job on all $count GPUs sees them and no other" || fail "submit all-gpus"
-id=$(submit one-gpu 1 0 --gpus 1) && verdict "$id" "a job on one GPU sees that one alone" || fail "submit one-gpu"
-h1=$(submit half-a 1 15 --gpu-milli 500) || fail "submit half-a"
-h2=$(submit half-b 1 15 --gpu-milli 500) || fail "submit half-b"
-shared=
-for _ in $(seq 60); do
-	if [[ $("$bin" job list --state Running 2>/dev/null | grep -c 'half-') == 2 ]]; then shared=1 && break; fi
-	sleep 0.5
-done
-[[ -n $shared ]] && pass "two half-GPU jobs run at once" || fail "two half-GPU jobs did not run at once"
-"$bin" job list -o wide | grep -E '^ID|half-' | sed 's/^/      /'
-verdict "$h1" "half a GPU, beside another half"
-verdict "$h2" "the other half"
+# image_checks: ranks in containers see exactly their assigned GPUs.
+image_checks() {
+	# The GPU device nodes a rank of these UUIDs must see: nvidiaN, N each
+	# GPU's minor number (none for declared GPUs: there is no device).
+	expected_nodes() {
+		local u i out=()
+		[[ $gpus == auto ]] || return 0
+		for u in "$@"; do
+			for i in "${!uuids[@]}"; do
+				[[ ${uuids[$i]} == "$u" ]] && out+=("nvidia${minors[$i]}")
+			done
+		done
+		printf '%s\n' "${out[@]}" | sort -V | paste -sd, -
+	}
+	# in_container NAME N: a rank of N GPUs from the demo image.
+	in_container() {
+		local name=$1 n=$2 devices=$2 id log visible seen want
+		[[ $gpus == auto ]] || devices=0
+		id=$(ALLOT_TOKEN=$check_token "$bin" job run --tenant check --name "$name" --gpu-model "$gpu_model" --gpus "$n" \
+			--image "$image" -- allot demo gpus --gpus "$n" --devices "$devices") || {
+			fail "submit $name"
+			return
+		}
+		verdict "$id" "a container of $n GPU(s) sees as many GPUs and device nodes"
+		log=$("$bin" job logs "$id")
+		visible=$(sed -n 's/^CUDA_VISIBLE_DEVICES=//p' <<<"$log" | head -1)
+		seen=$(sed -n 's/^gpu-devices=\([^ ]*\).*/\1/p' <<<"$log" | head -1)
+		local -a vis
+		IFS=, read -r -a vis <<<"$visible"
+		local v ok=1
+		for v in "${vis[@]}"; do
+			[[ " ${uuids[*]} " == *" $v "* ]] || ok=
+		done
+		[[ -n $ok && ${#vis[@]} == "$n" ]] && pass "its CUDA_VISIBLE_DEVICES ($visible) names $n of this host's GPUs" ||
+			fail "its CUDA_VISIBLE_DEVICES ($visible) is not $n of this host's GPUs (${uuids[*]})"
+		want=$(expected_nodes "${vis[@]}")
+		[[ $seen == "$want" ]] && pass "its /dev holds the device nodes of those GPUs alone (${seen:-none})" ||
+			fail "its /dev holds GPU device nodes '$seen', want '$want' (the minor numbers of $visible)"
+	}
+	echo "== jobs in containers ($image)"
+	in_container img-all-gpus "$count"
+	in_container img-one-gpu 1
+	if [[ $gpus == auto ]] && { compgen -G '/etc/cdi/nvidia*' >/dev/null || compgen -G '/var/run/cdi/nvidia*' >/dev/null; }; then
+		local id lines
+		id=$(ALLOT_TOKEN=$check_token "$bin" job run --tenant check --name img-smi --gpu-model "$gpu_model" --gpus 1 \
+			--image "$image" -- nvidia-smi -L) || fail "submit img-smi"
+		verdict "$id" "nvidia-smi runs in a container (the CDI spec brings it)"
+		lines=$("$bin" job logs "$id" | grep -c '^GPU [0-9]*: .*UUID: GPU-')
+		[[ $lines == 1 ]] && pass "nvidia-smi -L in a container of one GPU lists one GPU" ||
+			fail "nvidia-smi -L in a container of one GPU lists $lines GPUs"
+	else
+		echo "      no NVIDIA CDI spec on this host: nvidia-smi is not in the containers (checked by device nodes above)"
+	fi
+}
 
-# A spot job holds 60 % of each GPU's memory; a standard job that needs as
-# much preempts it, and can only allocate once the spot job's processes,
-# and with them its GPU memory, are gone.
-mem_mib=$(grep -m1 '"memory_mib"' "$tmp/gpus.json" | tr -dc 0-9)
-export MEM_GIB=$((mem_mib * 6 / 10 / 1024))
-[[ -n $py ]] || MEM_GIB=0
-spot=$(submit spot "$count" 600 --gpus "$count" --priority spot) || fail "submit spot"
-for _ in $(seq 120); do
-	"$bin" job logs "$spot" 2>/dev/null | grep -q -E 'holding|^uid' && break
-	sleep 0.5
-done
-id=$(submit standard "$count" 0 --gpus "$count") &&
-	verdict "$id" "a standard job preempts a spot job holding ${MEM_GIB} GiB of each GPU and gets that memory" || fail "submit standard"
-"$bin" job show "$spot" >"$tmp/spot.txt"
-grep -qE '^Preemptions: +[1-9]' "$tmp/spot.txt" && pass "the spot job was preempted ($spot)" || fail "the spot job was not preempted ($spot)"
-grep -E '^(State|Reason|Attempts|Preempt)' "$tmp/spot.txt" | sed 's/^/      spot: /'
-unset MEM_GIB
-"$bin" job cancel "$spot" >/dev/null 2>&1
+if [[ -n $image_mode ]]; then
+	image_checks
+else
+	echo "== jobs"
+	id=$(submit all-gpus "$count" 0 --gpus "$count") && verdict "$id" "a job on all $count GPUs sees them and no other" || fail "submit all-gpus"
+	id=$(submit one-gpu 1 0 --gpus 1) && verdict "$id" "a job on one GPU sees that one alone" || fail "submit one-gpu"
+	h1=$(submit half-a 1 15 --gpu-milli 500) || fail "submit half-a"
+	h2=$(submit half-b 1 15 --gpu-milli 500) || fail "submit half-b"
+	shared=
+	for _ in $(seq 60); do
+		if [[ $("$bin" job list --state Running 2>/dev/null | grep -c 'half-') == 2 ]]; then shared=1 && break; fi
+		sleep 0.5
+	done
+	[[ -n $shared ]] && pass "two half-GPU jobs run at once" || fail "two half-GPU jobs did not run at once"
+	"$bin" job list -o wide | grep -E '^ID|half-' | sed 's/^/      /'
+	verdict "$h1" "half a GPU, beside another half"
+	verdict "$h2" "the other half"
+
+	# A spot job holds 60 % of each GPU's memory; a standard job that needs as
+	# much preempts it, and can only allocate once the spot job's processes,
+	# and with them its GPU memory, are gone.
+	mem_mib=$(grep -m1 '"memory_mib"' "$tmp/gpus.json" | tr -dc 0-9)
+	export MEM_GIB=$((mem_mib * 6 / 10 / 1024))
+	[[ -n $py ]] || MEM_GIB=0
+	spot=$(submit spot "$count" 600 --gpus "$count" --priority spot) || fail "submit spot"
+	for _ in $(seq 120); do
+		"$bin" job logs "$spot" 2>/dev/null | grep -q -E 'holding|^uid' && break
+		sleep 0.5
+	done
+	id=$(submit standard "$count" 0 --gpus "$count") &&
+		verdict "$id" "a standard job preempts a spot job holding ${MEM_GIB} GiB of each GPU and gets that memory" || fail "submit standard"
+	"$bin" job show "$spot" >"$tmp/spot.txt"
+	grep -qE '^Preemptions: +[1-9]' "$tmp/spot.txt" && pass "the spot job was preempted ($spot)" || fail "the spot job was not preempted ($spot)"
+	grep -E '^(State|Reason|Attempts|Preempt)' "$tmp/spot.txt" | sed 's/^/      spot: /'
+	unset MEM_GIB
+	"$bin" job cancel "$spot" >/dev/null 2>&1
+fi
 
 echo "== health"
 # The agent read its health check and (with --gpus auto) the GPUs' NVML

@@ -149,6 +149,10 @@ type Config struct {
 	// ImageDirs are the directories whose local images (oci:/PATH,
 	// oci-archive:/PATH) jobs may run.
 	ImageDirs []string
+	// PullProgressEvery is how often, at most, the agent reports how far
+	// the pull of an instance's image has come; 0 means
+	// DefaultPullProgressEvery.
+	PullProgressEvery time.Duration
 	// ImageCacheBytes, when above 0, bounds the images the host holds: past
 	// it, images the agent pulled and no instance uses are removed, least
 	// recently used first (imagecache.go).
@@ -213,8 +217,9 @@ type Agent struct {
 	// container gets no device of them.
 	virtual bool
 
-	imagesMu   sync.Mutex           // guards imagesUsed
+	imagesMu   sync.Mutex           // guards imagesUsed and imageRefs
 	imagesUsed map[string]time.Time // images this agent pulled, by ID, when an instance last started from each
+	imageRefs  map[string]string    // the references jobs named the images of imagesUsed by -> their IDs
 
 	mu        sync.Mutex // guards procs, left, finished and firstSeen
 	procs     map[key]*proc
@@ -285,7 +290,7 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	a := &Agent{cfg: cfg, log: cfg.Logger.With("node", cfg.Node), procs: map[key]*proc{}, finished: map[key]bool{},
-		leaving: make(chan struct{}), imagesUsed: map[string]time.Time{}}
+		leaving: make(chan struct{}), imagesUsed: map[string]time.Time{}, imageRefs: map[string]string{}}
 	a.reports, a.endReports = context.WithCancel(context.WithoutCancel(ctx))
 	defer a.endReports()
 	if err := a.isolate(); err != nil {
@@ -379,7 +384,7 @@ func (a *Agent) heartbeats(ctx context.Context) {
 		case <-t.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, a.heartbeatTimeout())
-		err := a.cfg.Client.Heartbeat(hctx, a.cfg.Node)
+		err := a.cfg.Client.Heartbeat(hctx, a.cfg.Node, a.heldImages())
 		cancel()
 		if ctx.Err() != nil {
 			return

@@ -25,6 +25,7 @@ type lab struct {
 	cl    *client.Client
 	admin string
 	url   string
+	dir   string // the server's data directory (its admin token's file)
 }
 
 func newLab(t *testing.T) *lab {
@@ -64,7 +65,7 @@ func newLabWith(t *testing.T, configure func(*server.Config)) *lab {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &lab{srv: srv, cl: cl, admin: tok, url: hs.URL}
+	return &lab{srv: srv, cl: cl, admin: tok, url: hs.URL, dir: dir}
 }
 
 // workDir is a work directory jobs under dynamic uids can enter: unlike
@@ -218,7 +219,7 @@ func TestNodeTokenActsForItsNodeOnly(t *testing.T) {
 		t.Fatalf("register with no GPUs: %v, want a refusal naming gpus", err)
 	}
 	var ae *client.APIError
-	if err := cl.Heartbeat(ctx, "h100-02"); !errors.As(err, &ae) || ae.Status != 403 {
+	if err := cl.Heartbeat(ctx, "h100-02", nil); !errors.As(err, &ae) || ae.Status != 403 {
 		t.Fatalf("heartbeat for another node: %v, want 403", err)
 	}
 	if _, err := cl.ListJobs(ctx, client.JobFilter{Tenant: "team"}); err == nil {

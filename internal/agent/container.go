@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/allot-dev/allot/internal/agent/launch"
@@ -29,10 +30,11 @@ import (
 // pullTimeout bounds one pull of an image.
 const pullTimeout = 30 * time.Minute
 
-// pull makes the image of x ready on this host before its instance
+// pull makes the image of x, instance k, ready on this host before it
 // starts, and returns the runtime's name of it (an ID): a local image
-// must lie under a directory the operator allows.
-func (a *Agent) pull(ctx context.Context, x client.Assignment) (string, error) {
+// must lie under a directory the operator allows. How far the pull has
+// come goes to the server as it goes (meterPull).
+func (a *Agent) pull(ctx context.Context, k key, x client.Assignment) (string, error) {
 	if a.cfg.Runtime == nil {
 		return "", runtime.ErrNoRuntime
 	}
@@ -56,13 +58,82 @@ func (a *Agent) pull(ctx context.Context, x client.Assignment) (string, error) {
 		defer os.Remove(auth)
 	}
 	start := time.Now()
-	id, err := a.cfg.Runtime.Pull(ctx, image, auth)
+	progress, stop := a.meterPull(k)
+	id, err := a.cfg.Runtime.Pull(ctx, image, auth, progress)
+	stop()
 	if err != nil {
 		return "", err
 	}
 	a.log.Info("image ready", "image", image, "id", id, "runtime", a.cfg.Runtime.Name(), "took", time.Since(start).Round(time.Millisecond))
-	a.usedImage(id, time.Now())
+	a.usedImage(image, id, time.Now())
 	return id, nil
+}
+
+// DefaultPullProgressEvery is how often, at most, an agent reports how
+// far the pull of an instance's image has come.
+const DefaultPullProgressEvery = time.Second
+
+// meterPull returns the progress function of the pull of instance k's
+// image and the function that ends it. The first progress goes to the
+// server at once (a "pulling" event, which 'job show' shows of a
+// Preparing job), later ones at most once every
+// Config.PullProgressEvery, the latest then; each is sent once, not
+// retried (the next one says more). stop returns once no report is on
+// its way, so that none follows the instance's "started".
+func (a *Agent) meterPull(k key) (progress func(runtime.Progress), stop func()) {
+	every := a.cfg.PullProgressEvery
+	if every <= 0 {
+		every = DefaultPullProgressEvery
+	}
+	var (
+		mu     sync.Mutex // guards latest and fresh
+		latest runtime.Progress
+		fresh  bool
+	)
+	notify, done, finished := make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	progress = func(p runtime.Progress) {
+		mu.Lock()
+		latest, fresh = p, true
+		mu.Unlock()
+		select {
+		case notify <- struct{}{}:
+		default:
+		}
+	}
+	go func() {
+		defer close(finished)
+		var last time.Time
+		for {
+			select {
+			case <-done:
+				return
+			case <-notify:
+			}
+			if wait := every - time.Since(last); !last.IsZero() && wait > 0 {
+				select {
+				case <-done:
+					return
+				case <-time.After(wait):
+				}
+			}
+			mu.Lock()
+			p, ok := latest, fresh
+			fresh = false
+			mu.Unlock()
+			if !ok {
+				continue
+			}
+			last = time.Now()
+			ctx, cancel := a.bounded(a.reports)
+			err := a.cfg.Client.Event(ctx, k.job, k.attempt, client.AttemptEvent{Type: "pulling", Rank: k.rank, Node: a.cfg.Node,
+				Pulled: p.Done, PullTotal: p.Total})
+			cancel()
+			if err != nil {
+				a.log.Debug("pull progress not reported", "job", k.job, "attempt", k.attempt, "rank", k.rank, "err", err)
+			}
+		}
+	}()
+	return progress, func() { close(done); <-finished }
 }
 
 // authFile writes the registry credential ra, for one pull, in an auth
@@ -157,7 +228,7 @@ func (a *Agent) containerize(x client.Assignment, image string, sb sandbox, s *l
 		rc.Entrypoint = x.Command
 	}
 	for _, g := range x.GPUs {
-		rc.GPUs = append(rc.GPUs, runtime.GPU{Index: g.Index, UUID: g.UUID, Virtual: a.virtual})
+		rc.GPUs = append(rc.GPUs, runtime.GPU{Index: g.Index, Minor: a.minorOf(g.Index), UUID: g.UUID, Virtual: a.virtual})
 	}
 	if n := a.pidsLimit(); n > 0 {
 		rc.Pids = n
@@ -176,6 +247,18 @@ func (a *Agent) containerize(x client.Assignment, image string, sb sandbox, s *l
 		s.Credential = nil // the runtime's, which runs the container as the job's user
 	}
 	return rc.Name, nil
+}
+
+// minorOf is the minor number of the device node of the GPU of index i,
+// as discovery found it; where it could not tell, the index stands in
+// (the driver's numbering on most hosts).
+func (a *Agent) minorOf(i int) int {
+	for _, d := range a.devs {
+		if d.Index == i && d.Minor >= 0 {
+			return d.Minor
+		}
+	}
+	return i
 }
 
 // insideContainer is path, a host path in the job's checkpoint directory

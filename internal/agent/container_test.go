@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/allot-dev/allot/internal/agent/gpu"
 	"github.com/allot-dev/allot/internal/agent/runtime"
 	"github.com/allot-dev/allot/internal/agent/runtime/runtimetest"
 	"github.com/allot-dev/allot/internal/client"
@@ -40,6 +41,12 @@ func TestContainerJob(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cfg := l.config(t, "h100-01")
+	// Device minors that are not the indices, as on a host whose driver
+	// numbers its device nodes otherwise.
+	v := cfg.GPUs.(gpu.Virtual)
+	for i := range v.Devices {
+		v.Devices[i].Minor = 7 - i
+	}
 	fake := fakeRuntime()
 	cfg.Runtime = fake
 	go func() { _ = Run(ctx, cfg) }()
@@ -59,7 +66,7 @@ resources: {gpus_per_instance: 2, cpu: 2, memory: 4Gi}
 	}
 	c := cs[0]
 	jobDir := filepath.Join(cfg.Work, "jobs", jobDirName(id))
-	// Its GPUs, exactly.
+	// Its GPUs, exactly, with their device nodes by minor number.
 	if len(running.Allocations) != 1 || len(running.Allocations[0].GPUs) != 2 {
 		t.Fatalf("allocations %+v, want one of 2 GPUs", running.Allocations)
 	}
@@ -67,7 +74,7 @@ resources: {gpus_per_instance: 2, cpu: 2, memory: 4Gi}
 	var uuids []string
 	for _, g := range running.Allocations[0].GPUs {
 		u := fmt.Sprintf("GPU-virtual-h100-01-%d", g)
-		want = append(want, runtime.GPU{Index: g, UUID: u, Virtual: true})
+		want = append(want, runtime.GPU{Index: g, Minor: 7 - g, UUID: u, Virtual: true})
 		uuids = append(uuids, u)
 	}
 	if !slices.Equal(c.GPUs, want) {
@@ -334,5 +341,50 @@ func TestContainerPrivateImageWithCredential(t *testing.T) {
 	cs, err := l.cl.RegistryCredentials(context.Background(), "team")
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("credentials %+v, %v", cs, err)
+	}
+}
+
+// The agent reports the images it pulled with its heartbeats, and the
+// server's core then prefers the node that holds a job's image among
+// nodes otherwise alike: the next job of that image goes there, not to
+// the node of lower rank.
+func TestContainerImageLocality(t *testing.T) {
+	l := newLab(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, node := range []string{"h100-01", "h100-02"} {
+		cfg := l.config(t, node)
+		cfg.Runtime = fakeRuntime()
+		go func() { _ = Run(ctx, cfg) }()
+	}
+	job := func(name, extra string) string {
+		return l.submit(t, "name: "+name+"\ntenant: team\nimage: "+trainImage+"\ncommand: [sh, -c]\nargs: ['true']\nresources: {gpus_per_instance: 1}\n"+extra)
+	}
+	first := job("first", "placement: {nodes: [h100-02]}\n")
+	l.waitState(t, first, "Succeeded")
+	waitFor(t, "h100-02's heartbeat to report the image", 5*time.Second, func() bool {
+		return slices.Equal(l.srv.NodeImages("h100-02"), []string{trainImage})
+	})
+	if got := l.srv.NodeImages("h100-01"); len(got) != 0 {
+		t.Errorf("h100-01 reports images %q it never pulled", got)
+	}
+	if d, err := l.cl.GetNode(context.Background(), "h100-02"); err != nil || !slices.Equal(d.Images, []string{trainImage}) {
+		t.Errorf("GET /v1/nodes/h100-02: images %q, %v; want the image it holds", d.Images, err)
+	}
+	second := job("second", "")
+	ranOn := func(id string) []string {
+		j := l.waitState(t, id, "Succeeded")
+		if len(j.AttemptHistory) != 1 {
+			t.Fatalf("job %s: attempts %+v, want one", id, j.AttemptHistory)
+		}
+		return j.AttemptHistory[0].Nodes
+	}
+	if got := ranOn(second); !slices.Equal(got, []string{"h100-02"}) {
+		t.Errorf("the second job ran on %q, want h100-02, which holds its image", got)
+	}
+	// A job without an image: the node of lower rank, as before.
+	bare := l.submit(t, "name: bare\ntenant: team\ncommand: ['true']\nresources: {gpus_per_instance: 1}\n")
+	if got := ranOn(bare); !slices.Equal(got, []string{"h100-01"}) {
+		t.Errorf("the job without an image ran on %q, want h100-01", got)
 	}
 }

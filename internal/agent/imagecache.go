@@ -6,9 +6,12 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/agent/runtime"
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
-// This file is the agent's image cache: with Config.ImageCacheBytes, the
+// This file is the agent's image cache. The images it pulled and keeps
+// are reported with every heartbeat (heldImages), for the core's
+// image-locality term. With Config.ImageCacheBytes, the
 // images the host holds are kept under that size by removing, least
 // recently used first, images this agent pulled for jobs and no instance
 // of it uses now. Images it did not pull (the operator's) are never
@@ -20,11 +23,34 @@ import (
 // the cache's size.
 const keepRecent = 10 * time.Minute
 
-// usedImage records that an instance is about to run image id.
-func (a *Agent) usedImage(id string, now time.Time) {
+// usedImage records that an instance is about to run image id, which it
+// names ref.
+func (a *Agent) usedImage(ref, id string, now time.Time) {
 	a.imagesMu.Lock()
 	a.imagesUsed[id] = now
+	a.imageRefs[ref] = id
 	a.imagesMu.Unlock()
+}
+
+// heldImages are the image references the host holds for jobs, as the
+// heartbeats report them for the core's image-locality term: those this
+// agent pulled and has not evicted, the most recently used first, at most
+// wire.MaxHeartbeatImages; never nil.
+func (a *Agent) heldImages() []string {
+	a.imagesMu.Lock()
+	defer a.imagesMu.Unlock()
+	refs := make([]string, 0, len(a.imageRefs))
+	for ref := range a.imageRefs {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		ti, tj := a.imagesUsed[a.imageRefs[refs[i]]], a.imagesUsed[a.imageRefs[refs[j]]]
+		if !ti.Equal(tj) {
+			return ti.After(tj)
+		}
+		return refs[i] < refs[j]
+	})
+	return refs[:min(len(refs), wire.MaxHeartbeatImages)]
 }
 
 // trimImages removes images past Config.ImageCacheBytes, once a pull made
@@ -62,6 +88,11 @@ func (a *Agent) trimImages(ctx context.Context, now time.Time) {
 		}
 		a.imagesMu.Lock()
 		delete(a.imagesUsed, id)
+		for ref, of := range a.imageRefs {
+			if of == id {
+				delete(a.imageRefs, ref)
+			}
+		}
 		a.imagesMu.Unlock()
 		a.log.Info("image evicted from the cache", "image", id, "limit_bytes", a.cfg.ImageCacheBytes)
 	}

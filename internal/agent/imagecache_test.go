@@ -58,13 +58,22 @@ func TestTrimImages(t *testing.T) {
 	st := &imageStore{images: []runtime.Image{{ID: "old", Size: 60}, {ID: "held", Size: 60}, {ID: "fresh", Size: 60}, {ID: "os", Size: 60}}}
 	a := &Agent{cfg: Config{Runtime: st, ImageCacheBytes: 100}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		procs: map[key]*proc{{job: "j"}: {image: "held"}}, imagesUsed: map[string]time.Time{
-			"old": now.Add(-3 * time.Hour), "held": now.Add(-4 * time.Hour), "fresh": now.Add(-time.Minute)}}
+			"old": now.Add(-3 * time.Hour), "held": now.Add(-4 * time.Hour), "fresh": now.Add(-time.Minute)},
+		imageRefs: map[string]string{"reg.example/old:1": "old", "reg.example/held:1": "held", "reg.example/fresh:1": "fresh",
+			"reg.example/fresh:latest": "fresh"}}
+	// The heartbeats report them, the most recently used first.
+	if got, want := a.heldImages(), []string{"reg.example/fresh:1", "reg.example/fresh:latest", "reg.example/old:1", "reg.example/held:1"}; !slices.Equal(got, want) {
+		t.Errorf("held images %q, want %q", got, want)
+	}
 	a.trimImages(context.Background(), now)
 	if !slices.Equal(st.removed, []string{"old"}) {
 		t.Errorf("removed %q, want only old (held is in use, fresh was used a minute ago, os is not the agent's)", st.removed)
 	}
 	if _, ok := a.imagesUsed["old"]; ok {
 		t.Error("an evicted image is still counted as the agent's")
+	}
+	if got, want := a.heldImages(), []string{"reg.example/fresh:1", "reg.example/fresh:latest", "reg.example/held:1"}; !slices.Equal(got, want) {
+		t.Errorf("held images after the eviction %q, want %q", got, want)
 	}
 	a.cfg.ImageCacheBytes = 0
 	st.removed = nil

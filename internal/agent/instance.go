@@ -36,7 +36,7 @@ func (a *Agent) start(ctx context.Context, k key, x client.Assignment) {
 		defer cancel()
 		if x.Container != nil {
 			// The image is pulled while the GPUs may still be held.
-			img, err := a.pull(sctx, x)
+			img, err := a.pull(sctx, k, x)
 			if err != nil && sctx.Err() == nil {
 				a.pullFailed(k, p, err)
 				return

@@ -70,6 +70,24 @@ func (h *handler) register(w http.ResponseWriter, r *http.Request, _ server.Prin
 }
 
 func (h *handler) heartbeat(w http.ResponseWriter, r *http.Request, _ server.Principal) {
+	body, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req wire.HeartbeatRequest
+	if len(body) > 0 {
+		if e := decodeStrict(body, &req); e != nil {
+			writeError(w, e.Code, e.Field, e.Message)
+			return
+		}
+	}
+	if len(body) > 0 {
+		// First: a body refused leaves the heartbeat unrecorded.
+		if err := h.srv.SetNodeImages(r.PathValue("name"), req.Images); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
 	if err := h.srv.Heartbeat(r.Context(), r.PathValue("name")); err != nil {
 		h.fail(w, r, err)
 		return
@@ -201,8 +219,17 @@ func (h *handler) event(w http.ResponseWriter, r *http.Request, p server.Princip
 	if !printable(w, "message", e.Message, wire.MaxEventMessage) {
 		return
 	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"pulled", e.Pulled}, {"pull_total", e.PullTotal}} {
+		if f.v < 0 {
+			writeError(w, codeInvalidSpec, f.name, fmt.Sprintf("%d: a count of bytes cannot be negative", f.v))
+			return
+		}
+	}
 	j, err := h.srv.ReportEvent(r.Context(), p, r.PathValue("id"), n, server.Event{Type: e.Type, Rank: e.Rank, Node: e.Node,
-		ExitCode: e.ExitCode, Outcome: e.Outcome, Killed: e.Killed, Message: e.Message})
+		ExitCode: e.ExitCode, Outcome: e.Outcome, Killed: e.Killed, Message: e.Message, Pulled: e.Pulled, PullTotal: e.PullTotal})
 	if err != nil {
 		h.fail(w, r, err)
 		return

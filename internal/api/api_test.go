@@ -332,7 +332,9 @@ func FuzzJSONBodies(f *testing.F) {
 		for _, s := range []string{"", "{", "null", "[]", `{"name":"r","sku":"NC4-T4x1","region":"eastus","count":1}`,
 			`{"tenant":"acme"}`, `{"path":"/ckpt/1"}`, `{"gpus":[{"index":0,"uuid":"GPU-a","model":"T4","memory_mib":15360}]}`,
 			`{"type":"exited","exit_code":1,"outcome":"Exited"}`, `{"count":-1,"start":"yesterday"}`,
-			`{"healthy":false,"detail":"exit status 1"}`, `{"healthy":"no"}`} {
+			`{"healthy":false,"detail":"exit status 1"}`, `{"healthy":"no"}`, `{"images":["registry.example/team/train:1"]}`,
+			`{"images":["Not An Image",""]}`, `{"images":"x"}`, `{"type":"pulling","pulled":-1}`,
+			`{"type":"pulling","rank":0,"node":"eastus-t4x1-01","pulled":5,"pull_total":9}`} {
 			f.Add(uint8(i), "eastus-t4x1-01", []byte(s), i%2 == 0)
 		}
 	}

@@ -443,6 +443,15 @@ func TestScopesAndBodies(t *testing.T) {
 	if code, er := do("POST", "/v1/jobs/"+bound+"/attempts/1/events", node, `{"type":"started","rank":0,"typo":1}`); code != 400 || er.Field != "typo" {
 		t.Errorf("event with an unknown field: %d %+v, want 400 naming typo", code, er)
 	}
+	for _, field := range []string{"pulled", "pull_total"} {
+		body := `{"type":"pulling","rank":0,"node":"` + lab.nodes[0] + `","` + field + `":-1}`
+		if code, er := do("POST", "/v1/jobs/"+bound+"/attempts/1/events", node, body); code != 400 || er.Field != field {
+			t.Errorf("pulling event with a negative %s: %d %+v, want 400 naming it", field, code, er)
+		}
+	}
+	if code, er := do("POST", "/v1/nodes/"+lab.nodes[0]+"/heartbeat", node, `{"images":["registry.example/a:1","Not An Image"]}`); code != 400 || er.Field != "images[1]" {
+		t.Errorf("heartbeat with a bad image: %d %+v, want 400 naming images[1]", code, er)
+	}
 	if code, er := do("POST", "/v1/nodes/"+lab.nodes[0]+"/register", node, `{"gpus":[],"adress":"x"}`); code != 400 || er.Field != "adress" {
 		t.Errorf("register with an unknown field: %d %+v, want 400 naming adress", code, er)
 	}

@@ -45,6 +45,20 @@ type Job struct {
 	// save each their own (checkpoint_path is rank 0's); the next attempt
 	// resumes every rank from its part, or none of them.
 	CheckpointParts []CheckpointPart `json:"checkpoint_parts,omitempty"`
+	// Preparing says, of a Preparing job, what each instance whose agent
+	// pulls its image has fetched so far.
+	Preparing []Pull `json:"preparing,omitempty"`
+}
+
+// Pull is the pull of an instance's image, as its agent last reported
+// it: bytes fetched and the image's size, 0 where its runtime cannot
+// tell.
+type Pull struct {
+	Rank   int    `json:"rank"`
+	Node   string `json:"node"`
+	Image  string `json:"image"`
+	Pulled int64  `json:"pulled_bytes"`
+	Total  int64  `json:"total_bytes"`
 }
 
 // CheckpointPart is one rank's part of a job's checkpoint.
@@ -116,6 +130,18 @@ func NewJob(j *model.Job) Job {
 		Instances: j.Size(), Resizes: st.Resizes,
 		AttemptHistory: make([]Attempt, len(st.Attempts)), CheckpointPath: st.CheckpointPath,
 		CheckpointNode: st.CheckpointNode,
+	}
+	if st.State == model.StatePreparing && j.Spec.Container != nil {
+		for r, in := range st.Instances {
+			if !in.Pulling {
+				continue
+			}
+			p := Pull{Rank: r, Image: j.Spec.Container.Image, Pulled: in.PulledBytes, Total: in.PullBytes}
+			if r < len(st.Allocations) {
+				p.Node = st.Allocations[r].Node
+			}
+			out.Preparing = append(out.Preparing, p)
+		}
 	}
 	for _, p := range st.CheckpointParts {
 		out.CheckpointParts = append(out.CheckpointParts, CheckpointPart{Rank: p.Rank, Step: p.Step, Path: p.Path, Node: p.Node})
@@ -267,7 +293,7 @@ func newWhy(why server.Why) Why {
 func newNodeDetail(d server.NodeDetail) NodeDetail {
 	out := NodeDetail{Node: newNode(d.NodeStatus), Address: d.Address, HealthSince: timePtr(d.HealthSince),
 		LastHeartbeat: timePtr(d.LastHeartbeat), GPUList: make([]NodeGPU, len(d.GPUs)), FailedAttempts: []NodeFailure{},
-		Reservation: d.Reservation, ReservationAhead: d.Ahead}
+		Reservation: d.Reservation, ReservationAhead: d.Ahead, Images: d.Images}
 	for _, f := range d.Failures {
 		out.FailedAttempts = append(out.FailedAttempts, NodeFailure{Job: f.Job, Tenant: f.Tenant, Attempt: f.Attempt,
 			ExitCode: f.ExitCode, At: f.At.UTC(), Detail: f.Detail})

@@ -27,7 +27,9 @@ type discovered struct {
 }
 
 type discoveredGPU struct {
-	Index     int    `json:"index"`
+	Index int `json:"index"`
+	// Minor is the N of the GPU's device node /dev/nvidiaN (-1: unknown).
+	Minor     int    `json:"minor"`
 	UUID      string `json:"uuid"`
 	Name      string `json:"name"`
 	Model     string `json:"model"`
@@ -90,7 +92,7 @@ machine.`,
 				devs, d.Way = v.Devices, "virtual"
 			}
 			for _, g := range devs {
-				d.GPUs = append(d.GPUs, discoveredGPU{g.Index, g.UUID, g.Name, g.Model, g.MemoryMiB})
+				d.GPUs = append(d.GPUs, discoveredGPU{g.Index, g.Minor, g.UUID, g.Name, g.Model, g.MemoryMiB})
 			}
 			d.SKUs = fittingSKUs(catalog, devs)
 			out := cmd.OutOrStdout()

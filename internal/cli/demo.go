@@ -45,7 +45,7 @@ They need nothing but the environment allot's agent gives every job, and the
 agent runs a command named allot as its own executable, so a job file can say
 command: [allot, demo, train, --steps, "100"] on any host.`,
 	}
-	cmd.AddCommand(newDemoServeCmd(), newDemoLoadCmd(), newDemoTrainCmd(), newDemoImageCmd())
+	cmd.AddCommand(newDemoServeCmd(), newDemoLoadCmd(), newDemoTrainCmd(), newDemoImageCmd(), newDemoGPUsCmd())
 	return cmd
 }
 
@@ -345,4 +345,40 @@ func gpuText() string {
 		s += " at " + milli + "/1000 each"
 	}
 	return s
+}
+
+func newDemoGPUsCmd() *cobra.Command {
+	var dev string
+	var gpus, devices int
+	cmd := &cobra.Command{
+		Use:   "gpus [--gpus N] [--devices N]",
+		Short: "Print the GPUs this process sees, and check how many",
+		Long: `gpus prints what this process sees of the host's GPUs, in two lines:
+CUDA_VISIBLE_DEVICES=… (the GPUs allot gave the job, by UUID), and
+gpu-devices=nvidia0,nvidia2 control=nvidiactl,… (the GPU device nodes in
+/dev, one per GPU, by the driver's minor number, and the driver's other
+nodes). In a container allot gives only the instance's GPUs, so both name
+the instance's GPUs and no other: scripts/gpu-check.sh --image runs it from
+the demo image (which has no shell) and compares it with the host's GPUs.
+
+With --gpus N it exits 1 unless CUDA_VISIBLE_DEVICES names N distinct
+GPUs, with --devices N unless /dev holds N GPU device nodes.`,
+		Example: `  allot job run --image "$(allot demo image build --dir /var/lib/allot/images/demo)" --gpus 2 -- allot demo gpus --gpus 2 --devices 2`,
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := demo.SeeGPUs(dev, os.Getenv("CUDA_VISIBLE_DEVICES"))
+			if err != nil {
+				return err
+			}
+			fmt.Fprint(cmd.OutOrStdout(), v)
+			if err := v.Check(gpus, devices); err != nil {
+				return exitError{code: 1, err: err}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dev, "dev", "/dev", "where the device nodes lie")
+	cmd.Flags().IntVar(&gpus, "gpus", -1, "how many GPUs CUDA_VISIBLE_DEVICES must name (-1: not checked)")
+	cmd.Flags().IntVar(&devices, "devices", -1, "how many GPU device nodes /dev must hold (-1: not checked)")
+	return cmd
 }

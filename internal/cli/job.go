@@ -202,6 +202,11 @@ func jobFields(j client.Job) fields {
 	if ex := lists.Placement.ExcludeNodes; len(ex) > 0 {
 		f.add("Excluded", strings.Join(ex, ", "))
 	}
+	var pulls []string
+	for _, p := range j.Preparing {
+		pulls = append(pulls, pullText(p))
+	}
+	f.addLines("Preparing", pulls)
 	if len(j.Allocations) == 0 {
 		f.add("Allocations", "-")
 	}
@@ -266,6 +271,21 @@ func attemptText(a client.Attempt) string {
 		s += ": " + a.Detail
 	}
 	return s
+}
+
+// pullText writes "pulling IMG, 120 of 340 MB (rank 0 on h100-01)": the
+// pull of an instance's image, in MB (10^6 bytes, as registries count),
+// with what the agent's runtime could tell of it.
+func pullText(p client.Pull) string {
+	s := "pulling " + p.Image
+	mb := func(n int64) string { return strconv.FormatInt((n+500_000)/1_000_000, 10) }
+	switch {
+	case p.Total > 0:
+		s += ", " + mb(p.Pulled) + " of " + mb(p.Total) + " MB"
+	case p.Pulled > 0:
+		s += ", " + mb(p.Pulled) + " MB so far"
+	}
+	return s + fmt.Sprintf(" (rank %d on %s)", p.Rank, p.Node)
 }
 
 // allocationText writes "node GPUs 0,1" or "node GPU 3 (250m)" for a fraction.

@@ -279,6 +279,9 @@ func nodeSections(d client.NodeDetail, now time.Time) printer {
 	}
 	f.add("Last heartbeat", beat)
 	f.add("Free", gpus(float64(d.FreeGPUMilli)/1000)+" GPUs")
+	if len(d.Images) > 0 {
+		f.add("Images", strings.Join(d.Images, ", "))
+	}
 	f.add("Jobs", orDash(strings.Join(d.Jobs, ", ")))
 	if len(d.FailedAttempts) == 0 {
 		f.add("Failures", "none known")

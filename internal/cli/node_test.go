@@ -106,6 +106,7 @@ func TestNodeShow(t *testing.T) {
 	none := strings.Replace(body, `"failed_attempts":[{`, `"failed_attempts":[],"x":[{`, 1)
 	reserved := strings.Replace(body, `"address":`, `"reservation":"acme-t4","address":`, 1)
 	ahead := strings.Replace(body, `"address":`, `"reservation":"acme-t4","reservation_ahead":true,"address":`, 1)
+	images := strings.Replace(body, `"address":`, `"images":["ghcr.io/acme/train:1","nvcr.io/nvidia/pytorch:24.05-py3"],"address":`, 1)
 	runCases(t, []commandCase{
 		{name: "show", args: []string{"node", "show", "eastus-t4x4-01"},
 			ex: exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: body},
@@ -123,6 +124,9 @@ func TestNodeShow(t *testing.T) {
 		{name: "show a node kept for a reservation ahead", args: []string{"node", "show", "eastus-t4x4-01"},
 			ex:      exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: ahead},
 			wantOut: []string{"Reserved:        acme-t4 (kept for its start)\n"}},
+		{name: "show the images a node holds", args: []string{"node", "show", "eastus-t4x4-01"},
+			ex:      exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-01", status: 200, body: images},
+			wantOut: []string{"Images:          ghcr.io/acme/train:1, nvcr.io/nvidia/pytorch:24.05-py3\n"}},
 		{name: "unknown", args: []string{"node", "show", "eastus-t4x4-9"},
 			ex: exchange{method: "GET", path: "/v1/nodes/eastus-t4x4-9", status: 404,
 				body: `{"code":"NotFound","message":"no node \"eastus-t4x4-9\" in the fleet (did you mean eastus-t4x4-01?)"}`},

@@ -29,6 +29,7 @@ import (
 	"github.com/allot-dev/allot/internal/gateway"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/seal"
 	"github.com/allot-dev/allot/internal/server"
 	"github.com/allot-dev/allot/internal/spec"
 	"github.com/allot-dev/allot/internal/store/etcd"
@@ -75,12 +76,14 @@ type serveFlags struct {
 	gatewayURL                   string        // --gateway-url: where callers reach the gateways
 	gatewayListen                string        // up's --gateway-listen: its in-process gateway ("none": no gateway)
 	gatewayReport                time.Duration // up's --gateway-report-every (hidden, tests)
+	secretKey                    string        // --secret-key-file: seals registry credentials ("": DATA/secret-key)
 }
 
 func (f *serveFlags) register(cmd *cobra.Command, dataDefault string) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.data, "data", dataDefault, "directory of the store and the admin token")
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to serve the API on (port 0 picks a free one)")
+	fl.StringVar(&f.secretKey, "secret-key-file", "", "key file (64 hex digits, mode 0600) the tenants' registry credentials are sealed with in the store, made when missing; servers sharing a store need the same one (default DATA/secret-key)")
 	fl.StringVar(&f.fleet, "fleet", "examples/fleet.yaml", "fleet file")
 	fl.StringVar(&f.tenants, "tenants", "examples/tenants.yaml", "tenants, partitions, quotas and reservations file")
 	fl.StringVar(&f.policies, "policies", "", "operator policies file applied at start, unless it is the file applied at the previous start (docs/policies.md)")
@@ -371,11 +374,22 @@ func serve(ctx context.Context, out, errOut io.Writer, f serveFlags, up bool) er
 	if err != nil {
 		return Usage(err)
 	}
+	keyPath := f.secretKey
+	if keyPath == "" {
+		keyPath = filepath.Join(f.data, "secret-key")
+	}
+	secretKey, made, err := seal.LoadOrCreate(keyPath)
+	if err != nil {
+		return err
+	}
+	if made {
+		log.Info("secret key created: it seals the tenants' registry credentials in the store; servers sharing the store need a copy (--secret-key-file)", "file", keyPath)
+	}
 	srv, err := server.New(ctx, server.Config{Store: st, Election: election, Fleet: fleet, Tenancy: tenancy, Tick: f.tick, Logger: log, Nodes: nodes,
 		Sched:   f.schedConfig(),
 		MaxLost: f.maxLost, MaxGrace: f.maxGrace, MaxReservationLead: f.reservationLead, RetryBackoff: off(f.retryBackoff), DrainAfterFailures: off(f.drainAfterFailures), LogMemory: f.logMemoryMiB << 20, MaxJobsPerTenant: off(f.maxJobsPerTenant), JobRetention: f.jobRetention, AuditRetention: f.auditRetention, URL: advertise, CA: certPEM(ownCerts), Policies: policies,
 		RegionMoveAfter: f.regionMoveAfter, RegionWeights: f.regionWeights, CheckIncremental: f.checkIncremental,
-		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor, GatewayURL: gatewayURL})
+		AlertWebhook: hook, AlertEvery: f.alertEvery, AlertFor: f.alertFor, GatewayURL: gatewayURL, SecretKey: secretKey})
 	if err != nil {
 		return err
 	}

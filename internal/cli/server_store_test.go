@@ -120,10 +120,34 @@ func TestServerKeepsTheTokenOutOfItsLog(t *testing.T) {
 	if err != nil || len(strings.TrimSpace(string(token))) < 32 {
 		t.Fatalf("admin-token: %q %v", token, err)
 	}
+	// The key that seals registry credentials: made once, 0600, never
+	// printed; a second start reads it, a key file others may read is
+	// refused.
+	keyPath := filepath.Join(data, "secret-key")
+	key, err := os.ReadFile(keyPath)
+	if st, serr := os.Stat(keyPath); err != nil || serr != nil || st.Mode().Perm() != 0o600 || len(strings.TrimSpace(string(key))) != 64 {
+		t.Fatalf("secret-key: %q %v %v", key, err, serr)
+	}
 	for name, s := range map[string]string{"output": out.String(), "log": errOut.String()} {
 		if strings.Contains(s, strings.TrimSpace(string(token))) {
 			t.Errorf("the admin token is in the server's %s:\n%s", name, s)
 		}
+		if strings.Contains(s, strings.TrimSpace(string(key))) {
+			t.Errorf("the secret key is in the server's %s:\n%s", name, s)
+		}
+	}
+	_, _, stop = startServer(t, data)
+	stop()
+	if again, _ := os.ReadFile(keyPath); string(again) != string(key) {
+		t.Errorf("a second start changed the secret key")
+	}
+	if err := os.Chmod(keyPath, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut2, code := run(t, "server", "--data", data, "--listen", "127.0.0.1:0", "--agents", "simulated",
+		"--fleet", "../../examples/fleet.yaml", "--tenants", "../../examples/tenants.yaml")
+	if code == ExitOK || !strings.Contains(errOut2, "chmod 600") {
+		t.Errorf("a secret key others may read: exit %d: %s", code, errOut2)
 	}
 }
 

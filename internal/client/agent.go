@@ -43,9 +43,15 @@ func (c *Client) Register(ctx context.Context, node string, gpus []GPU, address 
 		body: jsonBody(wire.RegisterRequest{GPUs: gpus, Address: address}), contentType: "application/json"})
 }
 
-// Heartbeat tells the server node's agent is alive.
-func (c *Client) Heartbeat(ctx context.Context, node string) error {
-	return c.do(ctx, request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/heartbeat", repeatable: true})
+// Heartbeat tells the server node's agent is alive and, with images not
+// nil, which images the node holds (none for an empty list); nil leaves
+// what it reported before.
+func (c *Client) Heartbeat(ctx context.Context, node string, images []string) error {
+	r := request{method: http.MethodPost, path: "/v1/nodes/" + seg(node) + "/heartbeat", repeatable: true}
+	if images != nil {
+		r.body, r.contentType = jsonBody(wire.HeartbeatRequest{Images: images}), "application/json"
+	}
+	return c.do(ctx, r)
 }
 
 // ReportHealth reports the result of node's health check: healthy, or not

@@ -228,7 +228,7 @@ func TestAgentReportsResent(t *testing.T) {
 	if err := c.Event(t.Context(), "j", 1, AttemptEvent{Type: "exited"}); err != nil || hits.Load() != 2 {
 		t.Fatalf("event: %v after %d sends; want it sent again after LeaderFailed", err, hits.Load())
 	}
-	if err := c.Heartbeat(t.Context(), "n"); err != nil || hits.Load() != 4 {
+	if err := c.Heartbeat(t.Context(), "n", nil); err != nil || hits.Load() != 4 {
 		t.Fatalf("heartbeat: %v after %d sends in all; want it sent again", err, hits.Load())
 	}
 	var api *APIError

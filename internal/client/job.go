@@ -38,6 +38,9 @@ type Job struct {
 	// CheckpointParts are the ranks' parts of the checkpoint, when each
 	// rank saves its own.
 	CheckpointParts []CheckpointPart `json:"checkpoint_parts"`
+	// Preparing is, of a Preparing job, each instance whose agent pulls
+	// its image, and how far the pull has come.
+	Preparing []Pull `json:"preparing"`
 }
 
 // CheckpointPart is one rank's part of a job's checkpoint.
@@ -46,6 +49,16 @@ type CheckpointPart struct {
 	Step string `json:"step"`
 	Path string `json:"path"`
 	Node string `json:"node"`
+}
+
+// Pull is the pull of one instance's image: bytes fetched and the image's
+// size, 0 where the agent's runtime cannot tell.
+type Pull struct {
+	Rank   int    `json:"rank"`
+	Node   string `json:"node"`
+	Image  string `json:"image"`
+	Pulled int64  `json:"pulled_bytes"`
+	Total  int64  `json:"total_bytes"`
 }
 
 // Attempt is one run of a job and how it ended.

@@ -434,6 +434,11 @@ type Instance struct {
 	Exited   bool
 	ExitCode int
 	Outcome  string // Exited, Stopped, TimedOut or NodeLost
+	// Pulling is set while the instance's agent pulls its image, before
+	// it starts; PulledBytes and PullBytes are how far the pull has come,
+	// as the agent last said (each 0 where its runtime cannot tell).
+	Pulling                bool
+	PulledBytes, PullBytes int64
 }
 
 // Live reports whether the instance's process may still be running.

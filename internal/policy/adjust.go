@@ -49,7 +49,8 @@ type Adjustment struct {
 // would lose. snap is not changed.
 func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time.Time) Adjustment {
 	w := newWork(snap)
-	out := Adjustment{Snapshot: &sched.Snapshot{Fleet: snap.Fleet, Tenancy: snap.Tenancy, Jobs: make([]*model.Job, len(snap.Jobs))}}
+	out := Adjustment{Snapshot: &sched.Snapshot{Fleet: snap.Fleet, Tenancy: snap.Tenancy, Jobs: make([]*model.Job, len(snap.Jobs)),
+		Images: snap.Images}}
 	copy(out.Snapshot.Jobs, snap.Jobs)
 	if len(active) == 0 {
 		return out

@@ -39,6 +39,7 @@ func (st *state) newAttempt(j *model.Job, t *tenantState, res int) *attempt {
 		a.count = 1
 	}
 	a.total = int64(a.count) * a.req.TotalMilli()
+	a.req.Image = st.imageOf(j)
 	a.exclude = st.nodeIndices(j.Spec.Placement.ExcludeNodes, nil)
 	if nodes := j.Spec.Placement.Nodes; len(nodes) > 0 {
 		a.only = st.nodeIndices(nodes, nil)

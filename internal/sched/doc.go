@@ -61,7 +61,13 @@
 //     checkpoint is, unless two attempts failed there. Otherwise a job keeps off the nodes where its
 //     attempts failed (Attempt.FailedNode) while other nodes fit (a gang:
 //     of domains and of leaf groups as good, those with fewer such nodes
-//     first);
+//     first). Last and least, a job that runs from an image prefers a
+//     node that holds it (Snapshot.Images, as the agents report their
+//     image caches): the Chooser adds ImageLocalityWeight (1e-6) to such a
+//     node's score, a tie-break below any difference a scorer makes
+//     between nodes that differ in what is free, which never overrides
+//     fit, gang and fabric, fragmentation or reservations (images.go); a
+//     job without an image is placed as if the term did not exist;
 //  4. preempt: when a job of a higher class, a partition below its
 //     guarantee, or a reservation's owner cannot be placed, evict the
 //     victims that free enough capacity in one place while losing the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"time"
@@ -119,6 +120,9 @@ func (inc *Incremental) Plan(in *Snapshot, now time.Time) (Plan, error) {
 	if !slices.Equal(inc.ss.headroom, in.Headroom) {
 		inc.ss.SetHeadroom(in.Headroom)
 	}
+	if !sameImages(inc.ss.images, in.Images) {
+		inc.ss.SetImages(in.Images)
+	}
 	plan := inc.ss.Schedule(queued, now)
 	if inc.scratch == nil {
 		return plan, nil
@@ -218,6 +222,19 @@ func (inc *Incremental) recordHealth(fleet *model.Fleet) {
 	for _, n := range fleet.Nodes {
 		inc.health = append(inc.health, n.Health)
 	}
+}
+
+// sameImages reports whether a and b say the same of the nodes' images:
+// the same map (a driver hands the one it keeps while nothing changed),
+// or maps alike.
+func sameImages(a, b map[string][]string) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	if reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
+		return true
+	}
+	return maps.EqualFunc(a, b, slices.Equal)
 }
 
 // sameSlice reports whether a and b are the same allocations slice, not

@@ -38,6 +38,10 @@ type NodeInfo struct {
 	// Gen changes whenever the node's free capacity changes, so scorers may
 	// cache what they computed for a node and generation.
 	Gen uint64
+
+	// Images are the images the node holds, by the cycle's ids
+	// (Request.Image), sorted; nil for none (images.go).
+	Images []int32
 }
 
 // GPUs is the number of GPUs on the node.
@@ -62,6 +66,10 @@ type Request struct {
 	CPU    int64 // milli-cores
 	Memory int64 // MiB
 	Models []string
+	// Image is the cycle's id of the image the instance runs from when a
+	// node holds it (images.go); 0 for none: no node's images are looked
+	// at.
+	Image int32
 }
 
 // RequestOf is the per-instance request of a job's resources.

@@ -55,6 +55,10 @@ func (st *state) candidates(a *attempt, quick bool) verdict {
 				st.consider(a, n, &v)
 			}
 		}
+		// A job whose image a node of the group holds looks on, past the
+		// first idle node that fits, for one that holds it (images.go).
+		image := a.req.Image != 0 && g.holdsImage(a.req.Image)
+		found := false
 		for p := g.idleFrom; p < len(g.nodes); p++ {
 			n := g.nodes[p]
 			if n.Pods > 0 {
@@ -63,10 +67,16 @@ func (st *state) candidates(a *attempt, quick bool) verdict {
 				}
 				continue
 			}
+			if found && !n.HoldsImage(a.req.Image) {
+				continue
+			}
 			// The first idle node that fits ends the pass, unless an
 			// attempt of the job failed there: then one more is looked at.
 			if st.consider(a, n, &v) == stagePlaced && !a.avoids(n.Index) {
-				break
+				if !image || n.HoldsImage(a.req.Image) {
+					break
+				}
+				found = true
 			}
 		}
 	}

@@ -2,10 +2,12 @@ package sched
 
 // Scorer rates placing one instance on one node; higher is better. It is
 // called only for nodes where the instance fits. Scores are compared across
-// nodes of one decision; ties go to the node of lower Rank. A scheduling
-// cycle treats idle nodes of one SKU in one cluster as interchangeable, so a
-// Scorer used there must rate them alike (a function of the node's SKU,
-// place and free capacity, not of its name or rank).
+// nodes of one decision, after the Chooser added the image-locality term
+// (ImageLocalityWeight, images.go); ties go to the node of lower Rank. A
+// scheduling cycle treats idle nodes of one SKU in one cluster as
+// interchangeable (but for the images they hold), so a Scorer used there
+// must rate them alike (a function of the node's SKU, place and free
+// capacity, not of its name or rank).
 type Scorer interface {
 	Name() string
 	Score(n *NodeInfo, r *Request) float64
@@ -55,6 +57,13 @@ func (c *Chooser) Choose(nodes []*NodeInfo, r *Request, filter func(*NodeInfo) b
 	}
 	if nz, ok := c.Scorer.(Normalizer); ok {
 		nz.Normalize(c.scores)
+	}
+	if r.Image != 0 {
+		for i, n := range c.cand {
+			if n.HoldsImage(r.Image) {
+				c.scores[i] += ImageLocalityWeight
+			}
+		}
 	}
 	best := 0
 	for i := 1; i < len(c.cand); i++ {

@@ -43,6 +43,8 @@ type Session struct {
 	health map[string]model.Health
 	// headroom is what SetHeadroom said, kept across rebuilds.
 	headroom []Headroom
+	// images is what SetImages said, kept across rebuilds.
+	images map[string][]string
 	// broken is set when a cycle did not finish: the next one rebuilds.
 	broken bool
 }
@@ -83,6 +85,7 @@ func (ss *Session) rebuild(fleet *model.Fleet, tenancy *model.Tenancy) {
 	slices.SortFunc(jobs, func(x, y *model.Job) int { return strings.Compare(x.ID, y.ID) })
 	ss.st = newBase(fleet, tenancy, ss.sched.cfg)
 	ss.st.setHeadroom(ss.headroom)
+	ss.st.setImages(ss.images)
 	clear(ss.holds)
 	clear(ss.guests)
 	ss.broken = false
@@ -244,6 +247,14 @@ func (ss *Session) SetHealth(node string, health model.Health) error {
 func (ss *Session) SetHeadroom(hs []Headroom) {
 	ss.headroom = slices.Clone(hs)
 	ss.st.setHeadroom(ss.headroom)
+}
+
+// SetImages replaces what images the nodes hold (Snapshot.Images) for
+// the cycles to come; the Session keeps images, which the caller must
+// not change afterwards.
+func (ss *Session) SetImages(images map[string][]string) {
+	ss.images = images
+	ss.st.setImages(images)
 }
 
 // Schedule runs one cycle over the work held and queued at now; jobs in

@@ -18,6 +18,12 @@ type Snapshot struct {
 	// say): elastic jobs do not grow into it (elastic.go). It keeps
 	// nothing from queued jobs.
 	Headroom []Headroom
+	// Images are the images each node holds, by node name: the image
+	// references jobs name (model.Container.Image) that the node's agent
+	// pulled and keeps. A job prefers a node that holds its image when
+	// nodes are otherwise alike (ImageLocalityWeight, images.go). The core
+	// never changes it.
+	Images map[string][]string
 }
 
 // Headroom keeps GPUs of one GPU model in one region free of growth.

@@ -39,6 +39,9 @@ type group struct {
 	notReady  int      // nodes not Ready
 	// Ready nodes a reservation holds in this cycle, by node index.
 	reservedReady []int
+	// images are the ids of the images a node of the group holds, sorted
+	// (images.go).
+	images []int32
 	// unevenPower is set when the group's region has a power cap, or one
 	// of its nodes sits in a capped rack with nodes of another draw per
 	// GPU or of another gang domain (indexPower): counting gang slots
@@ -214,7 +217,10 @@ type state struct {
 	leaves  []*leaf   // leaf groups inside domains
 	leafOf  []int     // node index -> leaf index
 
-	chooser    Chooser
+	chooser Chooser
+	// imageIDs numbers the images the nodes hold (Snapshot.Images) from
+	// 1; nil when no node holds one (images.go).
+	imageIDs   map[string]int32
 	cands      []*NodeInfo // scratch: the nodes that passed the filters
 	candGroups []*group    // scratch: the groups cands came from, in order
 	local      []*NodeInfo // scratch: candidates in the job's data region
@@ -288,6 +294,7 @@ type state struct {
 func newState(s *Snapshot, now time.Time, cfg Config) *state {
 	st := newBase(s.Fleet, s.Tenancy, cfg)
 	st.setHeadroom(s.Headroom)
+	st.setImages(s.Images)
 	st.buildRunning(s.Jobs)
 	st.begin(now, s.Jobs)
 	return st

@@ -217,7 +217,7 @@ func (s *Server) cycleOnce(ctx context.Context) error {
 
 	// 3. Policies.
 	// The fleet's sharing strategy first (package strategy), as the simulator does.
-	in := s.applyPolicies(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input)}, now), now)
+	in := s.applyPolicies(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input), Images: s.imagesHeld()}, now), now)
 	timer.done(phasePrepare)
 
 	// 4. Plan, on the Session the server carries between cycles.

@@ -137,7 +137,7 @@ func (s *Server) planWith(w *world, extra []*model.Job, now time.Time) sched.Pla
 	input = append(input, extra...)
 	cfg := s.cfg.Sched
 	cfg.Observer = nil
-	return sched.New(cfg).Schedule(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input)}, now), now)
+	return sched.New(cfg).Schedule(strategy.Apply(&sched.Snapshot{Fleet: w.fleet, Tenancy: w.tenancy, Jobs: coreView(input), Images: s.imagesHeld()}, now), now)
 }
 
 // estimateNow is the estimate of a job the core would place at once.

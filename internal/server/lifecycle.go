@@ -31,6 +31,10 @@ import (
 const (
 	EventStarted = "started"
 	EventExited  = "exited"
+	// EventPulling: the agent pulls the instance's image, so far
+	// (Event.Pulled of Event.PullTotal bytes); it changes no state, only
+	// what 'job show' says of a Preparing job.
+	EventPulling = "pulling"
 
 	OutcomeExited   = "Exited"
 	OutcomeStopped  = "Stopped"
@@ -54,6 +58,9 @@ type Event struct {
 	// not start, the signal that ended it); it replaces the exit code in
 	// the job's detail when set.
 	Message string
+	// Pulled and PullTotal are an EventPulling's bytes fetched and the
+	// image's size (0: unknown).
+	Pulled, PullTotal int64
 }
 
 // bindAgentJob is bindJob in agent mode: the job waits in Preparing until
@@ -237,11 +244,21 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*mod
 	j := cloneJob(old)
 	in := &j.Status.Instances[e.Rank]
 	switch e.Type {
+	case EventPulling:
+		// News of a pull: only while the attempt prepares and the
+		// instance has not started (a late report changes nothing).
+		if in.Started || in.Exited || j.Status.State != model.StatePreparing ||
+			(in.Pulling && in.PulledBytes == e.Pulled && in.PullBytes == e.PullTotal) {
+			return nil, "", nil
+		}
+		in.Pulling, in.PulledBytes, in.PullBytes = true, e.Pulled, e.PullTotal
+		return j, "", nil
 	case EventStarted:
 		if in.Started || in.Exited {
 			return nil, "", nil
 		}
 		in.Started = true
+		in.Pulling, in.PulledBytes, in.PullBytes = false, 0, 0
 		if j.Status.State == model.StatePreparing && allStarted(j.Status.Instances) {
 			j.Status.State = model.StateRunning
 			j.Status.StartedAt = now
@@ -251,12 +268,13 @@ func applyEvent(old *model.Job, n int, e Event, now time.Time, lim limits) (*mod
 		return j, "", nil
 	case EventExited:
 	default:
-		return nil, "", refuse(CodeInvalidSpec, "type", "unknown event type %q (want started or exited)", e.Type)
+		return nil, "", refuse(CodeInvalidSpec, "type", "unknown event type %q (want started, pulling or exited)", e.Type)
 	}
 	if in.Exited {
 		return nil, "", nil
 	}
 	in.Started, in.Exited, in.ExitCode, in.Outcome = true, true, e.ExitCode, e.Outcome
+	in.Pulling, in.PulledBytes, in.PullBytes = false, 0, 0
 	if in.Outcome == "" {
 		in.Outcome = OutcomeExited
 	}

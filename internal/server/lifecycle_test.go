@@ -515,3 +515,49 @@ func TestFailedAttemptsBackOff(t *testing.T) {
 		t.Errorf("a first back-off over the cap: %s, want it kept (10m)", got)
 	}
 }
+
+// A "pulling" event records how far a preparing instance's pull has come,
+// and nothing else; the instance's start (or end) clears it; news of a
+// pull for an instance that started, a job not Preparing, or the same
+// figures again change nothing.
+func TestPullingEvent(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
+	lim := limits{maxLost: DefaultMaxLost, retryBackoff: -1}
+	preparing := func() *model.Job {
+		j := running2(0)
+		j.Status.State, j.Status.Instances = model.StatePreparing, make([]model.Instance, 2)
+		return j
+	}
+	pulling := Event{Type: EventPulling, Rank: 1, Node: "n2", Pulled: 120e6, PullTotal: 340e6}
+	j, _, err := applyEvent(preparing(), 1, pulling, now, lim)
+	if err != nil || j == nil {
+		t.Fatalf("pulling: %v, %v", j, err)
+	}
+	if in := j.Status.Instances[1]; !in.Pulling || in.PulledBytes != 120e6 || in.PullBytes != 340e6 || in.Started ||
+		j.Status.State != model.StatePreparing || j.Status.Instances[0] != (model.Instance{}) {
+		t.Fatalf("after pulling: %s %+v", j.Status.State, j.Status.Instances)
+	}
+	if again, _, err := applyEvent(j, 1, pulling, now, lim); again != nil || err != nil {
+		t.Errorf("the same figures again: %v, %v; want no change", again, err)
+	}
+	started, _, err := applyEvent(j, 1, Event{Type: EventStarted, Rank: 1, Node: "n2"}, now, lim)
+	if err != nil || started.Status.Instances[1] != (model.Instance{Started: true}) {
+		t.Fatalf("started: %+v, %v; want the pull forgotten", started.Status.Instances[1], err)
+	}
+	if late, _, err := applyEvent(started, 1, pulling, now, lim); late != nil || err != nil {
+		t.Errorf("a late pull report for a started instance: %v, %v; want no change", late, err)
+	}
+	if r, _, err := applyEvent(running2(0), 1, pulling, now, lim); r != nil || err != nil {
+		t.Errorf("a pull report for a running job: %v, %v; want no change", r, err)
+	}
+	failed, _, err := applyEvent(j, 1, Event{Type: EventExited, Rank: 1, Node: "n2", ExitCode: 127, Outcome: OutcomeImagePullFailed,
+		Message: "manifest unknown"}, now, lim)
+	if err != nil || failed.Status.State == model.StatePreparing {
+		t.Fatalf("pull failed: %v, %v", failed, err)
+	}
+	for _, in := range append(failed.Status.Instances, failed.Status.Resizing...) {
+		if in.Pulling {
+			t.Errorf("an ended instance still pulls: %+v", failed.Status.Instances)
+		}
+	}
+}

@@ -132,6 +132,10 @@ type instRecord struct {
 	Exited   bool   `json:"exited,omitempty"`
 	ExitCode int    `json:"exit_code,omitempty"`
 	Outcome  string `json:"outcome,omitempty"`
+	// The pull of its image while it prepares (model.Instance).
+	Pulling     bool  `json:"pulling,omitempty"`
+	PulledBytes int64 `json:"pulled,omitempty"`
+	PullBytes   int64 `json:"pull_total,omitempty"`
 }
 
 type allocRecord struct {

@@ -15,11 +15,13 @@ import (
 
 // Registry credentials: a tenant's user name and password (or token) for
 // one image registry, which its jobs' images are pulled with. The server
-// stores them under /registry-auth/TENANT/REGISTRY and hands one only to
-// the agent of a node that runs an instance of the tenant whose image
-// lies in that registry (Assignment.RegistryAuth); no API call returns
-// it, and nothing logs it. The store's own access is the operator's, as
-// for every record.
+// stores them under /registry-auth/TENANT/REGISTRY, sealed with its
+// Config.SecretKey (AES-256-GCM, bound to that key of the store: package
+// seal), a key the store never holds, and hands one only to the agent of
+// a node that runs an instance of the tenant whose image lies in that
+// registry (Assignment.RegistryAuth); no API call returns it, and nothing
+// logs it. A record written before credentials were sealed (its auth in
+// the clear) is still read, and sealed when the tenant sets it again.
 
 const prefixRegistryAuth = "/registry-auth/"
 
@@ -37,10 +39,15 @@ const (
 )
 
 type registryAuthRecord struct {
-	Registry string    `json:"registry"`
-	Auth     string    `json:"auth"` // base64 of USER:PASSWORD, as a registry's auth file writes it
-	SetAt    time.Time `json:"set_at"`
-	SetBy    string    `json:"set_by"`
+	Registry string `json:"registry"`
+	// Sealed is the base64 of USER:PASSWORD (as a registry's auth file
+	// writes it), sealed with the server's key for this record's key.
+	Sealed []byte `json:"sealed,omitempty"`
+	// Auth is the same in the clear, in a record written before
+	// credentials were sealed; never written now.
+	Auth  string    `json:"auth,omitempty"`
+	SetAt time.Time `json:"set_at"`
+	SetBy string    `json:"set_by"`
 }
 
 // RegistryCredential is a tenant's credential as the API shows it: which
@@ -96,10 +103,14 @@ func (s *Server) SetRegistryCredential(ctx context.Context, p Principal, tenant,
 	case password == "" || len(password) > maxRegistryPassword || strings.ContainsAny(password, "\x00\n\r"):
 		return RegistryCredential{}, refuse(CodeInvalidSpec, "password", "must be 1 to %d bytes without line breaks", maxRegistryPassword)
 	}
-	rec := registryAuthRecord{Registry: registry, Auth: base64.StdEncoding.EncodeToString([]byte(user + ":" + password)),
-		SetAt: s.clock.Now().UTC(), SetBy: p.Name()}
+	key := registryAuthKey(tenant, registry)
+	sealed, err := s.cfg.SecretKey.Seal([]byte(base64.StdEncoding.EncodeToString([]byte(user+":"+password))), []byte(key))
+	if err != nil {
+		return RegistryCredential{}, fmt.Errorf("seal registry credential: %w", err)
+	}
+	rec := registryAuthRecord{Registry: registry, Sealed: sealed, SetAt: s.clock.Now().UTC(), SetBy: p.Name()}
 	v, _ := json.Marshal(rec)
-	if _, err := s.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(registryAuthKey(tenant, registry), v)}}); err != nil {
+	if _, err := s.st.Txn(ctx, store.Txn{Then: []store.Op{store.PutOp(key, v)}}); err != nil {
 		return RegistryCredential{}, fmt.Errorf("store registry credential: %w", err)
 	}
 	s.audit(ctx, p, ActionRegistryAuthSet, "registry-auth/"+tenant+"/"+registry, "user "+user)
@@ -160,7 +171,8 @@ func (s *Server) withRegistryAuth(ctx context.Context, a *Assignments) {
 			continue
 		}
 		host := ref.RegistryHost()
-		kv, err := s.st.Get(ctx, registryAuthKey(x.Tenant, host))
+		key := registryAuthKey(x.Tenant, host)
+		kv, err := s.st.Get(ctx, key)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) {
 				s.log.Warn("registry credential not read", "tenant", x.Tenant, "registry", host, "err", err)
@@ -168,8 +180,23 @@ func (s *Server) withRegistryAuth(ctx context.Context, a *Assignments) {
 			continue
 		}
 		var rec registryAuthRecord
-		if json.Unmarshal(kv.Value, &rec) == nil {
-			x.RegistryAuth = &RegistryAuth{Registry: host, Auth: rec.Auth}
+		if json.Unmarshal(kv.Value, &rec) != nil {
+			continue
+		}
+		auth := rec.Auth
+		if len(rec.Sealed) > 0 {
+			plain, err := s.cfg.SecretKey.Open(rec.Sealed, []byte(key))
+			if err != nil {
+				// The pull goes on without it, and fails as a private
+				// image's pull does without credentials.
+				s.log.Warn("registry credential does not open with this server's key (servers sharing a store need the same --secret-key-file)",
+					"tenant", x.Tenant, "registry", host, "err", err)
+				continue
+			}
+			auth = string(plain)
+		}
+		if auth != "" {
+			x.RegistryAuth = &RegistryAuth{Registry: host, Auth: auth}
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/allot-dev/allot/internal/forecast"
 	"github.com/allot-dev/allot/internal/model"
 	"github.com/allot-dev/allot/internal/sched"
+	"github.com/allot-dev/allot/internal/seal"
 	"github.com/allot-dev/allot/internal/store"
 )
 
@@ -126,6 +127,11 @@ type Config struct {
 	// difference is logged with both Plans, fails the cycle with
 	// ErrIncremental and stops Run. For tests; it doubles a cycle's work.
 	CheckIncremental bool
+	// SecretKey seals the tenants' registry credentials in the store
+	// (registry_auth.go, package seal); it never enters the store. Servers
+	// that share a store need the same key. nil: a random key of this
+	// process, so that credentials set are lost to its restart (tests).
+	SecretKey *seal.Key
 	// AlertWebhook, when set, is the URL the built-in alerts' firing and
 	// resolved notices are POSTed to (alert_webhook.go, docs/alerts.md).
 	AlertWebhook string
@@ -187,9 +193,11 @@ type Server struct {
 	// failedJobsPruned is its size after it was last pruned.
 	failedJobs       map[string][]failedAt
 	failedJobsPruned int
-	autoDrainMu      sync.Mutex  // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
-	lastAutoDrain    time.Time   // when this server last drained a failing node
-	failuresRebuilt  atomic.Bool // rebuildFailures has run (tests wait for it)
+	imagesMu         sync.Mutex                          // serialises replacing nodeImages (images.go)
+	nodeImages       atomic.Pointer[map[string][]string] // by node, the images its agent reported; never changed once stored
+	autoDrainMu      sync.Mutex                          // serialises the drains of failing nodes (faildrain.go); guards lastAutoDrain
+	lastAutoDrain    time.Time                           // when this server last drained a failing node
+	failuresRebuilt  atomic.Bool                         // rebuildFailures has run (tests wait for it)
 	logs             *logBook
 	ep               *endpoint.Book // inference endpoints (endpoints.go)
 	pol              policyBook     // operator policies (policies.go)
@@ -259,6 +267,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.SecretKey == nil {
+		k, _, err := seal.RandomKey()
+		if err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+		cfg.SecretKey = k
 	}
 	s := &Server{
 		cfg: cfg, st: cfg.Store, clock: cfg.Clock, nodes: cfg.Nodes, core: sched.New(cfg.Sched),

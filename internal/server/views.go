@@ -74,6 +74,9 @@ type NodeDetail struct {
 	// Ahead is set when its window lies ahead.
 	Reservation string
 	Ahead       bool
+	// Images are the images the node's agent last reported it holds
+	// (images.go), sorted.
+	Images []string
 }
 
 // GPUUse is one GPU of a node: what the agent registered (UUID and memory
@@ -100,7 +103,7 @@ func (s *Server) Node(name string) (NodeDetail, error) {
 	}
 	sku := w.fleet.Catalog[n.SKU]
 	rec, _, _ := s.cache.node(name)
-	d := NodeDetail{Address: rec.Address, HealthSince: rec.UpdatedAt}
+	d := NodeDetail{Address: rec.Address, HealthSince: rec.UpdatedAt, Images: s.NodeImages(name)}
 	if m := s.reserved.Load(); m != nil {
 		for _, r := range w.tenancy.Reservations {
 			if slices.Contains((*m)[r.Name], name) {

@@ -8,7 +8,12 @@ import (
 
 // Device is one GPU as a host reports it.
 type Device struct {
-	Index     int
+	Index int
+	// Minor is the minor number of the GPU's device node, /dev/nvidiaMINOR,
+	// as the driver gives it (NVML's minor number): not its index, which
+	// counts the GPUs the driver enumerates in PCI order, where a host may
+	// skip or reorder minors. -1 when discovery could not tell.
+	Minor     int
 	UUID      string
 	Name      string // as the driver names it, e.g. "NVIDIA H100 80GB HBM3"
 	Model     string // allot's GPU model, e.g. "H100"

@@ -39,7 +39,11 @@ func (NVML) Discover(context.Context) ([]Device, error) {
 		if ret != nvml.SUCCESS {
 			return nil, fmt.Errorf("nvml device %d memory: %s", i, nvml.ErrorString(ret))
 		}
-		out = append(out, Device{Index: i, UUID: uuid, Name: name, Model: ModelOf(name), MemoryMiB: int64(mem.Total >> 20)})
+		minor, ret := dev.GetMinorNumber()
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml device %d minor number: %s", i, nvml.ErrorString(ret))
+		}
+		out = append(out, Device{Index: i, Minor: minor, UUID: uuid, Name: name, Model: ModelOf(name), MemoryMiB: int64(mem.Total >> 20)})
 	}
 	return out, nil
 }

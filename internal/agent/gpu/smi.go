@@ -19,9 +19,15 @@ var SMIQuery = []string{"--query-gpu=index,uuid,name,memory.total", "--format=cs
 type SMI struct {
 	// Path is the nvidia-smi binary; empty means "nvidia-smi" on $PATH.
 	Path string
+	// InfoDir is where the driver describes its GPUs, read for their
+	// device nodes' minor numbers (nvidia-smi's queries do not give them);
+	// empty means DriverInfoDir.
+	InfoDir string
 }
 
-// Discover runs nvidia-smi and parses its output.
+// Discover runs nvidia-smi and parses its output, and takes each GPU's
+// minor number from the driver's description of it (-1 where there is
+// none).
 func (s SMI) Discover(ctx context.Context) ([]Device, error) {
 	path := s.Path
 	if path == "" {
@@ -37,7 +43,21 @@ func (s SMI) Discover(ctx context.Context) ([]Device, error) {
 		}
 		return nil, fmt.Errorf("run %s: %w", path, err)
 	}
-	return ParseSMI(bytes.NewReader(out))
+	devs, err := ParseSMI(bytes.NewReader(out))
+	if err != nil {
+		return nil, err
+	}
+	dir := s.InfoDir
+	if dir == "" {
+		dir = DriverInfoDir
+	}
+	minors := driverMinors(dir)
+	for i := range devs {
+		if m, ok := minors[devs[i].UUID]; ok {
+			devs[i].Minor = m
+		}
+	}
+	return devs, nil
 }
 
 // ParseSMI reads the CSV that `nvidia-smi --query-gpu=index,uuid,name,memory.total
@@ -96,5 +116,5 @@ func parseSMIRow(text string) (Device, error) {
 	if err != nil || mib <= 0 {
 		return Device{}, fmt.Errorf("column 4 (memory.total): %q is not a size in MiB", cols[3])
 	}
-	return Device{Index: idx, UUID: cols[1], Name: cols[2], Model: ModelOf(cols[2]), MemoryMiB: mib}, nil
+	return Device{Index: idx, Minor: -1, UUID: cols[1], Name: cols[2], Model: ModelOf(cols[2]), MemoryMiB: mib}, nil
 }

@@ -43,7 +43,7 @@ func ParseVirtual(spec, node string) (Virtual, error) {
 	}
 	v := Virtual{Devices: make([]Device, n)}
 	for i := range v.Devices {
-		v.Devices[i] = Device{Index: i, UUID: fmt.Sprintf("GPU-virtual-%s-%d", node, i), Name: "virtual " + model,
+		v.Devices[i] = Device{Index: i, Minor: i, UUID: fmt.Sprintf("GPU-virtual-%s-%d", node, i), Name: "virtual " + model,
 			Model: model, MemoryMiB: memMiB}
 	}
 	return v, nil

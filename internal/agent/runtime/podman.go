@@ -88,14 +88,18 @@ const maxPullMessage = 2048
 
 // Pull implements Runtime: the ID of the image when the host holds it
 // (podman image inspect), else podman pull's; the last of podman's output
-// is the message of a failure.
-func (p *Podman) Pull(ctx context.Context, image, auth string) (string, error) {
+// is the message of a failure. podman pull prints no byte counts off a
+// terminal: the progress it tells is the bytes podman has read so far
+// (its /proc/PID/io, every watchEvery), with the image's size for an OCI
+// layout (its manifest's layers), none for a registry's.
+func (p *Podman) Pull(ctx context.Context, image, auth string, progress func(Progress)) (string, error) {
 	held := image
+	var size int64
 	if dir, ok := strings.CutPrefix(image, "oci:"); ok {
 		// podman knows an image by its config's digest: a layout's image
 		// the host holds already is not read again.
-		if id, err := layoutImageID(dir); err == nil {
-			held = id
+		if l, err := readLayout(dir); err == nil {
+			held, size = l.id, l.size
 		}
 	}
 	if id, err := p.run(ctx, "image", "inspect", "--format", "{{.Id}}", "--", held); err == nil && id != "" {
@@ -108,11 +112,26 @@ func (p *Podman) Pull(ctx context.Context, image, auth string) (string, error) {
 			return "", &PullError{Image: image, Msg: "podman cannot read a local image whose path has upper-case letters; move it to a lower-case path"}
 		}
 	}
+	if progress != nil {
+		progress(Progress{Total: size})
+	}
 	args := []string{"pull", "--quiet"}
 	if auth != "" {
 		args = append(args, "--authfile", auth)
 	}
-	out, err := p.run(ctx, append(args, "--", image)...)
+	var watch func(pid int)
+	if progress != nil {
+		watch = func(pid int) {
+			// Reading a layout, podman reads some of it twice: no more
+			// than the whole is told.
+			done := readBytes(pid)
+			if size > 0 {
+				done = min(done, size)
+			}
+			progress(Progress{Done: done, Total: size})
+		}
+	}
+	out, err := p.runWatched(ctx, watch, append(args, "--", image)...)
 	if err != nil {
 		msg := out
 		if ctx.Err() != nil {
@@ -137,12 +156,73 @@ func (p *Podman) Pull(ctx context.Context, image, auth string) (string, error) {
 // run runs podman with args, in a minimal environment, and returns its
 // output trimmed.
 func (p *Podman) run(ctx context.Context, args ...string) (string, error) {
+	return p.runWatched(ctx, nil, args...)
+}
+
+// watchEvery is how often runWatched calls its watch.
+const watchEvery = 500 * time.Millisecond
+
+// runWatched is run that, while podman runs, calls watch (when not nil)
+// with its process ID every watchEvery.
+func (p *Podman) runWatched(ctx context.Context, watch func(pid int), args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, p.Path, append(p.global(), args...)...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		if watch == nil {
+			return
+		}
+		t := time.NewTicker(watchEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				watch(cmd.Process.Pid)
+			}
+		}
+	}()
+	err := cmd.Wait()
+	close(done)
+	<-watched
 	return strings.TrimSpace(out.String()), err
+}
+
+// readBytes is what process pid has read so far (rchar of
+// /proc/PID/io: files and sockets), which for podman pull is mostly the
+// image's layers as they arrive; 0 when it cannot be read.
+func readBytes(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/io")
+	if err != nil {
+		return 0
+	}
+	n, _ := ParseReadBytes(b)
+	return n
+}
+
+// ParseReadBytes reads rchar, the bytes a process read, from the text of
+// /proc/PID/io ("rchar: N" among other lines).
+func ParseReadBytes(b []byte) (int64, error) {
+	for _, line := range strings.Split(string(b), "\n") {
+		v, ok := strings.CutPrefix(line, "rchar:")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("rchar: %q is not a count of bytes", strings.TrimSpace(v))
+		}
+		return n, nil
+	}
+	return 0, errors.New("rchar: missing")
 }
 
 // Command implements Runtime.
@@ -239,7 +319,7 @@ func (p *Podman) devices(gpus []GPU) []string {
 		case p.CDI:
 			out = append(out, "nvidia.com/gpu="+strconv.Itoa(g.Index))
 		default:
-			out = append(out, p.device("nvidia"+strconv.Itoa(g.Index)))
+			out = append(out, p.device("nvidia"+strconv.Itoa(g.Minor)))
 		}
 	}
 	if p.CDI || real == 0 {
@@ -287,13 +367,20 @@ func (p *Podman) Remove(ctx context.Context, name string) error {
 // digestPattern is a sha256 digest as an OCI layout names its blobs.
 var digestPattern = regexp.MustCompile(`^sha256:([a-f0-9]{64})$`)
 
-// maxLayoutJSON bounds what layoutImageID reads of a layout's JSON files.
+// maxLayoutJSON bounds what readLayout reads of a layout's JSON files.
 const maxLayoutJSON = 1 << 20
 
-// layoutImageID is the ID podman gives the image tagged in the OCI layout
-// ref (DIR[:TAG], one image when no tag): its config's digest, as the
-// layout's index and the manifest it points to say.
-func layoutImageID(ref string) (string, error) {
+// layout is what Pull reads of an OCI layout's image: the ID podman
+// gives it and the size of its layers.
+type layout struct {
+	id   string
+	size int64
+}
+
+// readLayout reads the image tagged in the OCI layout ref (DIR[:TAG], one
+// image when no tag): the ID podman gives it, its config's digest, as the
+// layout's index and the manifest it points to say, and its layers' size.
+func readLayout(ref string) (layout, error) {
 	dir, tag := ref, ""
 	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
 		dir, tag = ref[:i], ref[i+1:]
@@ -306,7 +393,7 @@ func layoutImageID(ref string) (string, error) {
 		} `json:"manifests"`
 	}
 	if err := readLayoutJSON(filepath.Join(dir, "index.json"), &index); err != nil {
-		return "", err
+		return layout{}, err
 	}
 	var digest string
 	for _, m := range index.Manifests {
@@ -318,15 +405,24 @@ func layoutImageID(ref string) (string, error) {
 		Config struct {
 			Digest string `json:"digest"`
 		} `json:"config"`
+		Layers []struct {
+			Size int64 `json:"size"`
+		} `json:"layers"`
 	}
 	if err := readBlob(dir, digest, &manifest); err != nil {
-		return "", err
+		return layout{}, err
 	}
 	hex := digestPattern.FindStringSubmatch(manifest.Config.Digest)
 	if hex == nil {
-		return "", fmt.Errorf("layout %s: manifest %s names no sha256 config", dir, digest)
+		return layout{}, fmt.Errorf("layout %s: manifest %s names no sha256 config", dir, digest)
 	}
-	return hex[1], nil
+	l := layout{id: hex[1]}
+	for _, x := range manifest.Layers {
+		if x.Size > 0 {
+			l.size += x.Size
+		}
+	}
+	return l, nil
 }
 
 // readBlob reads the JSON blob digest of the layout dir into v.

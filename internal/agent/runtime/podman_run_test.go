@@ -133,15 +133,23 @@ func testImage(t *testing.T) (string, string) {
 }
 
 // A real container: only the instance's GPUs (device nodes made for the
-// test), its uid, its directories at the stated paths, nothing of the
+// test, by their minor numbers, which are not their indices), its uid, its directories at the stated paths, nothing of the
 // host's other files, its environment from the env file, SIGTERM relayed
 // with its grace, and the container removed.
 func TestPodmanRunsContainer(t *testing.T) {
 	podman, oci := testImage(t)
 	dir := t.TempDir()
 	dev, work, ckpt, secret := filepath.Join(dir, "dev"), filepath.Join(dir, "work"), filepath.Join(dir, "ckpt"), filepath.Join(dir, "agent-data")
-	for _, d := range []string{dev, work, ckpt, secret} {
+	// Another job's files, beside this one's on the host, and the
+	// server's admin token.
+	other, token := filepath.Join(dir, "other-job"), filepath.Join(dir, "server", "admin.token")
+	for _, d := range []string{dev, work, ckpt, secret, other, filepath.Dir(token)} {
 		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(other, "out"), token} {
+		if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -166,8 +174,8 @@ func TestPodmanRunsContainer(t *testing.T) {
 		if err := WriteEnvFile(envFile, env); err != nil {
 			t.Fatal(err)
 		}
-		c := Container{Name: name, Image: "localhost/allot-probe:test", Args: []string{secret, "/allot/checkpoints", hostProc}, Env: env,
-			EnvFile: envFile, Workdir: "/allot/work", UID: uid, GID: uid, GPUs: []GPU{{Index: 0}, {Index: 2}},
+		c := Container{Name: name, Image: "localhost/allot-probe:test", Args: []string{secret, "/allot/checkpoints", hostProc, other, filepath.Join(other, "out"), token}, Env: env,
+			EnvFile: envFile, Workdir: "/allot/work", UID: uid, GID: uid, GPUs: []GPU{{Index: 0, Minor: 2}, {Index: 1, Minor: 0}},
 			Mounts: []Mount{{Source: work, Target: "/allot/work"}, {Source: ckpt, Target: "/allot/checkpoints"}}, Network: "host", Pids: 512}
 		proc, err := p.Command(c)
 		if err != nil {
@@ -207,8 +215,13 @@ func TestPodmanRunsContainer(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
-	if strings.Contains(text, "reached "+secret) || strings.Contains(text, "reached "+hostProc) || strings.Contains(text, "write:") {
-		t.Errorf("the container reached the host's files or processes, or could not write its own:\n%s", text)
+	for _, p := range []string{secret, hostProc, other, token} {
+		if strings.Contains(text, "reached "+p) {
+			t.Errorf("the container reached %s of the host (the agent's data, a process, another job's files, the admin token):\n%s", p, text)
+		}
+	}
+	if strings.Contains(text, "write:") {
+		t.Errorf("the container could not write its own work directory:\n%s", text)
 	}
 	if !strings.Contains(text, "processes=2") {
 		t.Errorf("the container sees other processes than its init and its program:\n%s", text)

@@ -10,19 +10,19 @@ import (
 	"testing"
 )
 
-// The command line podman gets: the instance's GPUs alone (device nodes,
-// or CDI names), its user, limits, mounts and env file, no capability,
+// The command line podman gets: the instance's GPUs alone (device nodes
+// by the driver's minor numbers, not their indices, or CDI names), its user, limits, mounts and env file, no capability,
 // the host's network, the job's command as the entrypoint.
 func TestPodmanCommand(t *testing.T) {
 	dev := t.TempDir()
-	for _, n := range []string{"nvidia0", "nvidia1", "nvidia2", "nvidiactl", "nvidia-uvm"} {
+	for _, n := range []string{"nvidia0", "nvidia1", "nvidia2", "nvidia3", "nvidiactl", "nvidia-uvm"} {
 		if err := os.WriteFile(filepath.Join(dev, n), nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	c := Container{Name: "allot-0123456789abcdef", Image: "sha256:feed", Entrypoint: []string{"python", "train.py"},
 		Args: []string{"--epochs", "3"}, EnvFile: "/data/state/j.1.0.env", Workdir: "/allot/work", UID: 1879048200, GID: 1879048200,
-		GPUs:    []GPU{{Index: 0, UUID: "GPU-a"}, {Index: 2, UUID: "GPU-c"}},
+		GPUs:    []GPU{{Index: 0, Minor: 3, UUID: "GPU-a"}, {Index: 2, Minor: 0, UUID: "GPU-c"}},
 		Mounts:  []Mount{{Source: "/w/jobs/jx/attempt-1", Target: "/allot/work"}, {Source: "/data/sets", Target: "/data", ReadOnly: true}},
 		Network: "host", CPUMilli: 1500, MemoryMiB: 4096, Pids: 4096}
 	p := &Podman{Path: "/usr/bin/podman", OCIRuntime: "runc", DevDir: dev, NoFile: 20000}
@@ -34,7 +34,7 @@ func TestPodmanCommand(t *testing.T) {
 		"--user", "1879048200:1879048200", "--cap-drop", "all", "--security-opt", "no-new-privileges",
 		"--env-file", "/data/state/j.1.0.env", "--log-driver", "none", "--network", "host", "--workdir", "/allot/work",
 		"--pids-limit", "4096", "--ulimit", "nproc=4096:4096", "--cpus", "1.5", "--memory", "4096m", "--ulimit", "nofile=20000:20000",
-		"--device", dev + "/nvidia0:/dev/nvidia0", "--device", dev + "/nvidia2:/dev/nvidia2",
+		"--device", dev + "/nvidia3:/dev/nvidia3", "--device", dev + "/nvidia0:/dev/nvidia0",
 		"--device", dev + "/nvidiactl:/dev/nvidiactl", "--device", dev + "/nvidia-uvm:/dev/nvidia-uvm",
 		"--mount", "type=bind,source=/w/jobs/jx/attempt-1,destination=/allot/work",
 		"--mount", "type=bind,source=/data/sets,destination=/data,ro=true",
@@ -45,8 +45,10 @@ func TestPodmanCommand(t *testing.T) {
 	if got.Env != nil || got.AsJob || got.Dir != "/w/jobs/jx/attempt-1" {
 		t.Errorf("process %+v: want podman's own environment, as the agent's user, in the work directory", got)
 	}
-	if slices.Contains(got.Argv, dev+"/nvidia1:/dev/nvidia1") {
-		t.Error("GPU 1, not the instance's, is in the container")
+	for _, n := range []string{"nvidia1", "nvidia2"} {
+		if slices.Contains(got.Argv, dev+"/"+n+":/dev/"+n) {
+			t.Errorf("%s, the device of no GPU of the instance (GPU 2's index, GPU 1's node), is in the container", n)
+		}
 	}
 
 	// With a CDI spec: the GPUs by CDI name, nothing else of /dev.
@@ -120,20 +122,21 @@ rmi) [ "$3" = bb ] && { echo "Error: image used by 1 container" >&2; exit 2; }; 
 image) case "$6" in held) echo sha256:held; exit 0;; cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc) echo cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc; exit 0;; esac
   echo "Error: $6: image not known" >&2; exit 125;;
 pull) [ "$3" = --authfile ] && { echo sha256:private; exit 0; }
+  case "$4" in oci:*:v3) sleep 1.2; echo sha256:fromlayout; exit 0;; oci:*) echo sha256:fromlayout; exit 0;; esac
   echo "Trying to pull registry.example/x:1..." >&2
   echo "Error: initializing source docker://registry.example/x:1: reading manifest 1 in registry.example/x: manifest unknown" >&2; exit 125;;
 esac`)
 	p := &Podman{Path: path}
-	id, err := p.Pull(ctx, "held", "")
+	id, err := p.Pull(ctx, "held", "", nil)
 	if err != nil || id != "sha256:held" {
 		t.Fatalf("Pull(held) = %q, %v; want the held image's ID", id, err)
 	}
-	_, err = p.Pull(ctx, "registry.example/x:1", "")
+	_, err = p.Pull(ctx, "registry.example/x:1", "", nil)
 	var pe *PullError
 	if !errors.As(err, &pe) || pe.Image != "registry.example/x:1" || !strings.Contains(pe.Msg, "manifest unknown") {
 		t.Fatalf("Pull(missing) = %v, want a PullError with the registry's message", err)
 	}
-	id, err = p.Pull(ctx, "registry.example/private:1", "/data/auth.json")
+	id, err = p.Pull(ctx, "registry.example/private:1", "/data/auth.json", nil)
 	if err != nil || id != "sha256:private" {
 		t.Fatalf("Pull(private, auth) = %q, %v", id, err)
 	}
@@ -143,25 +146,53 @@ esac`)
 	}
 	// A layout's image the host holds (by its config's digest) is not
 	// read again; another tag of the layout is.
-	layout := t.TempDir()
+	// A lower-case path, as podman needs (t.TempDir's has the test's name).
+	layout, err := os.MkdirTemp("", "allot-layout-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(layout) })
 	manifest := `{"config": {"digest": "sha256:` + strings.Repeat("c", 64) + `"}}`
 	blob := strings.Repeat("d", 64)
 	if err := os.MkdirAll(filepath.Join(layout, "blobs", "sha256"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, body := range map[string]string{"index.json": `{"manifests": [{"digest": "sha256:` + blob + `", "annotations": {"org.opencontainers.image.ref.name": "v1"}}]}`,
-		"blobs/sha256/" + blob: manifest} {
+	blob3 := strings.Repeat("f", 64)
+	manifest3 := `{"config": {"digest": "sha256:` + strings.Repeat("e", 64) + `"}, "layers": [{"size": 100}, {"size": 23}]}`
+	for name, body := range map[string]string{"index.json": `{"manifests": [{"digest": "sha256:` + blob + `", "annotations": {"org.opencontainers.image.ref.name": "v1"}},
+		{"digest": "sha256:` + blob3 + `", "annotations": {"org.opencontainers.image.ref.name": "v3"}}]}`,
+		"blobs/sha256/" + blob: manifest, "blobs/sha256/" + blob3: manifest3} {
 		if err := os.WriteFile(filepath.Join(layout, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if id, err := p.Pull(ctx, "oci:"+layout+":v1", ""); err != nil || id != strings.Repeat("c", 64) {
+	if id, err := p.Pull(ctx, "oci:"+layout+":v1", "", nil); err != nil || id != strings.Repeat("c", 64) {
 		t.Errorf("Pull of a held layout image = %q, %v; want its config's digest", id, err)
 	}
-	if _, err := p.Pull(ctx, "oci:"+layout+":v2", ""); err == nil {
-		t.Error("a tag the layout lacks was taken for the held image")
+	// A tag the layout lacks is not the held image: podman is asked, and
+	// the progress says only that the pull began.
+	var told []Progress
+	tell := func(x Progress) { told = append(told, x) }
+	if id, err := p.Pull(ctx, "oci:"+layout+":v2", "", tell); err != nil || id != "sha256:fromlayout" {
+		t.Errorf("Pull of a tag the layout lacks = %q, %v; want podman's pull", id, err)
 	}
-	if _, err := p.Pull(ctx, "oci:/srv/Images/demo:1", ""); err == nil || !strings.Contains(err.Error(), "lower-case") {
+	if !slices.Equal(told, []Progress{{}}) {
+		t.Errorf("progress %+v, want one, without figures", told)
+	}
+	// A layout's image the host lacks: the progress has its layers' size.
+	told = nil
+	if id, err := p.Pull(ctx, "oci:"+layout+":v3", "", tell); err != nil || id != "sha256:fromlayout" {
+		t.Errorf("Pull of a layout's image the host lacks = %q, %v", id, err)
+	}
+	// Then, while podman runs, what it has read so far.
+	if len(told) < 2 || told[0] != (Progress{Total: 123}) || told[len(told)-1].Done <= 0 || told[len(told)-1].Total != 123 {
+		t.Errorf("progress %+v, want the layers' 123 bytes as the total, then what podman read so far", told)
+	}
+	told = nil
+	if _, err := p.Pull(ctx, "held", "", tell); err != nil || told != nil {
+		t.Errorf("a held image: %v, progress %+v; want none", err, told)
+	}
+	if _, err := p.Pull(ctx, "oci:/srv/Images/demo:1", "", nil); err == nil || !strings.Contains(err.Error(), "lower-case") {
 		t.Errorf("Pull of a local image at an upper-case path: %v, want an error that says why", err)
 	}
 	images, err := p.Images(ctx)
@@ -181,6 +212,33 @@ esac`)
 	if !strings.Contains(string(args), "rm --force --ignore --time 0 -- allot-x") {
 		t.Errorf("podman's arguments:\n%s", args)
 	}
+}
+
+func TestParseReadBytes(t *testing.T) {
+	n, err := ParseReadBytes([]byte("rchar: 120400\nwchar: 3\nsyscr: 9\n"))
+	if err != nil || n != 120400 {
+		t.Errorf("ParseReadBytes = %d, %v; want 120400", n, err)
+	}
+	for _, bad := range []string{"", "wchar: 3\n", "rchar: -1\n", "rchar: many\n"} {
+		if _, err := ParseReadBytes([]byte(bad)); err == nil || !strings.HasPrefix(err.Error(), "rchar: ") {
+			t.Errorf("ParseReadBytes(%q) = %v, want an error naming rchar", bad, err)
+		}
+	}
+	// This process's own.
+	if n := readBytes(os.Getpid()); n <= 0 {
+		t.Errorf("readBytes of this process = %d", n)
+	}
+}
+
+func FuzzParseReadBytes(f *testing.F) {
+	f.Add([]byte("rchar: 120400\nwchar: 3\n"))
+	f.Add([]byte("rchar: x"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := ParseReadBytes(b)
+		if (err == nil && n < 0) || (err != nil && (n != 0 || !strings.HasPrefix(err.Error(), "rchar: "))) {
+			t.Fatalf("ParseReadBytes(%q) = %d, %v", b, n, err)
+		}
+	})
 }
 
 func TestWriteEnvFile(t *testing.T) {

@@ -17,8 +17,11 @@ type Runtime interface {
 	// credentials in the auth file auth ("" for none), unless the host
 	// holds it already, and returns what Container.Image names it by (an
 	// image ID, so that a tag moved meanwhile changes nothing). A
-	// *PullError says why not, in the registry's words.
-	Pull(ctx context.Context, image, auth string) (string, error)
+	// *PullError says why not, in the registry's words. While it fetches
+	// the image it tells progress (when not nil) how far it has come, as
+	// often as it knows, from its own goroutine; not at all for an image
+	// the host holds.
+	Pull(ctx context.Context, image, auth string, progress func(Progress)) (string, error)
 	// Command is the process that runs c, for the instance's shim.
 	Command(c Container) (Process, error)
 	// Remove removes the container named name, whatever is left of it,
@@ -64,6 +67,9 @@ type Container struct {
 // GPU is one GPU of an instance.
 type GPU struct {
 	Index int
+	// Minor is the N of the GPU's device node /dev/nvidiaN: the driver's
+	// minor number of it (NVML's), which need not be its index.
+	Minor int
 	UUID  string
 	// Virtual is a GPU an agent declared (allot up, tests): the host has
 	// no device of it to give the container.
@@ -89,6 +95,12 @@ type Process struct {
 	AsJob bool
 	// Dir is the host directory the process starts in.
 	Dir string
+}
+
+// Progress is how far a pull has come: the bytes of the image fetched so
+// far and the image's size, each 0 where the runtime cannot tell.
+type Progress struct {
+	Done, Total int64
 }
 
 // PullError is a pull that failed: the image and the runtime's or

@@ -6,6 +6,19 @@ type RegisterRequest struct {
 	Address string        `json:"address"`
 }
 
+// HeartbeatRequest is the optional body of POST
+// /v1/nodes/{name}/heartbeat: the image references the node holds (its
+// agent pulled them and keeps them in its cache), for the core's
+// image-locality term. A heartbeat without a body leaves what the node
+// reported before.
+type HeartbeatRequest struct {
+	Images []string `json:"images"`
+}
+
+// MaxHeartbeatImages bounds HeartbeatRequest.Images: an agent with more
+// reports the ones its jobs used last.
+const MaxHeartbeatImages = 256
+
 // RegisterGPU is one GPU an agent found.
 type RegisterGPU struct {
 	Index     int    `json:"index"`
@@ -139,6 +152,11 @@ type AttemptEvent struct {
 	// words the tenant can act on (at most MaxEventMessage bytes of
 	// printable text).
 	Message string `json:"message,omitempty"`
+	// Pulled and PullTotal are how far the pull of the instance's image
+	// has come, for an event of type "pulling": bytes fetched and the
+	// image's size, each 0 where the runtime cannot tell.
+	Pulled    int64 `json:"pulled,omitempty"`
+	PullTotal int64 `json:"pull_total,omitempty"`
 }
 
 // MaxEventMessage bounds AttemptEvent.Message.

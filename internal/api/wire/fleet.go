@@ -41,6 +41,10 @@ type NodeDetail struct {
 	// cycle chose; empty for none.
 	Reservation      string `json:"reservation,omitempty"`
 	ReservationAhead bool   `json:"reservation_ahead,omitempty"`
+	// Images are the images the node's agent last said it holds (its
+	// heartbeats; the leader keeps them), which the core prefers the node
+	// for among nodes otherwise alike; absent for none.
+	Images []string `json:"images,omitempty"`
 }
 
 // NodeFailure is one attempt that failed on a node.

@@ -210,6 +210,12 @@ func (b *JobBuilder) Reservation(name string) *JobBuilder {
 	return b
 }
 
+// Image runs the job from image ref (model.Container).
+func (b *JobBuilder) Image(ref string) *JobBuilder {
+	b.Job.Spec.Container = &model.Container{Image: ref}
+	return b
+}
+
 // Submitted sets the submission time.
 func (b *JobBuilder) Submitted(t time.Time) *JobBuilder { b.Job.Status.SubmittedAt = t; return b }
 

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/allot-dev/allot/internal/agent/runtime"
 )
@@ -29,6 +30,12 @@ type Fake struct {
 	// OnPull, when set, is called at each pull with its image and auth
 	// file, while the file exists.
 	OnPull func(image, auth string)
+	// Progress are the steps a pull of an image reports, by reference, in
+	// order, StepEvery apart; after the last one the pull waits for
+	// Release, when set, to be closed (or for its context to end).
+	Progress  map[string][]runtime.Progress
+	StepEvery time.Duration
+	Release   chan struct{}
 
 	mu         sync.Mutex // guards pulls, containers and removed
 	pulls      []Pull
@@ -47,12 +54,33 @@ func (f *Fake) Name() string { return "fake" }
 
 // Pull implements runtime.Runtime.
 // It returns the reference itself as the image's ID.
-func (f *Fake) Pull(_ context.Context, image, auth string) (string, error) {
+func (f *Fake) Pull(ctx context.Context, image, auth string, progress func(runtime.Progress)) (string, error) {
 	f.mu.Lock()
 	f.pulls = append(f.pulls, Pull{Image: image, Auth: auth})
 	f.mu.Unlock()
 	if f.OnPull != nil {
 		f.OnPull(image, auth)
+	}
+	if steps := f.Progress[image]; len(steps) > 0 {
+		for i, p := range steps {
+			if i > 0 {
+				select {
+				case <-time.After(f.StepEvery):
+				case <-ctx.Done():
+					return "", &runtime.PullError{Image: image, Msg: "interrupted: " + ctx.Err().Error()}
+				}
+			}
+			if progress != nil {
+				progress(p)
+			}
+		}
+		if f.Release != nil {
+			select {
+			case <-f.Release:
+			case <-ctx.Done():
+				return "", &runtime.PullError{Image: image, Msg: "interrupted: " + ctx.Err().Error()}
+			}
+		}
 	}
 	if _, ok := f.Images[image]; !ok {
 		return "", &runtime.PullError{Image: image, Msg: "reading manifest: manifest unknown: manifest unknown"}
