@@ -61,13 +61,16 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 	for i, j := range snap.Jobs {
 		facts[i] = w.factsOf(j, w.tenants[j.Spec.Tenant])
 	}
+	memo := make([]int8, len(w.order))       // by tenant: an action's answer for its jobs without labels
 	index := map[*model.Job]int{}            // the jobs an action chose -> their place in the Snapshot
 	claimed := make([]int32, len(snap.Jobs)) // by place: 1 + the index in active of the firing that decided the job
 	for fi, f := range active {
 		for _, a := range f.Actions {
 			var jobs []*model.Job
+			targets := workTargets(ps, a.Targets)
+			clear(memo)
 			for i, j := range snap.Jobs {
-				if !w.actsOn(j, facts[i], ps, a.Action) {
+				if !w.actsOn(j, facts[i], a.Action, targets, memo) {
 					continue
 				}
 				ignore := func(detail string) {
@@ -235,6 +238,8 @@ type work struct {
 	// byTenant memoises matches for jobs without labels of their own,
 	// whose answer depends on their tenant alone (most of a busy queue).
 	byTenant map[tenantTargets]bool
+	// order numbers the tenants (jobFacts.ti) for Adjust's memo.
+	order map[*model.Tenant]int
 }
 
 // tenantTargets keys work.byTenant: a tenant the tenancy has and a list of
@@ -247,7 +252,7 @@ type tenantTargets struct {
 }
 
 func newWork(snap *sched.Snapshot) work {
-	w := work{tenants: map[string]*model.Tenant{}, partitions: map[string]*model.Partition{}, byTenant: map[tenantTargets]bool{}}
+	w := work{tenants: map[string]*model.Tenant{}, partitions: map[string]*model.Partition{}, byTenant: map[tenantTargets]bool{}, order: map[*model.Tenant]int{}}
 	if snap.Tenancy == nil {
 		return w
 	}
@@ -256,30 +261,52 @@ func newWork(snap *sched.Snapshot) work {
 	}
 	for i := range snap.Tenancy.Tenants {
 		w.tenants[snap.Tenancy.Tenants[i].Name] = &snap.Tenancy.Tenants[i]
+		w.order[&snap.Tenancy.Tenants[i]] = i
 	}
 	return w
 }
 
 // jobFacts is what deciding whether an action acts on a job reads of it.
 type jobFacts struct {
-	tenant *model.Tenant // nil for a tenant the tenancy does not have
-	live   bool          // Queued or holding capacity
-	labels bool          // labels of its own
+	tenant *model.Tenant    // nil for a tenant the tenancy does not have
+	part   *model.Partition // the tenant's; nil without one
+	ti     int              // the tenant's number (work.order)
+	live   bool             // Queued or holding capacity
+	labels bool             // labels of its own
 }
 
 func (w work) factsOf(j *model.Job, t *model.Tenant) jobFacts {
-	return jobFacts{tenant: t, live: j.Status.State == model.StateQueued || j.Status.State.Holds(), labels: len(j.Spec.Labels) > 0}
+	f := jobFacts{tenant: t, live: j.Status.State == model.StateQueued || j.Status.State.Holds(), labels: len(j.Spec.Labels) > 0}
+	if t != nil {
+		f.part, f.ti = w.partitions[t.Partition], w.order[t]
+	}
+	return f
+}
+
+// workTargets is the targets of work among names, looked up once for all
+// the jobs an action visits.
+func workTargets(ps *model.PolicySet, names []string) []model.Target {
+	var out []model.Target
+	for _, name := range names {
+		if tg, ok := ps.Targets[name]; ok && tg.Work() {
+			out = append(out, tg)
+		}
+	}
+	return out
 }
 
 // acts reports whether a acts on j of tenant t: j is Queued or holds
 // capacity, is work of one of a's targets, and, when a names tenants, of
 // one of them.
 func (w work) acts(j *model.Job, t *model.Tenant, ps *model.PolicySet, a model.Action) bool {
-	return w.actsOn(j, w.factsOf(j, t), ps, a)
+	return w.actsOn(j, w.factsOf(j, t), a, workTargets(ps, a.Targets), nil)
 }
 
-// actsOn is acts with what it reads of j read before.
-func (w work) actsOn(j *model.Job, f jobFacts, ps *model.PolicySet, a model.Action) bool {
+// actsOn is acts with what it reads of j read before and a's targets of
+// work (workTargets). memo, when not nil, holds a's answers by tenant
+// (work.order) for jobs without labels of their own: 0 unknown, 1 yes,
+// 2 no.
+func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.Target, memo []int8) bool {
 	if !f.live {
 		return false
 	}
@@ -293,9 +320,23 @@ func (w work) actsOn(j *model.Job, f jobFacts, ps *model.PolicySet, a model.Acti
 		}
 	}
 	if f.labels || len(a.Targets) == 0 || f.tenant == nil {
-		return w.match(j, f.tenant, ps, a.Targets)
+		return match(j, f, targets)
 	}
-	return w.matchesTenant(j, f.tenant, ps, a.Targets)
+	if memo != nil {
+		switch memo[f.ti] {
+		case 1:
+			return true
+		case 2:
+			return false
+		}
+		v := match(j, f, targets)
+		memo[f.ti] = 2
+		if v {
+			memo[f.ti] = 1
+		}
+		return v
+	}
+	return w.matchesTenant(j, f, a.Targets, targets)
 }
 
 // spares reports whether a, which acts on j, leaves j alone because j is a
@@ -332,26 +373,23 @@ func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
 	return false
 }
 
-// matchesTenant reports whether j, of tenant t and without labels of its
-// own, is work of one of the named targets (not empty): the answer of any
-// job of t.
-func (w work) matchesTenant(j *model.Job, t *model.Tenant, ps *model.PolicySet, targets []string) bool {
-	k := tenantTargets{tenant: t, first: &targets[0], n: len(targets)}
+// matchesTenant reports whether j, of f's tenant and without labels of its
+// own, is work of one of the named targets (not empty; targets are those
+// of work among them): the answer of any job of the tenant.
+func (w work) matchesTenant(j *model.Job, f jobFacts, names []string, targets []model.Target) bool {
+	k := tenantTargets{tenant: f.tenant, first: &names[0], n: len(names)}
 	v, ok := w.byTenant[k]
 	if !ok {
-		v = w.match(j, t, ps, targets)
+		v = match(j, f, targets)
 		w.byTenant[k] = v
 	}
 	return v
 }
 
-func (w work) match(j *model.Job, t *model.Tenant, ps *model.PolicySet, targets []string) bool {
-	var p *model.Partition
-	if t != nil {
-		p = w.partitions[t.Partition]
-	}
-	for _, name := range targets {
-		if tg, ok := ps.Targets[name]; ok && tg.Work() && model.WorkMatches(p, t, &j.Spec, tg.Match) {
+// match reports whether j, of what f says, is work of one of targets.
+func match(j *model.Job, f jobFacts, targets []model.Target) bool {
+	for i := range targets {
+		if model.WorkMatches(f.part, f.tenant, &j.Spec, targets[i].Match) {
 			return true
 		}
 	}

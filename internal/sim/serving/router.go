@@ -18,6 +18,9 @@ func (r *Router) Pick(reps []*Replica, at float64) *Replica {
 		k := (r.next + i) % n
 		if l := reps[k].InFlight(at); best < 0 || l < load {
 			best, load = k, l
+			if l == 0 {
+				break // none has fewer: the first idle one in the order
+			}
 		}
 	}
 	return reps[best]
