@@ -16,8 +16,8 @@ import (
 
 // bindJob is one pod's Binding.
 type bindJob struct {
-	pod  *corev1.Pod
-	b    bound
+	pod   *corev1.Pod
+	b     bound
 	milli int64
 }
 
@@ -124,6 +124,9 @@ func (c *Controller) post(ctx context.Context, j bindJob) {
 		c.mu.Lock()
 		delete(c.assumed, j.pod.UID)
 		c.mu.Unlock()
+		if apierrors.IsConflict(err) {
+			c.conflicts.Add(1)
+		}
 		if !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) && ctx.Err() == nil {
 			c.cfg.Log.Error("bind pod", "pod", podKey(j.pod), "node", j.b.node, "err", err)
 		}

@@ -75,7 +75,7 @@ type Controller struct {
 	kick    chan struct{}
 
 	// Counters, for tests and metrics.
-	binds, deletes, cycles atomic.Int64
+	binds, deletes, cycles, conflicts atomic.Int64
 	// OnBind, when set (tests), is told of every bind the controller
 	// makes, after the API accepted it.
 	OnBind func(pod string, node string)
@@ -166,6 +166,11 @@ func (c *Controller) Kick() {
 func (c *Controller) Binds() int64   { return c.binds.Load() }
 func (c *Controller) Deletes() int64 { return c.deletes.Load() }
 func (c *Controller) Cycles() int64  { return c.cycles.Load() }
+
+// BindConflicts is how many of its binds the API server refused as a
+// conflict: the pod was bound already (by an earlier life of this
+// controller, or another scheduler).
+func (c *Controller) BindConflicts() int64 { return c.conflicts.Load() }
 
 // Start starts the informers and the event sink and waits until the
 // informers hold the API server's state. It runs until ctx ends.
