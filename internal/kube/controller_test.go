@@ -572,3 +572,28 @@ func overlap(af, at, bf, bt time.Time) bool {
 	}
 	return af.Before(bt) && bf.Before(at)
 }
+
+// TestFractionsShareOneGPU: pods asking half a GPU (allot.dev/gpu-milli)
+// share one GPU, leaving the node's other GPU whole for a pod that needs
+// a whole one; kube-scheduler has no such request at all.
+func TestFractionsShareOneGPU(t *testing.T) {
+	f := setup(t)
+	f.nodes(t, kubetest.Node{Name: "n0", GPUs: 2, Labels: h100("c", "ethernet", "")})
+	f.controller(t, testTenants, nil)
+	half := map[string]string{AnnotationGPUMilli: "500"}
+	f.pod(t, kubetest.Pod{Namespace: "globex", Name: "half-0", Annotations: half})
+	f.waitBound(t, "globex", "half-0")
+	f.pod(t, kubetest.Pod{Namespace: "globex", Name: "half-1", Annotations: half})
+	f.waitBound(t, "globex", "half-1")
+	a, b := f.get(t, "globex", "half-0").Annotations[AnnotationGPUs], f.get(t, "globex", "half-1").Annotations[AnnotationGPUs]
+	if a == "" || a != b {
+		t.Fatalf("halves on GPUs %q and %q: want one GPU shared", a, b)
+	}
+	f.pod(t, kubetest.Pod{Namespace: "globex", Name: "whole", GPUs: 1})
+	f.waitBound(t, "globex", "whole")
+	if g := f.get(t, "globex", "whole").Annotations[AnnotationGPUs]; g == a {
+		t.Fatalf("the whole-GPU pod got GPU %s, which the halves share", g)
+	}
+	f.pod(t, kubetest.Pod{Namespace: "globex", Name: "third", Annotations: half})
+	f.waitPending(t, "globex", "third", "InsufficientCapacity")
+}

@@ -114,8 +114,8 @@ type Node struct {
 	Labels map[string]string
 }
 
-// AddNode creates a Ready node with GPUs allocatable nvidia.com/gpu, 96
-// CPUs and 1Ti of memory.
+// AddNode creates a Ready, untainted node with GPUs allocatable
+// nvidia.com/gpu, 96 CPUs and 1Ti of memory.
 func (a *API) AddNode(ctx context.Context, n Node) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}
 	node, err := a.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
@@ -131,8 +131,18 @@ func (a *API) AddNode(ctx context.Context, n Node) error {
 	node.Status.Capacity, node.Status.Allocatable = res, res
 	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
 		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(), Reason: "KubeletReady"}}
-	if _, err := a.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+	node, err = a.Client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	if err != nil {
 		return fmt.Errorf("node %s status: %w", n.Name, err)
+	}
+	// The API server taints a new node not-ready (admission plugin
+	// TaintNodesByCondition); with no node lifecycle controller here, the
+	// fake kubelet's node takes the taint off itself.
+	if len(node.Spec.Taints) > 0 {
+		node.Spec.Taints = nil
+		if _, err := a.Client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("node %s taints: %w", n.Name, err)
+		}
 	}
 	return nil
 }
