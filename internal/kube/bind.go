@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -208,5 +207,3 @@ func (c *Controller) explain(ctx context.Context, works []*work, pending map[str
 
 // formatMilli is a GPU fraction for people: 250 is 0.25.
 func formatMilli(m int64) string { return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64) }
-
-var _ = fmt.Sprint
