@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -269,4 +270,31 @@ func TestAssemble(t *testing.T) {
 	if w := byID["ns/assumed"]; w.job == nil || w.job.Status.State != model.StateRunning || w.job.Status.Allocations[0].Node != "n2" {
 		t.Errorf("assumed: %+v", w.job)
 	}
+}
+
+// FuzzTenantAndClass: a namespace's tenant label and a PriorityClass's
+// class annotation either read as a tenant name and a class, or fail
+// naming the namespace or PriorityClass; never a panic.
+func FuzzTenantAndClass(f *testing.F) {
+	f.Add("acme", "spot:2")
+	f.Add("", "")
+	f.Add("\x00", "reserved:x")
+	f.Fuzz(func(t *testing.T, tenant, class string) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: map[string]string{LabelTenant: tenant}}}
+		got, err := tenantOf(ns, "team")
+		switch {
+		case err != nil && !strings.Contains(err.Error(), "team"):
+			t.Fatalf("error %q does not name the namespace", err)
+		case err == nil && (got == "" || model.Printable("tenant", got) != nil):
+			t.Fatalf("label %q read as tenant %q", tenant, got)
+		}
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "pc", Annotations: map[string]string{AnnotationClass: class}}}
+		p, ok, err := priorityClassOf(pc)
+		switch {
+		case err != nil && (!strings.Contains(err.Error(), "PriorityClass pc") || ok):
+			t.Fatalf("error %q, ok %v: want one naming the PriorityClass", err, ok)
+		case err == nil && (!ok || p.Class < model.ClassSpot || p.Class > model.ClassReserved):
+			t.Fatalf("annotation %q read as %+v, %v", class, p, ok)
+		}
+	})
 }
