@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -57,8 +58,9 @@ allot.dev/sku and allot.dev/series (default MODELxGPUS and gpu).
 Pods are the work: the tenant is the namespace's allot.dev/tenant label or
 annotation (default: the namespace's name); the class (spot, standard,
 reserved[:N]) the pod's allot.dev/class annotation or its PriorityClass's;
-a gang is the pods sharing allot.dev/pod-group (or the scheduler-plugins
-label scheduling.x-k8s.io/pod-group) with allot.dev/pod-group-size; a
+a gang is the pods sharing allot.dev/pod-group with allot.dev/pod-group-size,
+or the scheduler-plugins label scheduling.x-k8s.io/pod-group with its
+PodGroup's spec.minMember (when PodGroups are served at start); a
 fraction of one GPU is allot.dev/gpu-milli; allot.dev/reservation runs a pod
 in a reservation. docs/kubernetes.md lists them all.
 
@@ -129,6 +131,10 @@ func runKube(ctx context.Context, out, errOut io.Writer, f kubeFlags) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
 	var st store.Store
 	if f.store != "" || f.data != "" {
 		where, err := parseStoreFlag(f.store, f.data)
@@ -145,7 +151,7 @@ func runKube(ctx context.Context, out, errOut io.Writer, f kubeFlags) error {
 			defer func() { _ = c.Close() }()
 		}
 	}
-	c, err := kube.New(kube.Config{Client: cl, SchedulerName: f.schedulerName, TenantsName: f.tenants, Tenants: tenants, Store: st,
+	c, err := kube.New(kube.Config{Client: cl, Dynamic: dyn, SchedulerName: f.schedulerName, TenantsName: f.tenants, Tenants: tenants, Store: st,
 		Sched: sched.Config{MinRunTime: f.minRunTime, PriorityGap: f.priorityGap}, Tick: f.tick, Binders: f.binders, Log: log})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -36,6 +37,9 @@ import (
 // Config configures a Controller.
 type Config struct {
 	Client kubernetes.Interface
+	// Dynamic, when set, reads the scheduler-plugins PodGroups (their
+	// spec.minMember sizes a gang) where the API server serves them.
+	Dynamic dynamic.Interface
 	// SchedulerName is the spec.schedulerName of the pods the controller
 	// schedules; empty means SchedulerName ("allot").
 	SchedulerName string
@@ -69,10 +73,13 @@ type Controller struct {
 	pods    listerscorev1.PodLister
 	nss     listerscorev1.NamespaceLister
 	pcs     listersschedv1.PriorityClassLister
-	synced  []cache.InformerSynced
-	rec     record.EventRecorder
-	bcast   record.EventBroadcaster
-	kick    chan struct{}
+	// podGroups lists the scheduler-plugins PodGroups; nil where none
+	// are served (podgroup.go).
+	podGroups cache.GenericLister
+	synced    []cache.InformerSynced
+	rec       record.EventRecorder
+	bcast     record.EventBroadcaster
+	kick      chan struct{}
 
 	// Counters, for tests and metrics.
 	binds, deletes, cycles, conflicts atomic.Int64
@@ -181,7 +188,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return fmt.Errorf("kube: informers did not sync: %w", ctx.Err())
 	}
-	return nil
+	return c.startPodGroups(ctx)
 }
 
 // Schedule runs cycles until ctx ends: on every change the informers see
@@ -251,7 +258,7 @@ func (c *Controller) Cycle(ctx context.Context) error {
 		}
 	}
 	c.forgetSeen(pods, now)
-	works := assemble(pods, c.tenantOf, c.classOf, fleet, c.assumedBind)
+	works := assemble(pods, c.tenantOf, lookups{class: c.classOf, groupSize: c.groupSize}, fleet, c.assumedBind)
 
 	// 2. Tenancy.
 	ten, err := c.readTenancy(ctx, fleet)

@@ -13,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/allot-dev/allot/internal/kube/kubetest"
 	"github.com/allot-dev/allot/internal/model"
@@ -47,9 +49,9 @@ type fixture struct {
 	ctx     context.Context
 }
 
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T, opts ...kubetest.Option) *fixture {
 	t.Helper()
-	api := kubetest.Start(t)
+	api := kubetest.Start(t, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
 	f := &fixture{api: api, ctx: ctx}
@@ -596,4 +598,48 @@ func TestFractionsShareOneGPU(t *testing.T) {
 	}
 	f.pod(t, kubetest.Pod{Namespace: "globex", Name: "third", Annotations: half})
 	f.waitPending(t, "globex", "third", "InsufficientCapacity")
+}
+
+// TestSchedulerPluginsPodGroup: pods labelled with the scheduler-plugins
+// pod group take their gang's size from its PodGroup's spec.minMember:
+// they wait until the PodGroup exists, then bind together.
+func TestSchedulerPluginsPodGroup(t *testing.T) {
+	f := setup(t, kubetest.WithPodGroups())
+	for i := range 3 {
+		f.nodes(t, kubetest.Node{Name: fmt.Sprintf("n%d", i), GPUs: 8, Labels: h100("c", "infiniband", "l")})
+	}
+	dyn, err := dynamic.NewForConfig(f.api.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.controller(t, testTenants, func(cfg *Config) { cfg.Dynamic = dyn })
+	for i := range 3 {
+		p := kubetest.Pod{Namespace: "globex", Name: fmt.Sprintf("pg-%d", i), GPUs: 8}
+		pod, err := f.api.AddPod(f.ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod.Labels = map[string]string{LabelPodGroup: "pg"}
+		if _, err := f.api.Client.CoreV1().Pods("globex").Update(f.ctx, pod, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c := f.waitPending(t, "globex", "pg-0", ReasonInvalidPod); !strings.Contains(c.Message, "PodGroup pg") {
+		t.Errorf("without its PodGroup: %q", c.Message)
+	}
+	pg := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+		"metadata": map[string]any{"name": "pg", "namespace": "globex"},
+		"spec":     map[string]any{"minMember": int64(3)},
+	}}
+	if _, err := dyn.Resource(PodGroupResource).Namespace("globex").Create(f.ctx, pg, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := f.waitBound(t, "globex", "pg-0", "pg-1", "pg-2")
+	if nodes[0] == nodes[1] || nodes[1] == nodes[2] || nodes[0] == nodes[2] {
+		t.Fatalf("gang on %v", nodes)
+	}
+	if p := f.get(t, "globex", "pg-0"); p.Annotations[AnnotationPlacement] == "" {
+		t.Errorf("a PodGroup's pods are bound as a gang: no placement on %s", p.Name)
+	}
 }

@@ -54,8 +54,9 @@ const (
 	// AnnotationPodGroup and AnnotationPodGroupSize make a gang: the pods
 	// of one namespace naming one group are bound all together or not at
 	// all, once at least size of them exist. LabelPodGroup, the label of
-	// the scheduler-plugins coscheduling plugin, names a group too (its
-	// size still comes from AnnotationPodGroupSize).
+	// the scheduler-plugins coscheduling plugin, names a group too; its
+	// size is AnnotationPodGroupSize, else the PodGroup's spec.minMember
+	// (podgroup.go).
 	AnnotationPodGroup     = "allot.dev/pod-group"
 	AnnotationPodGroupSize = "allot.dev/pod-group-size"
 	LabelPodGroup          = "scheduling.x-k8s.io/pod-group"

@@ -23,24 +23,31 @@ type podRequest struct {
 	grace int64 // seconds between SIGTERM and SIGKILL when evicted
 }
 
-// classes resolves a PriorityClass name to an allot priority: the class's
-// own AnnotationClass; ok false when no such PriorityClass exists or it
-// carries none.
-type classes func(name string) (model.Priority, bool, error)
+// lookups are what a pod's translation reads of other objects; a nil
+// func finds nothing.
+type lookups struct {
+	// class resolves a PriorityClass name to an allot priority: the
+	// class's own AnnotationClass; ok false when no such PriorityClass
+	// exists or it carries none.
+	class func(name string) (p model.Priority, ok bool, err error)
+	// groupSize reads the size (spec.minMember) of the scheduler-plugins
+	// PodGroup ns/name; ok false when there is none.
+	groupSize func(ns, name string) (size int, ok bool, err error)
+}
 
 // readPod translates a pod of the given tenant. The error names the pod
 // and the annotation or field at fault.
-func readPod(p *corev1.Pod, tenant string, classOf classes) (podRequest, error) {
+func readPod(p *corev1.Pod, tenant string, lk lookups) (podRequest, error) {
 	fail := func(field string, err error) (podRequest, error) {
 		return podRequest{}, fmt.Errorf("pod %s/%s: %s: %w", p.Namespace, p.Name, field, err)
 	}
 	a := p.Annotations
 	r := podRequest{tenant: tenant}
 	var err error
-	if r.priority, err = podPriority(p, classOf); err != nil {
+	if r.priority, err = podPriority(p, lk.class); err != nil {
 		return fail("annotations["+AnnotationClass+"]", err)
 	}
-	if r.group, r.size, err = podGroup(p); err != nil {
+	if r.group, r.size, err = podGroup(p, lk.groupSize); err != nil {
 		return fail("annotations["+AnnotationPodGroupSize+"]", err)
 	}
 	var cpu, mem, gpus int64
@@ -117,7 +124,7 @@ func readPod(p *corev1.Pod, tenant string, classOf classes) (podRequest, error) 
 }
 
 // podPriority reads the pod's AnnotationClass, else its PriorityClass's.
-func podPriority(p *corev1.Pod, classOf classes) (model.Priority, error) {
+func podPriority(p *corev1.Pod, classOf func(string) (model.Priority, bool, error)) (model.Priority, error) {
 	if v, ok := p.Annotations[AnnotationClass]; ok {
 		return parsePriority(v)
 	}
@@ -149,9 +156,10 @@ func parsePriority(v string) (model.Priority, error) {
 }
 
 // podGroup reads the pod's gang: its name (AnnotationPodGroup, else
-// LabelPodGroup) and size (AnnotationPodGroupSize, at least 1 and at most
-// 4096). A pod in no group returns "", 1.
-func podGroup(p *corev1.Pod) (string, int, error) {
+// LabelPodGroup) and size (AnnotationPodGroupSize, else the
+// scheduler-plugins PodGroup of that name's spec.minMember; at least 1
+// and at most 4096). A pod in no group returns "", 1.
+func podGroup(p *corev1.Pod, groupSize func(ns, name string) (int, bool, error)) (string, int, error) {
 	g := p.Annotations[AnnotationPodGroup]
 	if g == "" {
 		g = p.Labels[LabelPodGroup]
@@ -167,7 +175,18 @@ func podGroup(p *corev1.Pod) (string, int, error) {
 		return "", 0, fmt.Errorf("group %q must be printable and hold no /", g)
 	}
 	if !hasSize {
-		return "", 0, fmt.Errorf("pod group %s needs its size (the pods bound together)", g)
+		if groupSize != nil {
+			n, ok, err := groupSize(p.Namespace, g)
+			switch {
+			case err != nil:
+				return "", 0, fmt.Errorf("PodGroup %s/%s: %w", p.Namespace, g, err)
+			case ok && (n < 1 || n > 4096):
+				return "", 0, fmt.Errorf("PodGroup %s/%s: spec.minMember must be from 1 to 4096, got %d", p.Namespace, g, n)
+			case ok:
+				return g, n, nil
+			}
+		}
+		return "", 0, fmt.Errorf("pod group %s needs its size (the pods bound together): the annotation, or a PodGroup %s with spec.minMember (scheduler-plugins)", g, g)
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil || n < 1 || n > 4096 {

@@ -75,7 +75,7 @@ func TestReadPod(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := kubePod(tt.name, tt.gpus, tt.ann)
 			p.Spec.PriorityClassName = tt.pc
-			r, err := readPod(p, "acme", classOf)
+			r, err := readPod(p, "acme", lookups{class: classOf})
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "ns/"+tt.name) {
 					t.Fatalf("err = %v, want one naming the pod and %q", err, tt.err)
@@ -128,7 +128,7 @@ func FuzzReadPod(f *testing.F) {
 		}
 		p := kubePod("fuzz", 0, ann)
 		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{GPUResource: *resource.NewQuantity(gpus, resource.DecimalSI)}
-		r, err := readPod(p, "acme", nil)
+		r, err := readPod(p, "acme", lookups{})
 		if err != nil {
 			if !strings.Contains(err.Error(), "ns/fuzz") {
 				t.Fatalf("error %q does not name the pod", err)
@@ -225,7 +225,7 @@ func TestAssemble(t *testing.T) {
 	assumed := kubePod("assumed", 1, nil)
 	pods := []*corev1.Pod{alone, running, leaving, done, lost, g("gang-1", "gang", "2", 4), g("gang-0", "gang", "2", 4),
 		g("short-0", "short", "3", 1), g("odd-0", "odd", "2", 1), g("odd-1", "odd", "2", 2), part1, part0, assumed}
-	works := assemble(pods, func(ns string) (string, error) { return "acme", nil }, nil, fleet, func(p *corev1.Pod) (bound, bool) {
+	works := assemble(pods, func(ns string) (string, error) { return "acme", nil }, lookups{}, fleet, func(p *corev1.Pod) (bound, bool) {
 		if p.Name == "assumed" {
 			return bound{node: "n2", gpus: []int{7}}, true
 		}

@@ -72,7 +72,7 @@ const (
 // namespace to its tenant; fleet tells which nodes exist (work bound to a
 // node the fleet lacks holds nothing the core could count, and is left
 // out).
-func assemble(pods []*corev1.Pod, tenant func(ns string) (string, error), classOf classes,
+func assemble(pods []*corev1.Pod, tenant func(ns string) (string, error), lk lookups,
 	fleet *model.Fleet, assume func(*corev1.Pod) (bound, bool)) []*work {
 	type member struct {
 		pod *corev1.Pod
@@ -89,7 +89,7 @@ func assemble(pods []*corev1.Pod, tenant func(ns string) (string, error), classO
 		t, err := tenant(p.Namespace)
 		var r podRequest
 		if err == nil {
-			r, err = readPod(p, t, classOf)
+			r, err = readPod(p, t, lk)
 		}
 		key := podKey(p)
 		if err == nil && r.group != "" {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -64,9 +65,42 @@ type API struct {
 	env    *envtest.Environment
 }
 
+// Option changes what Start runs.
+type Option func(*envtest.Environment)
+
+// WithPodGroups installs the scheduler-plugins PodGroup resource
+// (scheduling.x-k8s.io/v1alpha1, namespaced, spec.minMember), so that
+// tests can create PodGroups.
+func WithPodGroups() Option {
+	return func(e *envtest.Environment) {
+		e.CRDs = append(e.CRDs, podGroupCRD())
+	}
+}
+
+// podGroupCRD is a minimal definition of the PodGroup resource: the
+// fields allot reads, the rest kept as given.
+func podGroupCRD() *apiextensionsv1.CustomResourceDefinition {
+	keep := true
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "podgroups.scheduling.x-k8s.io"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "scheduling.x-k8s.io",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "podgroups", Singular: "podgroup", Kind: "PodGroup", ListKind: "PodGroupList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: &keep,
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", XPreserveUnknownFields: &keep, Properties: map[string]apiextensionsv1.JSONSchemaProps{
+							"minMember": {Type: "integer", Format: "int32"}}},
+					}}}}},
+		},
+	}
+}
+
 // Start runs a kube-apiserver and its etcd for the test, stopped when it
 // ends. Without the binaries it skips (fails with ALLOT_REQUIRE_KUBE=1).
-func Start(t testing.TB) *API {
+func Start(t testing.TB, opts ...Option) *API {
 	t.Helper()
 	dir := Assets()
 	if dir == "" {
@@ -78,6 +112,9 @@ func Start(t testing.TB) *API {
 	}
 	logOnce.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 	env := &envtest.Environment{BinaryAssetsDirectory: dir, ControlPlaneStartTimeout: 2 * time.Minute, ControlPlaneStopTimeout: time.Minute}
+	for _, o := range opts {
+		o(env)
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("start kube-apiserver from %s: %v", dir, err)
