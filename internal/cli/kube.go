@@ -81,6 +81,9 @@ with the token in DATA/kube-token.`,
       allot job why team-a/train-0 --server http://127.0.0.1:8081`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if f.data == "" && !cmd.Flags().Changed("listen") {
+				f.listen = "" // 'job why' needs a token, kept in --data
+			}
 			return runKube(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), f)
 		},
 	}
@@ -90,7 +93,7 @@ with the token in DATA/kube-token.`,
 	fl.StringVar(&f.data, "data", "", "directory of the store (DIR/allot.db unless --store says otherwise) and of kube-token; empty with no --store: the tenants file alone")
 	fl.StringVar(&f.store, "store", "", "allot's store: bolt:DIR or etcd://HOST:PORT[,HOST:PORT...][/prefix] (share an etcd store with 'allot server' to use its reservations and quotas)")
 	fl.StringVar(&f.schedulerName, "scheduler-name", kube.SchedulerName, "spec.schedulerName of the pods to schedule")
-	fl.StringVar(&f.listen, "listen", "127.0.0.1:8081", "address serving 'allot job why' for pods (empty: none)")
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8081", "address serving 'allot job why' for pods, with --data (empty: none)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.DurationVar(&f.tick, "tick", time.Second, "interval of scheduling cycles when nothing changes")
 	fl.DurationVar(&f.minRunTime, "min-run-time", 0, "protect each pod from preemption for this long after it starts (0: no protection)")
