@@ -229,7 +229,8 @@ func (c *Controller) Schedule(ctx context.Context) {
 //     the informers have not shown yet;
 //  2. read the tenancy: the tenants file against this fleet, with what
 //     the store adds;
-//  3. finish the gangs a stopped controller bound in part;
+//  3. finish the gangs a stopped controller bound in part (or, where a
+//     node they were to go to is gone, evict the part bound);
 //  4. plan: the fleet's strategy, then the core, on a Session told only
 //     what changed (sched.Incremental), exactly as the server plans;
 //  5. commit: evict the victims (pod deletions with their grace), bind
@@ -273,6 +274,9 @@ func (c *Controller) Cycle(ctx context.Context) error {
 		byID[w.id] = w
 		if len(w.finish) > 0 {
 			c.finish(ctx, w)
+		}
+		if w.broken {
+			c.evict(ctx, w, sched.Preemption{Job: w.id, For: w.id, Detail: w.why})
 		}
 	}
 
@@ -490,8 +494,12 @@ func (c *Controller) evict(ctx context.Context, w *work, p sched.Preemption) []s
 			continue
 		}
 		c.deletes.Add(1)
-		c.rec.Eventf(pod, corev1.EventTypeNormal, "Preempted", "%s: evicted for %s (grace %ds): %s", p.Reason, p.For, grace, p.Detail)
-		c.cfg.Log.Info("preempted pod", "pod", podKey(pod), "for", p.For, "reason", p.Reason.String(), "detail", p.Detail, "grace_s", grace)
+		if p.Reason == sched.ReasonNone { // a gang broken by a lost node
+			c.rec.Eventf(pod, corev1.EventTypeWarning, ReasonNodeLost, "evicted (grace %ds): %s", grace, p.Detail)
+		} else {
+			c.rec.Eventf(pod, corev1.EventTypeNormal, "Preempted", "%s: evicted for %s (grace %ds): %s", p.Reason, p.For, grace, p.Detail)
+		}
+		c.cfg.Log.Info("evicted pod", "pod", podKey(pod), "for", p.For, "reason", p.Reason.String(), "detail", p.Detail, "grace_s", grace)
 	}
 	return names
 }

@@ -643,3 +643,31 @@ func TestSchedulerPluginsPodGroup(t *testing.T) {
 		t.Errorf("a PodGroup's pods are bound as a gang: no placement on %s", p.Name)
 	}
 }
+
+// TestGangBoundInPartOntoALostNode: a gang bound in part whose placement
+// sends the rest to a node that is gone (the API server would accept that
+// Binding) is not finished there: its bound pod is evicted instead, so
+// that the gang can be placed whole again.
+func TestGangBoundInPartOntoALostNode(t *testing.T) {
+	f := setup(t)
+	f.nodes(t, kubetest.Node{Name: "n0", GPUs: 8, Labels: h100("c", "infiniband", "l")})
+	for i := range 2 {
+		f.pod(t, gang("globex", "g", 2, i, 8, nil))
+	}
+	placement := "g-0=n0:0,1,2,3,4,5,6,7;g-1=ghost:0,1,2,3,4,5,6,7"
+	b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "globex", Name: "g-0",
+		Annotations: map[string]string{AnnotationGPUs: "0,1,2,3,4,5,6,7", AnnotationPlacement: placement}},
+		Target: corev1.ObjectReference{Kind: "Node", Name: "n0"}}
+	if err := f.api.Client.CoreV1().Pods("globex").Bind(f.ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := f.controller(t, testTenants, nil)
+	kubetest.Eventually(t, 30*time.Second, "the bound part evicted", func() (bool, error) {
+		_, err := f.api.Client.CoreV1().Pods("globex").Get(f.ctx, "g-0", metav1.GetOptions{})
+		return err != nil, nil
+	})
+	f.waitPending(t, "globex", "g-1", ReasonPodGroupIncomplete)
+	if c.Binds() != 0 {
+		t.Fatalf("controller bound %d pods", c.Binds())
+	}
+}

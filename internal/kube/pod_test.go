@@ -222,9 +222,13 @@ func TestAssemble(t *testing.T) {
 	part0.Spec.NodeName = "n2"
 	part0.Annotations[AnnotationGPUs] = "5"
 	part0.Annotations[AnnotationPlacement] = "part-0=n2:5;part-1=n1:6"
+	broken0, broken1 := g("broken-0", "broken", "2", 1), g("broken-1", "broken", "2", 1)
+	broken0.Spec.NodeName = "n1"
+	broken0.Annotations[AnnotationGPUs] = "0"
+	broken0.Annotations[AnnotationPlacement] = "broken-0=n1:0;broken-1=gone:0"
 	assumed := kubePod("assumed", 1, nil)
 	pods := []*corev1.Pod{alone, running, leaving, done, lost, g("gang-1", "gang", "2", 4), g("gang-0", "gang", "2", 4),
-		g("short-0", "short", "3", 1), g("odd-0", "odd", "2", 1), g("odd-1", "odd", "2", 2), part1, part0, assumed}
+		g("short-0", "short", "3", 1), g("odd-0", "odd", "2", 1), g("odd-1", "odd", "2", 2), part1, part0, assumed, broken1, broken0}
 	works := assemble(pods, func(ns string) (string, error) { return "acme", nil }, lookups{}, fleet, func(p *corev1.Pod) (bound, bool) {
 		if p.Name == "assumed" {
 			return bound{node: "n2", gpus: []int{7}}, true
@@ -235,7 +239,7 @@ func TestAssemble(t *testing.T) {
 	for _, w := range works {
 		byID[w.id] = w
 	}
-	if len(works) != 8 {
+	if len(works) != 9 {
 		var ids []string
 		for _, w := range works {
 			ids = append(ids, w.id)
@@ -266,6 +270,9 @@ func TestAssemble(t *testing.T) {
 	if w.job == nil || w.job.Status.State != model.StateRunning || len(w.job.Status.Allocations) != 2 ||
 		!reflect.DeepEqual(w.finish, []slot{{pod: "part-1", node: "n1", gpus: []int{6}}}) {
 		t.Errorf("part: %+v finish %+v", w.job, w.finish)
+	}
+	if w := byID["ns/pod-group/broken"]; w.job != nil || !w.broken || len(w.finish) != 0 || w.reason != ReasonNodeLost || !strings.Contains(w.why, "node gone") {
+		t.Errorf("broken: %+v", w)
 	}
 	if w := byID["ns/assumed"]; w.job == nil || w.job.Status.State != model.StateRunning || w.job.Status.Allocations[0].Node != "n2" {
 		t.Errorf("assumed: %+v", w.job)

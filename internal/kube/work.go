@@ -22,6 +22,9 @@ type work struct {
 	// binds), is where its unbound pods go: its placement as recorded on
 	// its bound pods.
 	finish []slot
+	// broken marks a gang bound in part whose placement names a node
+	// that is gone: its bound pods are evicted (Cycle, step 3).
+	broken bool
 	// reason and why say, for work not offered to the core, why not:
 	// a gang still short of pods, pods asking in ways allot cannot read.
 	reason, why string
@@ -66,6 +69,7 @@ func boundOf(p *corev1.Pod, assume func(*corev1.Pod) (bound, bool)) (bound, bool
 const (
 	ReasonPodGroupIncomplete = "PodGroupIncomplete"
 	ReasonInvalidPod         = "InvalidPod"
+	ReasonNodeLost           = "NodeLost"
 )
 
 // assemble groups allot's pods into the core's jobs. tenant maps a
@@ -215,13 +219,22 @@ func assemble(pods []*corev1.Pod, tenant func(ns string) (string, error), lk loo
 				slots = append(slots, slot{pod: m.pod.Name, node: m.b.node, gpus: m.b.gpus})
 			}
 		}
-		lost := false
+		lost := ""
 		for _, s := range slots {
-			lost = lost || !nodes[s.node]
+			if !nodes[s.node] && lost == "" {
+				lost = s.node
+			}
 			j.Status.Allocations = append(j.Status.Allocations, model.Allocation{Node: s.node, GPUs: s.gpus, GPUMilli: milli})
 		}
-		if !lost {
+		switch {
+		case lost == "":
 			w.job = j
+		case len(w.finish) > 0:
+			// The API server would accept a Binding to the missing
+			// node: the part bound goes instead, so that the gang is
+			// placed whole again.
+			w.finish, w.broken = nil, true
+			w.reason, w.why = ReasonNodeLost, fmt.Sprintf("pod group %s was bound in part and node %s, where the rest was to go, is gone: its bound pods are evicted so that it is placed whole again", w.req.group, lost)
 		}
 	}
 	return out
