@@ -2,9 +2,11 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -95,7 +98,8 @@ type Controller struct {
 	tenancyErr error
 	// waiting holds, by job ID, the pods evicted for a job: it is bound
 	// once they are gone, not before (their GPUs are theirs until they
-	// exit).
+	// exit). Each cycle adds those the informer shows leaving with
+	// AnnotationEvictedFor, so a restarted controller knows them too.
 	waiting map[string][]string
 
 	// mu guards assumed and why.
@@ -259,6 +263,13 @@ func (c *Controller) Cycle(ctx context.Context) error {
 		}
 	}
 	c.forgetSeen(pods, now)
+	// Pods on their way out for another job, as they say: after a restart
+	// too, that job waits for them rather than being planned again.
+	for _, p := range pods {
+		if f := p.Annotations[AnnotationEvictedFor]; f != "" && p.DeletionTimestamp != nil && !slices.Contains(c.waiting[f], podKey(p)) {
+			c.waiting[f] = append(c.waiting[f], podKey(p))
+		}
+	}
 	works := assemble(pods, c.tenantOf, lookups{class: c.classOf, groupSize: c.groupSize}, fleet, c.assumedBind)
 
 	// 2. Tenancy.
@@ -488,6 +499,12 @@ func (c *Controller) evict(ctx context.Context, w *work, p sched.Preemption) []s
 		}
 		grace := w.req.grace
 		uid := pod.UID
+		if p.Reason != sched.ReasonNone {
+			patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{AnnotationEvictedFor: p.For}}})
+			if _, err := c.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				c.cfg.Log.Warn("mark evicted pod", "pod", podKey(pod), "err", err)
+			}
+		}
 		err := c.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, deleteOptions(grace, uid))
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			c.cfg.Log.Error("evict pod", "pod", podKey(pod), "err", err)

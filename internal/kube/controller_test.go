@@ -671,3 +671,51 @@ func TestGangBoundInPartOntoALostNode(t *testing.T) {
 		t.Fatalf("controller bound %d pods", c.Binds())
 	}
 }
+
+// TestRestartDuringPreemption: a controller that evicted a spot pod for a
+// standard one stops while the spot pod takes its grace to exit; the pod
+// says why it goes (allot.dev/evicted-for), and the next controller
+// neither evicts a second victim for the same job nor binds the standard
+// pod before the first is gone, and then binds it where the first ran.
+func TestRestartDuringPreemption(t *testing.T) {
+	f := setup(t)
+	f.nodes(t, kubetest.Node{Name: "n0", GPUs: 8, Labels: h100("c", "ethernet", "")},
+		kubetest.Node{Name: "n1", GPUs: 8, Labels: h100("c", "ethernet", "")})
+	first, stopFirst := f.controller(t, testTenants, nil)
+	spot := map[string]string{AnnotationClass: "spot"}
+	f.pod(t, kubetest.Pod{Namespace: "spotty", Name: "s0", GPUs: 8, Grace: 60, Annotations: spot})
+	f.pod(t, kubetest.Pod{Namespace: "spotty", Name: "s1", GPUs: 8, Grace: 60, Annotations: spot})
+	f.waitBound(t, "spotty", "s0", "s1")
+	f.kubelet.Hold("spotty/s0")
+	f.kubelet.Hold("spotty/s1")
+	f.pod(t, kubetest.Pod{Namespace: "globex", Name: "urgent", GPUs: 8})
+	f.waitPending(t, "globex", "urgent", "AwaitingPreemption")
+	stopFirst()
+	if first.Deletes() != 1 {
+		t.Fatalf("the first controller evicted %d pods, want 1", first.Deletes())
+	}
+	victim, other := "s0", "s1"
+	if f.get(t, "spotty", "s1").DeletionTimestamp != nil {
+		victim, other = "s1", "s0"
+	}
+	if got := f.get(t, "spotty", victim).Annotations[AnnotationEvictedFor]; got != "globex/urgent" {
+		t.Fatalf("victim says it goes for %q", got)
+	}
+	second, _ := f.controller(t, testTenants, nil)
+	time.Sleep(time.Second) // cycles of the second controller while the victim stops
+	if second.Deletes() != 0 || f.get(t, "spotty", other).DeletionTimestamp != nil {
+		t.Fatalf("the restarted controller evicted %d more pods for the same job", second.Deletes())
+	}
+	if p := f.get(t, "globex", "urgent"); p.Spec.NodeName != "" {
+		t.Fatalf("urgent bound to %s while its victim still runs", p.Spec.NodeName)
+	}
+	f.kubelet.Release("spotty/" + victim)
+	node := f.waitBound(t, "globex", "urgent")[0]
+	if node == f.get(t, "spotty", other).Spec.NodeName {
+		t.Fatalf("urgent bound onto %s, where %s still runs", node, other)
+	}
+	if second.Deletes() != 0 {
+		t.Fatalf("the restarted controller evicted %d pods", second.Deletes())
+	}
+	f.kubelet.Release("spotty/" + other)
+}

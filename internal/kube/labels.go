@@ -81,6 +81,11 @@ const (
 	// finishes a gang it bound in part instead of placing it again.
 	AnnotationPlacement = "allot.dev/placement"
 
+	// AnnotationEvictedFor is written on a pod before it is deleted for
+	// another job (its ID): the job waits for it to exit, and a restarted
+	// controller still knows why it goes.
+	AnnotationEvictedFor = "allot.dev/evicted-for"
+
 	// SchedulerName is the default spec.schedulerName of allot's pods.
 	SchedulerName = "allot"
 )

@@ -189,13 +189,14 @@ func (a *API) AddNode(ctx context.Context, n Node) error {
 // began (a preemption), recording the grace it was given.
 type Kubelet struct {
 	cl    kubernetes.Interface
-	mu    sync.Mutex       // guards grace
+	mu    sync.Mutex       // guards grace and hold
 	grace map[string]int64 // pod -> deletionGracePeriodSeconds it saw
+	hold  map[string]bool  // pods whose deletion waits for Release
 }
 
 // RunKubelet starts a fake kubelet until ctx ends.
 func (a *API) RunKubelet(ctx context.Context, t testing.TB) *Kubelet {
-	k := &Kubelet{cl: a.Client, grace: map[string]int64{}}
+	k := &Kubelet{cl: a.Client, grace: map[string]int64{}, hold: map[string]bool{}}
 	go k.loop(ctx, t)
 	return k
 }
@@ -219,7 +220,11 @@ func (k *Kubelet) loop(ctx context.Context, t testing.TB) {
 				if _, seen := k.grace[key]; !seen && p.DeletionGracePeriodSeconds != nil {
 					k.grace[key] = *p.DeletionGracePeriodSeconds
 				}
+				held := k.hold[key]
 				k.mu.Unlock()
+				if held {
+					continue // its containers are still stopping
+				}
 				zero := int64(0)
 				_ = k.cl.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 			case p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending:
@@ -243,6 +248,21 @@ func (k *Kubelet) Grace(pod string) (int64, bool) {
 	defer k.mu.Unlock()
 	g, ok := k.grace[pod]
 	return g, ok
+}
+
+// Hold keeps pod (namespace/name) from going once its deletion begins,
+// as containers that take their whole grace to stop, until Release.
+func (k *Kubelet) Hold(pod string) {
+	k.mu.Lock()
+	k.hold[pod] = true
+	k.mu.Unlock()
+}
+
+// Release lets a held pod go.
+func (k *Kubelet) Release(pod string) {
+	k.mu.Lock()
+	delete(k.hold, pod)
+	k.mu.Unlock()
 }
 
 // End marks a running pod Succeeded, as its containers exiting would.
