@@ -326,7 +326,11 @@ func (c *Controller) Cycle(ctx context.Context) error {
 		evicted[p.For] = append(evicted[p.For], names...)
 	}
 	for id, names := range evicted {
-		c.waiting[id] = append(c.waiting[id], names...)
+		for _, n := range names {
+			if !slices.Contains(c.waiting[id], n) {
+				c.waiting[id] = append(c.waiting[id], n)
+			}
+		}
 	}
 	pending := map[string]sched.Pending{}
 	for _, p := range plan.Pending {
