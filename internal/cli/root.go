@@ -91,7 +91,7 @@ Start with 'allot up' for a local control plane with the example fleet, or
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newDownCmd(), newAgentCmd(), newGatewayCmd(), newBenchCmd(), newPolicyCmd(), newDemoCmd(), newEndpointCmd(), newVersionCmd(), newUsageCmd(), newTraceCmd(), newAlertCmd(), newInstanceCmd(), newAuditCmd(), newCostCmd(), newSecretCmd())
+	root.AddCommand(newPlanCmd(), newSimCmd(), newJobCmd(), newSKUCmd(), newQuotaCmd(), newReservationCmd(), newNodeCmd(), newTokenCmd(), newServerCmd(), newUpCmd(), newDownCmd(), newAgentCmd(), newGatewayCmd(), newBenchCmd(), newPolicyCmd(), newDemoCmd(), newEndpointCmd(), newVersionCmd(), newUsageCmd(), newTraceCmd(), newAlertCmd(), newInstanceCmd(), newAuditCmd(), newCostCmd(), newSecretCmd(), newKubeCmd())
 	return root
 }
 
