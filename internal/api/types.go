@@ -50,16 +50,8 @@ type Job struct {
 	Preparing []Pull `json:"preparing,omitempty"`
 }
 
-// Pull is the pull of an instance's image, as its agent last reported
-// it: bytes fetched and the image's size, 0 where its runtime cannot
-// tell.
-type Pull struct {
-	Rank   int    `json:"rank"`
-	Node   string `json:"node"`
-	Image  string `json:"image"`
-	Pulled int64  `json:"pulled_bytes"`
-	Total  int64  `json:"total_bytes"`
-}
+// Pull is the pull of an instance's image (wire.Pull).
+type Pull = wire.Pull
 
 // CheckpointPart is one rank's part of a job's checkpoint.
 type CheckpointPart struct {

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/allot-dev/allot/internal/api/wire"
 )
 
 // Job is a submitted job as the API shows it.
@@ -51,15 +53,8 @@ type CheckpointPart struct {
 	Node string `json:"node"`
 }
 
-// Pull is the pull of one instance's image: bytes fetched and the image's
-// size, 0 where the agent's runtime cannot tell.
-type Pull struct {
-	Rank   int    `json:"rank"`
-	Node   string `json:"node"`
-	Image  string `json:"image"`
-	Pulled int64  `json:"pulled_bytes"`
-	Total  int64  `json:"total_bytes"`
-}
+// Pull is the pull of an instance's image (wire.Pull).
+type Pull = wire.Pull
 
 // Attempt is one run of a job and how it ended.
 type Attempt struct {

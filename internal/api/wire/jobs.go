@@ -22,3 +22,13 @@ type AccountingRow struct {
 	Attempts int     `json:"attempts"`
 	GPUHours float64 `json:"gpu_hours"`
 }
+
+// Pull is the pull of an instance's image, as its agent last reported it:
+// bytes fetched and the image's size, 0 where its runtime cannot tell.
+type Pull struct {
+	Rank   int    `json:"rank"`
+	Node   string `json:"node"`
+	Image  string `json:"image"`
+	Pulled int64  `json:"pulled_bytes"`
+	Total  int64  `json:"total_bytes"`
+}
