@@ -80,7 +80,7 @@ func TestClientMatchesOpenAPI(t *testing.T) {
 		"JobFiles": wire.JobFiles{}, "EndpointGateway": client.EndpointGateway{}, "EndpointGatewayReplica": client.EndpointGatewayReplica{},
 		"LatencyQuantiles": client.LatencyQuantiles{}, "RouteTable": wire.RouteTable{}, "Route": wire.Route{}, "RouteReplica": wire.RouteReplica{},
 		"GatewayReport": wire.GatewayReport{}, "GatewayEndpointReport": wire.GatewayEndpointReport{}, "GatewayReplicaReport": wire.GatewayReplicaReport{},
-		"RegistryCredential": client.RegistryCredential{}, "RegistryCredentialSet": wire.RegistryCredentialSet{}} {
+		"RegistryCredential": client.RegistryCredential{}, "RegistryCredentialSet": wire.RegistryCredentialSet{}, "Pull": wire.Pull{}} {
 		schema, ok := doc.Components.Schemas[name]
 		if !ok {
 			t.Errorf("openapi.json has no schema %s", name)
