@@ -47,7 +47,7 @@ type endpointSim struct {
 	groups   map[string]*group
 	replicas []*model.Job // live, in creation order
 	made     int          // replicas made
-	drawn    int          // representatives made, for their streams' seeds
+	drawn    int          // groups made, for their streams' seeds
 	window   []autoscale.Sample
 	state    autoscale.State
 	warm     time.Time // replicas started then serve at once
