@@ -61,7 +61,7 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 	for i, j := range snap.Jobs {
 		facts[i] = w.factsOf(j, w.tenants[j.Spec.Tenant])
 	}
-	memo := make([]int8, len(w.order))       // by tenant: an action's answer for its jobs without labels
+	memo := w.memo()
 	index := map[*model.Job]int{}            // the jobs an action chose -> their place in the Snapshot
 	claimed := make([]int32, len(snap.Jobs)) // by place: 1 + the index in active of the firing that decided the job
 	for fi, f := range active {
@@ -235,24 +235,12 @@ func gpus(milli int64) string {
 type work struct {
 	tenants    map[string]*model.Tenant
 	partitions map[string]*model.Partition
-	// byTenant memoises matches for jobs without labels of their own,
-	// whose answer depends on their tenant alone (most of a busy queue).
-	byTenant map[tenantTargets]bool
-	// order numbers the tenants (jobFacts.ti) for Adjust's memo.
+	// order numbers the tenants (jobFacts.ti) for actsOn's memo.
 	order map[*model.Tenant]int
 }
 
-// tenantTargets keys work.byTenant: a tenant the tenancy has and a list of
-// targets (by the identity of the action's slice, which lives as long as
-// the call). Pointers only, so that the key hashes fast.
-type tenantTargets struct {
-	tenant *model.Tenant
-	first  *string
-	n      int
-}
-
 func newWork(snap *sched.Snapshot) work {
-	w := work{tenants: map[string]*model.Tenant{}, partitions: map[string]*model.Partition{}, byTenant: map[tenantTargets]bool{}, order: map[*model.Tenant]int{}}
+	w := work{tenants: map[string]*model.Tenant{}, partitions: map[string]*model.Partition{}, order: map[*model.Tenant]int{}}
 	if snap.Tenancy == nil {
 		return w
 	}
@@ -295,17 +283,12 @@ func workTargets(ps *model.PolicySet, names []string) []model.Target {
 	return out
 }
 
-// acts reports whether a acts on j of tenant t: j is Queued or holds
-// capacity, is work of one of a's targets, and, when a names tenants, of
-// one of them.
-func (w work) acts(j *model.Job, t *model.Tenant, ps *model.PolicySet, a model.Action) bool {
-	return w.actsOn(j, w.factsOf(j, t), a, workTargets(ps, a.Targets), nil)
-}
-
-// actsOn is acts with what it reads of j read before and a's targets of
-// work (workTargets). memo, when not nil, holds a's answers by tenant
-// (work.order) for jobs without labels of their own: 0 unknown, 1 yes,
-// 2 no.
+// actsOn reports whether a acts on j, of what f says of it: j is Queued
+// or holds capacity, is work of one of a's targets (targets, workTargets),
+// and, when a names tenants, of one of them. memo (work.memo, one per
+// action) holds a's answers by tenant for jobs without labels of their
+// own, which depend on the tenant alone (most of a busy queue): 0 unknown,
+// 1 yes, 2 no.
 func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.Target, memo []int8) bool {
 	if !f.live {
 		return false
@@ -322,22 +305,22 @@ func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.T
 	if f.labels || len(a.Targets) == 0 || f.tenant == nil {
 		return match(j, f, targets)
 	}
-	if memo != nil {
-		switch memo[f.ti] {
-		case 1:
-			return true
-		case 2:
-			return false
-		}
-		v := match(j, f, targets)
-		memo[f.ti] = 2
-		if v {
-			memo[f.ti] = 1
-		}
-		return v
+	switch memo[f.ti] {
+	case 1:
+		return true
+	case 2:
+		return false
 	}
-	return w.matchesTenant(j, f, a.Targets, targets)
+	v := match(j, f, targets)
+	memo[f.ti] = 2
+	if v {
+		memo[f.ti] = 1
+	}
+	return v
 }
+
+// memo is an empty memo of actsOn's answers by tenant.
+func (w work) memo() []int8 { return make([]int8, len(w.order)) }
 
 // spares reports whether a, which acts on j, leaves j alone because j is a
 // customer tenant's work and a names no tenants: scale_down never takes
@@ -371,19 +354,6 @@ func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
 		return ok && d.Class != nil && *d.Class < j.Spec.Priority.Class
 	}
 	return false
-}
-
-// matchesTenant reports whether j, of f's tenant and without labels of its
-// own, is work of one of the named targets (not empty; targets are those
-// of work among them): the answer of any job of the tenant.
-func (w work) matchesTenant(j *model.Job, f jobFacts, names []string, targets []model.Target) bool {
-	k := tenantTargets{tenant: f.tenant, first: &names[0], n: len(names)}
-	v, ok := w.byTenant[k]
-	if !ok {
-		v = match(j, f, targets)
-		w.byTenant[k] = v
-	}
-	return v
 }
 
 // match reports whether j, of what f says, is work of one of targets.

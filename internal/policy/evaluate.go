@@ -131,8 +131,9 @@ func actions(ps *model.PolicySet, p model.Policy, last *Firing, world *sched.Sna
 		}
 		if world != nil {
 			w := newWork(world)
+			targets, memo := workTargets(ps, a.Targets), w.memo()
 			for _, j := range world.Jobs {
-				if j.Status.State.Holds() && w.acts(j, w.tenants[j.Spec.Tenant], ps, a) && !w.spares(j, ps, a) {
+				if j.Status.State.Holds() && w.actsOn(j, w.factsOf(j, w.tenants[j.Spec.Tenant]), a, targets, memo) && !w.spares(j, ps, a) {
 					out[i].Baseline += heldMilli(j)
 				}
 			}

@@ -183,7 +183,7 @@ func (r *run) roomCheck(now time.Time, holding []*model.Job) func(p, region, gpu
 		milli             int64
 		count             int
 		fabric            model.Fabric
-		kept              uint64 // the reservations ahead j would not give nodes back to in time, by index
+		kept              uint64 // the reservations ahead j would not give nodes back to in time, by index (the first 64 of a region; later ones count as room, which can only add violation minutes)
 	}
 	rooms := map[roomKey]bool{}
 	return func(p, region, gpu string, j *model.Job, owed int64) bool {

@@ -52,9 +52,7 @@ func (r *Replica) Serve(at float64, ctx, gen int) Outcome {
 	}
 	// 1. Admission: retire what has left by at, then wait, in order of
 	// leaving, for a place in the batch and room in memory.
-	for len(r.batch) > 0 && r.batch[0].leaves <= at {
-		r.kv -= r.batch.pop().kv
-	}
+	r.retire(at)
 	admit := at
 	r.popped = r.popped[:0]
 	for len(r.batch) >= r.p.MaxBatch || r.kv+need > r.p.KVTokens {
@@ -92,10 +90,15 @@ func (r *Replica) Serve(at float64, ctx, gen int) Outcome {
 // yet done: what a router that sends each request to the replica with the
 // fewest in flight reads. at must not precede the arrival last served.
 func (r *Replica) InFlight(at float64) int {
+	r.retire(at)
+	return len(r.batch)
+}
+
+// retire takes the requests that have left by at out of the batch.
+func (r *Replica) retire(at float64) {
 	for len(r.batch) > 0 && r.batch[0].leaves <= at {
 		r.kv -= r.batch.pop().kv
 	}
-	return len(r.batch)
 }
 
 func dropped() Outcome {
