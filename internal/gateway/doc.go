@@ -37,7 +37,10 @@
 //     HTTP/2 (h2c on a plain listener); replicas are spoken to in
 //     HTTP/1.1, straight (never through $HTTP_PROXY), with the caller's
 //     Accept-Encoding as it was: the gateway asks for no compression of
-//     its own, so an answer passes as the replica sent it.
+//     its own, so an answer passes as the replica sent it. A request goes
+//     out and its answer comes back in the goroutine that serves the
+//     caller, over a kept-alive connection (h1Transport: no hand-over
+//     between goroutines per request).
 //   - Measured, not reported: per endpoint and replica the gateway counts
 //     requests, errors and requests in flight, and records the latency to
 //     the first byte and of the whole request in latency.Histograms. Every

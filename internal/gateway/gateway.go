@@ -170,17 +170,23 @@ func New(cfg Config) (*Gateway, error) {
 // in flight, so that a burst does not close connections the next one
 // opens again. It asks for no compression: what the caller accepts goes
 // to the replica, and the answer comes back as the replica sent it.
-func replicaTransport(concurrency int) *http.Transport {
+func replicaTransport(concurrency int) http.RoundTripper {
 	perReplica := max(512, concurrency)
-	return &http.Transport{
-		DialContext:           (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	dial := (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	fallback := &http.Transport{
+		DialContext:           dial,
 		MaxIdleConns:          max(4096, perReplica),
 		MaxIdleConnsPerHost:   perReplica,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       replicaIdleTimeout,
 		ExpectContinueTimeout: time.Second,
 		DisableCompression:    true,
 	}
+	return newH1Transport(perReplica, replicaIdleTimeout, dial, fallback)
 }
+
+// replicaIdleTimeout is how long a connection to a replica stays open
+// unused.
+const replicaIdleTimeout = 90 * time.Second
 
 // bufferPool lends the proxy its copy buffers, so that a request does not
 // allocate (and the collector clear) 32 KiB. It keeps them as array
