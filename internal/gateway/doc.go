@@ -39,7 +39,7 @@
 //     Accept-Encoding as it was: the gateway asks for no compression of
 //     its own, so an answer passes as the replica sent it. A request goes
 //     out and its answer comes back in the goroutine that serves the
-//     caller, over a kept-alive connection (h1Transport: no hand-over
+//     caller, over a kept-alive connection (package h1: no hand-over
 //     between goroutines per request).
 //   - Measured, not reported: per endpoint and replica the gateway counts
 //     requests, errors and requests in flight, and records the latency to

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/allot-dev/allot/internal/api/wire"
+	"github.com/allot-dev/allot/internal/h1"
 )
 
 // Source is where a gateway learns its routes and sends its measurements:
@@ -173,20 +174,20 @@ func New(cfg Config) (*Gateway, error) {
 func replicaTransport(concurrency int) http.RoundTripper {
 	perReplica := max(512, concurrency)
 	dial := (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	fallback := &http.Transport{
-		DialContext:           dial,
-		MaxIdleConns:          max(4096, perReplica),
-		MaxIdleConnsPerHost:   perReplica,
-		IdleConnTimeout:       replicaIdleTimeout,
-		ExpectContinueTimeout: time.Second,
-		DisableCompression:    true,
-	}
-	return newH1Transport(perReplica, replicaIdleTimeout, dial, fallback)
+	return h1.New(h1.Config{
+		Dial:           dial,
+		MaxIdlePerHost: perReplica,
+		IdleTimeout:    90 * time.Second,
+		Fallback: &http.Transport{
+			DialContext:           dial,
+			MaxIdleConns:          max(4096, perReplica),
+			MaxIdleConnsPerHost:   perReplica,
+			IdleConnTimeout:       90 * time.Second,
+			ExpectContinueTimeout: time.Second,
+			DisableCompression:    true,
+		},
+	})
 }
-
-// replicaIdleTimeout is how long a connection to a replica stays open
-// unused.
-const replicaIdleTimeout = 90 * time.Second
 
 // bufferPool lends the proxy its copy buffers, so that a request does not
 // allocate (and the collector clear) 32 KiB. It keeps them as array

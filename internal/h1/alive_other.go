@@ -1,6 +1,6 @@
 //go:build !linux
 
-package gateway
+package h1
 
 import "net"
 
