@@ -143,11 +143,13 @@ func (s *Server) infer(w http.ResponseWriter, r *http.Request) {
 		return // the client left while queued
 	}
 	started := time.Now()
-	t := time.NewTimer(service)
-	select {
-	case <-t.C:
-	case <-r.Context().Done():
-		t.Stop()
+	if service > 0 { // a timer of 0 would still park the request until the timer fires
+		t := time.NewTimer(service)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+		}
 	}
 	<-s.slots
 	done := time.Now()
