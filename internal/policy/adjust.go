@@ -123,17 +123,19 @@ type choice struct {
 	detail string
 }
 
-// decide applies one action to the jobs it targets.
+// decide applies one action to the jobs it targets: a choice for each.
 func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time) []choice {
 	var out []choice
 	switch a.Kind {
 	case model.ActionMigrate:
+		out = make([]choice, 0, len(jobs))
 		to := *ps.Targets[a.Destination].Class // Validate made sure it is a destination
 		detail := fmt.Sprintf("migrated to %s (class %s)", a.Destination, to)
 		for _, t := range jobs {
 			out = append(out, choice{target: t, to: model.Priority{Class: to, Value: t.job.Spec.Priority.Value}, detail: detail})
 		}
 	case model.ActionReallocate:
+		out = make([]choice, 0, len(jobs))
 		for _, t := range jobs {
 			j := t.job
 			to := j.Spec.Priority
