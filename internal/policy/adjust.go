@@ -298,13 +298,13 @@ func (w work) factsOf(j *model.Job) jobFacts {
 	return f
 }
 
-// workTargets is the targets of work among names, looked up once for all
-// the jobs an action visits.
-func workTargets(ps *model.PolicySet, names []string) []model.Target {
-	var out []model.Target
+// workTargets is the selectors of the targets of work among names, looked
+// up and read once for all the jobs an action visits.
+func workTargets(ps *model.PolicySet, names []string) []model.Selector {
+	var out []model.Selector
 	for _, name := range names {
 		if tg, ok := ps.Targets[name]; ok && tg.Work() {
-			out = append(out, tg)
+			out = append(out, model.NewSelector(tg.Match))
 		}
 	}
 	return out
@@ -316,7 +316,7 @@ func workTargets(ps *model.PolicySet, names []string) []model.Target {
 // action) holds a's answers by tenant for jobs without labels of their
 // own, which depend on the tenant alone (most of a busy queue): 0 unknown,
 // 1 yes, 2 no.
-func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.Target, memo []int8) bool {
+func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.Selector, memo []int8) bool {
 	if !f.live {
 		return false
 	}
@@ -385,9 +385,9 @@ func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
 }
 
 // match reports whether j, of what f says, is work of one of targets.
-func match(j *model.Job, f jobFacts, targets []model.Target) bool {
-	for i := range targets {
-		if model.WorkMatches(f.part, f.tenant, &j.Spec, targets[i].Match) {
+func match(j *model.Job, f jobFacts, targets []model.Selector) bool {
+	for _, sel := range targets {
+		if sel.WorkMatches(f.part, f.tenant, &j.Spec) {
 			return true
 		}
 	}
