@@ -93,18 +93,52 @@ func WorkLabels(p *Partition, t *Tenant, s *JobSpec) map[string]string {
 // tenant's, else its partition's. Policies ask it of every job every cycle.
 func WorkMatches(p *Partition, t *Tenant, s *JobSpec, sel map[string]string) bool {
 	for k, v := range sel {
-		got, ok := s.Labels[k]
-		if !ok && t != nil {
-			got, ok = t.Labels[k]
-		}
-		if !ok && p != nil {
-			got, ok = p.Labels[k]
-		}
-		if !ok || got != v {
+		if got, ok := workLabel(p, t, s, k); !ok || got != v {
 			return false
 		}
 	}
 	return true
+}
+
+// Selector is a label selector (a Target's Match) read into pairs once,
+// for a caller that tests many jobs against it: ranging over a small map
+// costs several times the lookups themselves.
+type Selector []LabelPair
+
+// LabelPair is one key and the value a Selector wants for it.
+type LabelPair struct{ Key, Value string }
+
+// NewSelector reads sel, in no particular order (a selector wants all of
+// its pairs).
+func NewSelector(sel map[string]string) Selector {
+	out := make(Selector, 0, len(sel))
+	for k, v := range sel {
+		out = append(out, LabelPair{k, v})
+	}
+	return out
+}
+
+// WorkMatches is WorkMatches(p, t, s, the map sel was read from).
+func (sel Selector) WorkMatches(p *Partition, t *Tenant, s *JobSpec) bool {
+	for _, kv := range sel {
+		if got, ok := workLabel(p, t, s, kv.Key); !ok || got != kv.Value {
+			return false
+		}
+	}
+	return true
+}
+
+// workLabel is key's value in WorkLabels(p, t, s), read without building
+// the merged labels.
+func workLabel(p *Partition, t *Tenant, s *JobSpec, key string) (string, bool) {
+	got, ok := s.Labels[key]
+	if !ok && t != nil {
+		got, ok = t.Labels[key]
+	}
+	if !ok && p != nil {
+		got, ok = p.Labels[key]
+	}
+	return got, ok
 }
 
 // Matches reports whether labels carry every key of sel with its value.

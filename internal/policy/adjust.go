@@ -3,7 +3,8 @@ package policy
 import (
 	"fmt"
 	"math"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -59,14 +60,14 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 	// and a busy queue does not fit in the processor's caches.
 	facts := make([]jobFacts, len(snap.Jobs))
 	for i, j := range snap.Jobs {
-		facts[i] = w.factsOf(j, w.tenants[j.Spec.Tenant])
+		facts[i] = w.factsOf(j)
 	}
 	memo := w.memo()
-	index := map[*model.Job]int{}            // the jobs an action chose -> their place in the Snapshot
 	claimed := make([]int32, len(snap.Jobs)) // by place: 1 + the index in active of the firing that decided the job
+	var jobs []target                        // scratch: the jobs an action chose, with their place in the Snapshot
 	for fi, f := range active {
 		for _, a := range f.Actions {
-			var jobs []*model.Job
+			jobs = jobs[:0]
 			targets := workTargets(ps, a.Targets)
 			clear(memo)
 			for i, j := range snap.Jobs {
@@ -81,24 +82,23 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 					ignore("already decided by " + active[by-1].Policy)
 					continue
 				}
-				if w.spares(j, ps, a.Action) {
+				if spares(facts[i].tenant, j, ps, a.Action) {
 					if lowered(ps, a.Action, j) {
 						ignore(fmt.Sprintf("customer work is exempt unless the action names its tenant: %s is not under tenants", j.Spec.Tenant))
 					}
 					continue
 				}
-				jobs = append(jobs, j)
-				index[j] = i
+				jobs = append(jobs, target{j, i})
 			}
 			for _, c := range decide(ps, a, jobs, now) {
 				j := c.job
-				claimed[index[j]] = int32(fi + 1)
+				claimed[c.at] = int32(fi + 1)
 				if c.keep || c.to == j.Spec.Priority {
 					continue
 				}
 				cp := *j
 				cp.Spec.Priority = c.to
-				out.Snapshot.Jobs[index[j]] = &cp
+				out.Snapshot.Jobs[c.at] = &cp
 				out.Overrides = append(out.Overrides, Override{Job: j.ID, Policy: f.Policy, Action: a.Kind,
 					From: j.Spec.Priority, To: c.to, Detail: c.detail})
 			}
@@ -107,27 +107,37 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 	return out
 }
 
+// target is a job an action acts on and its place in the Snapshot (at),
+// carried along so that a decision finds its place without a map.
+type target struct {
+	job *model.Job
+	at  int
+}
+
 // choice is what an action decides for one job: a priority, or to keep it
 // as it is (a scale_down keeps work up to its floor).
 type choice struct {
-	job    *model.Job
+	target
 	to     model.Priority
 	keep   bool
 	detail string
 }
 
-// decide applies one action to the jobs it targets.
-func decide(ps *model.PolicySet, a Action, jobs []*model.Job, now time.Time) []choice {
+// decide applies one action to the jobs it targets: a choice for each.
+func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time) []choice {
 	var out []choice
 	switch a.Kind {
 	case model.ActionMigrate:
+		out = make([]choice, 0, len(jobs))
 		to := *ps.Targets[a.Destination].Class // Validate made sure it is a destination
 		detail := fmt.Sprintf("migrated to %s (class %s)", a.Destination, to)
-		for _, j := range jobs {
-			out = append(out, choice{job: j, to: model.Priority{Class: to, Value: j.Spec.Priority.Value}, detail: detail})
+		for _, t := range jobs {
+			out = append(out, choice{target: t, to: model.Priority{Class: to, Value: t.job.Spec.Priority.Value}, detail: detail})
 		}
 	case model.ActionReallocate:
-		for _, j := range jobs {
+		out = make([]choice, 0, len(jobs))
+		for _, t := range jobs {
+			j := t.job
 			to := j.Spec.Priority
 			if to.Class < a.Priority.Class {
 				to.Class = a.Priority.Class
@@ -135,7 +145,7 @@ func decide(ps *model.PolicySet, a Action, jobs []*model.Job, now time.Time) []c
 					to.Value = a.Priority.Value
 				}
 			}
-			c := choice{job: j, to: to}
+			c := choice{target: t, to: to}
 			if to != j.Spec.Priority { // unchanged work is decided without a word
 				c.detail = fmt.Sprintf("raised to %s", to)
 			}
@@ -151,15 +161,22 @@ func decide(ps *model.PolicySet, a Action, jobs []*model.Job, now time.Time) []c
 // holds the floor (MinCapacity of the baseline); the rest of its running
 // work and all of its queued work runs as spot, which the core evicts
 // first whenever other work needs the room.
-func scaleDown(a Action, jobs []*model.Job, now time.Time) []choice {
-	var running, queued []*model.Job
+func scaleDown(a Action, jobs []target, now time.Time) []choice {
+	// running carries each job's loss, computed once rather than at every
+	// comparison of the sort.
+	type runningJob struct {
+		target
+		lost float64
+	}
+	var running []runningJob
+	var queued []target
 	var held int64
-	for _, j := range jobs {
-		if j.Status.State.Holds() {
-			running = append(running, j)
-			held += heldMilli(j)
+	for _, t := range jobs {
+		if t.job.Status.State.Holds() {
+			running = append(running, runningJob{t, lost(t.job, now)})
+			held += heldMilli(t.job)
 		} else {
-			queued = append(queued, j)
+			queued = append(queued, t)
 		}
 	}
 	base := a.Baseline
@@ -169,32 +186,41 @@ func scaleDown(a Action, jobs []*model.Job, now time.Time) []choice {
 	floor := int64(math.Ceil(a.MinCapacity*float64(base) - 1e-9))
 	// Keep first what the core would evict last: the higher priority, then
 	// the work that would lose the most since its last checkpoint.
-	sort.SliceStable(running, func(x, y int) bool {
-		p, q := running[x], running[y]
+	slices.SortStableFunc(running, func(x, y runningJob) int {
+		p, q := x.job, y.job
 		if p.Spec.Priority != q.Spec.Priority {
-			return q.Spec.Priority.Less(p.Spec.Priority)
+			if q.Spec.Priority.Less(p.Spec.Priority) {
+				return -1
+			}
+			return 1
 		}
-		if lp, lq := lost(p, now), lost(q, now); lp != lq {
-			return lp > lq
+		if x.lost != y.lost {
+			if x.lost > y.lost {
+				return -1
+			}
+			return 1
 		}
 		if !p.Status.StartedAt.Equal(q.Status.StartedAt) {
-			return p.Status.StartedAt.Before(q.Status.StartedAt)
+			return p.Status.StartedAt.Compare(q.Status.StartedAt)
 		}
-		return p.ID < q.ID
+		return strings.Compare(p.ID, q.ID)
 	})
 	floorText := fmt.Sprintf("%.0f%% floor of %s", a.MinCapacity*100, gpus(base))
+	// The details, made once for every job they explain.
+	within, beyond, queuedText := "within the "+floorText, "beyond the "+floorText, "queued while scaled down to the "+floorText
 	var kept int64
-	var out []choice
-	for _, j := range running {
+	out := make([]choice, 0, len(jobs))
+	for _, r := range running {
+		j := r.job
 		if kept < floor {
 			kept += heldMilli(j)
-			out = append(out, choice{job: j, to: j.Spec.Priority, keep: true, detail: "within the " + floorText})
+			out = append(out, choice{target: r.target, to: j.Spec.Priority, keep: true, detail: within})
 			continue
 		}
-		out = append(out, choice{job: j, to: spot(j), detail: "beyond the " + floorText})
+		out = append(out, choice{target: r.target, to: spot(j), detail: beyond})
 	}
-	for _, j := range queued {
-		out = append(out, choice{job: j, to: spot(j), detail: "queued while scaled down to the " + floorText})
+	for _, t := range queued {
+		out = append(out, choice{target: t, to: spot(t.job), detail: queuedText})
 	}
 	return out
 }
@@ -233,24 +259,26 @@ func gpus(milli int64) string {
 // work finds the labels of a job's work: its partition's, its tenant's,
 // its own.
 type work struct {
-	tenants    map[string]*model.Tenant
-	partitions map[string]*model.Partition
-	// order numbers the tenants (jobFacts.ti) for actsOn's memo.
-	order map[*model.Tenant]int
+	// tenants holds, by name, what jobFacts says of a tenant's jobs, found
+	// once per snapshot rather than once per job.
+	tenants map[string]jobFacts
+	count   int // tenants numbered (jobFacts.ti)
 }
 
 func newWork(snap *sched.Snapshot) work {
-	w := work{tenants: map[string]*model.Tenant{}, partitions: map[string]*model.Partition{}, order: map[*model.Tenant]int{}}
+	w := work{tenants: map[string]jobFacts{}}
 	if snap.Tenancy == nil {
 		return w
 	}
+	partitions := map[string]*model.Partition{}
 	for i := range snap.Tenancy.Partitions {
-		w.partitions[snap.Tenancy.Partitions[i].Name] = &snap.Tenancy.Partitions[i]
+		partitions[snap.Tenancy.Partitions[i].Name] = &snap.Tenancy.Partitions[i]
 	}
 	for i := range snap.Tenancy.Tenants {
-		w.tenants[snap.Tenancy.Tenants[i].Name] = &snap.Tenancy.Tenants[i]
-		w.order[&snap.Tenancy.Tenants[i]] = i
+		t := &snap.Tenancy.Tenants[i]
+		w.tenants[t.Name] = jobFacts{tenant: t, part: partitions[t.Partition], ti: i}
 	}
+	w.count = len(snap.Tenancy.Tenants)
 	return w
 }
 
@@ -258,26 +286,25 @@ func newWork(snap *sched.Snapshot) work {
 type jobFacts struct {
 	tenant *model.Tenant    // nil for a tenant the tenancy does not have
 	part   *model.Partition // the tenant's; nil without one
-	ti     int              // the tenant's number (work.order)
+	ti     int              // the tenant's number, for actsOn's memo
 	live   bool             // Queued or holding capacity
 	labels bool             // labels of its own
 }
 
-func (w work) factsOf(j *model.Job, t *model.Tenant) jobFacts {
-	f := jobFacts{tenant: t, live: j.Status.State == model.StateQueued || j.Status.State.Holds(), labels: len(j.Spec.Labels) > 0}
-	if t != nil {
-		f.part, f.ti = w.partitions[t.Partition], w.order[t]
-	}
+func (w work) factsOf(j *model.Job) jobFacts {
+	f := w.tenants[j.Spec.Tenant] // the zero jobFacts for a tenant the tenancy does not have
+	f.live = j.Status.State == model.StateQueued || j.Status.State.Holds()
+	f.labels = len(j.Spec.Labels) > 0
 	return f
 }
 
-// workTargets is the targets of work among names, looked up once for all
-// the jobs an action visits.
-func workTargets(ps *model.PolicySet, names []string) []model.Target {
-	var out []model.Target
+// workTargets is the selectors of the targets of work among names, looked
+// up and read once for all the jobs an action visits.
+func workTargets(ps *model.PolicySet, names []string) []model.Selector {
+	var out []model.Selector
 	for _, name := range names {
 		if tg, ok := ps.Targets[name]; ok && tg.Work() {
-			out = append(out, tg)
+			out = append(out, model.NewSelector(tg.Match))
 		}
 	}
 	return out
@@ -289,7 +316,7 @@ func workTargets(ps *model.PolicySet, names []string) []model.Target {
 // action) holds a's answers by tenant for jobs without labels of their
 // own, which depend on the tenant alone (most of a busy queue): 0 unknown,
 // 1 yes, 2 no.
-func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.Target, memo []int8) bool {
+func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.Selector, memo []int8) bool {
 	if !f.live {
 		return false
 	}
@@ -320,18 +347,19 @@ func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.T
 }
 
 // memo is an empty memo of actsOn's answers by tenant.
-func (w work) memo() []int8 { return make([]int8, len(w.order)) }
+func (w work) memo() []int8 { return make([]int8, w.count) }
 
 // spares reports whether a, which acts on j, leaves j alone because j is a
 // customer tenant's work and a names no tenants: scale_down never takes
 // such work (it counts in neither the baseline nor the floor), migrate
 // does not move it to a lower class. reallocate only raises and spares
-// nothing.
-func (w work) spares(j *model.Job, ps *model.PolicySet, a model.Action) bool {
+// nothing. t is j's tenant (jobFacts.tenant), nil for one the tenancy does
+// not have.
+func spares(t *model.Tenant, j *model.Job, ps *model.PolicySet, a model.Action) bool {
 	if len(a.Tenants) > 0 { // a acts on j only when it names j's tenant
 		return false
 	}
-	if t := w.tenants[j.Spec.Tenant]; t == nil || t.Kind != model.TenantCustomer {
+	if t == nil || t.Kind != model.TenantCustomer {
 		return false
 	}
 	switch a.Kind {
@@ -357,9 +385,9 @@ func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
 }
 
 // match reports whether j, of what f says, is work of one of targets.
-func match(j *model.Job, f jobFacts, targets []model.Target) bool {
-	for i := range targets {
-		if model.WorkMatches(f.part, f.tenant, &j.Spec, targets[i].Match) {
+func match(j *model.Job, f jobFacts, targets []model.Selector) bool {
+	for _, sel := range targets {
+		if sel.WorkMatches(f.part, f.tenant, &j.Spec) {
 			return true
 		}
 	}

@@ -133,7 +133,10 @@ func actions(ps *model.PolicySet, p model.Policy, last *Firing, world *sched.Sna
 			w := newWork(world)
 			targets, memo := workTargets(ps, a.Targets), w.memo()
 			for _, j := range world.Jobs {
-				if j.Status.State.Holds() && w.actsOn(j, w.factsOf(j, w.tenants[j.Spec.Tenant]), a, targets, memo) && !w.spares(j, ps, a) {
+				if !j.Status.State.Holds() {
+					continue
+				}
+				if f := w.factsOf(j); w.actsOn(j, f, a, targets, memo) && !spares(f.tenant, j, ps, a) {
 					out[i].Baseline += heldMilli(j)
 				}
 			}

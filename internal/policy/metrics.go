@@ -102,11 +102,7 @@ func Window(ps *model.PolicySet) time.Duration {
 // GPUs of the Ready nodes. Nodes NotReady or Draining count in neither. A
 // scope without Ready GPUs gets no sample.
 func RecordUtilization(m *Metrics, snap *sched.Snapshot, now time.Time) {
-	for scope, u := range Utilization(snap) {
-		if u.Ready > 0 {
-			m.Add(MetricUtilization, scope.String(), now, float64(u.AllocatedMilli)/float64(u.Ready*model.MilliPerGPU))
-		}
-	}
+	NewScopes(snap.Fleet).Record(m, snap.Jobs, now)
 }
 
 // Usage is the GPUs of a scope's Ready nodes and the milli-GPUs jobs hold
@@ -117,39 +113,90 @@ type Usage struct {
 }
 
 // Utilization counts Usage for the fleet, each region and each cluster of
-// snap. It runs every minute of a simulated week, so it counts into a
-// slice by scope index and builds the map once.
+// snap.
 func Utilization(snap *sched.Snapshot) map[model.Scope]Usage {
-	scopes, usage := []model.Scope{model.ScopeFleet}, []Usage{{}}
+	s := NewScopes(snap.Fleet)
+	usage := s.count(snap.Jobs)
+	out := make(map[model.Scope]Usage, len(s.scopes))
+	for i, sc := range s.scopes {
+		out[sc] = usage[i]
+	}
+	return out
+}
+
+// Scopes is a fleet's scopes (the fleet, its regions and clusters) and
+// which its Ready nodes count in, read once: a driver whose fleet does not
+// change, as the simulator's does not over a simulated week, records
+// utilisation every minute with one Scopes (Record) rather than reading
+// the fleet every time (RecordUtilization).
+type Scopes struct {
+	scopes []model.Scope
+	keys   []string // the series key of each scope (Scope.String)
+	ready  []int    // Ready GPUs by scope
+	nodes  map[string]nodeScopes
+	usage  []Usage // scratch of count
+}
+
+// nodeScopes is the index of a Ready node's region and cluster in
+// Scopes.scopes.
+type nodeScopes struct{ region, cluster int }
+
+// NewScopes reads f's scopes and Ready nodes.
+func NewScopes(f *model.Fleet) *Scopes {
+	s := &Scopes{scopes: []model.Scope{model.ScopeFleet}, ready: []int{0}, nodes: make(map[string]nodeScopes, len(f.Nodes))}
 	index := map[model.Scope]int{model.ScopeFleet: 0}
-	indexOf := func(s model.Scope) int {
-		i, ok := index[s]
+	indexOf := func(sc model.Scope) int {
+		i, ok := index[sc]
 		if !ok {
-			i = len(scopes)
-			index[s] = i
-			scopes, usage = append(scopes, s), append(usage, Usage{})
+			i = len(s.scopes)
+			index[sc] = i
+			s.scopes, s.ready = append(s.scopes, sc), append(s.ready, 0)
 		}
 		return i
 	}
-	type nodeScopes struct{ region, cluster int }
-	ready := make(map[string]nodeScopes, len(snap.Fleet.Nodes))
-	for _, n := range snap.Fleet.Nodes {
+	for _, n := range f.Nodes {
 		if n.Health != model.NodeReady {
 			continue
 		}
 		ns := nodeScopes{indexOf(model.Scope{Kind: "region", Name: n.Region}), indexOf(model.Scope{Kind: "cluster", Name: n.Cluster})}
-		ready[n.Name] = ns
-		gpus := snap.Fleet.Catalog[n.SKU].GPUs
-		usage[0].Ready += gpus
-		usage[ns.region].Ready += gpus
-		usage[ns.cluster].Ready += gpus
+		s.nodes[n.Name] = ns
+		gpus := f.Catalog[n.SKU].GPUs
+		s.ready[0] += gpus
+		s.ready[ns.region] += gpus
+		s.ready[ns.cluster] += gpus
 	}
-	for _, j := range snap.Jobs {
+	s.keys = make([]string, len(s.scopes))
+	for i, sc := range s.scopes {
+		s.keys[i] = sc.String()
+	}
+	return s
+}
+
+// Record adds, at now, the utilisation of each scope as RecordUtilization
+// does, of jobs on the fleet s was made of.
+func (s *Scopes) Record(m *Metrics, jobs []*model.Job, now time.Time) {
+	for i, u := range s.count(jobs) {
+		if u.Ready > 0 {
+			m.Add(MetricUtilization, s.keys[i], now, float64(u.AllocatedMilli)/float64(u.Ready*model.MilliPerGPU))
+		}
+	}
+}
+
+// count is the Usage of each scope by jobs, in s.usage.
+func (s *Scopes) count(jobs []*model.Job) []Usage {
+	if len(s.usage) != len(s.scopes) {
+		s.usage = make([]Usage, len(s.scopes))
+	}
+	usage := s.usage
+	for i := range usage {
+		usage[i] = Usage{Ready: s.ready[i]}
+	}
+	for _, j := range jobs {
 		if !j.Status.State.Holds() {
 			continue
 		}
 		for _, a := range j.Status.Allocations {
-			ns, ok := ready[a.Node]
+			ns, ok := s.nodes[a.Node]
 			if !ok {
 				continue
 			}
@@ -159,9 +206,5 @@ func Utilization(snap *sched.Snapshot) map[model.Scope]Usage {
 			usage[ns.cluster].AllocatedMilli += m
 		}
 	}
-	out := make(map[model.Scope]Usage, len(scopes))
-	for i, s := range scopes {
-		out[s] = usage[i]
-	}
-	return out
+	return usage
 }

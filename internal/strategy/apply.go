@@ -52,9 +52,13 @@ func fenced(t *model.Tenancy, f *model.Fleet, now time.Time) *model.Tenancy {
 		n := reserved[part][pool]
 		return &n
 	}
+	var all [][2]string // the fleet's pools, read at the first partition with guarantees
 	for i, p := range t.Partitions {
 		q := p
 		if len(p.Guarantees) > 0 {
+			if all == nil {
+				all = pools(f)
+			}
 			q.Guarantees = make([]model.Guarantee, 0, len(p.Guarantees))
 			have := map[[2]string]bool{}
 			for _, g := range p.Guarantees {
@@ -63,7 +67,7 @@ func fenced(t *model.Tenancy, f *model.Fleet, now time.Time) *model.Tenancy {
 				have[pool] = true
 				q.Guarantees = append(q.Guarantees, g)
 			}
-			for _, pool := range pools(f) {
+			for _, pool := range all {
 				if !have[pool] {
 					q.Guarantees = append(q.Guarantees, model.Guarantee{Region: pool[0], GPUModel: pool[1],
 						BorrowLimit: limit(p.Name, pool), LendLimit: &zero})

@@ -240,14 +240,17 @@ func (e *Engine) Progress(id string) (done, work time.Duration, ok bool) {
 }
 
 // Holding returns the live jobs that hold capacity, in submit order.
-func (e *Engine) Holding() []*model.Job {
-	var out []*model.Job
+func (e *Engine) Holding() []*model.Job { return e.AppendHolding(nil) }
+
+// AppendHolding appends the live jobs that hold capacity to dst in submit
+// order, for a driver that lists them every minute into one buffer.
+func (e *Engine) AppendHolding(dst []*model.Job) []*model.Job {
 	for _, x := range e.live {
 		if x != nil && x.job.Status.State.Holds() {
-			out = append(out, x.job)
+			dst = append(dst, x.job)
 		}
 	}
-	return out
+	return dst
 }
 
 // Submit queues j now with work to do (Forever: until stopped). j's ID must

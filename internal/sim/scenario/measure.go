@@ -39,7 +39,8 @@ import (
 // guarantee stands in its way, not when its own partition's work does
 // (that is the partition's own order, which its queueing shows).
 func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
-	holding := r.eng.Holding()
+	r.holding = r.eng.AppendHolding(r.holding[:0])
+	holding := r.holding
 	clear(r.held)
 	for _, j := range holding {
 		p, ok := r.partIndex[j.Spec.Tenant]
@@ -58,38 +59,43 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 		}
 		return r.held[pi*len(r.pools)+k]
 	}
-	// Partitions that hold less than a guarantee somewhere: only their
-	// work can count, and most minutes there are none.
-	short := map[string]bool{}
-	for pi, part := range r.w.Promised.Partitions {
+	// The partitions by their index in Promised (names are unique):
+	// whether each holds less than a guarantee somewhere (only their work
+	// can count, and most minutes there are none), has work the guarantee
+	// covers waiting now, and counts a violation this minute.
+	parts := r.w.Promised.Partitions
+	r.short, r.owed, r.violated = resetBools(r.short, len(parts)), resetBools(r.owed, len(parts)), resetBools(r.violated, len(parts))
+	short, owed, violated := r.short, r.owed, r.violated
+	shortCount, violatedCount := 0, 0
+	for pi, part := range parts {
 		for _, g := range part.Guarantees {
-			if used(pi, g) < int64(g.GPUs)*model.MilliPerGPU {
-				short[part.Name] = true
+			if used(pi, g) < int64(g.GPUs)*model.MilliPerGPU && !short[pi] {
+				short[pi] = true
+				shortCount++
 			}
 		}
 	}
-	owed := map[string]bool{} // partitions with work the guarantee covers waiting now
 	defer func() {
-		for _, part := range r.w.Promised.Partitions {
-			if !owed[part.Name] {
-				r.clear[part.Name] = now
+		for pi := range parts {
+			if !owed[pi] {
+				r.clear[pi] = now
 			}
 		}
 	}()
-	if len(short) == 0 {
+	if shortCount == 0 {
 		return
 	}
 	grace := time.Duration(r.f.MinRunTime)
 	var room func(p, region, gpu string, j *model.Job, owed int64) bool // built at its first use
-	violated := map[string]bool{}
 	for _, j := range jobs {
 		if j.Status.State != model.StateQueued || j.Spec.Placement.Reservation != "" {
 			continue
 		}
-		p := r.partOf[j.Spec.Tenant]
-		if p == "" || !short[p] || violated[p] {
+		pi, ok := r.partIndex[j.Spec.Tenant]
+		if !ok || !short[pi] || violated[pi] {
 			continue
 		}
+		p := parts[pi].Name
 		queuedAt, queued := r.rec.queuedAt[j.ID]
 		if !queued {
 			continue
@@ -97,16 +103,16 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 		// Owed since it was queued, or since the last minute the
 		// partition was owed nothing, whichever came later.
 		since := queuedAt
-		if c, ok := r.clear[p]; ok && c.After(since) {
+		if c := r.clear[pi]; !c.IsZero() && c.After(since) {
 			since = c
 		}
 		need := j.Spec.Resources.TotalMilli()
 		if need == 0 {
 			continue // CPU-only work is outside guarantees
 		}
-		for _, g := range r.partition(p).Guarantees {
+		for _, g := range parts[pi].Guarantees {
 			guaranteed := int64(g.GPUs) * model.MilliPerGPU
-			u := used(r.partIndex[j.Spec.Tenant], g)
+			u := used(pi, g)
 			if u >= guaranteed || need > guaranteed || !r.mayRun(j, g.Region, g.GPUModel) {
 				continue
 			}
@@ -114,11 +120,12 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 				room = r.roomCheck(now, holding)
 			}
 			if room(p, g.Region, g.GPUModel, j, guaranteed-u) {
-				owed[p] = true
+				owed[pi] = true
 				if now.Sub(since) <= grace {
 					break // owed for less than min_run_time yet
 				}
-				violated[p] = true
+				violated[pi] = true
+				violatedCount++
 				if _, seen := r.firstViolation[p]; !seen {
 					r.firstViolation[p] = fmt.Sprintf("%s: %s (%s, %d×%d GPUs) waited %s, %s of it owed, while the partition held %d of its %d %s GPUs in %s",
 						now.Format(time.RFC3339), j.Spec.Name, j.ID, j.Spec.Resources.InstanceCount, j.Spec.Resources.GPUsPerInstance,
@@ -127,13 +134,25 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 				break
 			}
 		}
-		if len(violated) == len(short) {
+		if violatedCount == shortCount {
 			break // every partition that can count does
 		}
 	}
-	for p := range violated {
-		r.violations[p]++
+	for pi, v := range violated {
+		if v {
+			r.violations[parts[pi].Name]++
+		}
 	}
+}
+
+// resetBools is b with n false entries, reusing its array.
+func resetBools(b []bool, n int) []bool {
+	if cap(b) < n {
+		return make([]bool, n)
+	}
+	b = b[:n]
+	clear(b)
+	return b
 }
 
 // roomCheck returns the room test of checkGuarantees at now, with the

@@ -77,9 +77,14 @@ type run struct {
 	pools     map[[2]string]int
 	partIndex map[string]int
 	held      []int64 // milli-GPU by partition × pool
+	// checkGuarantees' scratch, reused every minute: the holding jobs, and
+	// by partition whether it is short of a guarantee, owed, violated.
+	holding               []*model.Job
+	short, owed, violated []bool
 
 	// operator policies, driven as the server's applyPolicies does
 	metrics    policy.Metrics
+	scopes     *policy.Scopes // of the fleet, which does not change, for the utilisation recorded every minute
 	active     []policy.Firing
 	firings    int
 	overridden int // cycles in which a policy changed some work's class
@@ -87,10 +92,11 @@ type run struct {
 	jobs []*model.Job // scratch: the live jobs of this minute's tick
 
 	violations map[string]int // partition → minutes
-	// clear is, by partition, the last minute checkGuarantees found none
-	// of its work owed the guarantee: a job waits for what it is owed
-	// from then, or from its queueing if later.
-	clear          map[string]time.Time
+	// clear is, by partition (index in Promised), the last minute
+	// checkGuarantees found none of its work owed the guarantee (zero
+	// before the first): a job waits for what it is owed from then, or
+	// from its queueing if later.
+	clear          []time.Time
 	firstViolation map[string]string // partition → what waited first
 }
 
@@ -194,7 +200,7 @@ func workload(t *model.Tenancy, s *model.JobSpec) string {
 func newRun(f *File, w *World, opt Options) *run {
 	r := &run{f: f, w: w, opt: opt, rec: newRecorder(w), nodeModel: map[string]string{}, nodePool: map[string][2]string{},
 		poolIndex: map[string]int{}, pools: map[[2]string]int{}, partIndex: map[string]int{},
-		partOf: map[string]string{}, violations: map[string]int{}, firstViolation: map[string]string{}, clear: map[string]time.Time{}}
+		partOf: map[string]string{}, violations: map[string]int{}, firstViolation: map[string]string{}}
 	r.clusters = clustersOf(w.Fleet)
 	for _, n := range w.Fleet.Nodes {
 		m := w.Fleet.Catalog[n.SKU].GPUModel
@@ -216,6 +222,8 @@ func newRun(f *File, w *World, opt Options) *run {
 		}
 	}
 	r.held = make([]int64, len(w.Promised.Partitions)*len(r.pools))
+	r.scopes = policy.NewScopes(w.Fleet)
+	r.clear = make([]time.Time, len(w.Promised.Partitions))
 	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,
 		Core:  sched.Config{MinRunTime: time.Duration(f.MinRunTime), HoldAfter: time.Duration(f.HoldAfter), PriorityGap: f.PriorityGap},
 		Input: r.input, Checkpoints: opt.Checkpoints, CheckIncremental: opt.CheckIncremental, Speed: r.speed,
@@ -327,7 +335,7 @@ func (r *run) tick(now time.Time) error {
 	r.jobs = r.eng.AppendJobs(r.jobs[:0]) // with the replicas the endpoints just asked for
 	if ps := r.opt.Policies; ps != nil && len(ps.Policies) > 0 {
 		snap := strategy.Apply(&sched.Snapshot{Fleet: r.w.Fleet, Tenancy: r.w.Tenancy, Jobs: r.jobs}, now)
-		policy.RecordUtilization(&r.metrics, snap, now)
+		r.scopes.Record(&r.metrics, snap.Jobs, now)
 		for i, ep := range r.endpoints {
 			r.metrics.Add("p95_latency", ep.spec.Name, now, p95[i])
 		}

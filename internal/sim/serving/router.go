@@ -14,8 +14,12 @@ func (r *Router) Pick(reps []*Replica, at float64) *Replica {
 	n := len(reps)
 	r.next = (r.next + 1) % n
 	best, load := -1, 0
-	for i := range n {
-		k := (r.next + i) % n
+	// From r.next round to it, k wrapping to 0 at n rather than taken
+	// modulo n: Pick runs for every simulated request.
+	for i, k := 0, r.next; i < n; i, k = i+1, k+1 {
+		if k == n {
+			k = 0
+		}
 		if l := reps[k].InFlight(at); best < 0 || l < load {
 			best, load = k, l
 			if l == 0 {
