@@ -85,7 +85,7 @@ func TestReusesItsConnection(t *testing.T) {
 	}
 }
 
-// A kept connection the replica closed while it was idle is not used: the
+// A kept connection the server closed while it was idle is not used: the
 // next request, a POST whose body could not be sent again, succeeds on a
 // new connection.
 func TestLeavesAConnectionTheReplicaClosed(t *testing.T) {
@@ -101,7 +101,7 @@ func TestLeavesAConnectionTheReplicaClosed(t *testing.T) {
 	req.ContentLength = 4
 	resp, err := rt.RoundTrip(req)
 	if err != nil {
-		t.Fatalf("POST after the replica closed the idle connection: %v", err)
+		t.Fatalf("POST after the server closed the idle connection: %v", err)
 	}
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -113,7 +113,7 @@ func TestLeavesAConnectionTheReplicaClosed(t *testing.T) {
 	}
 }
 
-// A request on a kept connection that the replica closes without
+// A request on a kept connection that the server closes without
 // answering, with no body to lose, is sent again on a new connection.
 func TestSendsAgainWhatALostConnectionNeverAnswered(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
