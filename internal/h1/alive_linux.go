@@ -6,7 +6,7 @@ import (
 )
 
 // alive reports whether the idle connection c is still open: a peek that
-// does not wait finds nothing to read. A replica that closed it (its idle
+// does not wait finds nothing to read. A server that closed it (its idle
 // timeout, a restart) has left an end of stream there, and one that wrote
 // to an idle connection has broken the protocol; either way the
 // connection is not reused.
