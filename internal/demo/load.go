@@ -10,8 +10,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/allot-dev/allot/internal/h1"
 )
 
 // LoadConfig is a load test: requests to URL arriving as a Poisson process
@@ -113,14 +111,9 @@ func LoadLatencies(ctx context.Context, cfg LoadConfig) (LoadResult, []time.Dura
 	if maxInFlight <= 0 {
 		maxInFlight = 10_000
 	}
-	// Each request in the goroutine that sends it (package h1): the
-	// generator wakes no reader or writer goroutine per request, so the
-	// cores it shares with what it loads (allot bench gateway) go to that.
-	transport := h1.New(h1.Config{MaxIdlePerHost: maxInFlight, IdleTimeout: 30 * time.Second})
+	transport := &http.Transport{MaxIdleConns: maxInFlight, MaxIdleConnsPerHost: maxInFlight, IdleConnTimeout: 30 * time.Second}
 	defer transport.CloseIdleConnections()
-	// The timeout is each request's context's: an http.Client's Timeout
-	// would start a goroutine per request with any transport but its own.
-	client := &http.Client{Transport: transport}
+	client := &http.Client{Transport: transport, Timeout: timeout}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 
 	var (
@@ -134,9 +127,7 @@ func LoadLatencies(ctx context.Context, cfg LoadConfig) (LoadResult, []time.Dura
 		defer wg.Done()
 		defer func() { <-inFlight }()
 		start := time.Now()
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		err := fetch(rctx, client, url)
-		cancel()
+		err := fetch(ctx, client, url)
 		d := time.Since(start)
 		mu.Lock()
 		defer mu.Unlock()

@@ -2,8 +2,7 @@
 // connections that sends a request and reads its answer in the goroutine
 // that asked: it writes the request, reads the answer's head and hands the
 // connection to the answer's body, which puts it back when read to its
-// end. allot's gateway speaks to replicas with it, and allot demo load to
-// what it loads.
+// end. allot's gateway speaks to replicas with it.
 //
 // Why not http.Transport: a connection of http.Transport has a goroutine
 // that writes and one that reads, and a request passes between them and
