@@ -17,8 +17,8 @@
 // connection the server closed while idle is found before it is reused
 // (alive: a peek that does not wait), and a request on a reused
 // connection that the server closed before answering anything is sent
-// again on another when that is safe (no body, or one it can get again);
-// otherwise the caller gets ErrStale. The caller leaving (its context)
+// again on another when that is safe (an idempotent method, and no body
+// or one it can get again); otherwise the caller gets ErrStale. The caller leaving (its context)
 // ends the exchange at once, and an answer's body closed before its end
 // closes its connection: reading the rest of a stream nobody wants could
 // take for ever.

@@ -100,9 +100,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// replayable reports whether req may be sent again: it has no body to
-// lose.
+// replayable reports whether req may be sent again, as http.Transport
+// decides: its method is idempotent (or it carries an idempotency key) and
+// it has no body to lose. The server may have acted on it before the
+// connection went.
 func replayable(req *http.Request) bool {
+	switch req.Method {
+	case "", http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace:
+	default:
+		if _, ok := req.Header["Idempotency-Key"]; !ok {
+			return false
+		}
+	}
 	return req.Body == nil || req.Body == http.NoBody || req.GetBody != nil
 }
 
@@ -126,12 +135,14 @@ func (t *Transport) exchange(ctx context.Context, c *conn, req *http.Request) (*
 	if err := c.bw.Flush(); err != nil {
 		return fail(err)
 	}
+	// Not a byte of an answer came: the connection was gone (a partial
+	// answer is an error of its own, never sent again).
+	if _, err := c.br.Peek(1); err != nil && (err == io.EOF || isReset(err)) {
+		return fail(ErrStale)
+	}
 	for {
 		resp, err := http.ReadResponse(c.br, req)
 		if err != nil {
-			if (err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) || isReset(err)) && c.br.Buffered() == 0 {
-				return fail(ErrStale)
-			}
 			return fail(err)
 		}
 		if resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols {
