@@ -207,3 +207,40 @@ func TestLoadPastTheGatewayCounts(t *testing.T) {
 		t.Fatalf("sample %+v, want the replicas' 60 req/s though the gateway carried none", m)
 	}
 }
+
+// All the load through a gateway, bursty: the replicas' reports of a
+// couple of seconds now and then add up to more than twice the gateway's
+// rate over its window, which is no sign of callers past the gateway; the
+// sample keeps the gateway's rate, compared with the replicas' over the
+// same window.
+func TestBurstyReportsDoNotOverrideTheGateway(t *testing.T) {
+	l := newGatewayLab(t)
+	post := func(requests uint64) {
+		t.Helper()
+		er := GatewayEndpointReport{Endpoint: "chat"}
+		for _, j := range l.jobs {
+			er.Replicas = append(er.Replicas, GatewayReplicaReport{Job: j.ID, Requests: requests / uint64(len(l.jobs)), Routed: true, Ready: true})
+		}
+		if err := l.b.ReportGateway(context.Background(), GatewayReport{Gateway: "gw", Endpoints: []GatewayEndpointReport{er}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 90 req/s through the gateway, reported each second; the replicas'
+	// own reports every 2 s read 60, 60, 60, 60, then a burst of 200.
+	post(0)
+	for i, rate := range []float64{60, 60, 60, 60, 200} {
+		for range 2 {
+			l.advance(time.Second)
+			post(90)
+		}
+		report(t, l.b, l.h, rate)
+		l.reconcile()
+		m := l.status().Metrics
+		if m == nil {
+			t.Fatalf("no sample")
+		}
+		if i == 4 && m.RequestsPerSec > 100 {
+			t.Fatalf("sample %.0f req/s: a burst in the replicas' reports of 2 s overrode the gateway's 90 over %s", m.RequestsPerSec, gatewayWindow)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package endpoint
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -80,6 +81,8 @@ type slot struct {
 type ring struct {
 	width time.Duration
 	slots []slot
+	upTo  time.Time // the end of the latest report's interval
+	since time.Time // the start of the first report's (its arrival when it was a gateway's first)
 }
 
 func newRing(width time.Duration) *ring {
@@ -95,23 +98,67 @@ func (r *ring) slot(at time.Time) *slot {
 	return s
 }
 
-// add counts rep at time at.
-func (r *ring) add(at time.Time, rep *GatewayReplicaReport) {
-	s := r.slot(at)
-	s.requests += rep.Requests
-	s.errors += rep.Errors
-	s.lat.Merge(&rep.Latency)
-	s.ttfb.Merge(&rep.FirstByte)
+// add counts rep, what a gateway measured from from until at: its
+// requests and errors spread over the slots of that interval in
+// proportion to each slot's share of it, its latencies in the interval's
+// last slot. (A
+// report counted whole at its arrival made a rate over the slots since a
+// window's start count the interval before that start too: a gateway
+// whose reports came 5 s apart read 150 req/s of 90.)
+func (r *ring) add(from, at time.Time, rep *GatewayReplicaReport) {
+	if at.After(r.upTo) {
+		r.upTo = at
+	}
+	if r.since.IsZero() {
+		r.since = from
+	}
+	last := r.slot(at.Add(-1)) // the slot the interval ends in
+	last.lat.Merge(&rep.Latency)
+	last.ttfb.Merge(&rep.FirstByte)
+	span := at.Sub(from)
+	if span <= 0 {
+		last.requests += rep.Requests
+		last.errors += rep.Errors
+		return
+	}
+	// Slot by slot from the interval's start, each gets the rounded
+	// cumulative share less what the slots before it got, so the slots
+	// add up to the report exactly.
+	var gotReq, gotErr uint64
+	for start := from.Truncate(r.width); !start.After(at); start = start.Add(r.width) {
+		end := start.Add(r.width)
+		if end.After(at) {
+			end = at
+		}
+		share := float64(end.Sub(from)) / float64(span)
+		if !end.Before(at) {
+			share = 1
+		}
+		req := uint64(math.Round(share * float64(rep.Requests)))
+		errs := uint64(math.Round(share * float64(rep.Errors)))
+		s := r.slot(start)
+		s.requests += req - gotReq
+		s.errors += errs - gotErr
+		gotReq, gotErr = req, errs
+		if share == 1 {
+			break
+		}
+	}
 }
 
-// sum merges the slots of the span before now's slot (whole slots only,
-// so a rate over them is not diluted by the one filling) and returns them
-// with the time they cover: the span, or less when the first report came
-// later (a rate over a minute is not diluted by the minute before the
-// first gateway reported).
+// sum merges the slots of the span that ends where the latest report's
+// interval ended (so a rate over them is not diluted by the seconds a
+// report has yet to cover; at now once no report came for gatewaySeen)
+// and returns them with the time they cover: from the first whole slot
+// in the span, or from the first report when it came later (a rate over
+// a minute is not diluted by the minute before the first gateway
+// reported), and at least a slot.
 func (r *ring) sum(now time.Time, span time.Duration) (slot, time.Duration) {
 	var out slot
-	end := now.Truncate(r.width)
+	end := now
+	if r.upTo.Before(now) && now.Sub(r.upTo) <= gatewaySeen {
+		end = r.upTo
+	}
 	from := end.Add(-span)
 	first := end
 	for i := range r.slots {
@@ -126,6 +173,9 @@ func (r *ring) sum(now time.Time, span time.Duration) (slot, time.Duration) {
 		out.errors += s.errors
 		out.lat.Merge(&s.lat)
 		out.ttfb.Merge(&s.ttfb)
+	}
+	if first.Before(r.since) {
+		first = r.since
 	}
 	return out, max(end.Sub(first), r.width)
 }
@@ -143,6 +193,30 @@ type gatewayBook struct {
 	endpoint *ring                             // slots of a second
 	replicas map[string]*ring                  // job -> slots of ten seconds
 	words    map[string]map[string]replicaWord // job -> gateway -> latest word
+	// reported is the rate the replicas' own reports added up to at each
+	// sample over the last gatewayWindow, oldest first.
+	reported []rateAt
+}
+
+type rateAt struct {
+	at   time.Time
+	rate float64
+}
+
+// replicaRate records that the replicas' own reports add up to rate at
+// now and returns their mean over the last gatewayWindow: a rate to
+// compare with the gateways' over the same window.
+func (g *gatewayBook) replicaRate(now time.Time, rate float64) float64 {
+	drop := 0
+	for drop < len(g.reported) && now.Sub(g.reported[drop].at) >= gatewayWindow {
+		drop++
+	}
+	g.reported = append(g.reported[drop:], rateAt{now, rate})
+	sum := 0.0
+	for _, r := range g.reported {
+		sum += r.rate
+	}
+	return sum / float64(len(g.reported))
 }
 
 func newGatewayBook() *gatewayBook {
@@ -162,6 +236,15 @@ func (b *Book) ReportGateway(ctx context.Context, r GatewayReport) error {
 	known := b.known(ctx)
 	b.metricsMu.Lock()
 	defer b.metricsMu.Unlock()
+	// The report holds what the gateway measured since its last one, or
+	// since it started when this is its first (counted at now).
+	from := now
+	if prev, ok := b.gatewaysSeen[r.Gateway]; ok && prev.Before(now) {
+		from = prev
+		if cut := now.Add(-gatewaySeen); from.Before(cut) {
+			from = cut
+		}
+	}
 	b.gatewaysSeen[r.Gateway] = now
 	for _, er := range r.Endpoints {
 		e := known[er.Endpoint]
@@ -184,13 +267,13 @@ func (b *Book) ReportGateway(ctx context.Context, r GatewayReport) error {
 			if !mine[rep.Job] {
 				continue
 			}
-			g.endpoint.add(now, rep)
+			g.endpoint.add(from, now, rep)
 			rr := g.replicas[rep.Job]
 			if rr == nil {
 				rr = newRing(10 * time.Second)
 				g.replicas[rep.Job] = rr
 			}
-			rr.add(now, rep)
+			rr.add(from, now, rep)
 			w := g.words[rep.Job]
 			if w == nil {
 				w = map[string]replicaWord{}

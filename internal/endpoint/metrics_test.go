@@ -71,9 +71,10 @@ func TestGatewaySeries(t *testing.T) {
 	got := scrape(t, l.reg)
 	p95 := lat.Quantile(0.95).Seconds()
 	for k, want := range map[string]float64{
-		// 20 requests over the 10 s since the first report.
-		`allot_endpoint_gateway_requests_per_second{endpoint="chat"}`:                                           2,
-		`allot_endpoint_gateway_errors_per_second{endpoint="chat"}`:                                             0.2,
+		// 20 requests over the 9 s from the first report to the last
+		// (the rate reads no further than the reports reached).
+		`allot_endpoint_gateway_requests_per_second{endpoint="chat"}`:                                           20.0 / 9,
+		`allot_endpoint_gateway_errors_per_second{endpoint="chat"}`:                                             2.0 / 9,
 		`allot_endpoint_gateway_in_flight{endpoint="chat"}`:                                                     3,
 		`allot_endpoint_gateway_latency_seconds{endpoint="chat",quantile="0.95"}`:                               p95,
 		`allot_endpoint_gateway_first_byte_seconds{endpoint="chat",quantile="0.99"}`:                            lat.Quantile(0.99).Seconds(),
@@ -112,5 +113,49 @@ func TestGatewaySeries(t *testing.T) {
 		if strings.Contains(k, "gateway") {
 			t.Errorf("%s is exposed after the endpoint was deleted", k)
 		}
+	}
+}
+
+// A gateway whose reports come seconds apart (a busy machine) still
+// measures the rate it carried: each report holds the requests since its
+// last, which count over that interval, not at its arrival (which made a
+// window starting just after one report count the interval before it:
+// 90 req/s in reports 5 s apart read as 150).
+func TestGatewayRateFromSparseReports(t *testing.T) {
+	for _, every := range []time.Duration{time.Second, 2500 * time.Millisecond, 5 * time.Second, 7 * time.Second} {
+		t.Run(every.String(), func(t *testing.T) {
+			l := newGatewayLab(t)
+			a := l.jobs[0].ID
+			const rate = 90.0 // req/s
+			post := func(n uint64) {
+				t.Helper()
+				er := GatewayEndpointReport{Endpoint: "chat", Replicas: []GatewayReplicaReport{{Job: a, Requests: n, Routed: true, Ready: true}}}
+				if err := l.b.ReportGateway(context.Background(), GatewayReport{Gateway: "gw-1", Endpoints: []GatewayEndpointReport{er}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			post(0)
+			begin := l.h.now
+			next := begin.Add(every)
+			for step := 0; step < 600; step++ {
+				l.advance(100 * time.Millisecond)
+				if !l.h.now.Before(next) {
+					post(uint64(rate * every.Seconds()))
+					next = next.Add(every)
+				}
+				if l.h.now.Sub(begin) < 2*gatewayWindow {
+					continue // the window is not full of reports yet
+				}
+				l.b.metricsMu.Lock()
+				got, _, _, _, _ := l.b.gatewaySample("chat", l.h.now)
+				l.b.metricsMu.Unlock()
+				// A window's edges cut a report's interval at most one
+				// slot off the truth (the count lands in the report's
+				// slots, not at the request's second) on either side.
+				if tol := rate * time.Second.Seconds() / gatewayWindow.Seconds(); got < rate-tol || got > rate+tol {
+					t.Fatalf("at %s the gateway's rate reads %.1f req/s; it carried %.0f", l.h.now.Sub(begin), got, rate)
+				}
+			}
+		})
 	}
 }

@@ -167,13 +167,14 @@ func (b *Book) sample(name string, ended []*model.Job, now time.Time, keep time.
 	// (gatewayWindow) that a burst of a second does not fill. The
 	// replicas' own reports stay an extra one: their utilisation, their
 	// p95 while the gateways measured no request, and their rate when the
-	// gateways carried less than half of it: most callers then reach the
-	// replicas directly. (Taking the larger rate always let the replicas'
-	// reports of two seconds, bursty under a traced load, scale an
-	// endpoint that needed 4 replicas to 8.)
+	// gateways carried less than half of it over the same window: most
+	// callers then reach the replicas directly. (Taking the larger rate
+	// always, or comparing with the replicas' latest reports of two
+	// seconds, bursty under a traced load, scaled an endpoint that needed
+	// 4 replicas to 8.)
 	b.forgetReplicas(name, ended)
 	if rate, p95, p50, ready, ok := b.gatewaySample(name, now); ok {
-		if rate >= sm.RequestsPerSec/2 {
+		if rate >= b.gateways[name].replicaRate(now, sm.RequestsPerSec)/2 {
 			sm.RequestsPerSec = rate
 		}
 		if p95 > 0 {

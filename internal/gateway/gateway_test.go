@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -25,6 +26,7 @@ type source struct {
 	t       wire.RouteTable
 	changed chan struct{}
 	reports []wire.GatewayReport
+	down    bool // ReportGateway fails
 }
 
 func newSource() *source { return &source{changed: make(chan struct{})} }
@@ -58,8 +60,53 @@ func (s *source) Routes(ctx context.Context, after string, wait time.Duration) (
 func (s *source) ReportGateway(_ context.Context, r wire.GatewayReport) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.down {
+		return errors.New("server unavailable")
+	}
 	s.reports = append(s.reports, r)
 	return nil
+}
+
+// reported is the requests the reports that arrived counted.
+func (s *source) reported() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n uint64
+	for _, r := range s.reports {
+		for _, e := range r.Endpoints {
+			for _, rep := range e.Replicas {
+				n += rep.Requests
+			}
+		}
+	}
+	return n
+}
+
+// A report that did not reach the server is not lost: the next one
+// carries its requests, or the server would read a rate too low.
+func TestReportLostIsCarried(t *testing.T) {
+	ok := newReplica(t, func(http.ResponseWriter, *http.Request) {})
+	src := newSource()
+	src.down = true
+	src.set(wire.RouteTable{Version: "1", Routes: []wire.Route{route("chat", "public", addr(ok.Server))}})
+	g, url := start(t, src, Config{ReportEvery: 20 * time.Millisecond})
+	waitReady(t, g, "chat", 1)
+	for range 5 {
+		if code, _, _ := get(t, url+"/chat/"); code != http.StatusOK {
+			t.Fatalf("chat: %d", code)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // reports fail meanwhile
+	src.mu.Lock()
+	src.down = false
+	src.mu.Unlock()
+	deadline := time.Now().Add(5 * time.Second)
+	for src.reported() < 5 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := src.reported(); n != 5 {
+		t.Fatalf("the reports that arrived counted %d requests, want the 5 sent while the server was down", n)
+	}
 }
 
 // counted is a replica that counts the requests it was sent.

@@ -157,10 +157,13 @@ func (g *Gateway) reportLoop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		rep := g.Report()
+		rep, taken := g.report()
 		rctx, cancel := context.WithTimeout(ctx, max(g.cfg.ReportEvery, 2*time.Second))
 		if err := g.cfg.Source.ReportGateway(rctx, rep); err != nil && ctx.Err() == nil {
 			g.log.Warn("gateway: report", "err", err)
+			// The next report carries what this one lost: the server
+			// counts a report over the time since the last it received.
+			g.giveBack(taken)
 		}
 		cancel()
 	}
@@ -170,10 +173,19 @@ func (g *Gateway) reportLoop(ctx context.Context) {
 // every replica it routes to or still has requests in flight on, and
 // forgets the replicas it neither routes to nor waits for.
 func (g *Gateway) Report() wire.GatewayReport {
+	rep, _ := g.report()
+	return rep
+}
+
+// report is Report with the counts it took from each replica, which
+// giveBack returns when the report did not reach the server.
+func (g *Gateway) report() (wire.GatewayReport, map[*replica]interval) {
 	g.mu.Lock()
 	byEndpoint := map[string][]wire.GatewayReplicaReport{}
+	taken := make(map[*replica]interval, len(g.all))
 	for job, r := range g.all {
 		s := r.take()
+		taken[r] = s
 		routed, inFlight := r.routed.Load(), int(r.inFlight.Load())
 		byEndpoint[r.endpoint] = append(byEndpoint[r.endpoint], wire.GatewayReplicaReport{Job: job, Requests: s.requests, Errors: s.errors,
 			InFlight: inFlight, Routed: routed, Ready: r.ready.Load(), Latency: s.lat.Sparse(), FirstByte: s.ttfb.Sparse()})
@@ -189,5 +201,23 @@ func (g *Gateway) Report() wire.GatewayReport {
 		out.Endpoints = append(out.Endpoints, wire.GatewayEndpointReport{Endpoint: name, Replicas: reps})
 	}
 	slices.SortFunc(out.Endpoints, func(a, b wire.GatewayEndpointReport) int { return strings.Compare(a.Endpoint, b.Endpoint) })
-	return out
+	return out, taken
+}
+
+// giveBack returns counts a report took to the replicas they came from,
+// those the gateway still keeps, for the next report to carry.
+func (g *Gateway) giveBack(taken map[*replica]interval) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for r, iv := range taken {
+		if g.all[r.job] != r {
+			continue
+		}
+		r.mu.Lock()
+		r.stats.requests += iv.requests
+		r.stats.errors += iv.errors
+		r.stats.lat.Merge(&iv.lat)
+		r.stats.ttfb.Merge(&iv.ttfb)
+		r.mu.Unlock()
+	}
 }

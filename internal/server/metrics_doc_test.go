@@ -415,7 +415,7 @@ func TestMetricsDocumented(t *testing.T) {
 		{"allot_endpoint_replicas", `allot_endpoint_replicas{endpoint="chat",kind="live"}`, 1},
 		{"allot_endpoint_gateway_requests_per_second", `allot_endpoint_gateway_requests_per_second{endpoint="chat"}`, 20.0 / 11},
 		{"allot_endpoint_gateway_in_flight", `allot_endpoint_gateway_in_flight{endpoint="chat"}`, 2},
-		{"allot_endpoint_replica_gateway_errors_per_second", `allot_endpoint_replica_gateway_errors_per_second{endpoint="chat",replica="` + replica + `"}`, 0.4},
+		{"allot_endpoint_replica_gateway_errors_per_second", `allot_endpoint_replica_gateway_errors_per_second{endpoint="chat",replica="` + replica + `"}`, 4.0 / 11},
 		{"allot_endpoint_replica_gateway_in_flight", `allot_endpoint_replica_gateway_in_flight{endpoint="chat",gateway="gw-1",replica="` + replica + `"}`, 2},
 		{"allot_tenant_budget_usd", `allot_tenant_budget_usd{tenant="team"}`, 5000},
 	} {
