@@ -97,8 +97,19 @@ func (l *lab) config(t *testing.T, node string) Config {
 func (l *lab) runAgent(t *testing.T, ctx context.Context, node string) Config {
 	t.Helper()
 	cfg := l.config(t, node)
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	return cfg
+}
+
+// runAgent runs an agent on cfg until ctx ends or the test does, and has
+// the test's cleanup wait for it to stop before its directories go: an
+// agent still recording a job's end in its state directory made
+// TempDir's removal fail ("directory not empty").
+func runAgent(t *testing.T, ctx context.Context, cfg Config) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = Run(ctx, cfg); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 func (l *lab) submit(t *testing.T, doc string) string {
@@ -168,7 +179,7 @@ func TestAgentJobEnv(t *testing.T) {
 	defer cancel()
 	cfg := l.config(t, "h100-01")
 	cfg.JobEnv = map[string]string{"LD_LIBRARY_PATH": "/usr/local/nvidia/lib64", "MODE": "host", "ALLOT_ATTEMPT": "9"}
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	id := l.submit(t, `name: env
 tenant: team
 command: ["sh", "-c", 'echo "lib=$LD_LIBRARY_PATH mode=$MODE attempt=$ALLOT_ATTEMPT"']

@@ -114,7 +114,7 @@ func TestContainerIsolationPodman(t *testing.T) {
 	l := newLab(t)
 	cfg := l.config(t, "h100-01")
 	cfg.Runtime, cfg.ImageDirs = p, []string{dir}
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	// Another job, on the host, with a file of its own and a process.
 	other := l.submit(t, "name: other\ntenant: team\ncommand: [sh, -c, 'echo mine > \"$HOME/mine\"; exec sleep 30']\nresources: {gpus_per_instance: 1}\n")
 	l.waitState(t, other, "Running")

@@ -49,7 +49,7 @@ func TestContainerJob(t *testing.T) {
 	}
 	fake := fakeRuntime()
 	cfg.Runtime = fake
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	id := l.submit(t, `name: boxed
 tenant: team
 image: `+trainImage+`
@@ -144,7 +144,7 @@ func TestContainerJobImageEntrypoint(t *testing.T) {
 	defer cancel()
 	cfg := l.config(t, "h100-01")
 	cfg.Runtime = fakeRuntime()
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	id := l.submit(t, "name: entry\ntenant: team\nimage: "+trainImage+"\n")
 	l.waitState(t, id, "Succeeded")
 	l.logHas(t, id, "from-the-image")
@@ -174,7 +174,7 @@ func TestContainerPullFailed(t *testing.T) {
 			if !tc.noRuntime {
 				cfg.Runtime = fake
 			}
-			go func() { _ = Run(ctx, cfg) }()
+			runAgent(t, ctx, cfg)
 			id := l.submit(t, "name: pull\ntenant: team\nimage: "+tc.image+"\ncommand: [true]\n")
 			start := time.Now()
 			j := waitJob(t, l, id, func(j client.Job) bool { return j.Reason == "ImagePullFailed" })
@@ -216,7 +216,7 @@ func TestContainerMountsAllowed(t *testing.T) {
 	cfg.MountAllow = []string{allowed}
 	fake := fakeRuntime()
 	cfg.Runtime = fake
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	ok := l.submit(t, "name: ok\ntenant: team\nimage: "+trainImage+"\ncommand: [true]\nmounts: ['"+allowed+"/sets:/data:ro']\n")
 	l.waitState(t, ok, "Succeeded")
 	if c := fake.Containers(); len(c) != 1 || !slices.Contains(c[0].Mounts, runtime.Mount{Source: filepath.Join(allowed, "sets"), Target: "/data", ReadOnly: true}) {
@@ -303,7 +303,7 @@ func TestContainerPrivateImageWithCredential(t *testing.T) {
 		}
 	}
 	cfg.Runtime = fake
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	if _, err := l.cl.SetRegistryCredential(context.Background(), "team", "registry.example", "bot", secret); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +355,7 @@ func TestContainerImageLocality(t *testing.T) {
 	for _, node := range []string{"h100-01", "h100-02"} {
 		cfg := l.config(t, node)
 		cfg.Runtime = fakeRuntime()
-		go func() { _ = Run(ctx, cfg) }()
+		runAgent(t, ctx, cfg)
 	}
 	job := func(name, extra string) string {
 		return l.submit(t, "name: "+name+"\ntenant: team\nimage: "+trainImage+"\ncommand: [sh, -c]\nargs: ['true']\nresources: {gpus_per_instance: 1}\n"+extra)

@@ -51,7 +51,7 @@ func TestReportGoesAroundAHungServer(t *testing.T) {
 	defer cancel()
 	cfg := l.config(t, "h100-01")
 	cfg.Client = cl
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	id := l.submit(t, "name: quick\ntenant: team\ncommand: [true]\nresources: {gpus_per_instance: 8}\n")
 	l.waitState(t, id, "Running")
 	start := time.Now()

@@ -374,7 +374,7 @@ func TestAgentStopsInstancesWhenServerUnreachable(t *testing.T) {
 	defer cancel()
 	cfg := l.config(t, "h100-01")
 	cfg.Client, cfg.NodeTimeout = cl, time.Second
-	go func() { _ = Run(ctx, cfg) }()
+	runAgent(t, ctx, cfg)
 	id := l.submit(t, `name: fenced
 tenant: team
 command: ["sh", "-c", 'echo $$ > "$ALLOT_CHECKPOINT_DIR/pid"; exec sleep 60']

@@ -109,7 +109,7 @@ func TestCheckpointMarkerOfThisAttempt(t *testing.T) {
 	for _, n := range []string{"h100-01", "h100-02"} {
 		cfg := l.config(t, n)
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
-		go func() { _ = Run(ctx, cfg) }()
+		runAgent(t, ctx, cfg)
 	}
 	// Attempt 1 saves c1 on one node and fails; that node is drained, so
 	// attempt 2 runs on the other, saves c2 there and fails; then the
@@ -236,7 +236,7 @@ retry: {max_retries: 1}
 	for _, n := range []string{"h100-01", "h100-02"} {
 		cfg := l.config(t, n)
 		cfg.CheckpointRoot = root
-		go func() { _ = Run(ctx, cfg) }()
+		runAgent(t, ctx, cfg)
 	}
 	id := l.submit(t, job)
 	var first client.Job
