@@ -101,10 +101,9 @@ func (r *ring) slot(at time.Time) *slot {
 // add counts rep, what a gateway measured from from until at: its
 // requests and errors spread over the slots of that interval in
 // proportion to each slot's share of it, its latencies in the interval's
-// last slot. (A
-// report counted whole at its arrival made a rate over the slots since a
-// window's start count the interval before that start too: a gateway
-// whose reports came 5 s apart read 150 req/s of 90.)
+// last slot. (A report counted whole at its arrival made a rate over the
+// slots since a window's start count the interval before that start too:
+// a gateway whose reports came 5 s apart read 150 req/s of 90.)
 func (r *ring) add(from, at time.Time, rep *GatewayReplicaReport) {
 	if at.After(r.upTo) {
 		r.upTo = at
