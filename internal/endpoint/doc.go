@@ -49,11 +49,12 @@
 // /v1/gateway/reports (Book.ReportGateway, gateway.go): requests, errors,
 // in flight, latency histograms of the whole request and to the first
 // byte. Both are kept in memory only; gateways and replicas report again
-// within seconds of a restart. The gateways' measurement is the
-// autoscaler's primary signal (their requests/s and p95 over the last
-// 10 s), the replicas' reports an extra one (their utilisation, their p95
-// while the gateways measured nothing, their rate when the gateways
-// carried less than half of it). What the gateways measured over the last
+// within seconds of a restart. A gateway's report counts over the time
+// since its previous one. The gateways' measurement is the autoscaler's
+// primary signal (their requests/s and p95 over the last 10 s their
+// reports cover), the replicas' reports an extra one (their utilisation,
+// their p95 while the gateways measured nothing, their rate when the
+// gateways carried less than half of it over the same 10 s). What the gateways measured over the last
 // minute is shown in Status.Gateway and exported on the server's /metrics
 // when Prometheus scrapes, per endpoint, per replica that has not ended
 // and, for what each gateway says of a replica, per gateway (metrics.go).
