@@ -54,10 +54,11 @@
 // primary signal (their requests/s and p95 over the last 10 s their
 // reports cover), the replicas' reports an extra one (their utilisation,
 // their p95 while the gateways measured nothing, their rate when the
-// gateways carried less than half of it over the same 10 s). What the gateways measured over the last
-// minute is shown in Status.Gateway and exported on the server's /metrics
-// when Prometheus scrapes, per endpoint, per replica that has not ended
-// and, for what each gateway says of a replica, per gateway (metrics.go).
+// gateways carried less than half of it over the same 10 s). What the
+// gateways measured over the last minute is shown in Status.Gateway and
+// exported on the server's /metrics when Prometheus scrapes, per
+// endpoint, per replica that has not ended and, for what each gateway
+// says of a replica, per gateway (metrics.go).
 //
 // # Rollout, drain, back-off
 //
