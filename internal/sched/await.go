@@ -85,10 +85,14 @@ func (st *state) keep(a *attempt, until time.Time) {
 
 // yieldsTo reports whether a's job, were it placed on node i, would be
 // work that awaits[w] may evict there and that its partition's guarantee
-// does not cover: spot work of a lower class; else work beyond its
-// partition's guarantee in the node's pool (or of no partition) of a
-// lower class, or of its tenant and class a priority gap below it. Kept
-// nodes never keep a partition below its guarantee.
+// does not cover: spot work of a lower class; else, when its partition
+// holds its guarantee in the node's pool already (or it has no
+// partition), work of a lower class, or of its tenant and class a
+// priority gap below it. Kept nodes never keep a partition below its
+// guarantee, for a job larger than what the partition is owed too (it
+// borrows the rest, as anywhere else): on the simulated week, a 1×4 job
+// of a partition one GPU short waited on nodes kept for its own tenant's
+// gang until it counted as a guarantee violation.
 func (st *state) yieldsTo(a *attempt, w, i int) bool {
 	x := &st.awaits[w]
 	if a.job == x.job || (a.res >= 0 && st.resOf[i] == a.res) {
@@ -98,7 +102,7 @@ func (st *state) yieldsTo(a *attempt, w, i int) bool {
 		return true
 	}
 	q, k := a.tenant.partition, st.groups[st.groupOf[i]].pool
-	if q != nil && q.used[k]+a.total <= q.guar[k] {
+	if q != nil && q.used[k] < q.guar[k] {
 		return false
 	}
 	if a.class < x.class {

@@ -34,6 +34,21 @@ func TestNodesKeptForAJobAwaitingPreemption(t *testing.T) {
 				w.Partition("p", "eastus", "H100", 8).Tenant("carol", "p")
 				w.Job("n", "carol").GPUs(1, 4)
 			}, sched.ReasonNone},
+		// Kept nodes never keep a partition below its guarantee, a job
+		// larger than what it is owed included (2 of 4 GPUs here): on the
+		// simulated week a 1×4 job of a partition 1 GPU short waited 14
+		// minutes on nodes kept for its own tenant's gang.
+		{"a lower class of a partition below its guarantee uses the node beyond what it is owed", model.ClassReserved,
+			func(w *World) {
+				w.Partition("p", "eastus", "H100", 2).Tenant("carol", "p")
+				w.Job("n", "carol").GPUs(1, 4)
+			}, sched.ReasonNone},
+		{"a lower class of a partition at its guarantee stays off", model.ClassReserved,
+			func(w *World) {
+				w.Partition("p", "eastus", "H100", 2).Tenant("carol", "p")
+				w.Job("c", "carol").GPUs(1, 2).Running(now.Add(-time.Hour), On("h-1", 4, 5))
+				w.Job("n", "carol").GPUs(1, 2)
+			}, sched.InsufficientCapacity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := oneNode()
