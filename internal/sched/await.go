@@ -20,13 +20,13 @@ import (
 // rest of the cycle the nodes of the victims it would take, were none
 // protected, take no work the job could evict there that no guarantee
 // covers: spot work, and work of a lower class (or of its tenant and
-// class, a priority gap below it) beyond its partition's guarantee in the
-// node's pool. The unprotected victims' nodes are kept too: a gang that
-// waits for one protected victim would otherwise see the free GPUs beside
-// the others taken and protected in turn. Work it could not evict, and
-// work its partition's guarantee covers, still uses them (as with holds,
-// kept nodes never keep a partition below its guarantee); other nodes are
-// untouched. Kubernetes keeps a preemptor's nominated node the same way:
+// class, a priority gap below it) of a partition that holds its guarantee
+// in the node's pool already (or of none). The unprotected victims' nodes
+// are kept too: a gang that waits for one protected victim would
+// otherwise see the free GPUs beside the others taken and protected in
+// turn. Work it could not evict, and work of a partition below its
+// guarantee there, still uses them (as with holds, kept nodes never keep
+// a partition below its guarantee); other nodes are untouched. Kubernetes keeps a preemptor's nominated node the same way:
 // pods of a lower priority are not bound there while it waits for its
 // victims to go.
 //
