@@ -26,9 +26,9 @@ import (
 // otherwise see the free GPUs beside the others taken and protected in
 // turn. Work it could not evict, and work of a partition below its
 // guarantee there, still uses them (as with holds, kept nodes never keep
-// a partition below its guarantee); other nodes are untouched. Kubernetes keeps a preemptor's nominated node the same way:
-// pods of a lower priority are not bound there while it waits for its
-// victims to go.
+// a partition below its guarantee); other nodes are untouched. Kubernetes
+// keeps a preemptor's nominated node the same way: pods of a lower
+// priority are not bound there while it waits for its victims to go.
 //
 // A job naming a reservation keeps all of the reservation's nodes, the
 // free ones too. Nodes are kept afresh every cycle, by the job of the
