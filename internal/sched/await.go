@@ -25,10 +25,12 @@ import (
 // are kept too: a gang that waits for one protected victim would
 // otherwise see the free GPUs beside the others taken and protected in
 // turn. Work it could not evict, and work of a partition below its
-// guarantee there, still uses them (as with holds, kept nodes never keep
-// a partition below its guarantee); other nodes are untouched. Kubernetes
-// keeps a preemptor's nominated node the same way: pods of a lower
-// priority are not bound there while it waits for its victims to go.
+// guarantee there, still uses them (kept nodes never keep a partition
+// below its guarantee; a hold, hold.go, still takes only other
+// partitions' work that the unused guarantee covers whole); other nodes
+// are untouched. Kubernetes keeps a preemptor's nominated node the same
+// way: pods of a lower priority are not bound there while it waits for
+// its victims to go.
 //
 // A job naming a reservation keeps all of the reservation's nodes, the
 // free ones too. Nodes are kept afresh every cycle, by the job of the
