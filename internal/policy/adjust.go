@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -26,7 +27,8 @@ type Override struct {
 type Adjustment struct {
 	// Snapshot is the copy for the core to schedule: the fleet, tenancy
 	// and unchanged jobs are shared with the original, a changed job is a
-	// copy.
+	// copy. Its Jobs is a new slice when a job changed, the original's
+	// otherwise; neither is to be written to.
 	Snapshot *sched.Snapshot
 	// Overrides are the changes made, in the order of the firings.
 	Overrides []Override
@@ -49,25 +51,28 @@ type Adjustment struct {
 // decide it. now is the time of the cycle, for the work a running job
 // would lose. snap is not changed.
 func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time.Time) Adjustment {
-	w := newWork(snap)
-	out := Adjustment{Snapshot: &sched.Snapshot{Fleet: snap.Fleet, Tenancy: snap.Tenancy, Jobs: make([]*model.Job, len(snap.Jobs)),
-		Images: snap.Images}}
-	copy(out.Snapshot.Jobs, snap.Jobs)
+	out := Adjustment{Snapshot: &sched.Snapshot{Fleet: snap.Fleet, Tenancy: snap.Tenancy, Jobs: snap.Jobs, Images: snap.Images}}
 	if len(active) == 0 {
 		return out
 	}
+	w := newWork(snap)
+	// Adjust runs every cycle a policy fires, over the whole queue: its
+	// scratch is kept for the next call rather than collected.
+	sc := scratchPool.Get().(*scratch)
+	defer scratchPool.Put(sc)
 	// What the actions ask of each job, read once: they visit every job,
 	// and a busy queue does not fit in the processor's caches.
-	facts := make([]jobFacts, len(snap.Jobs))
-	for i, j := range snap.Jobs {
-		facts[i] = w.factsOf(j)
+	facts := sc.facts[:0]
+	for _, j := range snap.Jobs {
+		facts = append(facts, w.factsOf(j))
 	}
+	sc.facts = facts
 	memo := w.memo()
-	claimed := make([]int32, len(snap.Jobs)) // by place: 1 + the index in active of the firing that decided the job
-	var jobs []target                        // scratch: the jobs an action chose, with their place in the Snapshot
+	claimed := resized(&sc.claimed, len(snap.Jobs)) // by place: 1 + the index in active of the firing that decided the job
+	changed := false                                // out.Snapshot.Jobs is a copy of snap.Jobs
 	for fi, f := range active {
 		for _, a := range f.Actions {
-			jobs = jobs[:0]
+			jobs := sc.jobs[:0] // the jobs the action chose, with their place in the Snapshot
 			targets := workTargets(ps, a.Targets)
 			clear(memo)
 			for i, j := range snap.Jobs {
@@ -82,7 +87,7 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 					ignore("already decided by " + active[by-1].Policy)
 					continue
 				}
-				if spares(facts[i].tenant, j, ps, a.Action) {
+				if spares(w.tenant(facts[i]), j, ps, a.Action) {
 					if lowered(ps, a.Action, j) {
 						ignore(fmt.Sprintf("customer work is exempt unless the action names its tenant: %s is not under tenants", j.Spec.Tenant))
 					}
@@ -90,11 +95,16 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 				}
 				jobs = append(jobs, target{j, i})
 			}
-			for _, c := range decide(ps, a, jobs, now) {
+			sc.jobs = jobs
+			sc.choices = decide(ps, a, jobs, now, sc)
+			for _, c := range sc.choices {
 				j := c.job
 				claimed[c.at] = int32(fi + 1)
 				if c.keep || c.to == j.Spec.Priority {
 					continue
+				}
+				if !changed {
+					out.Snapshot.Jobs, changed = slices.Clone(snap.Jobs), true
 				}
 				cp := *j
 				cp.Spec.Priority = c.to
@@ -105,6 +115,29 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 		}
 	}
 	return out
+}
+
+// scratch is the buffers of one Adjust call, pooled between calls.
+type scratch struct {
+	facts   []jobFacts
+	claimed []int32
+	jobs    []target
+	choices []choice
+	running []runningJob
+	queued  []target
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// resized is *buf holding n zeros, its storage kept when large enough.
+func resized[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	} else {
+		*buf = (*buf)[:n]
+		clear(*buf)
+	}
+	return *buf
 }
 
 // target is a job an action acts on and its place in the Snapshot (at),
@@ -123,19 +156,18 @@ type choice struct {
 	detail string
 }
 
-// decide applies one action to the jobs it targets: a choice for each.
-func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time) []choice {
-	var out []choice
+// decide applies one action to the jobs it targets: a choice for each, in
+// sc.choices' storage.
+func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time, sc *scratch) []choice {
+	out := sc.choices[:0]
 	switch a.Kind {
 	case model.ActionMigrate:
-		out = make([]choice, 0, len(jobs))
 		to := *ps.Targets[a.Destination].Class // Validate made sure it is a destination
 		detail := fmt.Sprintf("migrated to %s (class %s)", a.Destination, to)
 		for _, t := range jobs {
 			out = append(out, choice{target: t, to: model.Priority{Class: to, Value: t.job.Spec.Priority.Value}, detail: detail})
 		}
 	case model.ActionReallocate:
-		out = make([]choice, 0, len(jobs))
 		for _, t := range jobs {
 			j := t.job
 			to := j.Spec.Priority
@@ -152,7 +184,7 @@ func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time) []choic
 			out = append(out, c)
 		}
 	case model.ActionScaleDown:
-		out = scaleDown(a, jobs, now)
+		out = scaleDown(a, jobs, now, sc)
 	}
 	return out
 }
@@ -160,16 +192,11 @@ func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time) []choic
 // scaleDown keeps the target's running work, most valuable first, until it
 // holds the floor (MinCapacity of the baseline); the rest of its running
 // work and all of its queued work runs as spot, which the core evicts
-// first whenever other work needs the room.
-func scaleDown(a Action, jobs []target, now time.Time) []choice {
-	// running carries each job's loss, computed once rather than at every
-	// comparison of the sort.
-	type runningJob struct {
-		target
-		lost float64
-	}
-	var running []runningJob
-	var queued []target
+// first whenever other work needs the room. The choices go in
+// sc.choices' storage.
+func scaleDown(a Action, jobs []target, now time.Time, sc *scratch) []choice {
+	running, queued := sc.running[:0], sc.queued[:0]
+	defer func() { sc.running, sc.queued = running, queued }()
 	var held int64
 	for _, t := range jobs {
 		if t.job.Status.State.Holds() {
@@ -209,7 +236,7 @@ func scaleDown(a Action, jobs []target, now time.Time) []choice {
 	// The details, made once for every job they explain.
 	within, beyond, queuedText := "within the "+floorText, "beyond the "+floorText, "queued while scaled down to the "+floorText
 	var kept int64
-	out := make([]choice, 0, len(jobs))
+	out := sc.choices[:0]
 	for _, r := range running {
 		j := r.job
 		if kept < floor {
@@ -223,6 +250,13 @@ func scaleDown(a Action, jobs []target, now time.Time) []choice {
 		out = append(out, choice{target: t, to: spot(t.job), detail: queuedText})
 	}
 	return out
+}
+
+// runningJob is a running job scale_down may keep, with its loss,
+// computed once rather than at every comparison of the sort.
+type runningJob struct {
+	target
+	lost float64
 }
 
 func spot(j *model.Job) model.Priority {
@@ -259,14 +293,20 @@ func gpus(milli int64) string {
 // work finds the labels of a job's work: its partition's, its tenant's,
 // its own.
 type work struct {
-	// tenants holds, by name, what jobFacts says of a tenant's jobs, found
-	// once per snapshot rather than once per job.
-	tenants map[string]jobFacts
-	count   int // tenants numbered (jobFacts.ti)
+	// index numbers the tenants by name, found once per snapshot rather
+	// than once per job; tenants holds each one's tenant and partition.
+	index   map[string]int32
+	tenants []tenantFacts
+}
+
+// tenantFacts is a tenant and its partition (nil without one).
+type tenantFacts struct {
+	tenant *model.Tenant
+	part   *model.Partition
 }
 
 func newWork(snap *sched.Snapshot) work {
-	w := work{tenants: map[string]jobFacts{}}
+	w := work{index: map[string]int32{}}
 	if snap.Tenancy == nil {
 		return w
 	}
@@ -276,26 +316,34 @@ func newWork(snap *sched.Snapshot) work {
 	}
 	for i := range snap.Tenancy.Tenants {
 		t := &snap.Tenancy.Tenants[i]
-		w.tenants[t.Name] = jobFacts{tenant: t, part: partitions[t.Partition], ti: i}
+		w.index[t.Name] = int32(i)
+		w.tenants = append(w.tenants, tenantFacts{tenant: t, part: partitions[t.Partition]})
 	}
-	w.count = len(snap.Tenancy.Tenants)
 	return w
 }
 
-// jobFacts is what deciding whether an action acts on a job reads of it.
+// jobFacts is what deciding whether an action acts on a job reads of it,
+// small so that a long queue's facts stay in the processor's caches.
 type jobFacts struct {
-	tenant *model.Tenant    // nil for a tenant the tenancy does not have
-	part   *model.Partition // the tenant's; nil without one
-	ti     int              // the tenant's number, for actsOn's memo
-	live   bool             // Queued or holding capacity
-	labels bool             // labels of its own
+	ti     int32 // the tenant's number; -1 for a tenant the tenancy does not have
+	live   bool  // Queued or holding capacity
+	labels bool  // labels of its own
 }
 
 func (w work) factsOf(j *model.Job) jobFacts {
-	f := w.tenants[j.Spec.Tenant] // the zero jobFacts for a tenant the tenancy does not have
-	f.live = j.Status.State == model.StateQueued || j.Status.State.Holds()
-	f.labels = len(j.Spec.Labels) > 0
+	f := jobFacts{ti: -1, live: j.Status.State == model.StateQueued || j.Status.State.Holds(), labels: len(j.Spec.Labels) > 0}
+	if ti, ok := w.index[j.Spec.Tenant]; ok {
+		f.ti = ti
+	}
 	return f
+}
+
+// tenant is the tenant f names; nil for one the tenancy does not have.
+func (w work) tenant(f jobFacts) *model.Tenant {
+	if f.ti < 0 {
+		return nil
+	}
+	return w.tenants[f.ti].tenant
 }
 
 // workTargets is the selectors of the targets of work among names, looked
@@ -320,17 +368,18 @@ func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.S
 	if !f.live {
 		return false
 	}
+	t := w.tenant(f)
 	if len(a.Tenants) > 0 {
 		name := j.Spec.Tenant
-		if f.tenant != nil {
-			name = f.tenant.Name // the same, without reading j
+		if t != nil {
+			name = t.Name // the same, without reading j
 		}
 		if !a.Names(name) {
 			return false
 		}
 	}
-	if f.labels || len(a.Targets) == 0 || f.tenant == nil {
-		return match(j, f, targets)
+	if f.labels || len(a.Targets) == 0 || t == nil {
+		return w.match(j, f, targets)
 	}
 	switch memo[f.ti] {
 	case 1:
@@ -338,7 +387,7 @@ func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.S
 	case 2:
 		return false
 	}
-	v := match(j, f, targets)
+	v := w.match(j, f, targets)
 	memo[f.ti] = 2
 	if v {
 		memo[f.ti] = 1
@@ -347,13 +396,13 @@ func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.S
 }
 
 // memo is an empty memo of actsOn's answers by tenant.
-func (w work) memo() []int8 { return make([]int8, w.count) }
+func (w work) memo() []int8 { return make([]int8, len(w.tenants)) }
 
 // spares reports whether a, which acts on j, leaves j alone because j is a
 // customer tenant's work and a names no tenants: scale_down never takes
 // such work (it counts in neither the baseline nor the floor), migrate
 // does not move it to a lower class. reallocate only raises and spares
-// nothing. t is j's tenant (jobFacts.tenant), nil for one the tenancy does
+// nothing. t is j's tenant (work.tenant), nil for one the tenancy does
 // not have.
 func spares(t *model.Tenant, j *model.Job, ps *model.PolicySet, a model.Action) bool {
 	if len(a.Tenants) > 0 { // a acts on j only when it names j's tenant
@@ -385,9 +434,13 @@ func lowered(ps *model.PolicySet, a model.Action, j *model.Job) bool {
 }
 
 // match reports whether j, of what f says, is work of one of targets.
-func match(j *model.Job, f jobFacts, targets []model.Selector) bool {
+func (w work) match(j *model.Job, f jobFacts, targets []model.Selector) bool {
+	var tf tenantFacts
+	if f.ti >= 0 {
+		tf = w.tenants[f.ti]
+	}
 	for _, sel := range targets {
-		if sel.WorkMatches(f.part, f.tenant, &j.Spec) {
+		if sel.WorkMatches(tf.part, tf.tenant, &j.Spec) {
 			return true
 		}
 	}

@@ -136,7 +136,7 @@ func actions(ps *model.PolicySet, p model.Policy, last *Firing, world *sched.Sna
 				if !j.Status.State.Holds() {
 					continue
 				}
-				if f := w.factsOf(j); w.actsOn(j, f, a, targets, memo) && !spares(f.tenant, j, ps, a) {
+				if f := w.factsOf(j); w.actsOn(j, f, a, targets, memo) && !spares(w.tenant(f), j, ps, a) {
 					out[i].Baseline += heldMilli(j)
 				}
 			}
