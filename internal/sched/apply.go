@@ -38,6 +38,26 @@ func (p Plan) Apply(jobs []*model.Job, now time.Time) error {
 			byID[j.ID] = j
 		}
 	}
+	return p.ApplyTo(func(id string) *model.Job { return byID[id] }, now)
+}
+
+// ApplyTo is Apply to the jobs find returns by ID (nil for one it does
+// not have), for a driver that keeps its jobs indexed and need not walk
+// them all to commit a plan that names a few.
+func (p Plan) ApplyTo(find func(id string) *model.Job, now time.Time) error {
+	if len(p.Preemptions) == 0 && len(p.Binds) == 0 && len(p.Resizes) == 0 {
+		return nil
+	}
+	byID := make(map[string]*model.Job, len(p.Preemptions)+len(p.Binds)+len(p.Resizes))
+	for _, pr := range p.Preemptions {
+		byID[pr.Job] = find(pr.Job)
+	}
+	for _, b := range p.Binds {
+		byID[b.Job] = find(b.Job)
+	}
+	for _, r := range p.Resizes {
+		byID[r.Job] = find(r.Job)
+	}
 	for _, pr := range p.Preemptions {
 		if j := byID[pr.Job]; j == nil || !j.Status.State.Holds() {
 			return fmt.Errorf("plan preempts %s, which holds nothing", pr.Job)

@@ -37,7 +37,7 @@ func (e *Engine) cycle() error {
 		if len(plan.Binds) == 0 && len(plan.Preemptions) == 0 && len(plan.Resizes) == 0 {
 			e.idle++
 		}
-		if err := e.commit(plan, jobs, now); err != nil {
+		if err := e.commit(plan, now); err != nil {
 			return err
 		}
 		if len(plan.Preemptions) == 0 {
@@ -47,10 +47,19 @@ func (e *Engine) cycle() error {
 	return nil
 }
 
-// commit applies plan, made over jobs, to the engine's jobs at now, and
+// commit applies plan to the engine's jobs at now, and
 // accounts for what it started, resized and preempted.
-func (e *Engine) commit(plan sched.Plan, jobs []*model.Job, now time.Time) error {
-	if err := plan.Apply(jobs, now); err != nil {
+func (e *Engine) commit(plan sched.Plan, now time.Time) error {
+	// The jobs by the engine's index, not by walking the snapshot's: the
+	// plan names jobs of the snapshot (those the core saw), which the
+	// engine holds.
+	find := func(id string) *model.Job {
+		if x := e.byID[id]; x != nil {
+			return x.job
+		}
+		return nil
+	}
+	if err := plan.ApplyTo(find, now); err != nil {
 		return fmt.Errorf("engine at %s: %w", now.Format(time.RFC3339), err)
 	}
 	for _, p := range plan.Preemptions {

@@ -7,5 +7,5 @@ import "github.com/allot-dev/allot/internal/sched"
 // does not decide on its own.
 func (e *Engine) Commit(plan sched.Plan) error {
 	e.dirty = true
-	return e.commit(plan, e.Jobs(), e.now)
+	return e.commit(plan, e.now)
 }
