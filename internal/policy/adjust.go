@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -51,15 +50,29 @@ type Adjustment struct {
 // decide it. now is the time of the cycle, for the work a running job
 // would lose. snap is not changed.
 func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time.Time) Adjustment {
+	var a Adjuster
+	return a.Adjust(snap, ps, active, now)
+}
+
+// An Adjuster is Adjust with buffers kept from one call to the next, for a
+// driver that adjusts every cycle (Adjust visits the whole queue). The
+// zero Adjuster is ready; one is not for concurrent use.
+type Adjuster struct {
+	facts   []jobFacts
+	claimed []int32
+	jobs    []target
+	choices []choice
+	running []runningJob
+	queued  []target
+}
+
+// Adjust is the package's Adjust, on sc's buffers.
+func (sc *Adjuster) Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time.Time) Adjustment {
 	out := Adjustment{Snapshot: &sched.Snapshot{Fleet: snap.Fleet, Tenancy: snap.Tenancy, Jobs: snap.Jobs, Images: snap.Images}}
 	if len(active) == 0 {
 		return out
 	}
 	w := newWork(snap)
-	// Adjust runs every cycle a policy fires, over the whole queue: its
-	// scratch is kept for the next call rather than collected.
-	sc := scratchPool.Get().(*scratch)
-	defer scratchPool.Put(sc)
 	// What the actions ask of each job, read once: they visit every job,
 	// and a busy queue does not fit in the processor's caches.
 	facts := sc.facts[:0]
@@ -117,18 +130,6 @@ func Adjust(snap *sched.Snapshot, ps *model.PolicySet, active []Firing, now time
 	return out
 }
 
-// scratch is the buffers of one Adjust call, pooled between calls.
-type scratch struct {
-	facts   []jobFacts
-	claimed []int32
-	jobs    []target
-	choices []choice
-	running []runningJob
-	queued  []target
-}
-
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
-
 // resized is *buf holding n zeros, its storage kept when large enough.
 func resized[T any](buf *[]T, n int) []T {
 	if cap(*buf) < n {
@@ -158,7 +159,7 @@ type choice struct {
 
 // decide applies one action to the jobs it targets: a choice for each, in
 // sc.choices' storage.
-func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time, sc *scratch) []choice {
+func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time, sc *Adjuster) []choice {
 	out := sc.choices[:0]
 	switch a.Kind {
 	case model.ActionMigrate:
@@ -194,7 +195,7 @@ func decide(ps *model.PolicySet, a Action, jobs []target, now time.Time, sc *scr
 // work and all of its queued work runs as spot, which the core evicts
 // first whenever other work needs the room. The choices go in
 // sc.choices' storage.
-func scaleDown(a Action, jobs []target, now time.Time, sc *scratch) []choice {
+func scaleDown(a Action, jobs []target, now time.Time, sc *Adjuster) []choice {
 	running, queued := sc.running[:0], sc.queued[:0]
 	defer func() { sc.running, sc.queued = running, queued }()
 	var held int64

@@ -264,3 +264,38 @@ func TestUtilizationByScope(t *testing.T) {
 		t.Errorf("Utilization = %v,\nwant %v", got, want)
 	}
 }
+
+// One Adjuster used cycle after cycle answers as a fresh Adjust does: its
+// buffers carry nothing from a larger world to a smaller one, or from a
+// firing to none.
+func TestAdjusterKeepsNothingBetweenCalls(t *testing.T) {
+	now := schedtest.Epoch.Add(24 * time.Hour)
+	var a Adjuster
+	for _, train := range []int{13, 14, 2, 13} {
+		w := busyWorld(now, train)
+		fs := firing(t, w, now)
+		if train == 2 {
+			w.Jobs = w.Jobs[:5] // a smaller queue after a larger one
+		}
+		for _, active := range [][]Firing{fs, nil, fs} {
+			got, want := a.Adjust(w.Snapshot(), seed(t), active, now), Adjust(w.Snapshot(), seed(t), active, now)
+			if g, x := fmt.Sprintf("%+v %+v", got.Overrides, got.Ignored), fmt.Sprintf("%+v %+v", want.Overrides, want.Ignored); g != x {
+				t.Fatalf("train %d, %d firings: reused %s, fresh %s", train, len(active), g, x)
+			}
+			if len(got.Snapshot.Jobs) != len(want.Snapshot.Jobs) {
+				t.Fatalf("train %d: %d jobs, want %d", train, len(got.Snapshot.Jobs), len(want.Snapshot.Jobs))
+			}
+			for i, j := range got.Snapshot.Jobs {
+				if j.ID != want.Snapshot.Jobs[i].ID || j.Spec.Priority != want.Snapshot.Jobs[i].Spec.Priority {
+					t.Fatalf("train %d: job %d is %s %v, want %s %v", train, i, j.ID, j.Spec.Priority,
+						want.Snapshot.Jobs[i].ID, want.Snapshot.Jobs[i].Spec.Priority)
+				}
+			}
+		}
+		for _, j := range w.Jobs {
+			if j.Spec.Priority.Class != model.ClassStandard {
+				t.Fatalf("Adjust changed the caller's job %s", j.ID)
+			}
+		}
+	}
+}

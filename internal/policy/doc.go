@@ -18,7 +18,8 @@
 //  3. adjust: Adjust(snapshot, policies, firings, now) returns a copy of
 //     the Snapshot whose jobs carry the priority classes the actions ask
 //     for, and the list of those overrides (and of the ones an earlier
-//     policy overruled); the core then schedules the copy.
+//     policy overruled); the core then schedules the copy. A driver that
+//     adjusts every cycle keeps an Adjuster, whose buffers outlive a call.
 //
 // An action never lowers the class of a customer tenant's work
 // (model.TenantCustomer) unless it names that tenant under tenants

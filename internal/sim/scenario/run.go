@@ -86,6 +86,7 @@ type run struct {
 	metrics    policy.Metrics
 	scopes     *policy.Scopes // of the fleet, which does not change, for the utilisation recorded every minute
 	active     []policy.Firing
+	adjuster   policy.Adjuster // its buffers kept from cycle to cycle
 	firings    int
 	overridden int // cycles in which a policy changed some work's class
 
@@ -258,7 +259,7 @@ func (r *run) speed(j *model.Job) float64 {
 func (r *run) input(snap *sched.Snapshot, now time.Time) *sched.Snapshot {
 	s := strategy.Apply(snap, now)
 	if r.opt.Policies != nil && len(r.active) > 0 {
-		adj := policy.Adjust(s, r.opt.Policies, r.active, now)
+		adj := r.adjuster.Adjust(s, r.opt.Policies, r.active, now)
 		if len(adj.Overrides) > 0 {
 			r.overridden++
 		}
