@@ -20,7 +20,12 @@ func (r *Router) Pick(reps []*Replica, at float64) *Replica {
 		if k == n {
 			k = 0
 		}
-		if l := reps[k].InFlight(at); best < 0 || l < load {
+		rep := reps[k]
+		l := len(rep.batch)
+		if l > 0 && rep.batch[0].leaves <= at { // InFlight's retire, called only when there is something to retire
+			l = rep.InFlight(at)
+		}
+		if best < 0 || l < load {
 			best, load = k, l
 			if l == 0 {
 				break // none has fewer: the first idle one in the order
