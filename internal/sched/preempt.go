@@ -121,6 +121,9 @@ func (st *state) preemptTrials(a *attempt) (victims []victim, protectedUntil tim
 		// shortest prefix is the first that fits: it is no shorter than
 		// the first that leaves room, and found by doubling, then halving,
 		// from there. Only the list down to it is read and released.
+		if victims, ok := st.preemptOnOneNode(a); ok {
+			return victims, time.Time{}
+		}
 		for !st.roomFor(a) && have(released+1) > released {
 			releaseTo(released + 1)
 		}
