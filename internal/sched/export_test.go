@@ -14,17 +14,18 @@ func EagerMoves() func() {
 	return func() { eagerMoves = false }
 }
 
-// OneNodeOff makes preempt run its whole search where one node's victims
-// would decide it (onenode.go), until the returned function is called.
-func OneNodeOff() (restore func()) {
-	noOneNode = true
-	return func() { noOneNode = false }
+// OneDomainOff makes preempt run its whole search where the first domain
+// with room would decide it (onedomain.go), until the returned function is
+// called.
+func OneDomainOff() (restore func()) {
+	noOneDomain = true
+	return func() { noOneDomain = false }
 }
 
-// CountOneNode counts the preemptions one node's victims decide until
-// restore is called.
-func CountOneNode() (count func() int, restore func()) {
+// CountOneDomain counts the preemptions the first domain with room decides
+// until restore is called.
+func CountOneDomain() (count func() int, restore func()) {
 	n := 0
-	oneNodeAnswered = func() { n++ }
-	return func() int { return n }, func() { oneNodeAnswered = nil }
+	oneDomainAnswered = func() { n++ }
+	return func() int { return n }, func() { oneDomainAnswered = nil }
 }

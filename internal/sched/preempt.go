@@ -121,7 +121,7 @@ func (st *state) preemptTrials(a *attempt) (victims []victim, protectedUntil tim
 		// shortest prefix is the first that fits: it is no shorter than
 		// the first that leaves room, and found by doubling, then halving,
 		// from there. Only the list down to it is read and released.
-		if victims, ok := st.preemptOnOneNode(a); ok {
+		if victims, ok := st.preemptInOneDomain(a); ok {
 			return victims, time.Time{}
 		}
 		for !st.roomFor(a) && have(released+1) > released {
@@ -162,17 +162,11 @@ func (st *state) preemptTrials(a *attempt) (victims []victim, protectedUntil tim
 	releaseTo(k)
 	chosen := vs.out[:k]
 	// ...then spare every victim, costliest first, that the job can do without.
+	fitsNow := func() bool { return st.roomFor(a) && st.placeable(a) }
 	if st.trialsMonotone(a) && !spareOneByOne {
-		st.spareInBlocks(a, chosen)
+		st.spareInBlocks(chosen, fitsNow)
 	} else {
-		for i := len(chosen) - 1; i >= 0; i-- {
-			st.moveVictim(chosen[i].rj, false)
-			if st.roomFor(a) && st.placeable(a) {
-				chosen[i].rj = nil
-				continue
-			}
-			st.moveVictim(chosen[i].rj, true)
-		}
+		st.spareEach(chosen, fitsNow)
 	}
 	for _, c := range chosen {
 		if c.rj != nil {
@@ -186,8 +180,9 @@ func (st *state) preemptTrials(a *attempt) (victims []victim, protectedUntil tim
 var spareOneByOne = false
 
 // spareInBlocks spares, costliest first, every released victim of chosen
-// that a can do without, as restoring them one at a time and keeping each
-// restored when a still fits does, and sets the spared ones' rj to nil.
+// that the job can do without (fits tells), as restoring them one at a
+// time and keeping each restored when the job still fits does
+// (spareEach), and sets the spared ones' rj to nil.
 // When trials are monotone, restoring a run of victims at once still fits
 // exactly when each of them, restored in turn, would have: restoring more
 // never turns a misfit into a fit, and the run restored whole is the state
@@ -198,8 +193,7 @@ var spareOneByOne = false
 // the victim after it kept; the next run is one victim. On the busy bench's
 // first cycle (12,455 preemptions) this makes 105,021 trials and 3.68 M
 // victim moves where one trial per victim made 2.88 M and 2.89 M.
-func (st *state) spareInBlocks(a *attempt, chosen []victim) {
-	fits := func() bool { return st.roomFor(a) && st.placeable(a) }
+func (st *state) spareInBlocks(chosen []victim, fits func() bool) {
 	restored := 0 // of the run, from its costliest end
 	// restoreTo moves the run starting at i to its first n restored.
 	restoreTo := func(i, n int) {
@@ -241,6 +235,20 @@ func (st *state) spareInBlocks(a *attempt, chosen []victim) {
 	}
 }
 
+// spareEach spares, costliest first, every released victim of chosen
+// that the job can do without (fits tells), one trial each, and sets the
+// spared ones' rj to nil.
+func (st *state) spareEach(chosen []victim, fits func() bool) {
+	for i := len(chosen) - 1; i >= 0; i-- {
+		st.moveVictim(chosen[i].rj, false)
+		if fits() {
+			chosen[i].rj = nil
+			continue
+		}
+		st.moveVictim(chosen[i].rj, true)
+	}
+}
+
 // restore undoes release while trying victim sets out.
 func (st *state) restore(rj *running) {
 	st.account(rj, +1)
@@ -267,6 +275,7 @@ type victimStream struct {
 	lists   [][]*running // each in victimLess order
 	heads   []int        // heap of the lists not read to the end, by their next entry
 	pos     []int        // by list: the next to read
+	rank    []int32      // by list: its next entry's rank, read once for the heap's comparisons
 	out     []victim     // read so far, cheapest first
 	scan    []victim     // read by scanVictims, in no order
 	done    bool         // every list is read
@@ -332,9 +341,11 @@ func (st *state) startVictims(a *attempt) {
 		}
 	}
 	vs.pos = append(vs.pos[:0], make([]int, len(vs.lists))...)
+	vs.rank = vs.rank[:0]
 	vs.heads = vs.heads[:0]
-	for i := range vs.lists {
+	for i, l := range vs.lists {
 		vs.heads = append(vs.heads, i)
+		vs.rank = append(vs.rank, l[0].rank)
 	}
 	for i := len(vs.heads)/2 - 1; i >= 0; i-- {
 		vs.down(i)
@@ -346,15 +357,25 @@ func (vs *victimStream) head(h int) *running {
 	return vs.lists[l][vs.pos[l]]
 }
 
+// less reports whether the next entry of the list at heap position h is
+// cheaper than that at position k: victimLess, by the ranks kept beside
+// the heap where both have one.
+func (vs *victimStream) less(h, k int) bool {
+	if x, y := vs.rank[vs.heads[h]], vs.rank[vs.heads[k]]; x > 0 && y > 0 {
+		return x < y
+	}
+	return victimLess(vs.head(h), vs.head(k))
+}
+
 // down restores the heap order below position i of heads.
 func (vs *victimStream) down(i int) {
 	n := len(vs.heads)
 	for {
 		m, l, r := i, 2*i+1, 2*i+2
-		if l < n && victimLess(vs.head(l), vs.head(m)) {
+		if l < n && vs.less(l, m) {
 			m = l
 		}
-		if r < n && victimLess(vs.head(r), vs.head(m)) {
+		if r < n && vs.less(r, m) {
 			m = r
 		}
 		if m == i {
@@ -374,6 +395,7 @@ func (st *state) nextVictim() bool {
 		rj := vs.head(0)
 		if l := vs.heads[0]; vs.pos[l]+1 < len(vs.lists[l]) {
 			vs.pos[l]++
+			vs.rank[l] = vs.lists[l][vs.pos[l]].rank
 		} else {
 			last := len(vs.heads) - 1
 			vs.heads[0] = vs.heads[last]

@@ -80,11 +80,12 @@ func TestColdNodesMatchEagerMoves(t *testing.T) {
 	}
 }
 
-// Deciding a preemption on the victims of the one node that first has room
-// (onenode.go) gives the Plans the whole search gives, over a first cycle
-// with thousands of preemptions and the steady cycles after it; most of
-// the jobs that preempt are decided that way.
-func TestOneNodeMatchesTheSearch(t *testing.T) {
+// Deciding a preemption on the victims of the domain that first has room
+// (onedomain.go) gives the Plans the whole search gives, over a first cycle
+// with thousands of preemptions (gangs, whole GPUs, fractions) and the
+// steady cycles after it; most of the jobs that preempt are decided that
+// way.
+func TestOneDomainMatchesTheSearch(t *testing.T) {
 	plans := func(seed uint64) ([]byte, int) {
 		w, err := schedtest.NewBusy(schedtest.BusyConfig{Nodes: 1000, Pending: 4000, Fill: 0.9, Seed: seed})
 		if err != nil {
@@ -115,19 +116,19 @@ func TestOneNodeMatchesTheSearch(t *testing.T) {
 		return out, preemptors
 	}
 	for seed := uint64(1); seed <= 3; seed++ {
-		count, stop := sched.CountOneNode()
+		count, stop := sched.CountOneDomain()
 		fast, preemptors := plans(seed)
 		answered := count()
 		stop()
-		restore := sched.OneNodeOff()
+		restore := sched.OneDomainOff()
 		whole, _ := plans(seed)
 		restore()
 		if string(fast) != string(whole) {
 			t.Fatalf("seed %d: the Plans differ (%d and %d bytes of JSON)", seed, len(fast), len(whole))
 		}
 		if answered*2 < preemptors {
-			t.Errorf("seed %d: one node decided %d of the %d jobs that preempted", seed, answered, preemptors)
+			t.Errorf("seed %d: one domain decided %d of the %d jobs that preempted", seed, answered, preemptors)
 		}
-		t.Logf("seed %d: one node decided %d searches; %d jobs preempted", seed, answered, preemptors)
+		t.Logf("seed %d: one domain decided %d searches; %d jobs preempted", seed, answered, preemptors)
 	}
 }

@@ -278,7 +278,7 @@ type state struct {
 	freed                                []uint64  // scratch of scheduleJob
 	room                                 room      // scratch of preempt
 	cold                                 coldNodes // scratch of preempt: node moves held back (cold.go)
-	one                                  oneNode   // scratch of preempt: one node's victims (onenode.go)
+	one                                  oneDomain // scratch of preempt: one domain's victims (onedomain.go)
 	// misses are the cycle's preemptions that found no victims to make
 	// room, by the shape key without CPU and memory (missKey).
 	misses    map[string][]preemptMiss
