@@ -38,41 +38,53 @@ func TestSpareInBlocksMatchesOneByOne(t *testing.T) {
 	}
 }
 
-// Holding back the moves of cold nodes during a preemption (cold.go)
-// decides what moving every victim at once decides: the same Plans, over
+// busyPlans is the JSON of the Plans of six cycles of a busy world (seed),
 // a first cycle with thousands of preemptions and the steady cycles after
-// it, on a Session as the server and the engine drive it.
-func TestColdNodesMatchEagerMoves(t *testing.T) {
-	plans := func(seed uint64) []byte {
-		w, err := schedtest.NewBusy(schedtest.BusyConfig{Nodes: 1000, Pending: 4000, Fill: 0.9, Seed: seed})
+// it, on a Scheduler as the engine drives it, and how many jobs preempted
+// (each once a cycle).
+func busyPlans(t *testing.T, seed uint64) ([]byte, int) {
+	t.Helper()
+	w, err := schedtest.NewBusy(schedtest.BusyConfig{Nodes: 1000, Pending: 4000, Fill: 0.9, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
+	var out []byte
+	preemptors := 0
+	for c := 0; c < 6; c++ {
+		p := s.Schedule(w.World.Snapshot(), w.Now)
+		seen := map[string]bool{}
+		for _, x := range p.Preemptions {
+			if !seen[x.For] {
+				seen[x.For] = true
+				preemptors++
+			}
+		}
+		b, err := json.Marshal(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
-		var out []byte
-		preemptions := 0
-		for c := 0; c < 6; c++ {
-			p := s.Schedule(w.World.Snapshot(), w.Now)
-			preemptions += len(p.Preemptions)
-			b, err := json.Marshal(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, b...)
-			if err := w.Apply(p); err != nil {
-				t.Fatal(err)
-			}
-			w.Step()
+		out = append(out, b...)
+		if err := w.Apply(p); err != nil {
+			t.Fatal(err)
 		}
-		if preemptions == 0 {
-			t.Fatalf("seed %d: no preemptions to compare", seed)
-		}
-		return out
+		w.Step()
 	}
+	if preemptors == 0 {
+		t.Fatalf("seed %d: no preemptions to compare", seed)
+	}
+	return out, preemptors
+}
+
+// Holding back the moves of cold nodes during a preemption (cold.go)
+// decides what moving every victim at once decides: the same Plans, over
+// a first cycle with thousands of preemptions and the steady cycles after
+// it.
+func TestColdNodesMatchEagerMoves(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
-		cold := plans(seed)
+		cold, _ := busyPlans(t, seed)
 		restore := sched.EagerMoves()
-		eager := plans(seed)
+		eager, _ := busyPlans(t, seed)
 		restore()
 		if string(cold) != string(eager) {
 			t.Fatalf("seed %d: the Plans differ (%d and %d bytes of JSON)", seed, len(cold), len(eager))
@@ -86,48 +98,19 @@ func TestColdNodesMatchEagerMoves(t *testing.T) {
 // steady cycles after it; most of the jobs that preempt are decided that
 // way.
 func TestOneDomainMatchesTheSearch(t *testing.T) {
-	plans := func(seed uint64) ([]byte, int) {
-		w, err := schedtest.NewBusy(schedtest.BusyConfig{Nodes: 1000, Pending: 4000, Fill: 0.9, Seed: seed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := sched.New(sched.Config{MinRunTime: sched.DefaultMinRunTime})
-		var out []byte
-		preemptors := 0 // jobs that preempted, each once a cycle
-		for c := 0; c < 6; c++ {
-			p := s.Schedule(w.World.Snapshot(), w.Now)
-			seen := map[string]bool{}
-			for _, x := range p.Preemptions {
-				if !seen[x.For] {
-					seen[x.For] = true
-					preemptors++
-				}
-			}
-			b, err := json.Marshal(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, b...)
-			if err := w.Apply(p); err != nil {
-				t.Fatal(err)
-			}
-			w.Step()
-		}
-		return out, preemptors
-	}
 	for seed := uint64(1); seed <= 3; seed++ {
 		count, stop := sched.CountOneDomain()
-		fast, preemptors := plans(seed)
+		fast, preemptors := busyPlans(t, seed)
 		answered := count()
 		stop()
 		restore := sched.OneDomainOff()
-		whole, _ := plans(seed)
+		whole, _ := busyPlans(t, seed)
 		restore()
 		if string(fast) != string(whole) {
 			t.Fatalf("seed %d: the Plans differ (%d and %d bytes of JSON)", seed, len(fast), len(whole))
 		}
 		if answered*2 < preemptors {
-			t.Errorf("seed %d: one domain decided %d of the %d jobs that preempted", seed, answered, preemptors)
+			t.Errorf("seed %d: one domain decided %d searches; %d jobs preempted", seed, answered, preemptors)
 		}
 		t.Logf("seed %d: one domain decided %d searches; %d jobs preempted", seed, answered, preemptors)
 	}
