@@ -122,8 +122,11 @@
 // whether a short list could make room; only then does it read running
 // work cheapest first, as far down as it needs, and answer a trial victim
 // set from bounds on the room it leaves, or from the node or domain the
-// previous trial found, before running the filters; none of this changes
-// which victims are chosen.
+// previous trial found, before running the filters. When the first gang
+// domain (for one instance, the first node) that the victims read give
+// room decides the search, only that room's victims are moved and spared
+// (onedomain.go), not the hundreds cheaper elsewhere that the whole search
+// releases and restores; none of this changes which victims are chosen.
 //
 // Most of a long queue is answered without an attempt: a job that failed
 // holds its verdict for every later job of its shape (appendShapeKey) until
