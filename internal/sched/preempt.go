@@ -121,6 +121,8 @@ func (st *state) preemptTrials(a *attempt) (victims []victim, protectedUntil tim
 		// shortest prefix is the first that fits: it is no shorter than
 		// the first that leaves room, and found by doubling, then halving,
 		// from there. Only the list down to it is read and released.
+		// Most searches are answered by the victims of the first domain
+		// that gets room, without it (onedomain.go).
 		if victims, ok := st.preemptInOneDomain(a); ok {
 			return victims, time.Time{}
 		}

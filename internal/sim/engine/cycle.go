@@ -47,8 +47,8 @@ func (e *Engine) cycle() error {
 	return nil
 }
 
-// commit applies plan to the engine's jobs at now, and
-// accounts for what it started, resized and preempted.
+// commit applies plan to the engine's jobs at now, and accounts for what
+// it started, resized and preempted.
 func (e *Engine) commit(plan sched.Plan, now time.Time) error {
 	// The jobs by the engine's index, not by walking the snapshot's: the
 	// plan names jobs of the snapshot (those the core saw), which the
