@@ -73,8 +73,7 @@ func (st *state) touch(i int) {
 		return
 	}
 	c.stamp[i] = c.gen
-	n := st.nodes[i]
-	c.usable[i] = n.Ready && st.room.groupOK[st.groupOf[i]] && st.mayUse(c.a, i)
+	c.usable[i] = st.roomCounts(c.a, i)
 	c.gpus[i], c.cpu[i], c.mem[i], c.first[i], c.final[i] = 0, 0, 0, -1, -1
 	c.hot[i] = c.usable[i] && st.coldFits(i)
 }

@@ -110,7 +110,7 @@ func (st *state) preemptInOneDomain(a *attempt) ([]victim, bool) {
 			}
 			o.cpu[i] += rj.req.CPU
 			o.mem[i] += rj.req.Memory
-			s := o.slotsOf(n, &a.req, a.count)
+			s := slotsOf(o.cpu[i], o.mem[i], o.whole[i], n.FreeMilli, o.freed[o.off[i]:o.off[i+1]], &a.req, a.count)
 			d := st.groups[st.groupOf[i]].domain
 			o.dslots[d] += s - o.slots[i]
 			o.slots[i] = s
@@ -187,7 +187,7 @@ func (st *state) countOne(a *attempt, i int) {
 	o, r, n := &st.one, &st.room, st.nodes[i]
 	o.stamp[i], o.whole[i], o.cpu[i], o.mem[i] = o.gen, n.FreeWhole, n.CPUFree, n.MemFree
 	clear(o.freed[o.off[i]:o.off[i+1]])
-	o.usable[i] = r.groupOK[st.groupOf[i]] && n.Ready && st.mayUse(a, i)
+	o.usable[i] = st.roomCounts(a, i)
 	o.slots[i] = 0
 	if o.usable[i] {
 		o.slots[i] = slots(n, &a.req, a.count)
@@ -195,31 +195,4 @@ func (st *state) countOne(a *attempt, i int) {
 	if d := st.groups[st.groupOf[i]].domain; o.dstamp[d] != o.gen {
 		o.dstamp[d], o.dslots[d] = o.gen, r.slots[d]
 	}
-}
-
-// slotsOf is slots(n, r, limit) on node n as its count stands.
-func (o *oneDomain) slotsOf(n *NodeInfo, r *Request, limit int) int {
-	i := n.Index
-	if o.cpu[i] < r.CPU || o.mem[i] < r.Memory {
-		return 0
-	}
-	s := limit
-	if r.CPU > 0 {
-		s = min(s, int(o.cpu[i]/r.CPU))
-	}
-	if r.Memory > 0 {
-		s = min(s, int(o.mem[i]/r.Memory))
-	}
-	switch {
-	case r.GPUs == 0:
-	case r.Fractional():
-		g := 0
-		for x, f := range n.FreeMilli {
-			g += int((f + o.freed[o.off[i]+x]) / r.Milli)
-		}
-		s = min(s, g)
-	default:
-		s = min(s, o.whole[i]/r.GPUs)
-	}
-	return s
 }

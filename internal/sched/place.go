@@ -563,26 +563,37 @@ func (st *state) powerCutText(a *attempt) string {
 
 // slots is how many instances of r fit on n now, at most limit.
 func slots(n *NodeInfo, r *Request, limit int) int {
-	if !n.FitsResources(r) {
+	return slotsOf(n.CPUFree, n.MemFree, n.FreeWhole, n.FreeMilli, nil, r, limit)
+}
+
+// slotsOf is slots on a node with cpu and mem free, whole GPUs free, and
+// freeMilli on each GPU, plus freed[g] on GPU g when freed is not nil (a
+// count of what releasing work would leave, onedomain.go). Below
+// FitsResources' bar for one instance it is 0.
+func slotsOf(cpu, mem int64, whole int, freeMilli, freed []int64, r *Request, limit int) int {
+	if cpu < r.CPU || mem < r.Memory {
 		return 0
 	}
 	s := limit
 	if r.CPU > 0 {
-		s = min(s, int(n.CPUFree/r.CPU))
+		s = min(s, int(cpu/r.CPU))
 	}
 	if r.Memory > 0 {
-		s = min(s, int(n.MemFree/r.Memory))
+		s = min(s, int(mem/r.Memory))
 	}
 	switch {
 	case r.GPUs == 0:
 	case r.Fractional():
 		g := 0
-		for _, f := range n.FreeMilli {
+		for x, f := range freeMilli {
+			if freed != nil {
+				f += freed[x]
+			}
 			g += int(f / r.Milli)
 		}
 		s = min(s, g)
 	default:
-		s = min(s, n.FreeWhole/r.GPUs)
+		s = min(s, whole/r.GPUs)
 	}
 	return s
 }

@@ -85,10 +85,16 @@ func (st *state) startRoom(a *attempt) {
 	}
 }
 
+// roomCounts reports whether the room counts node i for a: its group's
+// static filters admit a, it is Ready, and a may use it.
+func (st *state) roomCounts(a *attempt, i int) bool {
+	return st.room.groupOK[st.groupOf[i]] && st.nodes[i].Ready && st.mayUse(a, i)
+}
+
 // countRoom adds (sign +1) or removes (-1) what node n contributes to the room.
 func (st *state) countRoom(n *NodeInfo, sign int) {
 	r := &st.room
-	if !r.groupOK[st.groupOf[n.Index]] || !n.Ready || !st.mayUse(r.a, n.Index) {
+	if !st.roomCounts(r.a, n.Index) {
 		return
 	}
 	if s := slots(n, &r.a.req, r.a.count); s > 0 {
