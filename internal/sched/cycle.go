@@ -47,7 +47,7 @@ func (st *state) cycle(jobs []*model.Job) Plan {
 		}
 	}
 	if n > 0 {
-		plan.Pending = make([]Pending, 0, n) // nearly every job of a long queue waits
+		plan.Pending = st.pendingList(n) // nearly every job of a long queue waits
 	}
 	st.chooseHolders(jobs)
 	st.clearKept()
@@ -75,6 +75,16 @@ func (st *state) cycle(jobs []*model.Job) Plan {
 		st.grow(&plan)
 	}
 	return plan
+}
+
+// pendingList is an empty Pending list with room for n: the one given
+// back by Session.Recycle when it has the room, else a new one.
+func (st *state) pendingList(n int) []Pending {
+	if p := st.spare; cap(p) >= n {
+		st.spare = nil
+		return p[:0]
+	}
+	return make([]Pending, 0, n)
 }
 
 // scheduleJob runs steps 2–5 for one job and records the outcome in plan.
@@ -331,7 +341,8 @@ func (st *state) queues(jobs []*model.Job) []*classQueue {
 	}
 	var groups []group
 	index := map[string]*[model.ClassReserved + 1]int{} // by tenant and class: 1 + the group's index
-	of := make([]int, len(jobs))
+	of := slices.Grow(st.queueOf[:0], len(jobs))[:len(jobs)]
+	st.queueOf = of
 	queued := 0
 	for i, j := range jobs {
 		of[i] = -1
@@ -368,7 +379,8 @@ func (st *state) queues(jobs []*model.Job) []*classQueue {
 		groups[g].at = at
 		at += groups[g].n
 	}
-	all := make([]*model.Job, queued)
+	all := slices.Grow(st.queueAll[:0], queued)[:queued] // the cycle's queues are read before the next one's
+	st.queueAll = all
 	for i, j := range jobs {
 		if g := of[i]; g >= 0 {
 			all[groups[g].at] = j

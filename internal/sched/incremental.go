@@ -56,6 +56,12 @@ type Incremental struct {
 	held    map[string]*told
 	mark    uint64 // counts syncs; told.seen is the last that found the job
 	resets  int
+	queued  []*model.Job // scratch of sync: what it returns is read by one Plan
+	// order is the jobs the last sync found holding, in the Snapshot's
+	// order; spare is the list the next sync fills. A driver hands the
+	// same copies in the same order cycle after cycle, so sync finds most
+	// jobs by walking order instead of looking their IDs up in held.
+	order, spare []*told
 }
 
 // told is a job as the Session was told of it: what of it may change
@@ -66,6 +72,8 @@ type told struct {
 	allocs     []model.Allocation // kept, so its identity stays unique
 	priority   model.Priority
 	seen       uint64
+	job        *model.Job // the copy of the job the last sync found
+	at         int        // its place in that sync's order (Incremental.order)
 }
 
 // NewIncremental returns an Incremental planning with core. With check set
@@ -85,6 +93,7 @@ func NewIncremental(core *Scheduler, check bool) *Incremental {
 // it after a cycle that failed part way, which may have left it half told.
 func (inc *Incremental) Drop() {
 	inc.ss, inc.fleet, inc.tenancy, inc.held = nil, nil, nil, nil
+	inc.order, inc.spare = inc.order[:0], inc.spare[:0]
 	inc.health = inc.health[:0]
 }
 
@@ -139,6 +148,14 @@ func (inc *Incremental) Plan(in *Snapshot, now time.Time) (Plan, error) {
 	return plan, nil
 }
 
+// Recycle gives back p, the last Plan, once its caller is done with it
+// (Session.Recycle); the caller must not read p after.
+func (inc *Incremental) Recycle(p Plan) {
+	if inc.ss != nil {
+		inc.ss.Recycle(p)
+	}
+}
+
 // sync tells the Session what changed in in since the last sync (a new
 // Session when there is none) and returns in's queued jobs.
 func (inc *Incremental) sync(in *Snapshot) ([]*model.Job, error) {
@@ -170,8 +187,14 @@ func (inc *Incremental) sync(in *Snapshot) ([]*model.Job, error) {
 	}
 
 	inc.mark++
-	queued := make([]*model.Job, 0, max(len(in.Jobs)-len(inc.held), 0))
-	seen := 0 // jobs of in that hold capacity
+	queued := inc.queued[:0]
+	defer func() { inc.queued = queued }()
+	order, next := inc.order, inc.spare[:0]
+	defer func() {
+		clear(order)
+		inc.order, inc.spare = next, order[:0]
+	}()
+	at := 0 // where in order the next holding job likely is
 	for _, j := range in.Jobs {
 		switch {
 		case j.Status.State == model.StateQueued:
@@ -180,8 +203,13 @@ func (inc *Incremental) sync(in *Snapshot) ([]*model.Job, error) {
 		case !j.Status.State.Holds():
 			continue
 		}
-		seen++
-		h := inc.held[j.ID]
+		var h *told
+		if at < len(order) && order[at].job == j {
+			h = order[at] // the copy the last sync found, in its place
+			at++
+		} else if h = inc.held[j.ID]; h != nil && h.seen != inc.mark {
+			at = h.at + 1 // order goes on after it
+		}
 		var err error
 		switch {
 		case h == nil:
@@ -193,8 +221,7 @@ func (inc *Incremental) sync(in *Snapshot) ([]*model.Job, error) {
 		case h.priority != j.Spec.Priority:
 			err = inc.ss.Hold(j)
 		case h.state == j.Status.State && h.checkpoint.Equal(j.Status.LastCheckpoint) && sameSlice(h.allocs, j.Status.Allocations):
-			h.seen = inc.mark
-			continue // the same job: the Session keeps the copy it has
+			// The same job: the Session keeps the copy it has.
 		default:
 			err = inc.ss.Update(j)
 		}
@@ -202,8 +229,10 @@ func (inc *Incremental) sync(in *Snapshot) ([]*model.Job, error) {
 			return nil, err
 		}
 		*h = told{state: j.Status.State, checkpoint: j.Status.LastCheckpoint, allocs: j.Status.Allocations,
-			priority: j.Spec.Priority, seen: inc.mark}
+			priority: j.Spec.Priority, seen: inc.mark, job: j, at: len(next)}
+		next = append(next, h)
 	}
+	seen := len(next)         // jobs of in that hold capacity
 	if seen < len(inc.held) { // some job stopped holding or left the snapshot
 		for id, h := range inc.held {
 			if h.seen != inc.mark {

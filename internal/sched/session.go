@@ -278,6 +278,17 @@ func (ss *Session) Schedule(queued []*model.Job, now time.Time) Plan {
 	return plan
 }
 
+// Recycle gives back p, a Plan of this Session its caller is done with:
+// the next Schedule fills p's Pending list again instead of allocating one
+// (a long queue's, the most a cycle allocates). The caller must not read p
+// after.
+func (ss *Session) Recycle(p Plan) {
+	if cap(p.Pending) > cap(ss.st.spare) {
+		clear(p.Pending) // no detail stays reachable from the list
+		ss.st.spare = p.Pending[:0]
+	}
+}
+
 // undo takes back what a cycle counted: the jobs it bound (the first held
 // of st.running were there before it) and the releases of its preemptions.
 func (st *state) undo(held int) {

@@ -11,9 +11,7 @@ import (
 )
 
 // sortRunning puts running work in the order slices.SortFunc gives with
-// victimCmp, whether the input is nearly sorted (the insertion sort
-// finishes it) or shuffled (the budget runs out and SortFunc takes over),
-// ties in cost included.
+// victimCmp, from nearly sorted and shuffled orders, ties in cost included.
 func TestSortRunningMatchesSortFunc(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	epoch := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -35,7 +33,7 @@ func TestSortRunningMatchesSortFunc(t *testing.T) {
 				}
 				got[i], got[k] = got[k], got[i]
 			}
-			sortRunning(got)
+			sortRunning(got, nil)
 			for i := range got {
 				if victimCmp(got[i], want[i]) != 0 {
 					t.Fatalf("n %d, %d swaps: place %d holds %s, want %s", n, swaps, i, got[i].job.ID, want[i].job.ID)

@@ -227,6 +227,14 @@ type state struct {
 	offIB      []*NodeInfo // scratch: candidates off InfiniBand, for inference replicas
 	kept       []*NodeInfo // scratch: candidates where no attempt of the job failed
 	keyBuf     []byte      // scratch: the shape key of the job being scheduled
+	sortKeys   []victimKey // scratch of sortRunning
+	// spare is the Pending list of a Plan given back (Session.Recycle),
+	// for the next cycle's; nil when none.
+	spare []Pending
+	// scratch of queues: each job's group, and the queued jobs by class
+	// and tenant (the tenants' queues are slices of it for the cycle).
+	queueOf  []int
+	queueAll []*model.Job
 	// elastic lists, in victim order, the running elastic jobs of the
 	// cycle (elastic.go); resized what the cycle resized, to be undone.
 	elastic []*running
@@ -301,26 +309,37 @@ func newState(s *Snapshot, now time.Time, cfg Config) *state {
 	return st
 }
 
-// sortRunning sorts running work into victim order (victimCmp). The order
-// a Session carries from its previous cycle is nearly sorted (a minute
-// moves what evicting a few jobs would lose past a neighbour's), so an
-// insertion sort finishes it with about one comparison a job; past a
-// budget of moves the rest is left to slices.SortFunc. victimCmp is a
-// total order (IDs break ties), so either way gives the same order.
-func sortRunning(rs []*running) {
-	budget := 2*len(rs) + 64
-	for i := 1; i < len(rs); i++ {
-		x, j := rs[i], i
-		for ; j > 0 && victimCmp(x, rs[j-1]) < 0; j-- {
-			if budget--; budget < 0 {
-				rs[j] = x
-				slices.SortFunc(rs, victimCmp)
-				return
-			}
-			rs[j] = rs[j-1]
-		}
-		rs[j] = x
+// sortRunning sorts running work into victim order (victimCmp). It sorts
+// pairs of each job's cost, which decides nearly every comparison, and the
+// job, so that a comparison reads no job through a pointer until two costs
+// tie. A Session's order from its previous cycle is no help: every minute
+// the jobs that checkpointed move from wherever they were to the front.
+// keys is scratch, returned for the next call.
+func sortRunning(rs []*running, keys []victimKey) []victimKey {
+	keys = keys[:0]
+	for _, rj := range rs {
+		keys = append(keys, victimKey{rj.cost, rj})
 	}
+	slices.SortFunc(keys, func(x, y victimKey) int {
+		switch {
+		case x.cost < y.cost:
+			return -1
+		case x.cost > y.cost:
+			return 1
+		}
+		return victimCmp(x.rj, y.rj)
+	})
+	for i := range keys {
+		rs[i] = keys[i].rj
+	}
+	clear(keys) // no pointer outlives the sort
+	return keys
+}
+
+// victimKey is a running job and its cost, for sortRunning.
+type victimKey struct {
+	cost float64
+	rj   *running
 }
 
 // newBase builds what the fleet and the tenancy alone decide: nodes,
@@ -398,7 +417,7 @@ func (st *state) begin(now time.Time, jobs []*model.Job) {
 	// Running work in victim order, so that every list indexRunning files
 	// it on comes out in that order. A Session sorts the order of its
 	// previous cycle, which the passing minute changes little.
-	sortRunning(st.running)
+	st.sortKeys = sortRunning(st.running, st.sortKeys)
 	for i, rj := range st.running {
 		rj.rank = int32(i + 1)
 	}
@@ -655,6 +674,7 @@ func (st *state) indexRunning(rj *running, sorted bool) {
 	if t := st.protectedUntil(rj); t.After(st.now) {
 		rj.guarded = t
 	}
+	last := rj.bucket // the bucket of its last filing, likely its own again
 	rj.onReserved, rj.onNotReady, rj.bucket = false, false, -1
 	for _, i := range rj.nodes {
 		if st.resOf[i] >= 0 {
@@ -684,7 +704,10 @@ func (st *state) indexRunning(rj *running, sorted bool) {
 				k.spread = true
 			}
 		}
-		bi, ok := st.runBucketOf[k]
+		bi, ok := last, last >= 0 && last < len(st.runBuckets) && st.runBuckets[last].runKey == k
+		if !ok {
+			bi, ok = st.runBucketOf[k]
+		}
 		if !ok {
 			if st.runBucketOf == nil {
 				st.runBucketOf = map[runKey]int{}

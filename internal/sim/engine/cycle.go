@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"container/heap"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/allot-dev/allot/internal/model"
@@ -40,7 +42,9 @@ func (e *Engine) cycle() error {
 		if err := e.commit(plan, now); err != nil {
 			return err
 		}
-		if len(plan.Preemptions) == 0 {
+		preempted := len(plan.Preemptions) > 0
+		e.inc.Recycle(plan)
+		if !preempted {
 			return nil
 		}
 	}
@@ -82,9 +86,11 @@ func (e *Engine) commit(plan sched.Plan, now time.Time) error {
 }
 
 // snapshotJobs is the live jobs the core may look at: holding ones with
-// their last checkpoint, and queued ones not held back.
+// their last checkpoint, and queued ones not held back. The list is the
+// engine's, filled again by the next cycle: nothing reads a cycle's
+// Snapshot after it.
 func (e *Engine) snapshotJobs() []*model.Job {
-	jobs := make([]*model.Job, 0, len(e.live)-e.dead)
+	jobs := slices.Grow(e.snap[:0], len(e.live)-e.dead)
 	for _, x := range e.live {
 		if x == nil {
 			continue
@@ -98,6 +104,7 @@ func (e *Engine) snapshotJobs() []*model.Job {
 		}
 		jobs = append(jobs, j)
 	}
+	e.snap = jobs
 	return jobs
 }
 
@@ -148,6 +155,7 @@ func (e *Engine) resume(x *entry, report bool) {
 // runAttempt sets the speed of x's attempt, which started now, and when
 // it completes.
 func (e *Engine) runAttempt(x *entry) {
+	e.guard(x)
 	x.speed = e.speed(x.job)
 	switch {
 	case e.cfg.RunFor != nil:
@@ -217,12 +225,25 @@ func (e *Engine) wakeForProtection() {
 	if mrt <= 0 {
 		return // nothing is protected; the core waits on nothing
 	}
-	for _, x := range e.live {
-		if x == nil || x.job.Status.State != model.StateRunning {
-			continue
+	// The first protection to end after now among the running jobs:
+	// those ended by now, or of attempts no longer running, leave the
+	// heap for good.
+	for len(e.guards) > 0 {
+		g := e.guards[0]
+		j := g.x.job
+		if g.until.After(e.now) && e.byID[j.ID] == g.x && j.Status.State == model.StateRunning && j.Status.StartedAt.Add(mrt).Equal(g.until) {
+			if e.wake.IsZero() || g.until.Before(e.wake) {
+				e.wake = g.until
+			}
+			return
 		}
-		if t := x.job.Status.StartedAt.Add(mrt); t.After(e.now) && (e.wake.IsZero() || t.Before(e.wake)) {
-			e.wake = t
-		}
+		heap.Pop(&e.guards)
+	}
+}
+
+// guard notes when the protection of x's attempt, started now, ends.
+func (e *Engine) guard(x *entry) {
+	if mrt := e.cfg.Core.MinRunTime; mrt > 0 {
+		heap.Push(&e.guards, guard{until: x.job.Status.StartedAt.Add(mrt), x: x})
 	}
 }

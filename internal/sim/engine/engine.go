@@ -154,6 +154,8 @@ type Engine struct {
 	idle    int
 	abort   error
 	inc     *sched.Incremental // the core's state carried between cycles (session.go)
+	snap    []*model.Job       // scratch of snapshotJobs
+	guards  guardQueue         // the running attempts' ends of protection (wakeForProtection)
 }
 
 // entry is one job with what the engine knows of its work.

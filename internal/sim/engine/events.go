@@ -37,3 +37,24 @@ func (q *eventQueue) Pop() any {
 	*q = old[:len(old)-1]
 	return ev
 }
+
+// guard is when the protection from preemption (Core.MinRunTime) of x's
+// attempt ends.
+type guard struct {
+	until time.Time
+	x     *entry
+}
+
+// guardQueue is a min-heap of guards by their end.
+type guardQueue []guard
+
+func (q guardQueue) Len() int           { return len(q) }
+func (q guardQueue) Less(a, b int) bool { return q[a].until.Before(q[b].until) }
+func (q guardQueue) Swap(a, b int)      { q[a], q[b] = q[b], q[a] }
+func (q *guardQueue) Push(x any)        { *q = append(*q, x.(guard)) }
+func (q *guardQueue) Pop() any {
+	old := *q
+	g := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return g
+}

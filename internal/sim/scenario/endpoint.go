@@ -55,6 +55,9 @@ type endpointSim struct {
 	// GPU model must see together (RepresentedRequests; tests change it).
 	represented float64
 	hist        serving.Histogram
+	// scratch of tick
+	view, ready []autoscale.Replica
+	count       map[string]int
 
 	// measured
 	minutes, within int
@@ -204,9 +207,15 @@ func (ep *endpointSim) serving(j *model.Job, now time.Time) bool {
 // returns the p95 (seconds) the users saw, capped at maxP95.
 func (ep *endpointSim) tick(e *engine.Engine, nodeModel map[string]string, now time.Time) (float64, error) {
 	rate := ep.rate(now, true)
-	var serving []autoscale.Replica
-	view := make([]autoscale.Replica, len(ep.replicas))
-	count := map[string]int{}
+	// The minute's lists and counts are kept for the next minute's: the
+	// autoscaler reads them during the tick only.
+	view := slices.Grow(ep.view[:0], len(ep.replicas))[:len(ep.replicas)]
+	serving := ep.ready[:0]
+	if ep.count == nil {
+		ep.count = map[string]int{}
+	}
+	count := ep.count
+	clear(count)
 	for i, j := range ep.replicas {
 		gpu := ""
 		if len(j.Status.Allocations) > 0 {
@@ -218,6 +227,8 @@ func (ep *endpointSim) tick(e *engine.Engine, nodeModel map[string]string, now t
 			count[gpu]++
 		}
 	}
+
+	ep.view, ep.ready = view, serving
 
 	// Serve the minute's requests.
 	p95, within := ep.serve(rate, count, now)

@@ -82,6 +82,7 @@ func TestGuaranteeViolationsOnHandBuiltTimelines(t *testing.T) {
 				}
 				j.Status.State = model.StateRunning
 				j.Status.Allocations = []model.Allocation{{Node: fmt.Sprintf("east-ib-h100x8-%03d", h.node), GPUs: gpus, GPUMilli: model.MilliPerGPU}}
+				r.rec.Started(j, start) // as the engine tells it of a bind
 			}
 			gang := &model.Job{ID: "gang", Spec: model.JobSpec{Name: "gang", Tenant: "trainer",
 				Resources: model.Resources{InstanceCount: tc.instances, GPUsPerInstance: 8, GPUModels: []string{"H100"}},

@@ -39,25 +39,14 @@ import (
 // guarantee stands in its way, not when its own partition's work does
 // (that is the partition's own order, which its queueing shows).
 func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
-	r.holding = r.eng.AppendHolding(r.holding[:0])
-	holding := r.holding
-	clear(r.held)
-	for _, j := range holding {
-		p, ok := r.partIndex[j.Spec.Tenant]
-		if !ok {
-			continue
-		}
-		for _, a := range j.Status.Allocations {
-			r.held[p*len(r.pools)+r.poolIndex[a.Node]] += int64(len(a.GPUs)) * a.GPUMilli
-		}
-	}
 	// used is what the pi-th partition holds in the pool of g.
+	books := &r.rec.guarantee
 	used := func(pi int, g model.Guarantee) int64 {
 		k, ok := r.pools[[2]string{g.Region, g.GPUModel}]
 		if !ok {
 			return 0 // a guarantee where the fleet has no such GPU
 		}
-		return r.held[pi*len(r.pools)+k]
+		return books.held[pi*books.pools+k]
 	}
 	// The partitions by their index in Promised (names are unique):
 	// whether each holds less than a guarantee somewhere (only their work
@@ -117,7 +106,8 @@ func (r *run) checkGuarantees(now time.Time, jobs []*model.Job) {
 				continue
 			}
 			if room == nil {
-				room = r.roomCheck(now, holding)
+				r.holding = r.eng.AppendHolding(r.holding[:0])
+				room = r.roomCheck(now, r.holding)
 			}
 			if room(p, g.Region, g.GPUModel, j, guaranteed-u) {
 				owed[pi] = true

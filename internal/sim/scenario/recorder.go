@@ -49,6 +49,49 @@ type recorder struct {
 	spotHeld     float64
 	regionHeld   map[string]float64
 	region       map[string]string // node → region
+	// guarantee keeps, for checkGuarantees, the milli-GPU each partition
+	// holds in each pool, as jobs start and stop.
+	guarantee heldBooks
+}
+
+// heldBooks is what partitions hold by pool: held[p*pools+k] is the
+// milli-GPU the p-th partition of Promised holds in pool k, counted as
+// jobs start and stop (not summed over the holding jobs every minute).
+type heldBooks struct {
+	partIndex map[string]int // tenant → its partition's index; absent for none
+	poolIndex map[string]int // node → its pool's index
+	pools     int
+	held      []int64
+}
+
+// count adds j's allocations, for a partition's tenant, to the books and
+// returns what it added, for uncount when the attempt ends (by then the
+// job's allocations are gone or others).
+func (b *heldBooks) count(j *model.Job) []heldShare {
+	p, ok := b.partIndex[j.Spec.Tenant]
+	if !ok {
+		return nil
+	}
+	out := make([]heldShare, 0, len(j.Status.Allocations))
+	for _, a := range j.Status.Allocations {
+		sh := heldShare{at: p*b.pools + b.poolIndex[a.Node], milli: int64(len(a.GPUs)) * a.GPUMilli}
+		b.held[sh.at] += sh.milli
+		out = append(out, sh)
+	}
+	return out
+}
+
+// uncount takes back what count added.
+func (b *heldBooks) uncount(shares []heldShare) {
+	for _, sh := range shares {
+		b.held[sh.at] -= sh.milli
+	}
+}
+
+// heldShare is milli-GPU counted at held[at].
+type heldShare struct {
+	at    int
+	milli int64
 }
 
 func newRecorder(w *World) *recorder {
@@ -89,6 +132,7 @@ func held(j *model.Job) float64 {
 // date as jobs start and stop, so that an interval costs the same however
 // many jobs run.
 type holding struct {
+	shares   []heldShare // in the guarantee's books (heldBooks.count)
 	gpus     float64
 	tenant   string
 	endpoint string
@@ -136,6 +180,7 @@ func (r *recorder) hold(j *model.Job) {
 	r.release(j.ID)
 	h := &holding{gpus: held(j), tenant: j.Spec.Tenant, endpoint: j.Spec.Labels["endpoint"], spot: r.spotLike[j.ID],
 		regions: map[string]float64{}}
+	h.shares = r.guarantee.count(j)
 	for _, a := range j.Status.Allocations {
 		h.regions[r.region[a.Node]] += float64(int64(len(a.GPUs))*a.GPUMilli) / model.MilliPerGPU
 	}
@@ -162,6 +207,7 @@ func (r *recorder) release(id string) {
 		return
 	}
 	delete(r.holds, id)
+	r.guarantee.uncount(h.shares)
 	r.busy -= h.gpus
 	r.tenantHeld[h.tenant] -= h.gpus
 	if h.endpoint != "" {

@@ -70,13 +70,11 @@ type run struct {
 	nodePool  map[string][2]string
 	clusters  map[string][]clusterNodes // region → its clusters
 	partOf    map[string]string         // tenant → partition
-	// For checkGuarantees' count of what partitions hold, by index:
-	// node → its pool's, tenant → its partition's in Promised (absent for
-	// none), and the count itself, reused.
+	// For the count of what partitions hold (heldBooks), by index: node →
+	// its pool's, tenant → its partition's in Promised (absent for none).
 	poolIndex map[string]int
 	pools     map[[2]string]int
 	partIndex map[string]int
-	held      []int64 // milli-GPU by partition × pool
 	// checkGuarantees' scratch, reused every minute: the holding jobs, and
 	// by partition whether it is short of a guarantee, owed, violated.
 	holding               []*model.Job
@@ -222,7 +220,8 @@ func newRun(f *File, w *World, opt Options) *run {
 			}
 		}
 	}
-	r.held = make([]int64, len(w.Promised.Partitions)*len(r.pools))
+	r.rec.guarantee = heldBooks{partIndex: r.partIndex, poolIndex: r.poolIndex, pools: len(r.pools),
+		held: make([]int64, len(w.Promised.Partitions)*len(r.pools))}
 	r.scopes = policy.NewScopes(w.Fleet)
 	r.clear = make([]time.Time, len(w.Promised.Partitions))
 	r.eng = engine.New(engine.Config{Fleet: w.Fleet, Tenancy: w.Tenancy, Start: w.Start, Recorder: r.rec,

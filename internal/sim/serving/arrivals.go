@@ -18,24 +18,30 @@ const BlockLen = 256
 // of the whole endpoint reaches every share at once. Within the share a
 // Router picks the replica.
 type Arrivals struct {
-	p      *azurellm.Pattern
-	prefix []float64 // prefix[i] = Σ Gaps[:i]: p's own (Pattern.Prefix) where it has one
-	rng    *rand.Rand
-	block  int // start of the block being read
-	off    int // position in it of the last request drawn
-	next   float64
-	ctx    int // tokens of the pending request
-	gen    int
-	rate   float64
-	share  float64
+	p     *azurellm.Pattern
+	steps []azurellm.Step // p's own (Pattern.Steps) where it has them
+	rng   *rand.Rand
+	block int // start of the block being read
+	off   int // position in it of the last request drawn
+	next  float64
+	ctx   int // tokens of the pending request
+	gen   int
+	rate  float64
+	share float64
 }
 
 // NewArrivals reads p (gaps with a mean of one, package trace/azurellm)
-// from random blocks drawn from rng. p must have a request.
+// from random blocks drawn from rng. p must have a request, and as many
+// token counts of each kind as gaps, each fitting in 32 bits (a Pattern
+// NewPattern made has).
 func NewArrivals(p *azurellm.Pattern, rng *rand.Rand) *Arrivals {
-	a := &Arrivals{p: p, rng: rng, prefix: p.Prefix, next: -1}
-	if len(a.prefix) != len(p.Gaps)+1 {
-		a.prefix = azurellm.PrefixSums(p.Gaps) // a Pattern built by hand
+	a := &Arrivals{p: p, rng: rng, steps: p.Steps, next: -1}
+	if len(a.steps) != len(p.Gaps) {
+		steps, err := azurellm.StepsOf(p) // a Pattern built by hand
+		if err != nil {
+			panic("serving: " + err.Error())
+		}
+		a.steps = steps
 	}
 	a.jump()
 	return a
@@ -57,18 +63,18 @@ func (a *Arrivals) skip(k int) float64 {
 		left := a.blockLen() - 1 - a.off // requests after the current one in its block
 		if k <= left {
 			i := a.block + a.off
-			t += a.prefix[i+k+1] - a.prefix[i+1]
+			t += a.steps[i+k].End - a.steps[i].End
 			a.off += k
 			break
 		}
 		i := a.block + a.off
-		t += a.prefix[a.block+a.blockLen()] - a.prefix[i+1]
+		t += a.steps[a.block+a.blockLen()-1].End - a.steps[i].End
 		k -= left + 1
 		a.jump()
 		t += a.p.Gaps[a.block] // the gap into the new block's first request
 	}
-	i := a.block + a.off
-	a.ctx, a.gen = a.p.Context[i], a.p.Generated[i]
+	s := &a.steps[a.block+a.off]
+	a.ctx, a.gen = int(s.Context), int(s.Generated)
 	return t
 }
 

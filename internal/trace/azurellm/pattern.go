@@ -23,12 +23,13 @@ type Pattern struct {
 	Gaps      []float64 // len(requests); Gaps[0] (no request before it) is taken as the mean, 1
 	Context   []int
 	Generated []int
-	// Prefix holds the sums of the gaps, Prefix[i] = Σ Gaps[:i], for
-	// readers that skip requests (NewPattern sets it; nil on a Pattern
-	// built by hand). One copy serves every reader: the simulator's many
-	// replicas skip through it at random, and their own copies no longer
-	// fit a CPU's cache (a third of the week's run time went there).
-	Prefix []float64
+	// Steps holds, for readers that skip requests, each request's sum of
+	// the gaps up to it and its token counts side by side (NewPattern sets
+	// it; nil on a Pattern built by hand, StepsOf makes it). One copy
+	// serves every reader: the simulator's many replicas skip through it at
+	// random, and their own copies no longer fit a CPU's cache (a third of
+	// the week's run time went there), nor do three arrays read at once.
+	Steps []Step
 }
 
 // NewPattern builds the pattern of requests, which must be at least 2, in
@@ -73,7 +74,11 @@ func NewPattern(reqs []Request, window time.Duration) (*Pattern, error) {
 			p.Gaps[i] = 1 // a window of simultaneous requests: as steady as can be
 		}
 	}
-	p.Prefix = PrefixSums(p.Gaps)
+	steps, err := StepsOf(p)
+	if err != nil {
+		return nil, err
+	}
+	p.Steps = steps
 	return p, nil
 }
 
@@ -113,12 +118,30 @@ func (p *Pattern) MeanTokens() (context, generated float64) {
 	return c / n, g / n
 }
 
-// PrefixSums returns the sums of gaps: out[i] = Σ gaps[:i], len(gaps)+1 of
-// them.
-func PrefixSums(gaps []float64) []float64 {
-	out := make([]float64, len(gaps)+1)
-	for i, g := range gaps {
-		out[i+1] = out[i] + g
+// Step is request i of a Pattern as a reader that skips requests reads
+// it: End is Σ Gaps[:i+1], the pattern time from before request 0 to
+// request i, so that skipping from request i to request k takes
+// Steps[k].End − Steps[i].End.
+type Step struct {
+	End                float64
+	Context, Generated int32
+}
+
+// StepsOf is p's Steps, built from its gaps and token counts, which must
+// be as many as its gaps and fit in 32 bits.
+func StepsOf(p *Pattern) ([]Step, error) {
+	if len(p.Context) != len(p.Gaps) || len(p.Generated) != len(p.Gaps) {
+		return nil, fmt.Errorf("azurellm: %d gaps, %d context and %d generated counts: need as many of each", len(p.Gaps), len(p.Context), len(p.Generated))
 	}
-	return out
+	out := make([]Step, len(p.Gaps))
+	end := 0.0
+	for i, g := range p.Gaps {
+		c, x := p.Context[i], p.Generated[i]
+		if c < 0 || x < 0 || c > math.MaxInt32 || x > math.MaxInt32 {
+			return nil, fmt.Errorf("azurellm: request %d: %d context and %d generated tokens: need 0 to %d", i, c, x, math.MaxInt32)
+		}
+		end += g
+		out[i] = Step{End: end, Context: int32(c), Generated: int32(x)}
+	}
+	return out, nil
 }

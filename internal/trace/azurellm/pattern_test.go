@@ -99,3 +99,30 @@ func TestShippedPatterns(t *testing.T) {
 		})
 	}
 }
+
+// StepsOf puts each request's gaps so far beside its token counts, summed
+// as a reader that walks the gaps would, and refuses counts that do not
+// match the gaps or fit in 32 bits.
+func TestStepsOf(t *testing.T) {
+	p := &Pattern{Gaps: []float64{1, 0.1, 0.2, 2.7}, Context: []int{10, 20, 30, 40}, Generated: []int{1, 2, 3, 4}}
+	steps, err := StepsOf(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := 0.0
+	for i, s := range steps {
+		end += p.Gaps[i]
+		if s.End != end || int(s.Context) != p.Context[i] || int(s.Generated) != p.Generated[i] {
+			t.Fatalf("step %d is %+v, want end %v, %d and %d tokens", i, s, end, p.Context[i], p.Generated[i])
+		}
+	}
+	for name, bad := range map[string]*Pattern{
+		"a count short":   {Gaps: []float64{1, 1}, Context: []int{1}, Generated: []int{1, 1}},
+		"too many tokens": {Gaps: []float64{1}, Context: []int{math.MaxInt32 + 1}, Generated: []int{1}},
+		"negative tokens": {Gaps: []float64{1}, Context: []int{1}, Generated: []int{-1}},
+	} {
+		if _, err := StepsOf(bad); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
