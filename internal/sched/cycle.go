@@ -95,7 +95,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 		}
 		plan.Pending = append(plan.Pending, Pending{Job: j.ID, Reason: r, Detail: d})
 	}
-	if _, known := st.tenants[j.Spec.Tenant]; !known || t == nil {
+	if t == nil { // t is the tenant's state: nil for a tenant the tenancy does not define
 		names := make([]string, 0, len(st.tenants))
 		for name := range st.tenants {
 			names = append(names, name)
@@ -122,7 +122,7 @@ func (st *state) scheduleJob(j *model.Job, t *tenantState, plan *Plan, failed ma
 	}
 	// Most of a long queue is answered here, by a verdict for its shape:
 	// the key is looked up without allocating, the attempt made only after.
-	st.keyBuf = st.holdKey(st.earmarkKey(appendShapeKey(st.keyBuf[:0], j), j), j)
+	st.keyBuf = st.holdKey(st.earmarkKey(appendShapeKey(st.keyBuf[:0], j), j, t), j)
 	if f, seen := failed[string(st.keyBuf)]; seen && !j.Status.SubmittedAt.Before(f.submitted) {
 		pend(f.Reason, f.Detail)
 		return

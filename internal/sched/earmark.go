@@ -156,12 +156,12 @@ func (st *state) guard(j *model.Job) time.Duration {
 // its owner and class are in the shape key already). Jobs alike in every
 // other filter and in these answers may use the same earmarked nodes, so
 // a job's exact end need not split them: keys stay few however varied the
-// queue's timeouts are.
-func (st *state) earmarkKey(b []byte, j *model.Job) []byte {
+// queue's timeouts are. t is the state of j's tenant, nil for one the
+// tenancy does not define.
+func (st *state) earmarkKey(b []byte, j *model.Job, t *tenantState) []byte {
 	if !st.earmarked {
 		return b
 	}
-	t := st.tenants[j.Spec.Tenant] // once per job: this runs for most of a long queue
 	for i := range st.res {
 		if rs := &st.res[i]; len(rs.earmarks) > 0 {
 			b = appendBit(b, st.precedesInTime(j, t, rs.pool(st), rs.Start))

@@ -250,7 +250,7 @@ func (st *state) grow(plan *Plan) {
 		a.grow, a.within = true, d
 		a.count = j.Spec.Elastic.StepOrOne()
 		a.total = int64(a.count) * a.req.TotalMilli()
-		key := string(binaryDomain(st.holdKey(st.earmarkKey(appendShapeKey(nil, j), j), j), d))
+		key := string(binaryDomain(st.holdKey(st.earmarkKey(appendShapeKey(nil, j), j, st.tenants[j.Spec.Tenant]), j), d))
 		from := len(rj.nodes)
 		var added placement
 		for len(rj.nodes)+a.count <= j.Spec.Elastic.MaxInstances && free[d] >= a.count*a.req.GPUs && !failed[key] {

@@ -12,7 +12,9 @@ type Router struct {
 // flight at at. Calls must come in arrival order.
 func (r *Router) Pick(reps []*Replica, at float64) *Replica {
 	n := len(reps)
-	r.next = (r.next + 1) % n
+	if r.next++; r.next >= n { // modulo n, dividing only at the wrap (n may have shrunk since)
+		r.next %= n
+	}
 	best, load := -1, 0
 	// From r.next round to it, k wrapping to 0 at n rather than taken
 	// modulo n: Pick runs for every simulated request.
