@@ -370,17 +370,8 @@ func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.S
 		return false
 	}
 	t := w.tenant(f)
-	if len(a.Tenants) > 0 {
-		name := j.Spec.Tenant
-		if t != nil {
-			name = t.Name // the same, without reading j
-		}
-		if !a.Names(name) {
-			return false
-		}
-	}
 	if f.labels || len(a.Targets) == 0 || t == nil {
-		return w.match(j, f, targets)
+		return (len(a.Tenants) == 0 || a.Names(j.Spec.Tenant)) && w.match(j, f, targets)
 	}
 	switch memo[f.ti] {
 	case 1:
@@ -388,7 +379,7 @@ func (w work) actsOn(j *model.Job, f jobFacts, a model.Action, targets []model.S
 	case 2:
 		return false
 	}
-	v := w.match(j, f, targets)
+	v := (len(a.Tenants) == 0 || a.Names(t.Name)) && w.match(j, f, targets)
 	memo[f.ti] = 2
 	if v {
 		memo[f.ti] = 1

@@ -55,37 +55,40 @@ func (st *state) fileOwn(rj *running, sorted bool) {
 		return
 	}
 	if st.ownWork == nil {
-		st.ownWork = map[ownKey][]*running{}
+		st.ownWork = map[ownKey]*[]*running{}
 	}
 	k := ownKey{rj.tenant, rj.class}
 	l := st.ownWork[k]
-	if sorted {
-		at := sort.Search(len(l), func(i int) bool { return victimLess(rj, l[i]) })
-		l = slices.Insert(l, at, rj)
-	} else {
-		l = append(l, rj)
+	if l == nil {
+		l = new([]*running)
+		st.ownWork[k] = l
 	}
-	st.ownWork[k] = l
+	if sorted {
+		at := sort.Search(len(*l), func(i int) bool { return victimLess(rj, (*l)[i]) })
+		*l = slices.Insert(*l, at, rj)
+	} else {
+		*l = append(*l, rj)
+	}
 }
 
 // unfileOwn takes rj, evicted for good, off its tenant's list.
 func (st *state) unfileOwn(rj *running) {
 	k := ownKey{rj.tenant, rj.class}
-	l, ok := st.ownWork[k]
-	if !ok {
+	l := st.ownWork[k]
+	if l == nil {
 		return
 	}
-	at := sort.Search(len(l), func(i int) bool { return !victimLess(l[i], rj) })
-	if at < len(l) && l[at] == rj {
-		st.ownWork[k] = slices.Delete(l, at, at+1)
+	at := sort.Search(len(*l), func(i int) bool { return !victimLess((*l)[i], rj) })
+	if at < len(*l) && (*l)[at] == rj {
+		*l = slices.Delete(*l, at, at+1)
 	}
 }
 
 // clearOwn empties every list before begin files the running work again.
 func (st *state) clearOwn() {
-	for k, l := range st.ownWork {
-		clear(l)
-		st.ownWork[k] = l[:0]
+	for _, l := range st.ownWork {
+		clear(*l)
+		*l = (*l)[:0]
 	}
 }
 
@@ -95,5 +98,8 @@ func (st *state) ownVictims(a *attempt) []*running {
 	if st.cfg.PriorityGap <= 0 {
 		return nil
 	}
-	return st.ownWork[ownKey{a.tenant, a.class}]
+	if l := st.ownWork[ownKey{a.tenant, a.class}]; l != nil {
+		return *l
+	}
+	return nil
 }

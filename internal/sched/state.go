@@ -277,7 +277,7 @@ type state struct {
 	victims        victimStream // scratch of preempt
 	// Running work by tenant and class, in victimLess order, when
 	// Config.PriorityGap is on (priority.go).
-	ownWork map[ownKey][]*running
+	ownWork map[ownKey]*[]*running
 
 	// Groups by pool, series, rack and region (buildFreedIndex), to drop
 	// only the cached verdicts a preemption can change.

@@ -113,38 +113,47 @@ type slot struct{ leaves, kv float64 }
 // without its interface boxing: Serve runs for every request).
 type slots []slot
 
+// push and pop move the element being placed as a hole moves: a parent
+// or child steps into the hole, the element is written once where the
+// hole stops (the heap comes out as with swaps at every step).
 func (h *slots) push(x slot) {
 	*h = append(*h, x)
 	s := *h
-	for i := len(s) - 1; i > 0; {
+	i := len(s) - 1
+	for i > 0 {
 		p := (i - 1) / 2
-		if s[p].leaves <= s[i].leaves {
+		if s[p].leaves <= x.leaves {
 			break
 		}
-		s[p], s[i] = s[i], s[p]
+		s[i] = s[p]
 		i = p
 	}
+	s[i] = x
 }
 
 func (h *slots) pop() slot {
 	s := *h
 	top := s[0]
 	n := len(s) - 1
-	s[0] = s[n]
+	x := s[n]
 	s = s[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && s[l].leaves < s[m].leaves {
-			m = l
+	i := 0
+	for {
+		l, m, least := 2*i+1, -1, x.leaves
+		if l < n && s[l].leaves < least {
+			m, least = l, s[l].leaves
 		}
-		if r := l + 1; r < n && s[r].leaves < s[m].leaves {
+		if r := l + 1; r < n && s[r].leaves < least {
 			m = r
 		}
-		if m == i {
+		if m < 0 {
 			break
 		}
-		s[i], s[m] = s[m], s[i]
+		s[i] = s[m]
 		i = m
+	}
+	if n > 0 {
+		s[i] = x
 	}
 	*h = s
 	return top

@@ -2,6 +2,8 @@ package serving
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -229,5 +231,26 @@ func TestReplicaPrefillSlowsDecode(t *testing.T) {
 				t.Errorf("decode %g s after a busy prefill stage, no slower than %g alone", decode, lone)
 			}
 		})
+	}
+}
+
+// The batch's heap gives its slots back by leaving time, earliest first,
+// whatever order they came in and however pushes and pops interleave.
+func TestSlotsPopInLeavingOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var h slots
+	var want []float64 // what h holds, sorted
+	for step := range 5000 {
+		if len(want) == 0 || rng.IntN(3) > 0 {
+			x := float64(rng.IntN(50)) // ties too
+			h.push(slot{leaves: x, kv: x})
+			i, _ := slices.BinarySearch(want, x)
+			want = slices.Insert(want, i, x)
+			continue
+		}
+		if got := h.pop(); got.leaves != want[0] || got.kv != got.leaves {
+			t.Fatalf("step %d: popped %+v, want leaving at %v", step, got, want[0])
+		}
+		want = want[1:]
 	}
 }
