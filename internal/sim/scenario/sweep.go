@@ -55,6 +55,7 @@ func Sweep(ctx context.Context, f *File, base Options, cases []Case, seeds []int
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
+	took := make([]float64, len(cases)) // seconds of each case's last finished run; 0 before one
 	for range max(parallel, 1) {
 		wg.Add(1)
 		go func() {
@@ -75,18 +76,31 @@ func Sweep(ctx context.Context, f *File, base Options, cases []Case, seeds []int
 					continue
 				}
 				res.WallSeconds = time.Since(start).Seconds()
+				mu.Lock()
 				out[t.c][t.s] = res
+				took[t.c] = res.WallSeconds
+				mu.Unlock()
 			}
 		}()
 	}
-feed:
-	for s := range seeds {
+	// The runs go longest first, so that the last to finish are short and
+	// the workers end together: a case's runs take about as long as its
+	// last one did, and a case none of whose runs has finished counts as
+	// the longest (each case's first seed goes early and measures it).
+	next := make([]int, len(cases)) // each case's next seed to feed
+	for fed := 0; fed < len(cases)*len(seeds) && ctx.Err() == nil; fed++ {
+		pick := -1
+		mu.Lock()
 		for c := range cases {
-			select {
-			case tasks <- task{c, s}:
-			case <-ctx.Done():
-				break feed
+			if next[c] < len(seeds) && (pick < 0 || longer(took[c], took[pick])) {
+				pick = c
 			}
+		}
+		mu.Unlock()
+		select {
+		case tasks <- task{pick, next[pick]}:
+			next[pick]++
+		case <-ctx.Done():
 		}
 	}
 	close(tasks)
@@ -99,6 +113,10 @@ feed:
 	}
 	return out, nil
 }
+
+// longer reports whether runs that took a seconds (0: none finished yet,
+// as long as any) take longer than those that took b.
+func longer(a, b float64) bool { return (a == 0 && b != 0) || (b != 0 && a > b) }
 
 // Figure is one measure over the seeds of a case.
 type Figure struct {
