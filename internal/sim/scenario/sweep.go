@@ -86,7 +86,7 @@ func Sweep(ctx context.Context, f *File, base Options, cases []Case, seeds []int
 	// The runs go longest first, so that the last to finish are short and
 	// the workers end together: a case's runs take about as long as its
 	// last one did, and a case none of whose runs has finished counts as
-	// the longest (each case's first seed goes early and measures it).
+	// the longest (so each case is measured within the first few runs).
 	next := make([]int, len(cases)) // each case's next seed to feed
 	for fed := 0; fed < len(cases)*len(seeds) && ctx.Err() == nil; fed++ {
 		pick := -1
