@@ -285,9 +285,14 @@ func (ep *endpointSim) tick(e *engine.Engine, nodeModel map[string]string, now t
 func (ep *endpointSim) serve(rate float64, count map[string]int, now time.Time) (float64, bool) {
 	to := now.Sub(ep.start).Seconds()
 	from := to - 60
-	var weight float64 // Σ replicas × capacity
-	for m, n := range count {
-		weight += float64(n) * ep.capacity[m]
+	models := make([]string, 0, len(count))
+	for m := range count {
+		models = append(models, m)
+	}
+	slices.Sort(models) // a fixed order of sums and draws, whatever the map's
+	var weight float64  // Σ replicas × capacity
+	for _, m := range models {
+		weight += float64(count[m]) * ep.capacity[m]
 	}
 	for m, g := range ep.groups {
 		if n := count[m]; n < len(g.replicas) {
@@ -305,11 +310,6 @@ func (ep *endpointSim) serve(rate float64, count map[string]int, now time.Time) 
 		}
 		return math.NaN(), true
 	}
-	models := make([]string, 0, len(count))
-	for m := range count {
-		models = append(models, m)
-	}
-	slices.Sort(models) // a fixed order of draws
 	ttft := ep.gen.SLO.Metric == MetricTTFT
 	for _, m := range models {
 		prof, ok := ep.profiles[m]
